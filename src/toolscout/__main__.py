@@ -1,0 +1,3 @@
+from toolscout.cli import main
+
+main()

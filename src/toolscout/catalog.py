@@ -1,0 +1,103 @@
+"""The catalog: every upstream tool, with what the tool rules say about it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+from toolscout.rules import RuleSet
+
+SUMMARY_LIMIT = 160
+
+
+def summarize(description: str | None, limit: int = SUMMARY_LIMIT) -> str:
+    """The description's first sentence or line, cut to `limit` characters."""
+    text = " ".join((description or "").split())
+    if not text:
+        return ""
+    sentence = re.split(r"(?<=[.!?。])\s", text, maxsplit=1)[0]
+    first_line = (description or "").strip().splitlines()[0].strip()
+    short = min(sentence, first_line, key=len) or sentence
+    return short if len(short) <= limit else short[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogTool:
+    """One upstream tool as the gateway knows it."""
+
+    server: str
+    tool: types.Tool
+    enabled: bool
+    tags: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def title(self) -> str | None:
+        return self.tool.title or (self.tool.annotations.title if self.tool.annotations else None)
+
+    @property
+    def description(self) -> str:
+        return self.tool.description or ""
+
+    @property
+    def summary(self) -> str:
+        return summarize(self.tool.description) or (self.title or "")
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.tool.input_schema
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.tool.output_schema
+
+
+class Catalog:
+    """Tools per server, with tool rules applied as they arrive.
+
+    `version` grows with every change so derived state (the search index) knows
+    when to rebuild.
+    """
+
+    def __init__(self, rules: RuleSet | None = None) -> None:
+        self._rules = rules or RuleSet()
+        self._servers: dict[str, dict[str, CatalogTool]] = {}
+        self.version = 0
+
+    def set_server_tools(self, server: str, tools: Iterable[types.Tool]) -> None:
+        """Replace everything known about `server`'s tools."""
+        entries: dict[str, CatalogTool] = {}
+        for tool in tools:
+            verdict = self._rules.verdict(server, tool.name)
+            entries[tool.name] = CatalogTool(server, tool, verdict.enabled, verdict.tags)
+        self._servers[server] = entries
+        self.version += 1
+
+    def drop_server(self, server: str) -> None:
+        if self._servers.pop(server, None) is not None:
+            self.version += 1
+
+    def tools(self, server: str | None = None, *, include_disabled: bool = False) -> list[CatalogTool]:
+        """Tools of one server, or of all, in the order the servers listed them."""
+        groups: Sequence[dict[str, CatalogTool]] = (
+            [self._servers.get(server, {})] if server is not None else list(self._servers.values())
+        )
+        return [t for group in groups for t in group.values() if include_disabled or t.enabled]
+
+    def get(self, server: str, name: str) -> CatalogTool | None:
+        return self._servers.get(server, {}).get(name)
+
+    def counts(self, server: str) -> tuple[int, int]:
+        """(all tools, enabled tools) of `server`."""
+        entries = self._servers.get(server, {})
+        return len(entries), sum(1 for t in entries.values() if t.enabled)
+
+    def servers_with_tool(self, name: str) -> list[str]:
+        return [server for server, entries in self._servers.items() if name in entries]

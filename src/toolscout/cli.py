@@ -1,0 +1,150 @@
+"""The `toolscout` command line."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from toolscout import __version__
+from toolscout.config import GatewayConfig, find_config, load_config
+from toolscout.errors import ConfigError
+
+app = typer.Typer(
+    name="toolscout",
+    help="An MCP gateway: agents see five meta-tools instead of every tool of every server.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_CONFIG_ERROR = 2
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="Configuration file (JSON, YAML or TOML). Default: $TOOLSCOUT_CONFIG, "
+        "./toolscout.{json,yaml,yml,toml}, then the user config directory.",
+    ),
+]
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"toolscout: {message}", err=True)
+    return typer.Exit(code)
+
+
+def setup_logging(level: LogLevel) -> None:
+    """Everything goes to stderr: on stdio, stdout belongs to the MCP stream."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=level.value.upper(),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+        force=True,
+    )
+    if level is not LogLevel.debug:
+        # The SDK and HTTP client narrate every request at INFO; keep the log about our servers.
+        for noisy in ("mcp", "httpx", "httpx2", "httpcore", "httpcore2", "uvicorn.error"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def resolve_config(config: Path | None, *, demo: bool = False) -> GatewayConfig:
+    """The configuration a command runs with, or exit 2 with the reason."""
+    if demo and config is not None:
+        raise fail("use either --config or --demo, not both.", EXIT_CONFIG_ERROR)
+    try:
+        if demo:
+            from toolscout.demo.config import demo_config
+
+            return demo_config()
+        return load_config(find_config(config).path)
+    except ConfigError as exc:
+        raise fail(str(exc), EXIT_CONFIG_ERROR) from None
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    transport: Annotated[Transport, typer.Option(help="stdio for desktop clients, http for streamable HTTP.")] = (
+        Transport.stdio
+    ),
+    host: Annotated[str, typer.Option(help="Interface to listen on (http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (http); 0 picks a free one.")] = 8765,
+    stateless: Annotated[bool, typer.Option(help="Serve stateless streamable HTTP (no sessions).")] = False,
+    demo: Annotated[bool, typer.Option(help="Front the bundled demo servers instead of a config file.")] = False,
+    log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = LogLevel.info,
+) -> None:
+    """Run the gateway as an MCP server."""
+    setup_logging(log_level)
+    gateway_config = resolve_config(config, demo=demo)
+    sock: socket.socket | None = None
+    if transport is Transport.http:
+        from toolscout.server import bind
+
+        try:
+            sock = bind(host, port)
+        except OSError as exc:
+            raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port.", 1) from None
+    anyio.run(_serve, gateway_config, sock, host, stateless, log_level)
+
+
+async def _serve(
+    config: GatewayConfig, sock: socket.socket | None, host: str, stateless: bool, level: LogLevel
+) -> None:
+    from toolscout.gateway import Gateway
+    from toolscout.server import serve_http, serve_stdio
+
+    async with Gateway.from_config(config) as gateway:
+        count = len(config.mcp_servers)
+        if sock is None:
+            typer.echo(f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers)", err=True)
+            await serve_stdio(gateway)
+            return
+        bound_host, bound_port = sock.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        typer.echo(
+            f"toolscout {__version__}: serving streamable HTTP at http://{shown}:{bound_port}/mcp "
+            f"({'stateless' if stateless else 'stateful'}, {count} upstream servers)",
+            err=True,
+        )
+        await serve_http(gateway, sock, host=host, stateless=stateless, log_level=level.value)
+
+
+@app.command()
+def demo() -> None:
+    """See toolscout work: a real MCP client drives the gateway in front of the bundled demo servers."""
+    from toolscout.demo.run import run_demo
+
+    setup_logging(LogLevel.warning)
+    anyio.run(run_demo)
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,25 @@
+"""Configuration: the models and how they are found and loaded."""
+
+from toolscout.config.loader import CONFIG_ENV_VAR, ConfigSource, find_config, load_config, parse_config
+from toolscout.config.models import (
+    AnyServerConfig,
+    GatewayConfig,
+    HttpServerConfig,
+    SseServerConfig,
+    StdioServerConfig,
+    ToolRule,
+)
+
+__all__ = [
+    "CONFIG_ENV_VAR",
+    "AnyServerConfig",
+    "ConfigSource",
+    "GatewayConfig",
+    "HttpServerConfig",
+    "SseServerConfig",
+    "StdioServerConfig",
+    "ToolRule",
+    "find_config",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,240 @@
+"""Finding, parsing and validating the configuration file.
+
+Everything that can go wrong here ends as one `ConfigError` whose message names
+the file and the key, so `serve` can print it and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import typer
+import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+from rapidfuzz import process
+
+from toolscout.config.models import SERVER_KIND_TAGS, GatewayConfig, HttpServerConfig, StdioServerConfig, ToolRule
+from toolscout.errors import ConfigError
+
+CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
+EXTENSIONS = ("json", "yaml", "yml", "toml")
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML with 1.2 booleans: only true/false are booleans, so a server called `off` or `no` stays a name."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
+}
+_Yaml12Loader.add_implicit_resolver(  # pyright: ignore[reportUnknownMemberType]
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+_VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """Where a configuration was found and why it was chosen."""
+
+    path: Path
+    origin: str
+
+
+def user_config_dir() -> Path:
+    """The per-user directory toolscout reads `config.{json,yaml,yml,toml}` from."""
+    return Path(typer.get_app_dir("toolscout"))
+
+
+def candidate_paths(cwd: Path | None = None) -> list[ConfigSource]:
+    """Every implicit location, in lookup order (after `--config` and $TOOLSCOUT_CONFIG)."""
+    here = cwd or Path.cwd()
+    found = [ConfigSource(here / f"toolscout.{ext}", "working directory") for ext in EXTENSIONS]
+    found += [ConfigSource(user_config_dir() / f"config.{ext}", "user config directory") for ext in EXTENSIONS]
+    return found
+
+
+def find_config(
+    explicit: Path | None = None, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> ConfigSource:
+    """Resolve which file to load: `--config`, then $TOOLSCOUT_CONFIG, then the implicit locations.
+
+    Raises:
+        ConfigError: an explicitly named file does not exist, or no file was found anywhere.
+    """
+    environ = os.environ if env is None else env
+    if explicit is not None:
+        source = ConfigSource(explicit.expanduser(), "--config")
+    elif environ.get(CONFIG_ENV_VAR):
+        source = ConfigSource(Path(environ[CONFIG_ENV_VAR]).expanduser(), f"${CONFIG_ENV_VAR}")
+    else:
+        candidates = candidate_paths(cwd)
+        for candidate in candidates:
+            if candidate.path.is_file():
+                return candidate
+        looked = "\n".join(f"  {c.path}" for c in candidates)
+        raise ConfigError(
+            "No configuration file found. Looked in:\n"
+            f"{looked}\n"
+            f"Pass --config FILE, set ${CONFIG_ENV_VAR}, or try the bundled demo servers with --demo."
+        )
+    if not source.path.is_file():
+        what = "is a directory" if source.path.is_dir() else "does not exist"
+        raise ConfigError(f"Configuration file {source.path} (from {source.origin}) {what}.")
+    return source
+
+
+def load_config(path: Path, env: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Read, parse, interpolate and validate one configuration file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read configuration file {path}: {exc}") from None
+    return parse_config(text, path.suffix.lstrip(".").lower() or "json", str(path), env)
+
+
+def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Parse configuration text in `fmt` (json, yaml/yml or toml); `origin` names it in errors."""
+    parsed = _parse_text(text, fmt, origin)
+    if not isinstance(parsed, dict):
+        raise ConfigError(f"Configuration error in {origin}: the top level must be a mapping with `mcpServers`.")
+    raw = cast(dict[str, Any], parsed)
+    problems: list[str] = []
+    environ = os.environ if env is None else env
+    data = _interpolate(raw, environ, (), problems)
+    # A server is often disabled because its secrets are not at hand: do not insist on them.
+    excused = tuple(f"mcpServers.{name}." for name in _disabled_servers(raw.get("mcpServers")))
+    problems = [p for p in problems if not p.startswith(excused)]
+    if problems:
+        raise ConfigError(_report(origin, problems))
+    try:
+        return GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_report(origin, [_describe(err) for err in exc.errors()])) from None
+
+
+def _parse_text(text: str, fmt: str, origin: str) -> Any:
+    try:
+        if fmt in ("yaml", "yml"):
+            return yaml.load(text, Loader=_Yaml12Loader) or {}
+        if fmt == "toml":
+            return tomllib.loads(text)
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"Configuration error in {origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."
+        ) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"Configuration error in {origin}: invalid YAML{where}: {exc.problem or exc}.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"Configuration error in {origin}: invalid YAML: {exc}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Configuration error in {origin}: invalid TOML: {exc}.") from None
+
+
+def _interpolate(value: Any, env: Mapping[str, str], path: tuple[str | int, ...], problems: list[str]) -> Any:
+    """Expand `${VAR}` and `${VAR:-default}` in every string value; `$${` is a literal `${`."""
+    if isinstance(value, str):
+
+        def expand(match: re.Match[str]) -> str:
+            if match.group(0) == "$${":
+                return "${"
+            name, default = match.group(1), match.group(2)
+            if name in env and (env[name] or default is None):
+                return env[name]
+            if default is not None:
+                return default
+            problems.append(
+                f"{_dotted(path)}: environment variable {name} is not set "
+                f"(set it, or write ${{{name}:-default}} to give a default)"
+            )
+            return ""
+
+        return _VAR.sub(expand, value)
+    if isinstance(value, dict):
+        mapping: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        # Keys are names, as in JSON; YAML and TOML may hand over numbers.
+        return {str(k): _interpolate(v, env, (*path, str(k)), problems) for k, v in mapping.items()}
+    if isinstance(value, list):
+        items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
+        return [_interpolate(v, env, (*path, i), problems) for i, v in enumerate(items)]
+    return value
+
+
+def _disabled_servers(servers: object) -> list[str]:
+    if not isinstance(servers, dict):
+        return []
+    entries = cast(dict[Any, Any], servers)
+    return [
+        str(name)
+        for name, entry in entries.items()
+        if isinstance(entry, dict) and cast(dict[str, Any], entry).get("disabled") is True
+    ]
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+_KNOWN_KEYS: dict[str, set[str]] = {
+    "top": {"$schema", "mcpServers", "toolRules", "mode"},
+    "server": {
+        *(f.alias or n for n, f in StdioServerConfig.model_fields.items()),
+        *(f.alias or n for n, f in HttpServerConfig.model_fields.items()),
+        "transport",
+        "type",
+    }
+    - {"kind"},
+    "rule": {f.alias or n for n, f in ToolRule.model_fields.items()},
+}
+
+
+def _describe(err: ErrorDetails) -> str:
+    loc = list(err["loc"])
+    # The server union adds its tag ("stdio", "http", "sse") after the server name; users never wrote it.
+    if len(loc) >= 3 and loc[0] == "mcpServers" and loc[2] in SERVER_KIND_TAGS:
+        del loc[2]
+    path = _dotted(tuple(loc))
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        scope = "top" if len(loc) == 1 else "rule" if loc[0] == "toolRules" else "server"
+        hint = process.extractOne(key, sorted(_KNOWN_KEYS[scope]), score_cutoff=70)
+        suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+        return f"{path}: unknown key{suggestion}"
+    if kind == "missing":
+        return f"{path}: required key is missing"
+    message = err["msg"].removeprefix("Value error, ")
+    if kind == "server_kind" and isinstance(err["input"], dict):
+        entry: dict[str, Any] = err["input"]  # pyright: ignore[reportUnknownVariableType]
+        typos = [
+            f"{key!r} (did you mean {hint[0]!r}?)"
+            for key in entry
+            if (hint := process.extractOne(str(key), ["command", "url"], score_cutoff=70)) and key != hint[0]
+        ]
+        if typos:
+            message += "; found " + ", ".join(typos)
+    if kind not in ("value_error", "server_kind"):
+        message += f" (got {err['input']!r})" if not isinstance(err["input"], dict | list) else ""
+    return f"{path}: {message}"
+
+
+def _report(origin: str, problems: list[str]) -> str:
+    if len(problems) == 1:
+        return f"Configuration error in {origin}: {problems[0]}."
+    return f"Configuration errors in {origin}:\n" + "\n".join(f"  - {p}" for p in problems)

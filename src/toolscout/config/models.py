@@ -1,0 +1,151 @@
+"""The configuration as pydantic models: one model per upstream transport.
+
+Files use the `mcpServers` shape of Claude Desktop and Cursor with camelCase keys;
+the models accept those names and reject anything they do not know.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic.alias_generators import to_camel
+
+from toolscout.rules import compile_pattern
+
+DEFAULT_CALL_TIMEOUT = 60.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class _ServerBase(_Model):
+    description: str | None = None
+    """Shown instead of what the server says about itself."""
+    timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
+    """Seconds one tool call may take before it is cancelled upstream."""
+    connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
+    """Seconds to start the server and finish the MCP handshake."""
+    disabled: bool = False
+    protocol: Literal["auto", "legacy"] = "auto"
+    """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only."""
+
+
+class StdioServerConfig(_ServerBase):
+    """A server the gateway starts as a child process and talks to over stdin/stdout."""
+
+    kind: Literal["stdio"] = Field(default="stdio", validation_alias=AliasChoices("transport", "type"))
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list[str])
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    cwd: str | None = None
+
+
+def _check_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
+    return url
+
+
+class HttpServerConfig(_ServerBase):
+    """A server reached over streamable HTTP."""
+
+    kind: Literal["http", "streamable-http", "streamableHttp", "streamable_http"] = Field(
+        default="http", validation_alias=AliasChoices("transport", "type")
+    )
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+
+    _url = field_validator("url")(_check_url)
+
+
+class SseServerConfig(_ServerBase):
+    """A server reached over the legacy HTTP+SSE transport."""
+
+    kind: Literal["sse"] = Field(default="sse", validation_alias=AliasChoices("transport", "type"))
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+
+    _url = field_validator("url")(_check_url)
+
+
+def server_kind(raw: Any) -> str | None:
+    """Which transport a raw server entry asks for: `command` means stdio, a URL means HTTP or SSE."""
+    if isinstance(raw, StdioServerConfig):
+        return "stdio"
+    if isinstance(raw, SseServerConfig):
+        return "sse"
+    if isinstance(raw, HttpServerConfig):
+        return "http"
+    if not isinstance(raw, dict):
+        return None
+    entry: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+    declared = entry.get("transport", entry.get("type"))
+    if declared == "stdio" or (declared is None and "command" in entry):
+        return "stdio"
+    if declared == "sse":
+        return "sse"
+    if declared in ("http", "streamable-http", "streamableHttp", "streamable_http"):
+        return "http"
+    url = entry.get("url")
+    if declared is None and isinstance(url, str):
+        return "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else "http"
+    return None
+
+
+ServerConfig = Annotated[
+    Annotated[StdioServerConfig, Tag("stdio")]
+    | Annotated[HttpServerConfig, Tag("http")]
+    | Annotated[SseServerConfig, Tag("sse")],
+    Discriminator(
+        server_kind,
+        custom_error_type="server_kind",
+        custom_error_message="needs either `command` (a stdio server) or `url` (streamable HTTP or SSE)",
+    ),
+]
+SERVER_KIND_TAGS = frozenset({"stdio", "http", "sse"})
+
+
+class ToolRule(_Model):
+    """One entry of `toolRules`: which tools it matches, and what it says about them."""
+
+    pattern: list[str] = Field(min_length=1)
+    server: str | None = None
+    enabled: bool | None = None
+    tags: list[str] = Field(default_factory=list[str])
+
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _one_pattern_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("pattern")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            compile_pattern(pattern)  # raises ValueError with a readable reason
+        return patterns
+
+
+class GatewayConfig(_Model):
+    """The whole configuration file."""
+
+    schema_url: str | None = Field(default=None, alias="$schema")
+    mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict[str, ServerConfig])
+    tool_rules: list[ToolRule] = Field(default_factory=list[ToolRule])
+    mode: Literal["discovery"] = "discovery"
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names_are_usable(cls, servers: dict[str, Any]) -> dict[str, Any]:
+        for name in servers:
+            if not name or name != name.strip() or any(ord(c) < 32 for c in name):
+                raise ValueError(f"server name {name!r} must be non-empty, without surrounding spaces")
+        return servers
+
+
+AnyServerConfig = StdioServerConfig | HttpServerConfig | SseServerConfig

@@ -1,0 +1,78 @@
+"""One rooted exception tree for everything toolscout reports.
+
+Each class carries a stable `code` string. Code inside the gateway raises these;
+only the edges (the MCP face and the CLI) turn them into MCP results or exit codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ToolscoutError(Exception):
+    """Base of every error toolscout raises on purpose."""
+
+    code: ClassVar[str] = "TOOLSCOUT_ERROR"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = {k: v for k, v in details.items() if v is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as the `error` object of a failed meta-tool result."""
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class ConfigError(ToolscoutError):
+    """The configuration cannot be found, parsed or validated."""
+
+    code = "CONFIGURATION_ERROR"
+
+
+class ServerNotFound(ToolscoutError):
+    """No upstream server of that name is configured."""
+
+    code = "SERVER_NOT_FOUND"
+
+
+class ServerUnavailable(ToolscoutError):
+    """The upstream server is configured but not connected (connecting, failed or disabled)."""
+
+    code = "SERVER_UNAVAILABLE"
+
+
+class ToolNotFound(ToolscoutError):
+    """The upstream server has no tool of that name."""
+
+    code = "TOOL_NOT_FOUND"
+
+
+class ToolDisabled(ToolscoutError):
+    """The tool exists but `toolRules` disable it."""
+
+    code = "TOOL_DISABLED"
+
+
+class ArgumentsInvalid(ToolscoutError):
+    """The arguments do not satisfy the tool's input schema."""
+
+    code = "VALIDATION_ERROR"
+
+
+class UpstreamError(ToolscoutError):
+    """The upstream failed while serving a request (protocol error, lost connection)."""
+
+    code = "TOOL_EXECUTION_ERROR"
+
+
+class CallTimeout(ToolscoutError):
+    """The upstream did not answer within the server's `timeout`."""
+
+    code = "TIMEOUT"
+
+
+class InvalidRequest(ToolscoutError):
+    """A meta-tool was called with arguments it cannot use."""
+
+    code = "INVALID_ARGUMENTS"

@@ -1,0 +1,207 @@
+"""The gateway: upstream connections, the catalog and search behind one facade.
+
+The MCP face (`server.py`) and the CLI call only this; it raises `ToolscoutError`s
+and leaves turning them into MCP results or exit codes to them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from rapidfuzz import fuzz, process
+
+from toolscout.catalog import Catalog, CatalogTool
+from toolscout.config.models import GatewayConfig
+from toolscout.errors import InvalidRequest, ServerNotFound, ServerUnavailable, ToolDisabled, ToolNotFound
+from toolscout.rules import RuleSet
+from toolscout.search import BM25Backend, SearchBackend, SearchHit
+from toolscout.upstream import Status, Upstream, UpstreamSpec
+from toolscout.validation import ArgumentValidator
+
+logger = logging.getLogger(__name__)
+
+STARTUP_GRACE_SECONDS = 10.0
+"""How long after start catalog questions wait for servers that are still connecting."""
+
+MAX_SUGGESTIONS = 3
+
+
+class Gateway:
+    """Connects to every enabled upstream and answers questions about their tools.
+
+    Use as an async context manager: entering starts one task per upstream and
+    returns at once, so a slow or broken server never delays readiness.
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[UpstreamSpec],
+        *,
+        rules: RuleSet | None = None,
+        search: SearchBackend | None = None,
+        startup_grace: float = STARTUP_GRACE_SECONDS,
+    ) -> None:
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate upstream names in {names}")
+        self.catalog = Catalog(rules)
+        self._upstreams = {spec.name: Upstream(spec, self.catalog) for spec in specs}
+        self._search = search or BM25Backend()
+        self._indexed_version = -1
+        self._validator = ArgumentValidator()
+        self._startup_grace = startup_grace
+        self._started_at = 0.0
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    @classmethod
+    def from_config(cls, config: GatewayConfig, **kwargs: Any) -> Gateway:
+        specs = [UpstreamSpec.from_config(name, server) for name, server in config.mcp_servers.items()]
+        return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
+
+    async def __aenter__(self) -> Gateway:
+        self._task_group = await anyio.create_task_group().__aenter__()
+        self._started_at = anyio.current_time()
+        for upstream in self._upstreams.values():
+            self._task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        for upstream in self._upstreams.values():
+            upstream.stop()
+        assert self._task_group is not None
+        try:
+            return await self._task_group.__aexit__(exc_type, exc, tb)
+        finally:
+            self._task_group = None
+
+    # Servers
+
+    @property
+    def upstreams(self) -> list[Upstream]:
+        return list(self._upstreams.values())
+
+    def upstream(self, name: str) -> Upstream:
+        """The upstream called `name`, or `ServerNotFound` with the closest names."""
+        found = self._upstreams.get(name)
+        if found is not None:
+            return found
+        close = _closest(name, list(self._upstreams))
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ServerNotFound(
+            f"No server named {name!r}.{hint} Call list_mcp_servers to see the configured servers.",
+            server=name,
+            suggestions=close or None,
+        )
+
+    async def settle(self) -> None:
+        """Wait until no upstream is still connecting (bound it with a cancel scope)."""
+        for upstream in self._upstreams.values():
+            await upstream.wait_settled()
+
+    async def settle_startup(self) -> None:
+        """During the first seconds after start, give connecting servers a chance to finish."""
+        with anyio.move_on_after(self._started_at + self._startup_grace - anyio.current_time()):
+            await self.settle()
+
+    # Tools
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        """Enabled tools ranked for `query`."""
+        if not query.strip():
+            raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
+        if limit < 1:
+            raise InvalidRequest(f"limit must be at least 1, got {limit}.")
+        if server is not None:
+            self.upstream(server)
+        if self._indexed_version != self.catalog.version:
+            self._search.rebuild(self.catalog.tools())
+            self._indexed_version = self.catalog.version
+        return self._search.search(query, server=server, limit=limit)
+
+    async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
+        """The tools of one server (waiting for it if it is still connecting)."""
+        await self._connected(self.upstream(server))
+        return self.catalog.tools(server, include_disabled=include_disabled)
+
+    async def tool(self, server: str, name: str) -> CatalogTool:
+        """One enabled tool, or the error saying why it cannot be used."""
+        await self._connected(self.upstream(server))
+        entry = self.catalog.get(server, name)
+        if entry is None:
+            raise self._tool_not_found(server, name)
+        if not entry.enabled:
+            raise ToolDisabled(
+                f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
+            )
+        return entry
+
+    async def execute(self, server: str, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        """Validate `arguments` and call the tool upstream; the upstream's result is returned as it came."""
+        if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequest(
+                f"arguments must be an object, got {type(arguments).__name__}.", server=server, tool=name
+            )
+        entry = await self.tool(server, name)
+        args = dict(arguments or {})
+        self._validator.validate(entry.input_schema, args, server=server, tool=name)
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            result = await self.upstream(server).call_tool(name, args)
+            outcome = "isError" if result.is_error else "ok"
+        finally:
+            logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
+        return _without_hop_metadata(result)
+
+    async def _connected(self, upstream: Upstream) -> None:
+        if upstream.status is Status.CONNECTING:
+            with anyio.move_on_after(upstream.spec.connect_timeout):
+                await upstream.wait_settled()
+        if upstream.status is not Status.CONNECTED:
+            reason = f": {upstream.error}" if upstream.error else "."
+            raise ServerUnavailable(
+                f"Server {upstream.name!r} is {upstream.status.value}{reason}",
+                server=upstream.name,
+                status=upstream.status.value,
+            )
+
+    def _tool_not_found(self, server: str, name: str) -> ToolNotFound:
+        suggestions = [
+            {"server": server, "tool": t} for t in _closest(name, [t.name for t in self.catalog.tools(server)])
+        ]
+        for other in self.catalog.servers_with_tool(name):
+            entry = self.catalog.get(other, name)
+            if other != server and entry is not None and entry.enabled:
+                suggestions.insert(0, {"server": other, "tool": name})
+        suggestions = suggestions[:MAX_SUGGESTIONS]
+        hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"
+        return ToolNotFound(
+            f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''} "
+            f"Call search_tools or list_tools to find the right name.",
+            server=server,
+            tool=name,
+            suggestions=suggestions or None,
+        )
+
+
+def _closest(name: str, choices: Sequence[str]) -> list[str]:
+    matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=60)
+    return [m[0] for m in matches]
+
+
+def _without_hop_metadata(result: types.CallToolResult) -> types.CallToolResult:
+    """Drop the upstream's `serverInfo` stamp: it describes that hop, and the gateway stamps its own."""
+    meta = result.meta
+    if not meta or types.SERVER_INFO_META_KEY not in meta:
+        return result
+    rest = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
+    return result.model_copy(update={"meta": rest or None})

@@ -1,0 +1,96 @@
+"""Compact text renderings of meta-tool results, for the model to read.
+
+The same data goes out as `structuredContent`; many clients show the model only
+the text, so the text must be complete enough to act on, yet short.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+
+def _j(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def servers_text(data: Mapping[str, Any]) -> str:
+    servers = cast(Sequence[Mapping[str, Any]], data["servers"])
+    lines = [f"{len(servers)} servers, {data['enabledTools']} tools enabled of {data['totalTools']}."]
+    for s in servers:
+        head = f"- {s['name']} [{s['status']}]"
+        if s["status"] == "connected":
+            disabled = s["toolCount"] - s["enabledCount"]
+            head += f" {s['enabledCount']} tools" + (f" (+{disabled} disabled)" if disabled else "")
+        if s.get("description"):
+            head += f": {s['description']}"
+        if s.get("error"):
+            head += f" — {s['error']}"
+        lines.append(head)
+        if s.get("instructions"):
+            lines.append(f"  instructions: {s['instructions']}")
+    return "\n".join(lines)
+
+
+def search_text(data: Mapping[str, Any]) -> str:
+    results = cast(Sequence[Mapping[str, Any]], data["results"])
+    pending = cast(Sequence[str], data.get("connecting", []))
+    note = f" Still connecting: {', '.join(pending)}." if pending else ""
+    if not results:
+        return f"No tools match {data['query']!r}.{note} Try other words, or list_tools(server)."
+    lines = [f"{len(results)} tools for {data['query']!r}:"]
+    for r in results:
+        tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
+        lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}){tags}: {r['summary']}")
+    lines.append("Next: get_tool_details(server, tool), then execute_tool." + note)
+    return "\n".join(lines)
+
+
+def tools_text(data: Mapping[str, Any]) -> str:
+    tools = cast(Sequence[Mapping[str, Any]], data["tools"])
+    lines = [f"{data['server']}: {len(tools)} tools"]
+    for t in tools:
+        flag = "" if t["enabled"] else " (disabled)"
+        tags = f" [{', '.join(t['tags'])}]" if t["tags"] else ""
+        lines.append(f"- {t['name']}{flag}{tags}: {t['summary']}")
+    return "\n".join(lines)
+
+
+def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
+    title = f" ({data['title']})" if data.get("title") else ""
+    lines = [f"{data['server']} / {data['tool']}{title}"]
+    if data.get("description"):
+        lines.append(str(data["description"]).strip())
+    params = cast(Sequence[Mapping[str, Any]], data["parameters"])
+    if params:
+        lines.append("Parameters:")
+        for p in params:
+            need = "required" if p["required"] else "optional"
+            default = f", default {_j(p['default'])}" if "default" in p else ""
+            desc = f": {p['description']}" if p.get("description") else ""
+            lines.append(f"- {p['name']} ({p['type']}, {need}{default}){desc}")
+    else:
+        lines.append("Parameters: none (pass arguments: {}).")
+    if include_schema:
+        lines.append(f"Input schema: {_j(data['inputSchema'])}")
+    hints = cast(Mapping[str, Any], data.get("annotations") or {})
+    flags = [
+        label
+        for key, label in (
+            ("readOnlyHint", "read-only"),
+            ("destructiveHint", "destructive"),
+            ("idempotentHint", "idempotent"),
+            ("openWorldHint", "open-world"),
+        )
+        if hints.get(key)
+    ]
+    if flags:
+        lines.append("Hints: " + ", ".join(flags))
+    if data.get("outputSchema"):
+        lines.append("Returns structured content.")
+    return "\n".join(lines)
+
+
+def error_text(error: Mapping[str, Any]) -> str:
+    return f"Error {error['code']}: {error['message']}"

@@ -1,0 +1,149 @@
+"""The gateway's MCP face: the five meta-tools, served over stdio or streamable HTTP.
+
+This is the edge where `ToolscoutError`s become `isError` results with
+`structuredContent: {"success": false, "error": {...}}`.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from toolscout import __version__, render
+from toolscout.errors import ToolscoutError
+from toolscout.gateway import Gateway
+from toolscout.meta_tools import BY_NAME, META_TOOLS, parse_arguments
+from toolscout.stdio import serve_process_stdio
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "toolscout fronts many MCP servers. To use one of their tools: search_tools with what you want to do, "
+    "get_tool_details for its parameters, then execute_tool. list_mcp_servers shows what is connected."
+)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
+    """A failed meta-tool call as the agent sees it."""
+    payload = {**{k: v for k, v in context.items() if k not in error.details}, **error.to_dict()}
+    return types.CallToolResult(
+        content=[types.TextContent(text=render.error_text(payload))],
+        structured_content={"success": False, "error": payload},
+        is_error=True,
+    )
+
+
+def build_server(gateway: Gateway) -> Server[Any]:
+    """The low-level MCP server exposing `gateway` as the five meta-tools."""
+    definitions = [tool.definition() for tool in META_TOOLS]
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=definitions)
+
+    async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        meta_tool = BY_NAME.get(params.name)
+        if meta_tool is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool {params.name!r}; this gateway offers {', '.join(BY_NAME)}. "
+                "Upstream tools run through execute_tool.",
+            )
+        arguments = params.arguments or {}
+        context = {k: v for k in ("server", "tool") if isinstance(v := arguments.get(k), str)}
+        try:
+            return await meta_tool.handler(gateway, parse_arguments(meta_tool, arguments))
+        except ToolscoutError as exc:
+            return error_result(exc, **context)
+        except Exception as exc:
+            # A bug of ours must not take the session down; the agent gets a clear failure instead.
+            logger.exception("%s failed unexpectedly", params.name)
+            return error_result(
+                ToolscoutError(f"Internal error in {params.name}: {type(exc).__name__}: {exc}"), **context
+            )
+
+    return Server(
+        "toolscout",
+        version=__version__,
+        title="toolscout MCP gateway",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def _stop_on_signal(stop: Callable[[], None]) -> None:
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            logger.info("received %s, shutting down", signal.Signals(signum).name)
+            stop()
+            return
+
+
+async def serve_stdio(gateway: Gateway) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin or a stop signal arrives."""
+    server = build_server(gateway)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, tg.cancel_scope.cancel)
+        async with serve_process_stdio() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: the gateway owns shutdown, upstreams included."""
+
+    @contextmanager
+    def capture_signals(self):  # type: ignore[override]  # pyright: ignore[reportIncompatibleMethodOverride]
+        yield
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0 picks a free one)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve_http(
+    gateway: Gateway,
+    sock: socket.socket,
+    *,
+    host: str,
+    stateless: bool = False,
+    log_level: str = "warning",
+) -> None:
+    """Serve streamable HTTP at /mcp on an already listening socket until a stop signal arrives."""
+    server = build_server(gateway)
+    app = server.streamable_http_app(stateless_http=stateless, host=host)
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
+    web = _Uvicorn(config)
+
+    def stop() -> None:
+        web.should_exit = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, stop)
+        await web.serve(sockets=[sock])
+        tg.cancel_scope.cancel()

@@ -1,0 +1,108 @@
+"""The process's stdin/stdout as the MCP stream, cancellable and guarded against stray output.
+
+The SDK's `stdio_server()` reads stdin in a worker thread that a cancellation
+cannot interrupt, so a SIGTERM would wait for the next line from the client.
+Here stdin is read without blocking, so shutdown is immediate. As the SDK does,
+fd 0 and 1 are pointed at /dev/null and stderr while serving, so anything that
+writes to stdout by accident (a library, a child that inherits it) cannot
+corrupt the protocol stream.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import anyio
+import anyio.to_thread
+from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+
+_CHUNK = 65536
+
+
+class _LineReader:
+    """Async iteration over the lines of a file descriptor, without a blocking thread for pipes and terminals."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = b""
+        self._eof = False
+        self._regular_file = stat.S_ISREG(os.fstat(fd).st_mode)
+
+    def __aiter__(self) -> _LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        while b"\n" not in self._pending and not self._eof:
+            chunk = await self._read()
+            self._eof = not chunk
+            self._pending += chunk
+        if not self._pending:
+            raise StopAsyncIteration
+        line, sep, rest = self._pending.partition(b"\n")
+        self._pending = rest
+        return (line + sep).decode("utf-8", "replace")
+
+    async def _read(self) -> bytes:
+        if self._regular_file:  # epoll cannot watch regular files; reading them never blocks for long
+            return await anyio.to_thread.run_sync(os.read, self._fd, _CHUNK)
+        while True:
+            await anyio.wait_readable(self._fd)
+            try:
+                return os.read(self._fd, _CHUNK)
+            except BlockingIOError:
+                continue
+
+
+class _LineWriter:
+    """Writes whole lines to a file descriptor from a worker thread."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def write(self, text: str) -> None:
+        await anyio.to_thread.run_sync(self._write_all, text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        return None
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+
+@asynccontextmanager
+async def serve_process_stdio() -> AsyncGenerator[
+    tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
+]:
+    """MCP streams over this process's stdin/stdout, restored when the block ends."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    was_blocking = os.get_blocking(wire_in)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        if not stat.S_ISREG(os.fstat(wire_in).st_mode):
+            os.set_blocking(wire_in, False)
+        reader: Any = _LineReader(wire_in)
+        writer: Any = _LineWriter(wire_out)
+        async with stdio_server(
+            stdin=cast(anyio.AsyncFile[str], reader), stdout=cast(anyio.AsyncFile[str], writer)
+        ) as (
+            read_stream,
+            write_stream,
+        ):
+            yield read_stream, write_stream
+    finally:
+        os.set_blocking(wire_in, was_blocking)
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)

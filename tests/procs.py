@@ -1,0 +1,87 @@
+"""Running real servers as child processes in tests, waiting on what they print (never on the clock)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+from anyio.streams.text import TextReceiveStream
+
+
+@dataclass
+class Running:
+    process: anyio.abc.Process
+    match: re.Match[str]
+    stderr: list[str] = field(default_factory=list[str])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def running(
+    command: Sequence[str],
+    *,
+    ready: str,
+    env: Mapping[str, str] | None = None,
+    startup_timeout: float = 60,
+) -> AsyncGenerator[Running]:
+    """Start `command`, wait until a stderr line matches `ready`, and stop it (SIGTERM, then SIGKILL) afterwards."""
+    pattern = re.compile(ready)
+    process = await anyio.open_process(
+        list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    lines: list[str] = []
+    decided = anyio.Event()  # the ready line arrived, or stderr closed without it
+    matched: list[re.Match[str]] = []
+
+    async def pump() -> None:
+        assert process.stderr is not None
+        buffer = ""
+        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
+            buffer += chunk
+            *complete, buffer = buffer.split("\n")
+            for line in complete:
+                lines.append(line)
+                if not matched and (m := pattern.search(line)):
+                    matched.append(m)
+                    decided.set()
+        decided.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        try:
+            with anyio.fail_after(startup_timeout):
+                await decided.wait()
+            if not matched:
+                raise AssertionError(f"{command} closed stderr before printing {ready!r}:\n" + "\n".join(lines))
+            yield Running(process, matched[0], lines)
+        except TimeoutError:
+            raise AssertionError(
+                f"{command} did not print {ready!r} in {startup_timeout}s:\n" + "\n".join(lines)
+            ) from None
+        finally:
+            await stop(process)
+            tg.cancel_scope.cancel()
+
+
+async def stop(process: anyio.abc.Process, grace: float = 10) -> int:
+    """SIGTERM, wait (bounded), then SIGKILL; returns the exit code."""
+    if process.returncode is None:
+        process.terminate()
+        with anyio.move_on_after(grace):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+    assert process.returncode is not None
+    return process.returncode

@@ -1,0 +1,261 @@
+"""`toolscout serve` as a real child process, over stdio and HTTP, driven by `mcp.Client`.
+
+Behind it: demo servers spawned over stdio, one demo server over streamable HTTP and
+one over SSE, each a separate process.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.conftest import PYTHON
+from tests.procs import free_port, running, stop
+from tests.test_upstream_failures import _alive  # pyright: ignore[reportPrivateUsage]
+
+pytestmark = pytest.mark.anyio
+
+META_TOOL_NAMES = ["list_mcp_servers", "search_tools", "list_tools", "get_tool_details", "execute_tool"]
+UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
+SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
+PID_WRITER = (
+    "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "sys.argv = ['notes']; from toolscout.demo.notes import main; main()"
+)
+
+
+@asynccontextmanager
+async def config_with_remote_demos(tmp_path: Path) -> AsyncGenerator[Path]:
+    """A config fronting notes (stdio, reporting its pid), units (stdio), text (HTTP) and files (SSE)."""
+    text_port, files_port = free_port(), free_port()
+    async with (
+        running(
+            [PYTHON, "-m", "toolscout.demo.text", "--transport", "http", "--port", str(text_port)], ready=UVICORN_READY
+        ),
+        running(
+            [PYTHON, "-m", "toolscout.demo.files", "--transport", "sse", "--port", str(files_port)], ready=UVICORN_READY
+        ),
+    ):
+        config = {
+            "mcpServers": {
+                "notes": {"command": PYTHON, "args": ["-c", PID_WRITER, str(tmp_path / "notes.pid")]},
+                "units": {"command": PYTHON, "args": ["-m", "toolscout.demo.units"], "description": "Units!"},
+                "text": {"url": f"http://127.0.0.1:{text_port}/mcp"},
+                "files": {"url": f"http://127.0.0.1:{files_port}/sse"},
+            },
+            "toolRules": [{"pattern": ["delete_*"], "enabled": False, "tags": ["dangerous"]}],
+        }
+        path = tmp_path / "toolscout.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        yield path
+
+
+def data(result: types.CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    content: Any = result.structured_content
+    assert isinstance(content, dict)
+    return cast(dict[str, Any], content)
+
+
+async def exercise(client: Client) -> None:
+    """All five meta-tools, reaching a server on each transport."""
+    assert [t.name for t in (await client.list_tools()).tools] == META_TOOL_NAMES
+
+    servers = data(await client.call_tool("list_mcp_servers", {}))["servers"]
+    by_name = {s["name"]: s for s in servers}
+    assert set(by_name) == {"notes", "units", "text", "files"}
+    assert {s["status"] for s in servers} == {"connected"}, servers
+    assert by_name["units"]["description"] == "Units!"
+    assert by_name["notes"]["enabledCount"] == by_name["notes"]["toolCount"] - 1  # delete_note is disabled
+
+    hits = data(await client.call_tool("search_tools", {"query": "convert miles to kilometers", "limit": 3}))
+    assert (hits["results"][0]["server"], hits["results"][0]["tool"]) == ("units", "convert_units")
+
+    listed = data(await client.call_tool("list_tools", {"server": "files"}))
+    assert "read_file" in [t["name"] for t in listed["tools"]]
+
+    details = data(await client.call_tool("get_tool_details", {"server": "text", "tool": "slugify"}))
+    assert "text" in [p["name"] for p in details["parameters"]]
+
+    converted = data(
+        await client.call_tool(
+            "execute_tool",
+            {"server": "units", "tool": "convert_units", "arguments": {"value": 1, "from_unit": "km", "to_unit": "m"}},
+        )
+    )
+    assert converted["result"] == 1000
+    slug = data(
+        await client.call_tool(
+            "execute_tool", {"server": "text", "tool": "slugify", "arguments": {"text": "Hello, World!"}}
+        )
+    )
+    assert slug == {"result": "hello-world"}
+    readme = await client.call_tool(
+        "execute_tool", {"server": "files", "tool": "read_file", "arguments": {"path": "README.md"}}
+    )
+    assert not readme.is_error
+    found = data(
+        await client.call_tool(
+            "execute_tool", {"server": "notes", "tool": "search_notes", "arguments": {"text": "groceries"}}
+        )
+    )
+    assert found
+
+    refused = await client.call_tool(
+        "execute_tool", {"server": "notes", "tool": "delete_note", "arguments": {"id": "1"}}
+    )
+    assert refused.is_error
+    assert cast(dict[str, Any], refused.structured_content)["error"]["code"] == "TOOL_DISABLED"
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_serve_over_stdio(tmp_path: Path, era: str) -> None:
+    async with config_with_remote_demos(tmp_path) as config:
+        params = StdioServerParameters(command=PYTHON, args=["-m", "toolscout", "serve", "--config", str(config)])
+        log = tmp_path / "gateway.log"
+        with log.open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode=era) as client:
+                expected = "2025-11-25" if era == "legacy" else "2026-07-28"
+                assert client.protocol_version == expected
+                assert client.server_info is not None and client.server_info.name == "toolscout"
+                await exercise(client)
+                notes_pid = int((tmp_path / "notes.pid").read_text())
+                assert _alive(notes_pid)
+        # Closing stdin ends the gateway, and its children with it.
+        assert not _alive(notes_pid)
+        logged = log.read_text()
+        assert "serving MCP on stdio" in logged
+        assert "notes: connected" in logged
+
+
+@pytest.mark.parametrize(("stateless", "era"), [(False, "legacy"), (False, "auto"), (True, "legacy"), (True, "auto")])
+async def test_serve_over_http(tmp_path: Path, stateless: bool, era: str) -> None:
+    async with config_with_remote_demos(tmp_path) as config:
+        command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"]
+        if stateless:
+            command.append("--stateless")
+        async with running(command, ready=SERVE_READY) as gateway:
+            assert ("stateless" if stateless else "stateful") in gateway.match.string
+            async with Client(gateway.match.group(1), mode=era) as client:
+                await exercise(client)
+
+
+async def test_sigterm_stops_the_gateway_and_its_children(tmp_path: Path) -> None:
+    async with config_with_remote_demos(tmp_path) as config:
+        command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"]
+        async with running(command, ready=SERVE_READY) as gateway:
+            async with Client(gateway.match.group(1)) as client:
+                servers = data(await client.call_tool("list_mcp_servers", {}))["servers"]
+                assert all(s["status"] == "connected" for s in servers)
+            notes_pid = int((tmp_path / "notes.pid").read_text())
+            assert _alive(notes_pid)
+            gateway.process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(30):
+                code = await gateway.process.wait()
+            assert code == 0, "\n".join(gateway.stderr)
+            assert not _alive(notes_pid)
+            assert "received SIGTERM, shutting down" in "\n".join(gateway.stderr)
+
+
+async def test_sigterm_on_stdio_does_not_wait_for_the_client(tmp_path: Path) -> None:
+    async with config_with_remote_demos(tmp_path) as config:
+        # stdin stays open and silent: the gateway must not need another line from the client to stop.
+        process = await anyio.open_process(
+            [PYTHON, "-m", "toolscout", "serve", "--config", str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stderr is not None
+        seen = ""
+        with anyio.fail_after(60):
+            while "notes: connected" not in seen:
+                seen += (await process.stderr.receive()).decode(errors="replace")
+        notes_pid = int((tmp_path / "notes.pid").read_text())
+        process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            assert await process.wait() == 0
+        assert not _alive(notes_pid)
+        await stop(process)
+
+
+async def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    async with (
+        config_with_remote_demos(tmp_path) as config,
+        running(
+            [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"],
+            ready=SERVE_READY,
+        ) as first,
+    ):
+        port = first.match.group(1).rsplit(":", 1)[1].split("/")[0]
+        process = await anyio.open_process(
+            [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", port]
+        )
+        with anyio.fail_after(60):
+            code = await process.wait()
+        assert process.stderr is not None
+        chunks: list[bytes] = []
+        with anyio.fail_after(10):
+            async for chunk in process.stderr:
+                chunks.append(chunk)
+        message = b"".join(chunks).decode()
+        assert code == 1
+        assert f"cannot listen on 127.0.0.1:{port}" in message and "Traceback" not in message
+        await stop(process)
+
+
+async def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
+    """Speak raw JSON-RPC to `serve` and check every stdout line, with an upstream that prints junk to its stdout."""
+    noisy = Path(__file__).parent / "fixtures" / "noisy_server.py"
+    config = tmp_path / "toolscout.yaml"
+    config.write_text(f"mcpServers:\n  noisy:\n    command: {PYTHON}\n    args: ['{noisy}']\n", encoding="utf-8")
+    process = await anyio.open_process([PYTHON, "-m", "toolscout", "serve", "--config", str(config)])
+    assert process.stdin is not None and process.stdout is not None
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "execute_tool",
+                "arguments": {"server": "noisy", "tool": "shout", "arguments": {"text": "hi"}},
+            },
+        },
+    ]
+    for request in requests:
+        await process.stdin.send((json.dumps(request) + "\n").encode())
+    lines: list[str] = []
+    buffer = b""
+    with anyio.fail_after(60):
+        while len(lines) < 2:
+            buffer += await process.stdout.receive()
+            *complete, buffer = buffer.split(b"\n")
+            lines += [line.decode() for line in complete]
+    await process.stdin.aclose()
+    with anyio.fail_after(30):
+        assert await process.wait() == 0
+    messages = [json.loads(line) for line in lines]  # a stray print would fail to parse here
+    assert [m["id"] for m in messages] == [1, 2]
+    assert messages[1]["result"]["structuredContent"] == {"result": "HI"}

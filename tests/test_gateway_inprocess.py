@@ -1,0 +1,368 @@
+"""End to end in one process: an SDK client -> the gateway's MCP face -> upstreams over the in-memory transport."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+
+from tests.kitchen import TINY_PNG, Kitchen
+from toolscout.config import ToolRule
+from toolscout.gateway import Gateway
+from toolscout.rules import RuleSet
+from toolscout.server import build_server
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+ERAS = ["legacy", "auto"]  # "auto" probes server/discover and lands on 2026-07-28
+META_TOOL_NAMES = ["list_mcp_servers", "search_tools", "list_tools", "get_tool_details", "execute_tool"]
+
+
+def _notes_server() -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name="create_note",
+                    description="Create a note with a title and body.",
+                    input_schema={"type": "object", "properties": {"title": {"type": "string"}}},
+                ),
+                types.Tool(
+                    name="get_weather",
+                    description="A notes server that also knows the weather.",
+                    input_schema={"type": "object", "properties": {}},
+                ),
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text="noted")])
+
+    return Server("notes", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+@asynccontextmanager
+async def connected(
+    era: str,
+    *,
+    rules: Sequence[ToolRule] = (),
+    call_timeout: float = 30.0,
+    extra: Sequence[UpstreamSpec] = (),
+) -> AsyncGenerator[tuple[Client, Kitchen]]:
+    kitchen = Kitchen()
+    specs = [
+        UpstreamSpec("kitchen", InProcessUpstream(kitchen.server), call_timeout=call_timeout),
+        UpstreamSpec("notes", InProcessUpstream(_notes_server()), description="Personal notes"),
+        *extra,
+    ]
+    async with Gateway(specs, rules=RuleSet(rules)) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway), mode=era) as client:
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+            yield client, kitchen
+
+
+def structured(result: types.CallToolResult) -> dict[str, Any]:
+    content: Any = result.structured_content
+    assert isinstance(content, dict)
+    return cast(dict[str, Any], content)
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def error_of(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.is_error, text(result)
+    data = structured(result)
+    assert data["success"] is False
+    return cast(dict[str, Any], data["error"])
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_agent_sees_exactly_the_five_meta_tools(era: str) -> None:
+    async with connected(era) as (client, _):
+        listed = await client.list_tools()
+        assert [t.name for t in listed.tools] == META_TOOL_NAMES
+        assert client.instructions and "search_tools" in client.instructions
+        for tool in listed.tools:
+            assert tool.description and len(tool.description) < 200
+            assert tool.input_schema["type"] == "object"
+        execute = next(t for t in listed.tools if t.name == "execute_tool")
+        assert execute.input_schema["required"] == ["server", "tool"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_list_mcp_servers_reports_counts_status_and_instructions(era: str) -> None:
+    rules = [ToolRule(pattern=["delete_*"], enabled=False, tags=["dangerous"])]
+    async with connected(era, rules=rules) as (client, _):
+        result = await client.call_tool("list_mcp_servers", {})
+        data = structured(result)
+        kitchen, notes = data["servers"]
+        assert kitchen == {
+            "name": "kitchen",
+            "description": "",
+            "status": "connected",
+            "toolCount": 8,
+            "enabledCount": 7,
+            "instructions": "Kitchen-sink test server: weather, charts and failures.",
+        }
+        assert notes["description"] == "Personal notes"
+        assert (data["totalTools"], data["enabledTools"]) == (10, 9)
+        assert "kitchen [connected] 7 tools (+1 disabled)" in text(result)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_search_ranks_filters_and_limits(era: str) -> None:
+    async with connected(era) as (client, _):
+        data = structured(await client.call_tool("search_tools", {"query": "current weather temperature"}))
+        first = data["results"][0]
+        assert (first["server"], first["tool"]) == ("kitchen", "get_weather")
+        assert first["summary"] == "Get the current weather for a city."
+        assert 0 < first["relevance"] <= 1
+        assert [r["relevance"] for r in data["results"]] == sorted(
+            (r["relevance"] for r in data["results"]), reverse=True
+        )
+
+        only_notes = structured(await client.call_tool("search_tools", {"query": "weather", "server": "notes"}))
+        assert [(r["server"], r["tool"]) for r in only_notes["results"]] == [("notes", "get_weather")]
+
+        limited = structured(await client.call_tool("search_tools", {"query": "weather", "limit": 1}))
+        assert len(limited["results"]) == 1
+
+        nothing = await client.call_tool("search_tools", {"query": "zebra migration"})
+        assert structured(nothing)["results"] == []
+        assert "No tools match" in text(nothing)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_disabled_tools_hidden_unless_asked_and_never_executed(era: str) -> None:
+    rules = [ToolRule(pattern=["delete_*"], enabled=False, tags=["dangerous"])]
+    async with connected(era, rules=rules) as (client, kitchen):
+        default = structured(await client.call_tool("list_tools", {"server": "kitchen"}))
+        assert "delete_city" not in [t["name"] for t in default["tools"]]
+        everything = structured(await client.call_tool("list_tools", {"server": "kitchen", "includeDisabled": True}))
+        delete = next(t for t in everything["tools"] if t["name"] == "delete_city")
+        assert delete == {
+            "name": "delete_city",
+            "summary": "Delete a city from the weather database.",
+            "enabled": False,
+            "tags": ["dangerous"],
+        }
+
+        search = structured(await client.call_tool("search_tools", {"query": "delete city"}))
+        assert "delete_city" not in [r["tool"] for r in search["results"]]
+
+        result = await client.call_tool(
+            "execute_tool", {"server": "kitchen", "tool": "delete_city", "arguments": {"city": "Paris"}}
+        )
+        assert error_of(result)["code"] == "TOOL_DISABLED"
+        assert (
+            error_of(await client.call_tool("get_tool_details", {"server": "kitchen", "tool": "delete_city"}))["code"]
+            == "TOOL_DISABLED"
+        )
+        assert kitchen.calls == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_whitelist_rules_enable_only_matching_tools_with_accumulated_tags(era: str) -> None:
+    rules = [
+        ToolRule(pattern=["*weather*"], enabled=True, tags=["weather"]),
+        ToolRule(pattern=["get_*"], server="kitchen", tags=["read"]),
+    ]
+    async with connected(era, rules=rules) as (client, _):
+        kitchen = structured(await client.call_tool("list_tools", {"server": "kitchen"}))
+        assert [(t["name"], t["tags"]) for t in kitchen["tools"]] == [("get_weather", ["weather", "read"])]
+        notes = structured(await client.call_tool("list_tools", {"server": "notes"}))
+        assert [(t["name"], t["tags"]) for t in notes["tools"]] == [("get_weather", ["weather"])]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_tool_details_give_parameters_and_the_full_schema(era: str) -> None:
+    async with connected(era) as (client, _):
+        result = await client.call_tool("get_tool_details", {"server": "kitchen", "tool": "get_weather"})
+        data = structured(result)
+        assert data["title"] == "Weather"
+        assert data["parameters"] == [
+            {"name": "city", "type": "string", "required": True, "description": "City name, e.g. Paris"},
+            {"name": "units", "type": '"metric" | "imperial"', "required": False, "default": "metric"},
+        ]
+        assert data["inputSchema"]["required"] == ["city"]
+        assert data["outputSchema"]["required"] == ["city", "celsius"]
+        assert data["annotations"] == {"readOnlyHint": True, "openWorldHint": True}
+        rendered = text(result)
+        assert "- city (string, required): City name, e.g. Paris" in rendered
+        assert "Hints: read-only, open-world" in rendered
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_execute_passes_structured_content_and_meta_through(era: str) -> None:
+    async with connected(era) as (client, kitchen):
+        result = await client.call_tool(
+            "execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": {"city": "Paris"}}
+        )
+        assert not result.is_error
+        assert result.structured_content == {"city": "Paris", "celsius": 21.5}
+        assert text(result) == "21.5 °C in Paris"
+        assert result.meta is not None and result.meta["example.com/source"] == "kitchen"
+        if result.meta.get(types.SERVER_INFO_META_KEY) is not None:
+            # On the stateless era the stamp names the hop the client talked to: the gateway.
+            assert result.meta[types.SERVER_INFO_META_KEY]["name"] == "toolscout"
+        assert kitchen.calls == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_execute_passes_every_content_kind_through_unchanged(era: str) -> None:
+    async with connected(era) as (client, _):
+        result = await client.call_tool("execute_tool", {"server": "kitchen", "tool": "render_chart", "arguments": {}})
+        kinds = [block.type for block in result.content]
+        assert kinds == ["text", "image", "audio", "resource", "resource_link"]
+        image = result.content[1]
+        assert isinstance(image, types.ImageContent) and image.data == TINY_PNG and image.mime_type == "image/png"
+        resource = result.content[3]
+        assert isinstance(resource, types.EmbeddedResource)
+        assert isinstance(resource.resource, types.TextResourceContents) and resource.resource.text == "1,2,3"
+        link = result.content[4]
+        assert isinstance(link, types.ResourceLink) and str(link.uri) == "data://chart.png"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_upstream_errors_pass_through(era: str) -> None:
+    async with connected(era) as (client, _):
+        polite = await client.call_tool("execute_tool", {"server": "kitchen", "tool": "fail_politely"})
+        assert polite.is_error and text(polite) == "the oven is off"
+        assert polite.structured_content is None
+
+        protocol = await client.call_tool("execute_tool", {"server": "kitchen", "tool": "protocol_error"})
+        error = error_of(protocol)
+        assert error["code"] == "TOOL_EXECUTION_ERROR"
+        assert "kitchen on fire" in error["message"]
+        assert (error["server"], error["tool"]) == ("kitchen", "protocol_error")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_invalid_arguments_never_reach_the_upstream(era: str) -> None:
+    async with connected(era) as (client, kitchen):
+        result = await client.call_tool(
+            "execute_tool",
+            {"server": "kitchen", "tool": "get_weather", "arguments": {"units": "kelvin", "wind": True}},
+        )
+        error = error_of(result)
+        assert error["code"] == "VALIDATION_ERROR"
+        assert {(v["path"], v["message"]) for v in error["violations"]} == {
+            ("$", "'city' is a required property"),
+            ("$", "Additional properties are not allowed ('wind' was unexpected)"),
+            ("$.units", "'kelvin' is not one of ['metric', 'imperial']"),
+        }
+        assert "get_tool_details" in text(result)
+        assert kitchen.calls == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_unknown_names_get_suggestions(era: str) -> None:
+    async with connected(era) as (client, _):
+        server = error_of(await client.call_tool("list_tools", {"server": "kitchn"}))
+        assert server["code"] == "SERVER_NOT_FOUND" and server["suggestions"] == ["kitchen"]
+
+        tool = error_of(await client.call_tool("execute_tool", {"server": "kitchen", "tool": "get_wether"}))
+        assert tool["code"] == "TOOL_NOT_FOUND"
+        assert tool["suggestions"][0] == {"server": "kitchen", "tool": "get_weather"}
+        assert len(tool["suggestions"]) <= 3
+
+        elsewhere = error_of(await client.call_tool("get_tool_details", {"server": "kitchen", "tool": "create_note"}))
+        assert elsewhere["suggestions"][0] == {"server": "notes", "tool": "create_note"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_meta_tool_argument_mistakes_are_explained(era: str) -> None:
+    async with connected(era) as (client, _):
+        wrong_key = error_of(await client.call_tool("execute_tool", {"server": "kitchen", "name": "get_weather"}))
+        assert wrong_key["code"] == "INVALID_ARGUMENTS"
+        assert "missing required argument 'tool'" in wrong_key["message"]
+        assert "unknown argument 'name' (expected: server, tool, arguments)" in wrong_key["message"]
+
+        empty = error_of(await client.call_tool("search_tools", {"query": "   "}))
+        assert empty["code"] == "INVALID_ARGUMENTS"
+
+        with pytest.raises(MCPError, match="Unknown tool 'get_weather'"):
+            await client.call_tool("get_weather", {"city": "Paris"})
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_timeout_cancels_the_call_upstream(era: str) -> None:
+    async with connected(era, call_timeout=0.5) as (client, kitchen):
+        result = await client.call_tool("execute_tool", {"server": "kitchen", "tool": "wait_forever"})
+        error = error_of(result)
+        assert error["code"] == "TIMEOUT"
+        assert error["timeoutSeconds"] == 0.5
+        with anyio.fail_after(5):
+            await kitchen.cancelled.wait()
+        # The session survives: the next call works.
+        ok = await client.call_tool(
+            "execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": {"city": "Oslo"}}
+        )
+        assert not ok.is_error
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_concurrent_calls_share_one_upstream_session(era: str) -> None:
+    parties = 4
+    async with connected(era) as (client, _):
+        results: list[types.CallToolResult] = []
+
+        async def call() -> None:
+            results.append(
+                await client.call_tool(
+                    "execute_tool", {"server": "kitchen", "tool": "rendezvous", "arguments": {"parties": parties}}
+                )
+            )
+
+        # rendezvous only answers once all calls are in flight together, so this
+        # finishes only if the gateway forwards them concurrently.
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for _ in range(parties):
+                    tg.start_soon(call)
+        assert [text(r) for r in results] == ["met"] * parties
+
+
+async def test_downstream_cancellation_reaches_the_upstream() -> None:
+    async with connected("legacy") as (client, kitchen):
+        with anyio.move_on_after(0.5):
+            await client.call_tool("execute_tool", {"server": "kitchen", "tool": "wait_forever"})
+        with anyio.fail_after(5):
+            await kitchen.cancelled.wait()
+
+
+@pytest.mark.parametrize("upstream_era", ["legacy", "auto"])
+async def test_upstream_tool_list_changes_reach_the_catalog(upstream_era: str) -> None:
+    kitchen = Kitchen()
+    spec = UpstreamSpec("kitchen", InProcessUpstream(kitchen.server), protocol=upstream_era)
+    async with Gateway([spec]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        upstream = gateway.upstream("kitchen")
+        before = gateway.catalog.counts("kitchen")[0]
+        async with anyio.create_task_group() as tg:
+            changed = anyio.Event()
+
+            async def watch() -> None:
+                await upstream.wait_changed()
+                changed.set()
+
+            tg.start_soon(watch)
+            result = await gateway.execute("kitchen", "learn_trick", {"name": "juggle_oranges"})
+            assert not result.is_error
+            with anyio.fail_after(10):
+                await changed.wait()
+        assert gateway.catalog.counts("kitchen")[0] == before + 1
+        assert [h.tool.name for h in gateway.search("juggle oranges")][:1] == ["juggle_oranges"]

@@ -1,0 +1,208 @@
+"""The gateway in front of the public reference servers (npm and PyPI), results compared with direct calls."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+
+from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
+from tests.procs import free_port, running
+from toolscout.config import GatewayConfig
+from toolscout.gateway import Gateway
+from toolscout.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+NPM_DIR = ROOT / "tools" / "npm"
+EVERYTHING = "@modelcontextprotocol/server-everything"
+
+
+def node_path() -> str:
+    npm_tool("node")  # fails clearly when tools/npm is not installed
+    return f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def npx_server(package: str, *args: str) -> dict[str, Any]:
+    """A stdio server started the way users write it, `npx -y <package>`, on the pinned Node 22."""
+    return {"command": "npx", "args": ["-y", package, *args], "cwd": str(NPM_DIR), "env": {"PATH": node_path()}}
+
+
+@asynccontextmanager
+async def gateway_client(servers: Mapping[str, Any]) -> AsyncGenerator[Client]:
+    config = GatewayConfig.model_validate({"mcpServers": dict(servers)})
+    async with Gateway.from_config(config) as gateway:
+        with anyio.fail_after(60):
+            await gateway.settle()
+        for up in gateway.upstreams:
+            assert up.status.value == "connected", f"{up.name}: {up.error}"
+        async with Client(build_server(gateway), mode="legacy") as client:
+            yield client
+
+
+def hop_free(result: types.CallToolResult) -> dict[str, Any]:
+    """A result as data, without the per-hop serverInfo stamp."""
+    dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    meta = dumped.get("_meta", {})
+    meta.pop(types.SERVER_INFO_META_KEY, None)
+    if not meta:
+        dumped.pop("_meta", None)
+    return dumped
+
+
+async def same_through_gateway(
+    client: Client, direct: Client, server: str, tool: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    via_gateway = await client.call_tool("execute_tool", {"server": server, "tool": tool, "arguments": arguments})
+    straight = await direct.call_tool(tool, arguments)
+    assert hop_free(via_gateway) == hop_free(straight)
+    return hop_free(via_gateway)
+
+
+async def check_everything(client: Client, direct: Client) -> None:
+    image = await same_through_gateway(client, direct, "everything", "get-tiny-image", {})
+    kinds = [block["type"] for block in image["content"]]
+    assert "image" in kinds
+    png = next(block for block in image["content"] if block["type"] == "image")
+    assert png["mimeType"] == "image/png" and len(png["data"]) > 100
+
+    weather = await same_through_gateway(
+        client, direct, "everything", "get-structured-content", {"location": "New York"}
+    )
+    assert set(weather["structuredContent"]) >= {"temperature", "conditions", "humidity"}
+
+    echo = await same_through_gateway(client, direct, "everything", "echo", {"message": "hi there"})
+    assert "hi there" in echo["content"][0]["text"]
+
+    details = await client.call_tool("get_tool_details", {"server": "everything", "tool": "get-structured-content"})
+    assert cast(dict[str, Any], details.structured_content)["outputSchema"]["type"] == "object"
+
+    # Wrong arguments are stopped by the gateway with every violation, before reaching the server.
+    refused = await client.call_tool(
+        "execute_tool", {"server": "everything", "tool": "get-sum", "arguments": {"a": "x"}}
+    )
+    error = cast(dict[str, Any], refused.structured_content)["error"]
+    assert error["code"] == "VALIDATION_ERROR"
+    assert {v["path"] for v in error["violations"]} == {"$", "$.a"}
+
+
+async def test_server_everything_over_stdio() -> None:
+    async with (
+        gateway_client({"everything": npx_server(EVERYTHING, "stdio")}) as client,
+        Client(
+            StdioServerParameters(
+                command=str(npm_tool("mcp-server-everything")), args=["stdio"], env={"PATH": node_path()}
+            )
+        ) as direct,
+    ):
+        await check_everything(client, direct)
+
+
+async def test_server_everything_over_streamable_http() -> None:
+    port = free_port()
+    env = {**os.environ, "PATH": node_path(), "PORT": str(port)}
+    async with running([str(npm_tool("mcp-server-everything")), "streamableHttp"], ready=r"listening on port", env=env):
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with gateway_client({"everything": {"url": url}}) as client, Client(url) as direct:
+            await check_everything(client, direct)
+
+
+async def test_server_everything_over_sse() -> None:
+    port = free_port()
+    env = {**os.environ, "PATH": node_path(), "PORT": str(port)}
+    async with running([str(npm_tool("mcp-server-everything")), "sse"], ready=r"running on port", env=env):
+        url = f"http://127.0.0.1:{port}/sse"
+        async with gateway_client({"everything": {"url": url}}) as client, Client(sse_client(url)) as direct:
+            await check_everything(client, direct)
+
+
+async def test_mcp_server_time_results_and_errors_pass_through() -> None:
+    args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    async with (
+        gateway_client({"time": {"command": PYTHON, "args": args}}) as client,
+        Client(StdioServerParameters(command=PYTHON, args=args)) as direct,
+    ):
+        converted = await same_through_gateway(
+            client,
+            direct,
+            "time",
+            "convert_time",
+            {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+        )
+        assert converted["structuredContent"]["target"]["timezone"] == "Asia/Tokyo"
+        failed = await same_through_gateway(
+            client, direct, "time", "get_current_time", {"timezone": "Nowhere/Atlantis"}
+        )
+        assert failed["isError"] is True
+        assert "Nowhere/Atlantis" in failed["content"][0]["text"]
+
+
+async def test_a_realistic_fleet(tmp_path: Path) -> None:
+    (tmp_path / "hello.txt").write_text("hello from the sandbox", encoding="utf-8")
+    servers = {
+        "filesystem": npx_server("@modelcontextprotocol/server-filesystem", str(tmp_path)),
+        "memory": npx_server("@modelcontextprotocol/server-memory"),
+        "everything": npx_server(EVERYTHING),
+        "time": {"command": PYTHON, "args": ["-m", "mcp_server_time"]},
+    }
+    async with gateway_client(servers) as client:
+        listing = cast(dict[str, Any], (await client.call_tool("list_mcp_servers", {})).structured_content)
+        counts = {s["name"]: s["toolCount"] for s in listing["servers"]}
+        assert all(count > 1 for count in counts.values()), counts
+
+        hits = cast(
+            dict[str, Any],
+            (
+                await client.call_tool("search_tools", {"query": "read the contents of a text file", "limit": 5})
+            ).structured_content,
+        )
+        assert ("filesystem", "read_text_file") in {(r["server"], r["tool"]) for r in hits["results"]}
+
+        read = await client.call_tool(
+            "execute_tool",
+            {"server": "filesystem", "tool": "read_text_file", "arguments": {"path": str(tmp_path / "hello.txt")}},
+        )
+        assert not read.is_error
+        assert "hello from the sandbox" in json.dumps(read.model_dump(mode="json"))
+
+        entity = {"name": "toolscout", "entityType": "project", "observations": ["an MCP gateway"]}
+        created = await client.call_tool(
+            "execute_tool", {"server": "memory", "tool": "create_entities", "arguments": {"entities": [entity]}}
+        )
+        assert not created.is_error
+
+
+async def test_inspector_cli_lists_exactly_the_five_meta_tools(tmp_path: Path) -> None:
+    command = [PYTHON, "-m", "toolscout", "serve", "--demo", "--transport", "http", "--port", "0"]
+    async with running(command, ready=r"serving streamable HTTP at (http://\S+/mcp)") as gateway:
+        url = gateway.match.group(1)
+        env = {**os.environ, "PATH": node_path()}
+        inspector = ["npx", "-y", "@modelcontextprotocol/inspector", "--cli", url]
+        with anyio.fail_after(120):
+            listed = await anyio.run_process([*inspector, "--method", "tools/list"], env=env, cwd=NPM_DIR)
+            names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
+            assert names == ["list_mcp_servers", "search_tools", "list_tools", "get_tool_details", "execute_tool"]
+            called = await anyio.run_process(
+                [
+                    *inspector,
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "search_tools",
+                    "--tool-arg",
+                    "query=slugify text",
+                ],
+                env=env,
+                cwd=NPM_DIR,
+            )
+        result = json.loads(called.stdout)
+        assert result["structuredContent"]["results"][0]["tool"] == "slugify"

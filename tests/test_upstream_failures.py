@@ -1,0 +1,138 @@
+"""Real stdio upstreams that misbehave: the gateway reports them and carries on."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.conftest import PYTHON
+from toolscout.config import StdioServerConfig
+from toolscout.errors import ServerUnavailable
+from toolscout.gateway import Gateway
+from toolscout.upstream import Status, StdioUpstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def stdio_spec(name: str, args: Sequence[str], *, command: str = PYTHON, connect_timeout: float = 20) -> UpstreamSpec:
+    config = StdioServerConfig(command=command, args=list(args))
+    return UpstreamSpec(name, StdioUpstream(name, config), connect_timeout=connect_timeout)
+
+
+def script(name: str) -> list[str]:
+    return [str(FIXTURES / name)]
+
+
+async def test_server_exiting_at_start_is_an_error_with_its_last_words() -> None:
+    async with Gateway([stdio_spec("crashy", script("crash_on_start.py"))]) as gateway:
+        with anyio.fail_after(20):
+            await gateway.settle()
+        up = gateway.upstream("crashy")
+        assert up.status is Status.ERROR
+        assert up.error is not None
+        assert "WEATHER_API_KEY is not set" in up.error
+        with pytest.raises(ServerUnavailable, match="crashy"):
+            await gateway.execute("crashy", "anything", {})
+
+
+async def test_missing_command_is_explained() -> None:
+    async with Gateway([stdio_spec("ghost", [], command="definitely-not-installed-xyz")]) as gateway:
+        with anyio.fail_after(20):
+            await gateway.settle()
+        up = gateway.upstream("ghost")
+        assert up.status is Status.ERROR
+        assert up.error == "command not found: definitely-not-installed-xyz (is it installed and on PATH?)"
+
+
+async def test_server_that_never_answers_times_out_without_delaying_others() -> None:
+    specs = [
+        stdio_spec("silent", script("silent_server.py"), connect_timeout=2),
+        stdio_spec("time", ["-m", "mcp_server_time", "--local-timezone", "UTC"]),
+    ]
+    async with Gateway(specs) as gateway:
+        silent, time = gateway.upstream("silent"), gateway.upstream("time")
+        # The healthy server becomes usable while the silent one is still connecting.
+        with anyio.fail_after(20):
+            await time.wait_settled()
+        assert time.status is Status.CONNECTED
+        assert silent.status is Status.CONNECTING
+        with anyio.fail_after(20):
+            await silent.wait_settled()
+        assert silent.status is Status.ERROR
+        assert silent.error == "did not finish connecting within 2s"
+        result = await gateway.execute("time", "get_current_time", {"timezone": "UTC"})
+        assert not result.is_error
+
+
+async def test_garbage_on_stdout_does_not_break_the_session(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="toolscout.upstream.noisy")
+    async with Gateway([stdio_spec("noisy", script("noisy_server.py"))]) as gateway:
+        with anyio.fail_after(20):
+            await gateway.settle()
+        assert gateway.upstream("noisy").status is Status.CONNECTED, gateway.upstream("noisy").error
+        result = await gateway.execute("noisy", "shout", {"text": "hello"})
+        assert result.structured_content == {"result": "HELLO"}
+    # stderr went to the log, attributed to the server.
+    assert any(
+        r.name == "toolscout.upstream.noisy" and "a stderr line for the gateway's log" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+async def test_a_server_dying_mid_session_turns_to_error_and_others_keep_working(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    # A real MCP server that writes its pid, so the test can kill it from outside.
+    code = (
+        "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+        "from mcp_server_time import main; sys.argv = ['mcp-server-time']; main()"
+    )
+    specs = [
+        stdio_spec("doomed", ["-c", code, str(pid_file)]),
+        stdio_spec("time", ["-m", "mcp_server_time"]),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(20):
+            await gateway.settle()
+        doomed = gateway.upstream("doomed")
+        assert doomed.status is Status.CONNECTED, doomed.error
+        assert gateway.catalog.counts("doomed")[0] == 2
+        os.kill(int(pid_file.read_text()), 9)
+        with anyio.fail_after(20):
+            while doomed.status is Status.CONNECTED:
+                await doomed.wait_changed()
+        assert doomed.status is Status.ERROR
+        assert doomed.error is not None and "connection closed" in doomed.error
+        assert gateway.catalog.counts("doomed") == (0, 0)
+        result = await gateway.execute("time", "get_current_time", {"timezone": "UTC"})
+        assert not result.is_error
+
+
+async def test_children_are_gone_after_the_gateway_exits(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    code = (
+        "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+        "from mcp_server_time import main; sys.argv = ['mcp-server-time']; main()"
+    )
+    async with Gateway([stdio_spec("child", ["-c", code, str(pid_file)])]) as gateway:
+        with anyio.fail_after(20):
+            await gateway.settle()
+        assert gateway.upstream("child").status is Status.CONNECTED
+        pid = int(pid_file.read_text())
+        assert _alive(pid)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead but not reaped; it counts as gone.
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "\nState:\tZ" in status.read_text())
