@@ -115,6 +115,8 @@ async def test_list_mcp_servers_reports_counts_status_and_instructions(era: str)
             "toolCount": 8,
             "enabledCount": 7,
             "instructions": "Kitchen-sink test server: weather, charts and failures.",
+            "serverInfo": {"name": "kitchen", "version": "1.2.3"},
+            "protocolVersion": "2026-07-28",
         }
         assert notes["description"] == "Personal notes"
         assert (data["totalTools"], data["enabledTools"]) == (10, 9)
@@ -366,3 +368,21 @@ async def test_upstream_tool_list_changes_reach_the_catalog(upstream_era: str) -
                 await changed.wait()
         assert gateway.catalog.counts("kitchen")[0] == before + 1
         assert [h.tool.name for h in gateway.search("juggle oranges")][:1] == ["juggle_oranges"]
+
+
+async def test_disabled_servers_are_listed_but_never_started() -> None:
+    off = Kitchen("off")
+    extra = [UpstreamSpec("off", InProcessUpstream(off.server), disabled=True, description="Switched off")]
+    async with connected("legacy", extra=extra) as (client, _):
+        servers = {s["name"]: s for s in structured(await client.call_tool("list_mcp_servers", {}))["servers"]}
+        assert servers["off"] == {
+            "name": "off",
+            "description": "Switched off",
+            "status": "disabled",
+            "toolCount": 0,
+            "enabledCount": 0,
+        }
+        error = error_of(await client.call_tool("execute_tool", {"server": "off", "tool": "get_weather"}))
+        assert error["code"] == "SERVER_UNAVAILABLE"
+        assert "'off' is disabled" in error["message"]
+        assert off.calls == []

@@ -107,21 +107,16 @@ async def test_server_everything_over_stdio() -> None:
         await check_everything(client, direct)
 
 
-async def test_server_everything_over_streamable_http() -> None:
+@pytest.mark.parametrize(
+    ("mode", "path", "ready"), [("streamableHttp", "/mcp", "listening on port"), ("sse", "/sse", "running on port")]
+)
+async def test_server_everything_over_the_network(mode: str, path: str, ready: str) -> None:
     port = free_port()
     env = {**os.environ, "PATH": node_path(), "PORT": str(port)}
-    async with running([str(npm_tool("mcp-server-everything")), "streamableHttp"], ready=r"listening on port", env=env):
-        url = f"http://127.0.0.1:{port}/mcp"
-        async with gateway_client({"everything": {"url": url}}) as client, Client(url) as direct:
-            await check_everything(client, direct)
-
-
-async def test_server_everything_over_sse() -> None:
-    port = free_port()
-    env = {**os.environ, "PATH": node_path(), "PORT": str(port)}
-    async with running([str(npm_tool("mcp-server-everything")), "sse"], ready=r"running on port", env=env):
-        url = f"http://127.0.0.1:{port}/sse"
-        async with gateway_client({"everything": {"url": url}}) as client, Client(sse_client(url)) as direct:
+    async with running([str(npm_tool("mcp-server-everything")), mode], ready=ready, env=env):
+        url = f"http://127.0.0.1:{port}{path}"
+        direct = Client(sse_client(url)) if mode == "sse" else Client(url)
+        async with gateway_client({"everything": {"url": url}}) as client, direct:
             await check_everything(client, direct)
 
 

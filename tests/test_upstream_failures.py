@@ -5,14 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp import Client
 
 from tests.conftest import PYTHON
 from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway import Gateway
+from toolscout.server import build_server
 from toolscout.upstream import Status, StdioUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -136,3 +140,27 @@ def _alive(pid: int) -> bool:
     # A zombie is dead but not reaped; it counts as gone.
     status = Path(f"/proc/{pid}/status")
     return not (status.exists() and "\nState:\tZ" in status.read_text())
+
+
+async def test_list_mcp_servers_shows_connecting_then_the_reason_of_the_failure() -> None:
+    specs = [
+        stdio_spec("silent", script("silent_server.py"), connect_timeout=3),
+        stdio_spec("time", ["-m", "mcp_server_time"]),
+    ]
+    # No startup grace: list_mcp_servers answers at once with whatever is known.
+    async with Gateway(specs, startup_grace=0) as gateway, Client(build_server(gateway)) as client:
+        with anyio.fail_after(20):
+            await gateway.upstream("time").wait_settled()
+        early = await client.call_tool("list_mcp_servers", {})
+        statuses = {s["name"]: s["status"] for s in cast(dict[str, Any], early.structured_content)["servers"]}
+        assert statuses == {"silent": "connecting", "time": "connected"}
+        block = early.content[0]
+        assert isinstance(block, types.TextContent)
+        assert "silent [connecting]" in block.text
+
+        with anyio.fail_after(20):
+            await gateway.upstream("silent").wait_settled()
+        late = cast(dict[str, Any], (await client.call_tool("list_mcp_servers", {})).structured_content)
+        silent = next(s for s in late["servers"] if s["name"] == "silent")
+        assert silent["status"] == "error"
+        assert silent["error"] == "did not finish connecting within 3s"

@@ -122,9 +122,12 @@ async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallTo
         }
         if up.error:
             entry["error"] = up.error
-        instructions = _cut(up.identity.instructions, INSTRUCTIONS_LIMIT) if up.identity else None
-        if instructions and up.status is Status.CONNECTED:
-            entry["instructions"] = instructions
+        identity = up.identity
+        if identity is not None and up.status is Status.CONNECTED:
+            entry["serverInfo"] = {k: v for k, v in (("name", identity.name), ("version", identity.version)) if v}
+            entry["protocolVersion"] = identity.protocol_version
+            if instructions := _cut(identity.instructions, INSTRUCTIONS_LIMIT):
+                entry["instructions"] = instructions
         servers.append(entry)
     data = {
         "servers": servers,

@@ -2,19 +2,17 @@
 
 from toolscout.upstream.connection import ServerIdentity, Status, Upstream, UpstreamSpec
 from toolscout.upstream.transport import (
-    HttpUpstream,
     InProcessUpstream,
-    SseUpstream,
+    RemoteUpstream,
     StdioUpstream,
     UpstreamTransport,
     transport_for,
 )
 
 __all__ = [
-    "HttpUpstream",
     "InProcessUpstream",
+    "RemoteUpstream",
     "ServerIdentity",
-    "SseUpstream",
     "Status",
     "StdioUpstream",
     "Upstream",

@@ -176,16 +176,17 @@ class StdioUpstream:
         self._log.info("%s", line)
 
 
-class HttpUpstream:
-    """A server reached over streamable HTTP."""
+class RemoteUpstream:
+    """A server reached over the network: streamable HTTP, or the legacy HTTP+SSE transport."""
 
-    def __init__(self, name: str, config: HttpServerConfig) -> None:
+    def __init__(self, config: HttpServerConfig | SseServerConfig) -> None:
+        self._sse = isinstance(config, SseServerConfig)
         self._url = config.url
-        self._headers = dict(config.headers)
+        self._headers = dict(config.headers) or None
 
     @property
     def label(self) -> str:
-        return f"http: {self._url}"
+        return f"{'sse' if self._sse else 'http'}: {self._url}"
 
     def diagnostics(self) -> str | None:
         return None
@@ -195,29 +196,15 @@ class HttpUpstream:
 
     @contextlib.asynccontextmanager
     async def _open(self) -> AsyncGenerator[TransportStreams]:
+        if self._sse:
+            async with sse_client(self._url, headers=self._headers) as streams:
+                yield streams
+            return
         async with (
-            create_mcp_http_client(headers=self._headers or None) as http,
+            create_mcp_http_client(headers=self._headers) as http,
             streamable_http_client(self._url, http_client=http) as streams,
         ):
             yield streams
-
-
-class SseUpstream:
-    """A server reached over the legacy HTTP+SSE transport."""
-
-    def __init__(self, name: str, config: SseServerConfig) -> None:
-        self._url = config.url
-        self._headers = dict(config.headers)
-
-    @property
-    def label(self) -> str:
-        return f"sse: {self._url}"
-
-    def diagnostics(self) -> str | None:
-        return None
-
-    def target(self, on_closed: Callable[[], None]) -> UpstreamTarget:
-        return _watched(sse_client(self._url, headers=self._headers or None), on_closed)
 
 
 class InProcessUpstream:
@@ -241,6 +228,4 @@ def transport_for(name: str, config: AnyServerConfig) -> UpstreamTransport:
     """The transport a configured server asks for."""
     if isinstance(config, StdioServerConfig):
         return StdioUpstream(name, config)
-    if isinstance(config, SseServerConfig):
-        return SseUpstream(name, config)
-    return HttpUpstream(name, config)
+    return RemoteUpstream(config)
