@@ -292,6 +292,12 @@ async def test_meta_tool_argument_mistakes_are_explained(era: str) -> None:
         assert "missing required argument 'tool'" in wrong_key["message"]
         assert "unknown argument 'name' (expected: server, tool, arguments)" in wrong_key["message"]
 
+        not_an_object = error_of(
+            await client.call_tool("execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": [1]})
+        )
+        assert not_an_object["code"] == "INVALID_ARGUMENTS"
+        assert "arguments: Input should be a valid dictionary" in not_an_object["message"]
+
         empty = error_of(await client.call_tool("search_tools", {"query": "   "}))
         assert empty["code"] == "INVALID_ARGUMENTS"
 
@@ -386,3 +392,14 @@ async def test_disabled_servers_are_listed_but_never_started() -> None:
         assert error["code"] == "SERVER_UNAVAILABLE"
         assert "'off' is disabled" in error["message"]
         assert off.calls == []
+
+
+@pytest.mark.parametrize("arguments", [None, "{}", '{"city": "Lima"}'])
+async def test_forgiving_about_how_arguments_are_written(arguments: object) -> None:
+    async with connected("legacy") as (client, kitchen):
+        result = await client.call_tool(
+            "execute_tool", {"server": "kitchen", "tool": "fail_politely", "arguments": arguments}
+        )
+        assert text(result) == "the oven is off"
+        expected = {} if arguments in (None, "{}") else {"city": "Lima"}
+        assert kitchen.calls == [("fail_politely", expected)]

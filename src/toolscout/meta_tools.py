@@ -7,12 +7,14 @@ Each handler takes validated arguments and returns a `CallToolResult` with
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 import mcp_types as types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolscout import render
 from toolscout.errors import InvalidRequest
@@ -49,6 +51,19 @@ class ToolRefArgs(_Args):
 
 class ExecuteArgs(ToolRefArgs):
     arguments: dict[str, Any] = Field(default_factory=dict[str, Any], description="The tool's own arguments.")
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _forgive_null_and_json_text(cls, value: Any) -> Any:
+        # Models often send `null` for "no arguments", or the object serialised as a JSON string.
+        if value is None:
+            return {}
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                decoded = json.loads(value)
+                if isinstance(decoded, dict):
+                    return cast(dict[str, Any], decoded)
+        return value
 
 
 Handler = Callable[[Gateway, Any], Awaitable[types.CallToolResult]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from typing import Any
 
@@ -107,7 +107,7 @@ class _Uvicorn(uvicorn.Server):
     """uvicorn without its own signal handling: the gateway owns shutdown, upstreams included."""
 
     @contextmanager
-    def capture_signals(self):  # type: ignore[override]  # pyright: ignore[reportIncompatibleMethodOverride]
+    def capture_signals(self) -> Generator[None]:
         yield
 
 
@@ -122,7 +122,6 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
-    sock.set_inheritable(True)
     return sock
 
 

@@ -134,7 +134,7 @@ class Upstream:
 
     async def run(self) -> None:
         """Connect, list tools, and stay connected until stopped or the connection is lost."""
-        if self.spec.disabled:
+        if self.spec.disabled or self._stopping:  # stopped before its task got to run
             return
         scope = anyio.CancelScope(deadline=anyio.current_time() + self.spec.connect_timeout)
         self._scope = scope

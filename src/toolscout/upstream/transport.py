@@ -107,7 +107,10 @@ class StdioUpstream:
     def __init__(self, name: str, config: StdioServerConfig) -> None:
         self._name = name
         self._params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
+            command=config.command,
+            args=list(config.args),
+            env=dict(config.env) or None,
+            cwd=os.path.expanduser(config.cwd) if config.cwd else None,
         )
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._log = logging.getLogger(f"toolscout.upstream.{name}")
