@@ -17,7 +17,7 @@ from toolscout.config import (
     find_config,
     load_config,
 )
-from toolscout.config.loader import candidate_paths
+from toolscout.config.loader import candidate_paths, user_config_dir
 from toolscout.errors import ConfigError
 
 ISSUE_EXAMPLE = {
@@ -134,6 +134,12 @@ def test_transport_is_inferred_from_the_url_and_type_is_accepted(tmp_path: Path)
     assert isinstance(servers["d"], HttpServerConfig) and servers["d"].timeout == 5
 
 
+def test_json_may_carry_comments_and_trailing_commas(tmp_path: Path) -> None:
+    text = '{\n  // my servers\n  "mcpServers": {"a": {"command": "run", /* why */ "args": ["x",],},},\n}\n'
+    server = load_config(_write(tmp_path, "c.json", text)).mcp_servers["a"]
+    assert isinstance(server, StdioServerConfig) and server.args == ["x"]
+
+
 def test_interpolation_defaults_and_escapes(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
@@ -175,7 +181,7 @@ def test_unset_variable_in_a_disabled_server_is_tolerated(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("name", "text", "expected"),
     [
-        ("c.json", '{"mcpServers": {"a": {"command": "x",}}}', "invalid JSON at line 1, column 38"),
+        ("c.json", '{"mcpServers": {"a": {"command": "x" "args": []}}}', "invalid JSON at line 1, column 38"),
         ("c.json", '{\n  "mcpServers": {\n    "a": {"command": "x"\n  }\n', "invalid JSON at line 5, column 1"),
         ("c.yaml", "mcpServers:\n  a:\n    command: x\n   args: [1]\n", "invalid YAML at line 4, column 4"),
         ("c.toml", '[mcpServers.a]\ncommand = "x\n', "invalid TOML"),
@@ -241,6 +247,17 @@ def test_lookup_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (found.path, found.origin) == (explicit, "--config")
 
 
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="XDG_CONFIG_HOME only applies on Linux and BSD")
+@pytest.mark.parametrize("xdg", ["", "relative/dir"])
+def test_user_config_dir_ignores_empty_or_relative_xdg(
+    xdg: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The XDG base directory spec: such a value is invalid and means ~/.config.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    assert user_config_dir() == tmp_path / ".config" / "toolscout"
+
+
 def test_missing_files_are_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     with pytest.raises(ConfigError, match=r"nope.json \(from --config\) does not exist"):
@@ -275,7 +292,7 @@ def test_serve_exits_2_with_one_clear_message(tmp_path: Path, text: str, expecte
     assert done.stdout == ""
     assert expected in done.stderr
     assert "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"toolscout: Configuration error in {path}")
+    assert done.stderr.startswith(f"✗ Configuration error in {path}")
 
 
 def test_serve_without_any_config_exits_2(tmp_path: Path) -> None:

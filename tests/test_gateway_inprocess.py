@@ -403,3 +403,19 @@ async def test_forgiving_about_how_arguments_are_written(arguments: object) -> N
         assert text(result) == "the oven is off"
         expected = {} if arguments in (None, "{}") else {"city": "Lima"}
         assert kitchen.calls == [("fail_politely", expected)]
+
+
+async def test_declared_tools_are_searchable_until_the_server_answers() -> None:
+    kitchen = Kitchen()
+    declared = types.Tool(name="get_weather", description="Weather, as declared in the config.", input_schema={})
+    spec = UpstreamSpec("kitchen", InProcessUpstream(kitchen.server), static_tools=(declared,))
+    gateway = Gateway([spec])
+    # Before the upstream task runs, the declaration is all the catalog knows.
+    assert [t.description for t in gateway.catalog.tools("kitchen")] == ["Weather, as declared in the config."]
+    async with gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        live = gateway.catalog.get("kitchen", "get_weather")
+        assert live is not None
+        assert live.description.startswith("Get the current weather")
+        assert gateway.catalog.counts("kitchen")[0] == 8

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -61,8 +61,13 @@ class Gateway:
         self._task_group: anyio.abc.TaskGroup | None = None
 
     @classmethod
-    def from_config(cls, config: GatewayConfig, **kwargs: Any) -> Gateway:
-        specs = [UpstreamSpec.from_config(name, server) for name, server in config.mcp_servers.items()]
+    def from_config(cls, config: GatewayConfig, *, only: Collection[str] | None = None, **kwargs: Any) -> Gateway:
+        """A gateway for the configured servers (or just those named in `only`)."""
+        specs = [
+            UpstreamSpec.from_config(name, server)
+            for name, server in config.mcp_servers.items()
+            if only is None or name in only
+        ]
         return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
 
     async def __aenter__(self) -> Gateway:
@@ -78,10 +83,13 @@ class Gateway:
         for upstream in self._upstreams.values():
             upstream.stop()
         assert self._task_group is not None
-        try:
-            return await self._task_group.__aexit__(exc_type, exc, tb)
-        finally:
-            self._task_group = None
+        task_group, self._task_group = self._task_group, None
+        if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
+            # The upstream tasks end on stop() and never raise; hand the caller's own error back
+            # as it was raised instead of wrapped in an exception group.
+            await task_group.__aexit__(None, None, None)
+            return None
+        return await task_group.__aexit__(exc_type, exc, tb)
 
     # Servers
 
@@ -94,13 +102,27 @@ class Gateway:
         found = self._upstreams.get(name)
         if found is not None:
             return found
-        close = _closest(name, list(self._upstreams))
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ServerNotFound(
-            f"No server named {name!r}.{hint} Call list_mcp_servers to see the configured servers.",
-            server=name,
-            suggestions=close or None,
-        )
+        raise server_not_found(name, list(self._upstreams))
+
+    def server_status(self, upstream: Upstream) -> dict[str, Any]:
+        """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready)."""
+        total, enabled = self.catalog.counts(upstream.name)
+        entry: dict[str, Any] = {
+            "name": upstream.name,
+            "description": upstream.description,
+            "status": upstream.status.value,
+            "toolCount": total,
+            "enabledCount": enabled,
+        }
+        if upstream.error:
+            entry["error"] = upstream.error
+        identity = upstream.identity
+        if identity is not None and upstream.status is Status.CONNECTED:
+            entry["serverInfo"] = {k: v for k, v in (("name", identity.name), ("version", identity.version)) if v}
+            entry["protocolVersion"] = identity.protocol_version
+            if identity.instructions:
+                entry["instructions"] = identity.instructions
+        return entry
 
     async def settle(self) -> None:
         """Wait until no upstream is still connecting (bound it with a cancel scope)."""
@@ -132,13 +154,13 @@ class Gateway:
         await self._connected(self.upstream(server))
         return self.catalog.tools(server, include_disabled=include_disabled)
 
-    async def tool(self, server: str, name: str) -> CatalogTool:
-        """One enabled tool, or the error saying why it cannot be used."""
+    async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
+        """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""
         await self._connected(self.upstream(server))
         entry = self.catalog.get(server, name)
         if entry is None:
             raise self._tool_not_found(server, name)
-        if not entry.enabled:
+        if not entry.enabled and not include_disabled:
             raise ToolDisabled(
                 f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
             )
@@ -191,6 +213,17 @@ class Gateway:
             tool=name,
             suggestions=suggestions or None,
         )
+
+
+def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:
+    """The error for an unknown server name, with the closest configured names."""
+    close = _closest(name, known)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return ServerNotFound(
+        f"No server named {name!r}.{hint} Call list_mcp_servers to see the configured servers.",
+        server=name,
+        suggestions=close or None,
+    )
 
 
 def _closest(name: str, choices: Sequence[str]) -> list[str]:

@@ -127,22 +127,9 @@ async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallTo
     await gateway.settle_startup()
     servers: list[dict[str, Any]] = []
     for up in gateway.upstreams:
-        total, enabled = gateway.catalog.counts(up.name)
-        entry: dict[str, Any] = {
-            "name": up.name,
-            "description": up.description,
-            "status": up.status.value,
-            "toolCount": total,
-            "enabledCount": enabled,
-        }
-        if up.error:
-            entry["error"] = up.error
-        identity = up.identity
-        if identity is not None and up.status is Status.CONNECTED:
-            entry["serverInfo"] = {k: v for k, v in (("name", identity.name), ("version", identity.version)) if v}
-            entry["protocolVersion"] = identity.protocol_version
-            if instructions := _cut(identity.instructions, INSTRUCTIONS_LIMIT):
-                entry["instructions"] = instructions
+        entry = gateway.server_status(up)
+        if "instructions" in entry:
+            entry["instructions"] = _cut(entry["instructions"], INSTRUCTIONS_LIMIT)
         servers.append(entry)
     data = {
         "servers": servers,

@@ -74,22 +74,25 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
         lines.append("Parameters: none (pass arguments: {}).")
     if include_schema:
         lines.append(f"Input schema: {_j(data['inputSchema'])}")
-    hints = cast(Mapping[str, Any], data.get("annotations") or {})
-    flags = [
-        label
-        for key, label in (
-            ("readOnlyHint", "read-only"),
-            ("destructiveHint", "destructive"),
-            ("idempotentHint", "idempotent"),
-            ("openWorldHint", "open-world"),
-        )
-        if hints.get(key)
-    ]
+    flags = hint_labels(cast(Mapping[str, Any], data.get("annotations") or {}))
     if flags:
         lines.append("Hints: " + ", ".join(flags))
     if data.get("outputSchema"):
         lines.append("Returns structured content.")
     return "\n".join(lines)
+
+
+_HINTS = (
+    ("readOnlyHint", "read-only"),
+    ("destructiveHint", "destructive"),
+    ("idempotentHint", "idempotent"),
+    ("openWorldHint", "open-world"),
+)
+
+
+def hint_labels(annotations: Mapping[str, Any]) -> list[str]:
+    """The tool annotation hints that are set, as words: `read-only`, `destructive`, ..."""
+    return [label for key, label in _HINTS if annotations.get(key)]
 
 
 def error_text(error: Mapping[str, Any]) -> str:

@@ -6,39 +6,29 @@ the file and the key, so `serve` can print it and exit with code 2.
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import typer
 import yaml
+from dotenv import dotenv_values
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 from rapidfuzz import process
 
+from toolscout.config import jsonc
 from toolscout.config.models import SERVER_KIND_TAGS, GatewayConfig, HttpServerConfig, StdioServerConfig, ToolRule
+from toolscout.config.yaml12 import load_yaml
 from toolscout.errors import ConfigError
 
 CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
 EXTENSIONS = ("json", "yaml", "yml", "toml")
 
-
-class _Yaml12Loader(yaml.SafeLoader):
-    """YAML with 1.2 booleans: only true/false are booleans, so a server called `off` or `no` stays a name."""
-
-
-_Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
-}
-_Yaml12Loader.add_implicit_resolver(  # pyright: ignore[reportUnknownMemberType]
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
 
 _VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -52,8 +42,16 @@ class ConfigSource:
 
 
 def user_config_dir() -> Path:
-    """The per-user directory toolscout reads `config.{json,yaml,yml,toml}` from."""
-    return Path(typer.get_app_dir("toolscout"))
+    """The per-user directory toolscout reads `config.{json,yaml,yml,toml}` from (always absolute)."""
+    if sys.platform == "win32":
+        base = os.environ.get("APPDATA") or str(Path.home() / "AppData" / "Roaming")
+    elif sys.platform == "darwin":
+        base = str(Path.home() / "Library" / "Application Support")
+    else:
+        # The XDG spec: an unset, empty or relative $XDG_CONFIG_HOME means ~/.config.
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        base = xdg if os.path.isabs(xdg) else str(Path.home() / ".config")
+    return Path(base) / "toolscout"
 
 
 def candidate_paths(cwd: Path | None = None) -> list[ConfigSource]:
@@ -95,12 +93,72 @@ def find_config(
 
 
 def load_config(path: Path, env: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Read, parse, interpolate and validate one configuration file."""
+    """Read, parse, interpolate and validate one configuration file.
+
+    `${VAR}` takes its value from `env` (default: the process environment), then from
+    a `.env` file next to the configuration (what `config import --extract-secrets` writes).
+    """
+    text = read_text(path)
+    return parse_config(text, _format_of(path), str(path), environment_for(path, env))
+
+
+def check_config_file(path: Path) -> GatewayConfig:
+    """Validate a file's structure without requiring its `${VAR}`s to be set (see `check_config_text`)."""
+    return check_config_text(read_text(path), _format_of(path), str(path))
+
+
+def _format_of(path: Path) -> str:
+    return path.suffix.lstrip(".").lower() or "json"
+
+
+def read_text(path: Path) -> str:
+    """A configuration file's text, or a `ConfigError` saying why it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"Cannot read configuration file {path}: {exc}") from None
-    return parse_config(text, path.suffix.lstrip(".").lower() or "json", str(path), env)
+
+
+def environment_for(path: Path, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables `${VAR}` may use in the file at `path`: `env` over the neighbouring `.env`."""
+    base = dict(os.environ if env is None else env)
+    dotenv = path.parent / ".env"
+    if not dotenv.is_file():
+        return base
+    try:
+        values = dotenv_values(dotenv, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read {dotenv} (variables for {path.name}): {exc}") from None
+    return {**{k: v for k, v in values.items() if v is not None}, **base}
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    """The file's top-level mapping as written (no interpolation, no validation)."""
+    parsed = _parse_text(read_text(path), _format_of(path), str(path))
+    return cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
+
+
+def referenced_variables(value: Any) -> set[str]:
+    """Every `${VAR}` name used in string values (with or without a default)."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        found.update(m.group(1) for m in _VAR.finditer(value) if m.group(1))
+    elif isinstance(value, dict | list):
+        items = cast(dict[Any, Any], value).values() if isinstance(value, dict) else cast(list[Any], value)
+        for item in items:
+            found |= referenced_variables(item)
+    return found
+
+
+def check_config_text(text: str, fmt: str, origin: str) -> GatewayConfig:
+    """Validate configuration text about to be written, whatever variables are set right now.
+
+    Writing a file must not depend on the writer's environment: a `${TOKEN}` the user sets
+    only where `serve` runs is fine. Unset variables get a placeholder for the check.
+    """
+    raw = _parse_text(text, fmt, origin)
+    placeholders = dict.fromkeys(referenced_variables(raw), "placeholder")
+    return parse_config(text, fmt, origin, {**placeholders, **os.environ})
 
 
 def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -126,13 +184,15 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
 def _parse_text(text: str, fmt: str, origin: str) -> Any:
     try:
         if fmt in ("yaml", "yml"):
-            return yaml.load(text, Loader=_Yaml12Loader) or {}
+            return load_yaml(text) or {}
         if fmt == "toml":
             return tomllib.loads(text)
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        # JSON may carry comments and trailing commas, as VS Code's settings do.
+        root = jsonc.parse(text.removeprefix("\ufeff"))
+        return {} if root is None else root.plain()
+    except jsonc.JsoncSyntaxError as exc:
         raise ConfigError(
-            f"Configuration error in {origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."
+            f"Configuration error in {origin}: invalid JSON at line {exc.line}, column {exc.column}: {exc.reason}."
         ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -142,6 +202,11 @@ def _parse_text(text: str, fmt: str, origin: str) -> Any:
         raise ConfigError(f"Configuration error in {origin}: invalid YAML: {exc}.") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Configuration error in {origin}: invalid TOML: {exc}.") from None
+
+
+def interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """`value` with every `${VAR}` it can resolve from `env` expanded (unset ones become empty)."""
+    return _interpolate(value, env, (), [])
 
 
 def _interpolate(value: Any, env: Mapping[str, str], path: tuple[str | int, ...], problems: list[str]) -> Any:

@@ -22,6 +22,15 @@ class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
+class StaticTool(_Model):
+    """A tool declared in the config, known before (or without) connecting to its server."""
+
+    name: str = Field(min_length=1)
+    title: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
 class _ServerBase(_Model):
     description: str | None = None
     """Shown instead of what the server says about itself."""
@@ -32,6 +41,8 @@ class _ServerBase(_Model):
     disabled: bool = False
     protocol: Literal["auto", "legacy"] = "auto"
     """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only."""
+    tools: list[StaticTool] = Field(default_factory=list[StaticTool])
+    """Tools to list while the server is not connected; the server's own list replaces them once it is."""
 
 
 class StdioServerConfig(_ServerBase):

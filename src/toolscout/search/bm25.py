@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -11,6 +12,10 @@ import numpy as np
 from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit
 from toolscout.search.text import split_identifier, terms
+
+# bm25s pins its logger to DEBUG when imported, which would print index builds on the CLI's
+# stderr and in the gateway log; hand the decision back to the application's logging setup.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 # The name is the densest signal a tool has; counting its terms twice weighs it
 # above a long description that mentions the same words in passing.

@@ -54,6 +54,8 @@ class UpstreamSpec:
     description: str | None = None
     disabled: bool = False
     protocol: str = "auto"
+    static_tools: tuple[types.Tool, ...] = ()
+    """Declared in the config: listed until the server's own list replaces them."""
 
     @classmethod
     def from_config(cls, name: str, config: AnyServerConfig) -> UpstreamSpec:
@@ -65,6 +67,10 @@ class UpstreamSpec:
             description=config.description,
             disabled=config.disabled,
             protocol=config.protocol,
+            static_tools=tuple(
+                types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema)
+                for t in config.tools
+            ),
         )
 
 
@@ -122,6 +128,8 @@ class Upstream:
         self._stopping = False
         if spec.disabled:
             self._settled.set()
+        else:
+            self._list_declared_tools()
 
     @property
     def description(self) -> str:
@@ -165,12 +173,18 @@ class Upstream:
             failure = describe_exception(exc)
         finally:
             self._client = None
-            self._catalog.drop_server(self.name)
+            self._list_declared_tools()
         if self._stopping:
             return
         if scope.cancel_called and self.status is Status.CONNECTING:
             failure = f"did not finish connecting within {self.spec.connect_timeout:g}s"
         self._fail(failure or "stopped unexpectedly")
+
+    def _list_declared_tools(self) -> None:
+        if self.spec.static_tools:
+            self._catalog.set_server_tools(self.name, self.spec.static_tools)
+        else:
+            self._catalog.drop_server(self.name)
 
     def stop(self) -> None:
         """End the connection; the run task tears everything down."""

@@ -157,21 +157,24 @@ class StdioUpstream:
 
     async def _pump_stderr(self, fd: int, drained: anyio.Event) -> None:
         pending = b""
-        while True:
-            await anyio.wait_readable(fd)
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                self._record(raw)
-        if pending:
-            self._record(pending)
-        drained.set()
+        try:
+            while True:
+                await anyio.wait_readable(fd)
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    self._record(raw)
+            if pending:
+                self._record(pending)
+        finally:
+            # Also when cancelled (the gateway stopping this server): nobody should wait for more output then.
+            drained.set()
 
     def _record(self, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace").rstrip()

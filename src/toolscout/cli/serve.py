@@ -1,4 +1,4 @@
-"""The `toolscout` command line."""
+"""`toolscout serve`, `toolscout demo` and `toolscout version`."""
 
 from __future__ import annotations
 
@@ -6,35 +6,14 @@ import logging
 import socket
 import sys
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated
 
-import anyio
 import typer
 
 from toolscout import __version__
-from toolscout.config import GatewayConfig, find_config, load_config
-from toolscout.errors import ConfigError
-
-app = typer.Typer(
-    name="toolscout",
-    help="An MCP gateway: agents see five meta-tools instead of every tool of every server.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-EXIT_CONFIG_ERROR = 2
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help="Configuration file (JSON, YAML or TOML). Default: $TOOLSCOUT_CONFIG, "
-        "./toolscout.{json,yaml,yml,toml}, then the user config directory.",
-    ),
-]
+from toolscout.cli.common import EXIT_INVALID, ConfigOption, Output, load, run
+from toolscout.config import GatewayConfig
+from toolscout.errors import ToolscoutError
 
 
 class Transport(StrEnum):
@@ -49,9 +28,10 @@ class LogLevel(StrEnum):
     error = "error"
 
 
-def fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"toolscout: {message}", err=True)
-    return typer.Exit(code)
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command()(demo)
+    app.command()(version)
 
 
 def setup_logging(level: LogLevel) -> None:
@@ -69,21 +49,6 @@ def setup_logging(level: LogLevel) -> None:
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def resolve_config(config: Path | None, *, demo: bool = False) -> GatewayConfig:
-    """The configuration a command runs with, or exit 2 with the reason."""
-    if demo and config is not None:
-        raise fail("use either --config or --demo, not both.", EXIT_CONFIG_ERROR)
-    try:
-        if demo:
-            from toolscout.demo.config import demo_config
-
-            return demo_config()
-        return load_config(find_config(config).path)
-    except ConfigError as exc:
-        raise fail(str(exc), EXIT_CONFIG_ERROR) from None
-
-
-@app.command()
 def serve(
     config: ConfigOption = None,
     transport: Annotated[Transport, typer.Option(help="stdio for desktop clients, http for streamable HTTP.")] = (
@@ -97,7 +62,8 @@ def serve(
 ) -> None:
     """Run the gateway as an MCP server."""
     setup_logging(log_level)
-    gateway_config = resolve_config(config, demo=demo)
+    output = Output()
+    gateway_config, _ = load(config, output, demo=demo)
     sock: socket.socket | None = None
     if transport is Transport.http:
         from toolscout.server import bind
@@ -105,8 +71,11 @@ def serve(
         try:
             sock = bind(host, port)
         except OSError as exc:
-            raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port.", 1) from None
-    anyio.run(_serve, gateway_config, sock, host, stateless, log_level)
+            output.fail(
+                ToolscoutError(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port."),
+                EXIT_INVALID,
+            )
+    run(_serve, gateway_config, sock, host, stateless, log_level)
 
 
 async def _serve(
@@ -131,20 +100,14 @@ async def _serve(
         await serve_http(gateway, sock, host=host, stateless=stateless, log_level=level.value)
 
 
-@app.command()
 def demo() -> None:
     """See toolscout work: a real MCP client drives the gateway in front of the bundled demo servers."""
     from toolscout.demo.run import run_demo
 
     setup_logging(LogLevel.warning)
-    anyio.run(run_demo)
+    run(run_demo)
 
 
-@app.command()
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)
-
-
-def main() -> None:
-    app()

@@ -1,0 +1,54 @@
+"""The `toolscout` command line.
+
+Exit codes follow the reference CLI spec: 0 success, 1 invalid arguments, 2 configuration error,
+server or tool not found, or nothing found by `search`; 3 the tool failed; 4 the tool is disabled.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+# Typer 0.29 vendors click; its exceptions are only reachable here.
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
+
+from toolscout.cli import config_cmd, explore, rules_cmd, serve, setup_cmd
+from toolscout.cli.common import EXIT_INVALID
+
+app = typer.Typer(
+    name="toolscout",
+    help="An MCP gateway: agents see five meta-tools instead of every tool of every server.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+serve.register(app)
+explore.register(app)
+config_cmd.register(app)
+rules_cmd.register(app)
+setup_cmd.register(app)
+
+
+def main() -> None:
+    """Entry point of the `toolscout` script."""
+    # Commands report problems themselves; the library's warnings (a server that failed to
+    # start) would only repeat them. `serve` sets up its own logging.
+    logging.basicConfig(stream=sys.stderr, level=logging.CRITICAL)
+    try:
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        exc.show()
+        code = 0
+    except UsageError as exc:
+        # click exits 2 for usage errors; the CLI spec reserves 2 for configuration errors.
+        exc.show()
+        code = EXIT_INVALID
+    except typer.Abort:
+        typer.echo("Aborted.", err=True)
+        code = 130
+    except typer.Exit as exc:
+        code = exc.exit_code
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,162 @@
+"""What every command shares: exit codes, output (human or --json), config loading, connecting with progress."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncGenerator, Collection
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import anyio
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from toolscout.config import ConfigSource, GatewayConfig, find_config, load_config
+from toolscout.config.loader import check_config_file
+from toolscout.errors import (
+    ArgumentsInvalid,
+    ConfigError,
+    InvalidRequest,
+    ServerNotFound,
+    ToolDisabled,
+    ToolNotFound,
+    ToolscoutError,
+)
+
+if TYPE_CHECKING:
+    from toolscout.gateway import Gateway
+
+# Exit codes of the reference CLI spec (003): 1 invalid arguments, 2 configuration error, server or
+# tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules.
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_CONFIG = 2
+EXIT_NOT_FOUND = 2
+EXIT_NO_RESULTS = 2
+EXIT_FAILED = 3
+EXIT_DISABLED = 4
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="Configuration file (JSON, YAML or TOML). Default: $TOOLSCOUT_CONFIG, "
+        "./toolscout.{json,yaml,yml,toml}, then the user config directory.",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+
+
+def exit_code_for(error: ToolscoutError) -> int:
+    """The exit code a failed command ends with."""
+    if isinstance(error, ConfigError):
+        return EXIT_CONFIG
+    if isinstance(error, ServerNotFound | ToolNotFound):
+        return EXIT_NOT_FOUND
+    if isinstance(error, ToolDisabled):
+        return EXIT_DISABLED
+    if isinstance(error, ArgumentsInvalid | InvalidRequest):
+        return EXIT_INVALID
+    return EXIT_FAILED
+
+
+class Output:
+    """Where a command writes: people get rich text (colour only on a terminal), scripts get JSON."""
+
+    def __init__(self, json_mode: bool = False) -> None:
+        self.json_mode = json_mode
+        self.out = Console(highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def data(self, value: Any) -> None:
+        sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    def print(self, markup: str = "") -> None:
+        self.out.print(markup)
+
+    def note(self, markup: str) -> None:
+        self.err.print(markup)
+
+    def fail(self, error: ToolscoutError, code: int | None = None) -> NoReturn:
+        """Report `error` (JSON on stdout with --json, a line on stderr otherwise) and exit."""
+        if self.json_mode:
+            self.data({"success": False, "error": error.to_dict()})
+        else:
+            self.err.print(f"[red]✗[/red] {escape(error.message)}")
+        raise typer.Exit(exit_code_for(error) if code is None else code)
+
+
+def load(
+    config: Path | None, output: Output, *, demo: bool = False, lenient: bool = False
+) -> tuple[GatewayConfig, ConfigSource | None]:
+    """The configuration a command runs with (and where it came from), or exit 2 with the reason.
+
+    `lenient` is for commands that read or edit the file without running servers: unset
+    `${VAR}`s are not an error for them.
+    """
+    if demo and config is not None:
+        output.fail(ConfigError("use either --config or --demo, not both."))
+    try:
+        if demo:
+            from toolscout.demo.config import demo_config
+
+            return demo_config(), None
+        source = find_config(config)
+        if lenient:
+            return check_config_file(source.path), source
+        return load_config(source.path), source
+    except ConfigError as exc:
+        output.fail(exc)
+
+
+def _progress(gateway: Gateway) -> Table:
+    from toolscout.upstream import Status
+
+    table = Table.grid(padding=(0, 2))
+    for up in gateway.upstreams:
+        if up.status is Status.CONNECTING:
+            state = "[yellow]connecting…[/yellow]"
+        elif up.status is Status.CONNECTED:
+            state = f"[green]{gateway.catalog.counts(up.name)[0]} tools[/green]"
+        elif up.status is Status.ERROR:
+            state = f"[red]error[/red] {escape(up.error or '')}"
+        else:
+            state = "[dim]disabled[/dim]"
+        table.add_row(escape(up.name), state)
+    return table
+
+
+@asynccontextmanager
+async def connected(
+    config: GatewayConfig, output: Output, *, only: Collection[str] | None = None
+) -> AsyncGenerator[Gateway]:
+    """A gateway whose upstreams (all, or `only` these) have connected or failed.
+
+    While they connect, a terminal on stderr shows one live line per server.
+    """
+    # Imported here: the SDK and the search index are the slow part of starting the CLI,
+    # and commands that never connect should not pay for them.
+    from toolscout.gateway import Gateway, server_not_found
+
+    for name in only or ():
+        if name not in config.mcp_servers:
+            raise server_not_found(name, list(config.mcp_servers))
+    async with Gateway.from_config(config, only=only) as gateway:
+        if output.err.is_terminal:
+            with Live(console=output.err, get_renderable=lambda: _progress(gateway), transient=True):
+                await gateway.settle()
+        else:
+            await gateway.settle()
+        yield gateway
+
+
+def run(function: Any, *args: Any) -> Any:
+    """Run an async command body; `typer.Exit` passes through."""
+    return anyio.run(function, *args)

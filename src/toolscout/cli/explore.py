@@ -1,0 +1,418 @@
+"""Exploring and using the catalog from a terminal: list, search, tools, inspect, execute, tokens."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import mimetypes
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from toolscout.cli.common import (
+    EXIT_FAILED,
+    EXIT_NO_RESULTS,
+    ConfigOption,
+    JsonOption,
+    Output,
+    connected,
+    load,
+    run,
+)
+from toolscout.errors import InvalidRequest, ToolscoutError, UpstreamError
+from toolscout.render import hint_labels
+from toolscout.schemas import example_arguments, parameters
+
+if TYPE_CHECKING:
+    import mcp_types as types
+
+    from toolscout.catalog import CatalogTool
+    from toolscout.gateway import Gateway
+
+_STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list")(list_servers)
+    app.command()(search)
+    app.command()(tools)
+    app.command()(inspect)
+    app.command()(execute)
+    app.command()(tokens)
+
+
+def _server_rows(gateway: Gateway) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for up in gateway.upstreams:
+        row = gateway.server_status(up)
+        if "serverInfo" in row:
+            row["transport"] = up.spec.transport.label
+        row["tools"] = [t.name for t in gateway.catalog.tools(up.name)]
+        rows.append(row)
+    return rows
+
+
+def list_servers(
+    config: ConfigOption = None,
+    status: Annotated[bool, typer.Option("--status", help="Show how each server is connected, and why not.")] = False,
+    show_tools: Annotated[bool, typer.Option("--tools", help="List each server's enabled tools.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List the configured servers with their status and tool counts."""
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+
+    async def body() -> None:
+        async with connected(gateway_config, output) as gateway:
+            rows = _server_rows(gateway)
+        if as_json:
+            output.data({"servers": rows})
+            return
+        output.print(f"MCP Servers ({len(rows)} configured):")
+        for row in rows:
+            counts = f" ({row['enabledCount']} tools" + (
+                f", {row['toolCount'] - row['enabledCount']} disabled)"
+                if row["toolCount"] != row["enabledCount"]
+                else ")"
+            )
+            output.print(f"\n{_STATUS_MARK.get(row['status'], '·')} [bold]{escape(row['name'])}[/bold]{counts}")
+            if row["description"]:
+                output.print(f"  {escape(row['description'])}")
+            output.print(
+                f"  Status: {row['status'].capitalize()}" + (f" — {escape(row['error'])}" if "error" in row else "")
+            )
+            if status and "serverInfo" in row:
+                info = row["serverInfo"]
+                output.print(
+                    f"  Server: {escape(info.get('name', '?'))} {escape(info.get('version', ''))}, "
+                    f"protocol {row['protocolVersion']}, {escape(row['transport'])}"
+                )
+            if show_tools and row["tools"]:
+                output.print("  Tools: " + escape(", ".join(row["tools"])))
+
+    run(body)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What you want to do, in plain words.")],
+    config: ConfigOption = None,
+    server: Annotated[str | None, typer.Option(help="Only search this server.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=100, help="Max results.")] = 10,
+    as_json: JsonOption = False,
+) -> None:
+    """Search tools across all servers (exit 2 when nothing matches)."""
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+
+    async def body() -> None:
+        try:
+            async with connected(gateway_config, output, only=[server] if server else None) as gateway:
+                hits = gateway.search(query, server=server, limit=limit)
+        except ToolscoutError as exc:
+            output.fail(exc)
+        results: list[dict[str, Any]] = [
+            {
+                "server": h.tool.server,
+                "tool": h.tool.name,
+                "summary": h.tool.summary,
+                "relevance": h.relevance,
+                "tags": list(h.tool.tags),
+            }
+            for h in hits
+        ]
+        if as_json:
+            output.data({"query": query, "results": results})
+        elif results:
+            output.print(f'Search results for "{escape(query)}" ({len(results)} found):')
+            for rank, r in enumerate(results, 1):
+                output.print(
+                    f"\n{rank}. [bold]{escape(r['server'])}:{escape(r['tool'])}[/bold] ({r['relevance']:.0%} match)"
+                )
+                output.print(f"   {escape(r['summary'])}")
+                if r["tags"]:
+                    output.print(f"   Tags: {escape(', '.join(r['tags']))}")
+        else:
+            output.note(f'No tools found for "{escape(query)}". Try other words, or `toolscout tools SERVER`.')
+        if not results:
+            raise typer.Exit(EXIT_NO_RESULTS)
+
+    run(body)
+
+
+def tools(
+    server: Annotated[str, typer.Argument(help="Server name.")],
+    config: ConfigOption = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Include tools disabled by toolRules.")] = False,
+    show_tags: Annotated[bool, typer.Option("--tags", help="Show tags.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List one server's tools (exit 2 when the server does not exist)."""
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+
+    async def body() -> None:
+        try:
+            async with connected(gateway_config, output, only=[server]) as gateway:
+                entries = await gateway.tools(server, include_disabled=True)
+        except ToolscoutError as exc:
+            output.fail(exc)
+        enabled = sum(1 for t in entries if t.enabled)
+        shown = [t for t in entries if show_all or t.enabled]
+        if as_json:
+            output.data(
+                {
+                    "server": server,
+                    "tools": [
+                        {"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)}
+                        for t in shown
+                    ],
+                }
+            )
+            return
+        output.print(f"Tools from {escape(server)} ({enabled} enabled, {len(entries) - enabled} disabled):")
+        for t in shown:
+            mark = "[green]✓[/green]" if t.enabled else "[red]✗[/red]"
+            output.print(f"\n{mark} [bold]{escape(t.name)}[/bold]" + ("" if t.enabled else " (disabled)"))
+            if t.summary:
+                output.print(f"  {escape(t.summary)}")
+            if show_tags and t.tags:
+                output.print(f"  Tags: {escape(', '.join(t.tags))}")
+
+    run(body)
+
+
+def _details(entry: CatalogTool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "server": entry.server,
+        "tool": entry.name,
+        "title": entry.title,
+        "description": entry.description,
+        "enabled": entry.enabled,
+        "tags": list(entry.tags),
+        "parameters": parameters(entry.input_schema),
+        "inputSchema": entry.input_schema,
+        "outputSchema": entry.output_schema,
+        "annotations": entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
+        if entry.tool.annotations
+        else None,
+        "examples": [{"description": "Required arguments", "arguments": example_arguments(entry.input_schema)}],
+    }
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def inspect(
+    server: Annotated[str, typer.Argument(help="Server name.")],
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    config: ConfigOption = None,
+    examples: Annotated[bool, typer.Option("--examples", help="Show example arguments.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a tool's description, parameters and hints (exit 2 when the server or tool does not exist)."""
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+
+    async def body() -> None:
+        try:
+            async with connected(gateway_config, output, only=[server]) as gateway:
+                entry = await gateway.tool(server, tool, include_disabled=True)
+        except ToolscoutError as exc:
+            output.fail(exc)
+        data = _details(entry)
+        if not examples:
+            data.pop("examples")
+        if as_json:
+            output.data(data)
+            return
+        state = "" if entry.enabled else " [red](disabled by toolRules)[/red]"
+        output.print(f"Tool: [bold]{escape(server)}:{escape(tool)}[/bold]{state}")
+        if entry.title:
+            output.print(f"Title: {escape(entry.title)}")
+        output.print("\nDescription:")
+        for line in (entry.description or "(none)").strip().splitlines():
+            output.print(f"  {escape(line)}")
+        output.print("\nParameters:" if data["parameters"] else "\nParameters: none")
+        for p in data["parameters"]:
+            need = "required" if p["required"] else "optional"
+            default = f", default {json.dumps(p['default'])}" if "default" in p else ""
+            output.print(f"  [bold]{escape(p['name'])}[/bold] ({escape(p['type'])}, {need}{default})")
+            if p.get("description"):
+                output.print(f"    {escape(p['description'])}")
+        labels = hint_labels(cast(dict[str, Any], data.get("annotations") or {}))
+        if labels:
+            output.print(f"\nHints: {', '.join(labels)}")
+        if entry.output_schema is not None:
+            output.print("\nReturns structured content (see --json for the output schema).")
+        if entry.tags:
+            output.print(f"\nTags: {escape(', '.join(entry.tags))}")
+        if examples:
+            arguments = json.dumps(example_arguments(entry.input_schema), ensure_ascii=False)
+            output.print("\nExamples:\n  Required arguments:")
+            output.print(f"    toolscout execute {escape(server)} {escape(tool)} --args '{escape(arguments)}'")
+
+    run(body)
+
+
+def _read_args(raw: str | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    source = "--args"
+    if raw == "-":
+        text, source = sys.stdin.read(), "stdin"
+    elif raw.startswith("@"):
+        path = Path(raw[1:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidRequest(f"Cannot read arguments from {path}: {exc}.") from None
+        source = str(path)
+    else:
+        text = raw
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"Arguments from {source} are not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"Arguments from {source} must be a JSON object, got {type(value).__name__}.")
+    return cast(dict[str, Any], value)
+
+
+def _save(data: str, mime: str, what: str) -> str:
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return f"[{what} {mime}: not valid base64]"
+    suffix = mimetypes.guess_extension(mime) or ".bin"
+    with tempfile.NamedTemporaryFile(prefix="toolscout-", suffix=suffix, delete=False) as handle:
+        handle.write(raw)
+    return f"[{what} {mime}, {len(raw)} bytes, saved to {handle.name}]"
+
+
+def _render_result(output: Output, result: types.CallToolResult) -> None:
+    import mcp_types as types
+
+    structured = result.structured_content
+    texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    # Servers often repeat structured content as JSON text; show it once.
+    duplicate = structured is not None and len(texts) == 1 and _json_equal(texts[0], structured)
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            if not duplicate:
+                output.print(escape(block.text))
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            output.print(escape(_save(block.data, block.mime_type, block.type)))
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, types.TextResourceContents):
+                output.print(f"[resource {escape(str(resource.uri))}]\n{escape(resource.text)}")
+            else:
+                output.print(escape(_save(resource.blob, resource.mime_type or "application/octet-stream", "resource")))
+        else:
+            output.print(f"[link {escape(block.name)}: {escape(str(block.uri))}]")
+    if structured is not None:
+        output.out.print_json(json.dumps(structured, ensure_ascii=False))
+
+
+def _json_equal(text: str, value: Any) -> bool:
+    try:
+        return json.loads(text) == value
+    except ValueError:
+        return False
+
+
+def execute(
+    server: Annotated[str, typer.Argument(help="Server name.")],
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    args: Annotated[
+        str | None, typer.Option("--args", help="Arguments as JSON, @file.json, or - to read them from stdin.")
+    ] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a tool (exit 3 when it fails, 4 when toolRules disable it, 2 when it does not exist)."""
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+
+    async def body() -> None:
+        try:
+            arguments = _read_args(args)
+            async with connected(gateway_config, output, only=[server]) as gateway:
+                result = await gateway.execute(server, tool, arguments)
+        except ToolscoutError as exc:
+            output.fail(exc)
+        dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if as_json:
+            payload: dict[str, Any] = {"success": not result.is_error, "result": dumped}
+            if result.is_error:
+                payload["error"] = UpstreamError(_error_text(result), server=server, tool=tool).to_dict()
+            output.data(payload)
+        else:
+            output.print(f"Executing: {escape(server)}:{escape(tool)}\n")
+            output.print("[red]✗ Error[/red]\n" if result.is_error else "[green]✓ Success[/green]\n")
+            output.print("Result:")
+            _render_result(output, result)
+        if result.is_error:
+            raise typer.Exit(EXIT_FAILED)
+
+    run(body)
+
+
+def _error_text(result: types.CallToolResult) -> str:
+    import mcp_types as types
+
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent)) or "the tool reported an error"
+
+
+def tokens(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """What the catalog costs an agent exposed directly, versus toolscout's meta-tools."""
+    from toolscout.meta_tools import META_TOOLS
+    from toolscout.tokens import ENCODING, tool_tokens
+
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+
+    async def body() -> None:
+        async with connected(gateway_config, output) as gateway:
+            per_server: list[dict[str, Any]] = [
+                {
+                    "server": up.name,
+                    "status": up.status.value,
+                    "tools": len(entries),
+                    "tokens": tool_tokens([t.tool for t in entries]),
+                }
+                for up in gateway.upstreams
+                for entries in [gateway.catalog.tools(up.name)]
+            ]
+        meta = tool_tokens([t.definition() for t in META_TOOLS])
+        total = sum(row["tokens"] for row in per_server)
+        summary: dict[str, Any] = {
+            "encoding": ENCODING,
+            "servers": per_server,
+            "direct": {"tools": sum(row["tools"] for row in per_server), "tokens": total},
+            "toolscout": {"tools": len(META_TOOLS), "tokens": meta},
+            "saved": round(1 - meta / total, 4) if total else 0.0,
+        }
+        if as_json:
+            output.data(summary)
+            return
+        table = Table(title=f"Tokens an agent carries in every request ({ENCODING})", title_justify="left")
+        table.add_column("exposed directly")
+        table.add_column("status")
+        table.add_column("tools", justify="right")
+        table.add_column("tokens", justify="right")
+        for row in per_server:
+            table.add_row(escape(row["server"]), row["status"], str(row["tools"]), str(row["tokens"]))
+        table.add_row("[bold]all servers[/bold]", "", str(summary["direct"]["tools"]), f"[bold]{total}[/bold]")
+        table.add_row("[bold]toolscout meta-tools[/bold]", "", str(len(META_TOOLS)), f"[bold]{meta}[/bold]")
+        output.out.print(table)
+        if total:
+            output.print(f"toolscout saves {summary['saved']:.0%} of the tool definition tokens.")
+
+    run(body)

@@ -1,0 +1,70 @@
+"""Running `toolscout` as a real child process in a sandboxed home directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import NPM_BIN, PYTHON
+
+
+@dataclass
+class Sandbox:
+    """A home, a working directory and an environment where toolscout sees only what a test put there."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def cwd(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def user_config(self) -> Path:
+        return self.home / ".config" / "toolscout"
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "PATH": f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "COLUMNS": "200",
+            "TERM": "dumb",
+        }
+
+    def run(self, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PYTHON, "-m", "toolscout", *args],
+            cwd=self.cwd,
+            env=self.env(),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def json(self, *args: str, expect: int = 0) -> Any:
+        done = self.run(*args, "--json")
+        assert done.returncode == expect, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    def write(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+
+def make_sandbox(tmp_path: Path) -> Sandbox:
+    sandbox = Sandbox(tmp_path)
+    sandbox.home.mkdir()
+    sandbox.cwd.mkdir()
+    return sandbox

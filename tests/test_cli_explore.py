@@ -1,0 +1,246 @@
+"""`toolscout list | search | tools | inspect | execute | tokens` against the demo servers and server-everything."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import Sandbox, make_sandbox
+from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
+
+CONFIG = """\
+# Demo servers and the public reference server, as a user would write it.
+mcpServers:
+  notes:
+    command: {python}
+    args: [-m, toolscout.demo.notes]
+  units:
+    command: {python}
+    args: [-m, toolscout.demo.units]
+  everything:
+    command: npx
+    args: [-y, "@modelcontextprotocol/server-everything"]
+    cwd: {npm}
+  broken:
+    command: definitely-not-installed-xyz
+toolRules:
+  - pattern: ["delete_*"]
+    enabled: false
+    tags: [dangerous]
+"""
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    npm_tool("mcp-server-everything")
+    box = make_sandbox(tmp_path_factory.mktemp("cli"))
+    box.write("work/toolscout.yaml", CONFIG.format(python=PYTHON, npm=ROOT / "tools" / "npm"))
+    return box
+
+
+def test_list_shows_servers_counts_and_errors(sandbox: Sandbox) -> None:
+    done = sandbox.run("list", "--status", "--tools")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "MCP Servers (4 configured):" in out
+    assert "✓ notes (5 tools, 1 disabled)" in out
+    assert "✗ broken (0 tools)" in out
+    assert "Status: Error — command not found: definitely-not-installed-xyz" in out
+    assert "protocol 2025-11-25" in out  # server-everything speaks the handshake era
+    assert "Tools: " in out and "convert_units" in out
+
+    data = sandbox.json("list")
+    servers = {s["name"]: s for s in data["servers"]}
+    assert servers["everything"]["status"] == "connected" and servers["everything"]["toolCount"] > 10
+    assert servers["broken"]["status"] == "error"
+
+
+def test_search_ranks_and_exits_2_when_nothing_matches(sandbox: Sandbox) -> None:
+    done = sandbox.run("search", "convert kilometers to miles", "--limit", "3")
+    assert done.returncode == 0, done.stderr
+    assert 'Search results for "convert kilometers to miles" (' in done.stdout
+    assert "1. units:convert_units (" in done.stdout and "% match)" in done.stdout
+    assert "broken" not in done.stderr  # a failing server is not the search's business
+
+    data = sandbox.json("search", "tiny image", "--server", "everything")
+    assert data["results"][0]["tool"] == "get-tiny-image"
+    assert {r["server"] for r in data["results"]} == {"everything"}
+
+    nothing = sandbox.run("search", "zebra migration patterns")
+    assert nothing.returncode == 2
+    assert 'No tools found for "zebra migration patterns"' in nothing.stderr
+
+    unknown = sandbox.run("search", "x", "--server", "evrything")
+    assert unknown.returncode == 2
+    assert "Did you mean 'everything'" in unknown.stderr
+
+    assert sandbox.run("search", "x", "--limit", "0").returncode == 1
+    assert sandbox.run("search").returncode == 1
+
+
+def test_tools_marks_enabled_and_disabled(sandbox: Sandbox) -> None:
+    plain = sandbox.run("tools", "notes")
+    assert plain.returncode == 0
+    assert "Tools from notes (5 enabled, 1 disabled):" in plain.stdout
+    assert "delete_note" not in plain.stdout
+
+    everything = sandbox.run("tools", "notes", "--all", "--tags")
+    assert "✗ delete_note (disabled)" in everything.stdout
+    assert "Tags: dangerous" in everything.stdout
+
+    data = sandbox.json("tools", "notes")
+    assert [t["name"] for t in data["tools"]] == [
+        "create_note",
+        "get_note",
+        "list_notes",
+        "search_notes",
+        "update_note",
+    ]
+    assert sandbox.run("tools", "nowhere").returncode == 2
+
+
+def test_inspect_shows_parameters_hints_and_examples(sandbox: Sandbox) -> None:
+    done = sandbox.run("inspect", "units", "convert_units", "--examples")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Tool: units:convert_units" in out
+    assert "value (number, required)" in out
+    assert "Hints: read-only, idempotent" in out
+    assert 'toolscout execute units convert_units --args \'{"value": 1.5' in out
+
+    disabled = sandbox.run("inspect", "notes", "delete_note")
+    assert disabled.returncode == 0
+    assert "(disabled by toolRules)" in disabled.stdout
+
+    data = sandbox.json("inspect", "everything", "get-structured-content")
+    assert data["outputSchema"]["type"] == "object"
+    assert "examples" not in data
+
+    typo = sandbox.run("inspect", "units", "convert_unit")
+    assert typo.returncode == 2
+    assert "Did you mean 'convert_units'" in typo.stderr
+
+
+def test_execute_renders_results_for_people(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = sandbox.run("execute", "units", "convert_units", "--args", '{"value": 2, "from_unit": "km", "to_unit": "m"}')
+    assert done.returncode == 0, done.stderr
+    assert "Executing: units:convert_units" in done.stdout and "✓ Success" in done.stdout
+    assert '"result": 2000' in done.stdout
+
+    image = sandbox.run("execute", "everything", "get-tiny-image")
+    assert image.returncode == 0, image.stderr
+    saved = next(line for line in image.stdout.splitlines() if "saved to" in line)
+    path = Path(saved.rsplit("saved to ", 1)[1].rstrip("]"))
+    assert path.suffix == ".png" and path.read_bytes().startswith(b"\x89PNG")
+
+    args_file = tmp_path / "args.json"
+    args_file.write_text('{"message": "from a file"}')
+    from_file = sandbox.run("execute", "everything", "echo", "--args", f"@{args_file}")
+    assert "from a file" in from_file.stdout
+
+    from_stdin = sandbox.run("execute", "everything", "echo", "--args", "-", stdin='{"message": "from stdin"}')
+    assert "from stdin" in from_stdin.stdout
+
+
+def test_execute_exit_codes(sandbox: Sandbox) -> None:
+    bad_json = sandbox.run("execute", "units", "convert_units", "--args", '{"value": 2')
+    assert bad_json.returncode == 1
+    assert "not valid JSON (line 1, column 12" in bad_json.stderr
+
+    invalid = sandbox.run("execute", "units", "convert_units", "--args", '{"value": "far"}')
+    assert invalid.returncode == 1
+    assert "'from_unit' is a required property" in invalid.stderr
+
+    failed = sandbox.run("execute", "units", "calculate", "--args", '{"expression": "1/0"}')
+    assert failed.returncode == 3
+    assert "✗ Error" in failed.stdout
+
+    disabled = sandbox.run("execute", "notes", "delete_note", "--args", '{"id": "1"}')
+    assert disabled.returncode == 4
+    assert "disabled by toolRules" in disabled.stderr
+
+    assert sandbox.run("execute", "units", "nope").returncode == 2
+    assert sandbox.run("execute", "nowhere", "nope").returncode == 2
+    unavailable = sandbox.run("execute", "broken", "anything")
+    assert unavailable.returncode == 3
+    assert "command not found" in unavailable.stderr
+
+    ok = sandbox.json("execute", "units", "convert_units", "--args", '{"value": 1, "from_unit": "m", "to_unit": "cm"}')
+    assert ok["success"] is True and ok["result"]["structuredContent"]["result"] == 100
+    tool_error = sandbox.json("execute", "units", "calculate", "--args", '{"expression": "1/0"}', expect=3)
+    assert tool_error["success"] is False and tool_error["error"]["code"] == "TOOL_EXECUTION_ERROR"
+    refused = sandbox.json("execute", "notes", "delete_note", "--args", '{"id": "1"}', expect=4)
+    assert refused["error"]["code"] == "TOOL_DISABLED"
+
+
+def test_tokens_compares_with_the_meta_tools(sandbox: Sandbox) -> None:
+    data = sandbox.json("tokens")
+    assert data["encoding"] == "o200k_base"
+    per_server = {row["server"]: row for row in data["servers"]}
+    assert per_server["everything"]["tokens"] > 1000
+    assert data["direct"]["tokens"] == sum(row["tokens"] for row in data["servers"])
+    assert data["toolscout"]["tools"] == 5 and data["toolscout"]["tokens"] < data["direct"]["tokens"]
+    human = sandbox.run("tokens")
+    assert "toolscout meta-tools" in human.stdout and "saves" in human.stdout
+
+
+def test_progress_is_shown_on_a_terminal_only(sandbox: Sandbox) -> None:
+    # A real pseudo-terminal on stderr: the live per-server lines appear there, stdout stays clean.
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [PYTHON, "-m", "toolscout", "list"],
+            cwd=sandbox.cwd,
+            env={**sandbox.env(), "TERM": "xterm", "PATH": f"{NPM_BIN}{os.pathsep}{os.environ['PATH']}"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+            timeout=120,
+        )
+        os.close(terminal)
+        terminal = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if terminal != -1:
+            os.close(terminal)
+        os.close(controller)
+    assert done.returncode == 0
+    text = seen.decode(errors="replace")
+    assert "connecting" in text
+    assert "command not found" in text
+    assert "connecting" not in done.stdout
+    # Without a terminal nothing but the result is printed.
+    assert "connecting" not in sandbox.run("list").stderr
+
+
+def test_usage_errors_exit_1_not_2(sandbox: Sandbox) -> None:
+    done = sandbox.run("tools")
+    assert done.returncode == 1
+    assert "Missing argument" in done.stderr
+    assert sandbox.run("list", "--bogus").returncode == 1
+
+
+def test_config_errors_exit_2_for_every_command(sandbox: Sandbox, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"mcpServers": {"a": {"comand": "x"}}}')
+    for args in (["list"], ["search", "x"], ["tools", "a"], ["inspect", "a", "b"], ["execute", "a", "b"], ["tokens"]):
+        done = sandbox.run(*args, "--config", str(broken))
+        assert done.returncode == 2, args
+        assert "did you mean 'command'?" in done.stderr
+        assert "Traceback" not in done.stderr
+    as_json = json.loads(sandbox.run("list", "--config", str(broken), "--json").stdout)
+    assert as_json["error"]["code"] == "CONFIGURATION_ERROR"
