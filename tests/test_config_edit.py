@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-import resource
-import signal
 import stat
-from collections.abc import Callable, Iterator
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -815,25 +815,29 @@ def test_save_where_the_parent_is_a_file(tmp_path: Path) -> None:
     assert siblings(blocker) == {"blocker"}
 
 
-@pytest.fixture
-def small_file_size_limit() -> Iterator[int]:
-    """A real write failure even for root: the kernel refuses files above RLIMIT_FSIZE (EFBIG)."""
-    limit = 4096
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-    try:
-        yield limit
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, previous)
+_SAVE_TOO_LARGE = """
+import resource, signal, sys
+from toolscout.config.edit import ConfigDocument
+from toolscout.errors import ConfigError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+doc = ConfigDocument.load(sys.argv[1])
+doc.set(["big"], "x" * 8192)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    doc.save()
+except ConfigError as exc:
+    print(exc)
+"""
 
 
-def test_failed_write_leaves_the_original_untouched(tmp_path: Path, small_file_size_limit: int) -> None:
+def test_failed_write_leaves_the_original_untouched(tmp_path: Path) -> None:
+    # A real write failure even for root: the kernel refuses files above RLIMIT_FSIZE (EFBIG).
+    # The limit is set in a child process: in pytest's own process it would also stop pytest
+    # from writing its report to a log file larger than the limit.
     path = write(tmp_path, "a.json", '{\n  "a": 1\n}\n')
-    doc = ConfigDocument.load(path)
-    doc.set(["big"], "x" * (2 * small_file_size_limit))
-    with pytest.raises(ConfigError, match=rf"cannot write {re.escape(str(path))}: File too large"):
-        doc.save()
+    done = subprocess.run(
+        [sys.executable, "-c", _SAVE_TOO_LARGE, str(path)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert re.search(rf"cannot write {re.escape(str(path))}: File too large", done.stdout), done.stdout + done.stderr
     assert path.read_text() == '{\n  "a": 1\n}\n'
     assert siblings(path) == {"a.json"}
