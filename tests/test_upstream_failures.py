@@ -56,7 +56,8 @@ async def test_missing_command_is_explained() -> None:
 
 async def test_server_that_never_answers_times_out_without_delaying_others() -> None:
     specs = [
-        stdio_spec("silent", script("silent_server.py"), connect_timeout=2),
+        # Long enough for mcp-server-time to start first even on a loaded 2-core CI machine.
+        stdio_spec("silent", script("silent_server.py"), connect_timeout=8),
         stdio_spec("time", ["-m", "mcp_server_time", "--local-timezone", "UTC"]),
     ]
     async with Gateway(specs) as gateway:
@@ -69,7 +70,7 @@ async def test_server_that_never_answers_times_out_without_delaying_others() -> 
         with anyio.fail_after(20):
             await silent.wait_settled()
         assert silent.status is Status.ERROR
-        assert silent.error == "did not finish connecting within 2s"
+        assert silent.error == "did not finish connecting within 8s"
         result = await gateway.execute("time", "get_current_time", {"timezone": "UTC"})
         assert not result.is_error
 
