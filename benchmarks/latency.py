@@ -26,7 +26,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.server import Server
 
-from benchmarks.search_quality import DEFAULT_EVAL_DIR, load_catalog
+from benchmarks.search import DEFAULT_EVAL_DIR, load_catalog
 from toolscout.gateway import Gateway
 from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

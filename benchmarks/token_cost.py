@@ -11,7 +11,7 @@ import argparse
 from datetime import date
 from pathlib import Path
 
-from benchmarks.search_quality import DEFAULT_EVAL_DIR, load_catalog
+from benchmarks.search import DEFAULT_EVAL_DIR, load_catalog
 from toolscout.meta_tools import META_TOOLS
 from toolscout.tokens import ENCODING, tool_tokens
 

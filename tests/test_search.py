@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from toolscout.catalog import Catalog, summarize
+from toolscout.catalog import Catalog, CatalogTool, summarize
 from toolscout.search import BM25Backend
 from toolscout.search.text import split_identifier, terms
 
@@ -83,3 +83,97 @@ def test_summary_is_the_first_sentence() -> None:
     assert summarize(None) == ""
     assert summarize("x" * 300).endswith("…")
     assert len(summarize("x" * 300)) == 160
+
+
+# --- stemming, names, steps, hybrid ---------------------------------------------------------------
+
+from toolscout.search.hybrid import HybridBackend, split_steps  # noqa: E402
+from toolscout.search.names import NameMatcher  # noqa: E402
+
+
+def _catalog_tools() -> list[CatalogTool]:
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "github",
+        [
+            _tool("create_issue", "Create a new issue in a GitHub repository."),
+            _tool("listPullRequests", "List pull requests of a repository."),
+            _tool("search", "Search code."),
+        ],
+    )
+    catalog.set_server_tools(
+        "fs",
+        [
+            _tool("read_file", "Read the complete contents of a file."),
+            _tool("write_file", "Create or overwrite a file."),
+            _tool("get_file_info", "Size, times and permissions of a path."),
+        ],
+    )
+    catalog.set_server_tools("weather", [_tool("forecast", "Weather forecast for a city, by day.")])
+    return catalog.tools()
+
+
+def test_stemming_matches_other_word_forms() -> None:
+    assert terms("converting files") == ["convert", "file"]
+    backend = BM25Backend()
+    backend.rebuild(_catalog_tools())
+    assert backend.search("overwriting")[0].tool.name == "write_file"
+
+
+def test_camel_case_words_also_count_whole() -> None:
+    assert terms("GitHub") == ["git", "hub", "github"]
+    backend = BM25Backend()
+    backend.rebuild(_catalog_tools())
+    assert backend.search("github issue")[0].tool.name == "create_issue"
+
+
+def test_names_match_in_any_spelling_and_with_typos() -> None:
+    matcher = NameMatcher()
+    tools = _catalog_tools()
+    matcher.rebuild(tools)
+    by_name = {t.name: i for i, t in enumerate(tools)}
+    for query in ("get_file_info", "get-file-info", "GetFileInfo", "please call get file info now", "fs/get_file_info"):
+        assert matcher.scores(query)[by_name["get_file_info"]] == 1.0, query
+    typo = matcher.scores("get_fiel_info")
+    assert 0.8 < typo[by_name["get_file_info"]] < 1.0
+    # A one-word name inside a sentence is a common word, not a name: no boost for github/search.
+    assert matcher.scores("search the web for news")[by_name["search"]] == 0.0
+    assert matcher.scores("search")[by_name["search"]] == 1.0
+    # Naming a server lifts all its tools a little.
+    lifted = matcher.scores("something on weather")
+    assert 0 < lifted[by_name["forecast"]] < 1
+
+
+def test_named_tool_goes_first_in_hybrid_search() -> None:
+    backend = HybridBackend(None)
+    backend.rebuild(_catalog_tools())
+    hits = backend.search("get_fiel_info")
+    assert hits[0].tool.name == "get_file_info"
+    assert hits[0].relevance >= 0.85
+    assert backend.search("read_file")[0].relevance == 1.0
+
+
+def test_long_tasks_are_split_into_steps() -> None:
+    assert split_steps("Read the config file. Then create an issue on GitHub about it.", 2) == [
+        "Read the config file.",
+        "create an issue on GitHub about it.",
+    ]
+    assert split_steps("read a file", 2) == []
+    backend = HybridBackend(None)
+    backend.rebuild(_catalog_tools())
+    task = (
+        "Look at the complete contents of the report file on disk; "
+        "afterwards open a new issue in the repository describing the problem; "
+        "finally tell me tomorrow's weather forecast for Paris."
+    )
+    top = [h.tool.name for h in backend.search(task, limit=5)]
+    assert {"read_file", "create_issue", "forecast"} <= set(top)
+
+
+def test_hybrid_relevance_is_in_range_and_ordered() -> None:
+    backend = HybridBackend(None)
+    backend.rebuild(_catalog_tools())
+    hits = backend.search("create a file or an issue", limit=10)
+    assert hits and all(0.0 <= h.relevance <= 1.0 for h in hits)
+    assert [h.relevance for h in hits] == sorted((h.relevance for h in hits), reverse=True)
+    assert {h.tool.server for h in backend.search("create", server="fs")} == {"fs"}

@@ -21,7 +21,8 @@ from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import GatewayConfig
 from toolscout.errors import InvalidRequest, ServerNotFound, ServerUnavailable, ToolDisabled, ToolNotFound
 from toolscout.rules import RuleSet
-from toolscout.search import BM25Backend, SearchBackend, SearchHit
+from toolscout.search import SearchBackend, SearchHit, make_backend
+from toolscout.search.base import interleave
 from toolscout.upstream import Status, Upstream, UpstreamSpec
 from toolscout.validation import ArgumentValidator
 
@@ -46,6 +47,7 @@ class Gateway:
         *,
         rules: RuleSet | None = None,
         search: SearchBackend | None = None,
+        min_relevance: float = 0.0,
         startup_grace: float = STARTUP_GRACE_SECONDS,
     ) -> None:
         names = [s.name for s in specs]
@@ -53,7 +55,8 @@ class Gateway:
             raise ValueError(f"duplicate upstream names in {names}")
         self.catalog = Catalog(rules)
         self._upstreams = {spec.name: Upstream(spec, self.catalog) for spec in specs}
-        self._search = search or BM25Backend()
+        self._search = search or make_backend()
+        self._min_relevance = min_relevance
         self._indexed_version = -1
         self._validator = ArgumentValidator()
         self._startup_grace = startup_grace
@@ -68,6 +71,8 @@ class Gateway:
             for name, server in config.mcp_servers.items()
             if only is None or name in only
         ]
+        kwargs.setdefault("search", make_backend(config.search.backend, model=config.search.model))
+        kwargs.setdefault("min_relevance", config.search.min_relevance)
         return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
 
     async def __aenter__(self) -> Gateway:
@@ -136,18 +141,33 @@ class Gateway:
 
     # Tools
 
-    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
-        """Enabled tools ranked for `query`."""
-        if not query.strip():
+    def search(self, query: str | Sequence[str], *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        """Enabled tools ranked for `query`; several queries (the steps of a task) are merged round-robin."""
+        queries = [query] if isinstance(query, str) else list(query)
+        if not queries or not all(q.strip() for q in queries):
             raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
         if limit < 1:
             raise InvalidRequest(f"limit must be at least 1, got {limit}.")
         if server is not None:
             self.upstream(server)
         if self._indexed_version != self.catalog.version:
-            self._search.rebuild(self.catalog.tools())
+            self._search.rebuild(self.catalog.tools(), self._server_context())
             self._indexed_version = self.catalog.version
-        return self._search.search(query, server=server, limit=limit)
+        rankings = [
+            [h for h in self._search.search(q, server=server, limit=limit) if h.relevance >= self._min_relevance]
+            for q in queries
+        ]
+        return rankings[0] if len(rankings) == 1 else interleave(rankings, limit)
+
+    def _server_context(self) -> dict[str, str]:
+        # What each server says about itself is context for all its tools in the search index.
+        context: dict[str, str] = {}
+        for up in self._upstreams.values():
+            parts = [up.description or ""]
+            if up.identity is not None and up.identity.instructions:
+                parts.append(up.identity.instructions)
+            context[up.name] = " ".join(p for p in parts if p)
+        return context
 
     async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
         """The tools of one server (waiting for it if it is still connecting)."""

@@ -34,7 +34,9 @@ class ListServersArgs(_Args):
 
 
 class SearchToolsArgs(_Args):
-    query: str = Field(description="What you want to do, in plain words.")
+    query: str | list[str] = Field(
+        description="What you want to do, in plain words; a list searches each step of a task at once."
+    )
     server: str | None = Field(None, description="Only search this server.")
     limit: int = Field(10, ge=1, le=50, description="Max results.")
 

@@ -37,9 +37,11 @@ def search_text(data: Mapping[str, Any]) -> str:
     results = cast(Sequence[Mapping[str, Any]], data["results"])
     pending = cast(Sequence[str], data.get("connecting", []))
     note = f" Still connecting: {', '.join(pending)}." if pending else ""
+    query: Any = data["query"]
+    asked = repr(query) if isinstance(query, str) else " + ".join(repr(q) for q in cast(list[str], query))
     if not results:
-        return f"No tools match {data['query']!r}.{note} Try other words, or list_tools(server)."
-    lines = [f"{len(results)} tools for {data['query']!r}:"]
+        return f"No tools match {asked}.{note} Try other words, or list_tools(server)."
+    lines = [f"{len(results)} tools for {asked}:"]
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}){tags}: {r['summary']}")

@@ -14,8 +14,9 @@ import typer
 # Typer 0.29 vendors click; its exceptions are only reachable here.
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
 
-from toolscout.cli import config_cmd, explore, rules_cmd, serve, setup_cmd
-from toolscout.cli.common import EXIT_INVALID
+from toolscout.cli import config_cmd, eval_cmd, explore, rules_cmd, serve, setup_cmd
+from toolscout.cli.common import EXIT_INVALID, exit_code_for
+from toolscout.errors import ToolscoutError
 
 app = typer.Typer(
     name="toolscout",
@@ -30,6 +31,7 @@ explore.register(app)
 config_cmd.register(app)
 rules_cmd.register(app)
 setup_cmd.register(app)
+eval_cmd.register(app)
 
 
 def main() -> None:
@@ -51,4 +53,9 @@ def main() -> None:
         code = 130
     except typer.Exit as exc:
         code = exc.exit_code
+    except ToolscoutError as exc:
+        # Commands report their own errors; this catches one raised where none expected it
+        # (say, while the gateway is built), so that a user's mistake never ends in a traceback.
+        typer.echo(f"✗ {exc.message}", err=True)
+        code = exit_code_for(exc)
     sys.exit(code if isinstance(code, int) else 0)

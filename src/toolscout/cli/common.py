@@ -148,7 +148,11 @@ async def connected(
     for name in only or ():
         if name not in config.mcp_servers:
             raise server_not_found(name, list(config.mcp_servers))
-    async with Gateway.from_config(config, only=only) as gateway:
+    try:
+        gateway_context = Gateway.from_config(config, only=only)
+    except ToolscoutError as exc:  # e.g. a search model whose extra is not installed
+        output.fail(exc)
+    async with gateway_context as gateway:
         if output.err.is_terminal:
             with Live(console=output.err, get_renderable=lambda: _progress(gateway), transient=True):
                 await gateway.settle()

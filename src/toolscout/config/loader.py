@@ -54,6 +54,16 @@ def user_config_dir() -> Path:
     return Path(base) / "toolscout"
 
 
+def user_cache_dir() -> Path:
+    """The per-user directory for caches toolscout can rebuild (embeddings); always absolute."""
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "toolscout" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "toolscout"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(xdg if os.path.isabs(xdg) else Path.home() / ".cache") / "toolscout"
+
+
 def candidate_paths(cwd: Path | None = None) -> list[ConfigSource]:
     """Every implicit location, in lookup order (after `--config` and $TOOLSCOUT_CONFIG)."""
     here = cwd or Path.cwd()

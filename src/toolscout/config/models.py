@@ -142,6 +142,17 @@ class ToolRule(_Model):
         return patterns
 
 
+class SearchConfig(_Model):
+    """How `search_tools` ranks tools."""
+
+    backend: Literal["hybrid", "bm25", "dense"] = "hybrid"
+    """`hybrid` fuses BM25 and embeddings (default); `bm25` is lexical only; `dense` embeddings only."""
+    model: Literal["static", "minilm"] = "static"
+    """Embedding model: `static` (packaged, no torch) or `minilm` (the `toolscout[minilm]` extra)."""
+    min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Hits below this relevance are not returned (0 keeps everything)."""
+
+
 class GatewayConfig(_Model):
     """The whole configuration file."""
 
@@ -149,6 +160,7 @@ class GatewayConfig(_Model):
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict[str, ServerConfig])
     tool_rules: list[ToolRule] = Field(default_factory=list[ToolRule])
     mode: Literal["discovery"] = "discovery"
+    search: SearchConfig = Field(default_factory=SearchConfig)
 
     @field_validator("mcp_servers")
     @classmethod

@@ -1,6 +1,57 @@
-"""Tool search: the backend seam and the default BM25 backend."""
+"""Tool search: the backend seam, the lexical, semantic and hybrid backends, and how to pick one."""
 
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from toolscout.errors import ConfigError
 from toolscout.search.base import SearchBackend, SearchHit
 from toolscout.search.bm25 import BM25Backend
+from toolscout.search.hybrid import MINILM_WEIGHTS, HybridBackend
 
-__all__ = ["BM25Backend", "SearchBackend", "SearchHit"]
+BACKENDS = ("hybrid", "bm25", "dense")
+MODELS = ("static", "minilm")
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BACKENDS", "MODELS", "BM25Backend", "HybridBackend", "SearchBackend", "SearchHit", "make_backend"]
+
+
+def make_backend(
+    name: str = "hybrid", *, model: str = "static", cache_dir: Path | None = None, use_cache: bool = True
+) -> SearchBackend:
+    """A search backend by name: `hybrid` (default), `bm25` (lexical only) or `dense` (embeddings only).
+
+    `model` is the embedding model: `static` (packaged, no torch) or `minilm` (the `minilm` extra).
+    Tool vectors are cached under `cache_dir` (default: the user cache directory) unless `use_cache` is off.
+    """
+    if name == "bm25":
+        return BM25Backend()
+    if name not in BACKENDS:
+        raise ConfigError(f"unknown search backend {name!r}; choose one of: {', '.join(BACKENDS)}.")
+    if model not in MODELS:
+        raise ConfigError(f"unknown search model {model!r}; choose one of: {', '.join(MODELS)}.")
+    from toolscout.config.loader import user_cache_dir
+    from toolscout.search.dense import DenseBackend, VectorCache
+    from toolscout.search.embedding import StaticEmbedder
+
+    directory = (cache_dir or user_cache_dir() / "embeddings") if use_cache else None
+    if model == "minilm":
+        from toolscout.search.minilm import MiniLMEmbedder
+
+        # Asked for by name: a missing extra is the user's to fix, so it is an error, not a fallback.
+        dense = DenseBackend(MiniLMEmbedder.load(), VectorCache(directory))
+        return dense if name == "dense" else HybridBackend(dense, MINILM_WEIGHTS)
+    try:
+        embedder = StaticEmbedder.load()
+    except (OSError, ValueError) as exc:
+        if name == "dense":
+            raise ConfigError(
+                f"The search model cannot be loaded ({exc}); reinstall toolscout, or use the bm25 backend."
+            ) from None
+        # Search must keep working without the model: lexical ranking alone, and say why.
+        log.warning("search runs lexical only: the embedding model cannot be loaded (%s)", exc)
+        return HybridBackend(None)
+    dense = DenseBackend(embedder, VectorCache(directory))
+    return dense if name == "dense" else HybridBackend(dense)

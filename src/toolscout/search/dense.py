@@ -1,0 +1,130 @@
+"""Semantic ranking: cosine similarity of sentence embeddings, with tool vectors cached on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from toolscout.catalog import CatalogTool
+from toolscout.search.base import SearchHit, top_hits
+
+log = logging.getLogger(__name__)
+
+Vectors = np.ndarray[Any, np.dtype[np.float32]]
+
+# Cached vectors kept per model: the current catalog first, then older ones up to this many.
+CACHE_LIMIT = 50_000
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors; `model_id` changes whenever the vectors would."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def encode(self, texts: Sequence[str]) -> Vectors: ...
+
+
+def tool_text(tool: CatalogTool) -> str:
+    """What a tool's vector is made from: where it lives, its name and what it says it does."""
+    return " ".join(part for part in (tool.server, tool.name, tool.title or "", tool.description) if part)
+
+
+class VectorCache:
+    """Tool vectors on disk, keyed by a hash of the text and the model, so a restart embeds nothing twice."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    def _file(self, model_id: str) -> Path | None:
+        return None if self.directory is None else self.directory / f"{model_id}.npz"
+
+    def load(self, model_id: str) -> dict[str, Vectors]:
+        path = self._file(model_id)
+        if path is None or not path.is_file():
+            return {}
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                keys = [str(k) for k in data["keys"]]
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("ignoring the unreadable embedding cache %s: %s", path, exc)
+            return {}
+        return {k: vectors[i] for i, k in enumerate(keys)} if len(keys) == len(vectors) else {}
+
+    def save(self, model_id: str, current: Mapping[str, Vectors], older: Mapping[str, Vectors]) -> None:
+        path = self._file(model_id)
+        if path is None:
+            return
+        merged = dict(current)
+        for key, vector in older.items():
+            if len(merged) >= CACHE_LIMIT:
+                break
+            merged.setdefault(key, vector)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Written aside and renamed: a reader never sees half a file, whoever writes at once.
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp.npz")
+            with os.fdopen(fd, "wb") as out:
+                np.savez(out, keys=np.array(list(merged)), vectors=np.stack(list(merged.values())).astype(np.float16))
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not write the embedding cache %s: %s", path, exc)
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class DenseBackend:
+    """Ranks tools by the cosine of their vector with the query's; relevance is that cosine, clipped to [0, 1]."""
+
+    def __init__(self, embedder: Embedder, cache: VectorCache | None = None) -> None:
+        self.embedder = embedder
+        self.cache = cache or VectorCache(None)
+        self._tools: list[CatalogTool] = []
+        self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+
+    @property
+    def tools(self) -> list[CatalogTool]:
+        return self._tools
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        self._tools = list(tools)
+        keys = [_key(tool_text(t)) for t in self._tools]
+        model = self.embedder.model_id
+        known = self.cache.load(model)
+        missing = list(dict.fromkeys(k for k in keys if k not in known))
+        fresh: dict[str, Vectors] = {}
+        if missing:
+            texts = {k: tool_text(t) for k, t in zip(keys, self._tools, strict=True)}
+            encoded = self.embedder.encode([texts[k] for k in missing])
+            fresh = {k: encoded[i] for i, k in enumerate(missing)}
+        vectors = {**known, **fresh}
+        if keys:
+            self._matrix = np.stack([vectors[k] for k in keys]).astype(np.float32)
+        else:
+            self._matrix = np.zeros((0, 0), dtype=np.float32)
+        if fresh:
+            self.cache.save(model, {k: vectors[k] for k in keys}, known)
+
+    def scores(self, query: str) -> Vectors:
+        """The cosine of every indexed tool with the query."""
+        return self.scores_many([query])[0]
+
+    def scores_many(self, queries: Sequence[str]) -> Vectors:
+        """One row per query: the cosine of every indexed tool with it (embedded in one batch)."""
+        if not self._tools:
+            return np.zeros((len(queries), 0), dtype=np.float32)
+        return self.embedder.encode(queries) @ self._matrix.T
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        scores = np.clip(self.scores(query), 0.0, 1.0)
+        return top_hits(self._tools, scores, 1.0, server=server, limit=limit)

@@ -1,0 +1,178 @@
+"""Measuring search quality: labelled queries against a catalog, with the metrics of the eval README.
+
+R@k is the share of a query's relevant tools found in the top k (averaged over queries), Hit@k
+whether any of them is, nDCG@10 uses binary gains, MRR the rank of the first relevant tool in the
+whole ranking. Latency is the wall time of one `search` call, in milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import mcp_types as types
+
+from toolscout.catalog import Catalog, CatalogTool
+from toolscout.errors import ConfigError
+from toolscout.search.base import SearchBackend
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    """A query and the `(server, tool)` pairs that answer it."""
+
+    text: str
+    relevant: frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Report:
+    """The metrics of one run; `asdict` gives the JSON form."""
+
+    tools: int
+    queries: int
+    recall_1: float
+    recall_5: float
+    hit_1: float
+    hit_5: float
+    ndcg_10: float
+    mrr: float
+    p50_ms: float
+    p95_ms: float
+    max_ms: float
+    build_s: float
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _rows(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the {what} file {path}: {exc.strerror or exc}.") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row: Any = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}: line {number}, column {exc.colno}: not JSON ({exc.msg}).") from None
+            if not isinstance(row, dict):
+                raise ConfigError(f"{path}: line {number}: each line must be a JSON object.")
+            yield number, cast(dict[str, Any], row)
+
+
+def load_catalog_file(path: Path) -> list[CatalogTool]:
+    """Tools from JSON Lines `{"server", "name", "description", "input_schema"}` (the eval README format)."""
+    by_server: dict[str, list[types.Tool]] = {}
+    for number, row in _rows(path, "catalog"):
+        server, name = row.get("server"), row.get("name")
+        if not isinstance(server, str) or not isinstance(name, str) or not server or not name:
+            raise ConfigError(f'{path}: line {number}: needs string "server" and "name".')
+        raw: Any = row.get("input_schema")
+        schema = cast(dict[str, Any], raw) if isinstance(raw, dict) else {"type": "object"}
+        description = row.get("description")
+        tool = types.Tool(
+            name=name, description=description if isinstance(description, str) else None, input_schema=schema
+        )
+        by_server.setdefault(server, []).append(tool)
+    if not by_server:
+        raise ConfigError(f"{path} holds no tools.")
+    catalog = Catalog()
+    for server, tools in by_server.items():
+        catalog.set_server_tools(server, tools)
+    return catalog.tools(include_disabled=True)
+
+
+def load_queries_file(path: Path, tools: Sequence[CatalogTool]) -> list[LabelledQuery]:
+    """Queries from JSON Lines `{"query", "relevant": [[server, name], ...]}`; every pair must be in `tools`."""
+    known = {(t.server, t.name) for t in tools}
+    queries: list[LabelledQuery] = []
+    for number, row in _rows(path, "queries"):
+        text, relevant = row.get("query"), row.get("relevant")
+        if not isinstance(text, str) or not isinstance(relevant, list) or not relevant:
+            raise ConfigError(f'{path}: line {number}: needs a string "query" and a non-empty "relevant" list.')
+        pairs: set[tuple[str, str]] = set()
+        for pair in cast(list[Any], relevant):
+            if not (isinstance(pair, list) and len(cast(list[Any], pair)) == 2):
+                raise ConfigError(f'{path}: line {number}: each "relevant" item is a [server, tool] pair.')
+            key = (str(cast(list[Any], pair)[0]), str(cast(list[Any], pair)[1]))
+            if key not in known:
+                raise ConfigError(
+                    f"{path}: line {number}: {key[0]}/{key[1]} is not in the catalog; "
+                    "labels must name catalog tools exactly."
+                )
+            pairs.add(key)
+        queries.append(LabelledQuery(text, frozenset(pairs)))
+    if not queries:
+        raise ConfigError(f"{path} holds no queries.")
+    return queries
+
+
+def _percentile(sorted_values: Sequence[float], share: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * share))]
+
+
+def evaluate(
+    backend: SearchBackend,
+    tools: Sequence[CatalogTool],
+    queries: Sequence[LabelledQuery],
+    *,
+    limit: int = 10,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Index `tools` in `backend`, run every query and score the rankings.
+
+    Latency is timed on the call an agent makes (`limit` results); the metrics are computed on
+    a second call ranking the whole catalog, so MRR sees every rank, as the eval README defines it.
+    """
+    started = time.perf_counter()
+    backend.rebuild(tools)
+    build_s = time.perf_counter() - started
+    backend.search(queries[0].text, limit=limit)  # warm-up: first-call costs are not search latency
+    r1: list[float] = []
+    r5: list[float] = []
+    h1: list[float] = []
+    h5: list[float] = []
+    ndcg: list[float] = []
+    rr: list[float] = []
+    latencies: list[float] = []
+    for done, query in enumerate(queries, 1):
+        started = time.perf_counter()
+        backend.search(query.text, limit=limit)
+        latencies.append((time.perf_counter() - started) * 1000)
+        hits = backend.search(query.text, limit=len(tools))
+        found = [i for i, h in enumerate(hits) if (h.tool.server, h.tool.name) in query.relevant]
+        r1.append(sum(1 for i in found if i < 1) / len(query.relevant))
+        r5.append(sum(1 for i in found if i < 5) / len(query.relevant))
+        h1.append(1.0 if found and found[0] < 1 else 0.0)
+        h5.append(1.0 if found and found[0] < 5 else 0.0)
+        rr.append(1 / (found[0] + 1) if found else 0.0)
+        dcg = sum(1 / math.log2(i + 2) for i in found if i < 10)
+        ideal = sum(1 / math.log2(i + 2) for i in range(min(len(query.relevant), 10)))
+        ndcg.append(dcg / ideal)
+        if progress is not None:
+            progress(done)
+    latencies.sort()
+    return Report(
+        tools=len(tools),
+        queries=len(queries),
+        recall_1=statistics.fmean(r1),
+        recall_5=statistics.fmean(r5),
+        hit_1=statistics.fmean(h1),
+        hit_5=statistics.fmean(h5),
+        ndcg_10=statistics.fmean(ndcg),
+        mrr=statistics.fmean(rr),
+        p50_ms=_percentile(latencies, 0.5),
+        p95_ms=_percentile(latencies, 0.95),
+        max_ms=latencies[-1],
+        build_s=build_s,
+    )

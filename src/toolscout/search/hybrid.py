@@ -1,0 +1,123 @@
+"""The default search: lexical and semantic rankings fused, names put first, long tasks split into steps."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from toolscout.catalog import CatalogTool
+from toolscout.search.base import SearchHit, rank
+from toolscout.search.bm25 import BM25Backend
+from toolscout.search.dense import DenseBackend
+from toolscout.search.names import NameMatcher
+from toolscout.search.text import terms
+
+Scores = np.ndarray[Any, np.dtype[np.float32]]
+
+# Sentence ends, semicolons and "then"-style step words separate the steps of a long task.
+_STEPS = re.compile(
+    r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+|,?\s+(?:and then|then|after that|afterwards|finally|next)\s+", re.I
+)
+_STEP_WORD = re.compile(r"^(?:and\s+)?(?:then|after that|afterwards|finally|next)\b,?\s*", re.I)
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """How the rankers combine; tuned on the dev sets of `../shared/eval` (benchmarks/search.py).
+
+    The fused score is `dense × cosine / best cosine + lexical × bm25 / best bm25`; each step of a
+    long task adds its own fused scores × `steps`, so every step's tools surface. The relevance of a
+    hit is a logistic curve of its fused score (averaged over query and steps), fitted by log loss
+    on the top-10 hits of the dev queries: roughly the chance that the hit is a tool the query
+    needs, so it means the same for every query (0.5 ≈ a coin flip).
+    """
+
+    dense: float = 0.6
+    lexical: float = 0.4
+    steps: float = 0.25
+    min_step_terms: int = 3
+    slope: float = 9.5
+    midpoint: float = 0.93
+    # Every tool has some cosine with any text, so embeddings alone cannot say "nothing matches".
+    # A query no BM25 term matches counts as matched only if some tool is this close: nonsense
+    # ("zebra migration patterns", "asdf") peaks near 0.30 on the dev catalogs, while every dev
+    # query has a BM25 match and is unaffected.
+    dense_floor: float = 0.35
+
+
+# The real MiniLM ranks well enough on its own to deserve more weight (tuned and fitted the same way).
+MINILM_WEIGHTS = FusionWeights(dense=0.7, lexical=0.3, slope=10.5, midpoint=0.91)
+
+
+def split_steps(query: str, min_terms: int) -> list[str]:
+    """The steps of a multi-step task (each with at least `min_terms` search terms); [] for a simple query."""
+    parts = [_STEP_WORD.sub("", p.strip()) for p in _STEPS.split(query) if p and p.strip()]
+    steps = [p for p in parts if len(terms(p)) >= min_terms]
+    return steps if len(steps) >= 2 else []
+
+
+def _by_best(scores: Scores) -> Scores:
+    """Scores divided by the best one (all zero when nothing matched)."""
+    best = float(scores.max()) if scores.size else 0.0
+    return (scores / best).astype(np.float32) if best > 0 else np.zeros_like(scores)
+
+
+class HybridBackend:
+    """BM25 and embeddings fused (embeddings optional), exact or typo-tolerant names first."""
+
+    def __init__(self, dense: DenseBackend | None, weights: FusionWeights | None = None) -> None:
+        self.weights = weights or FusionWeights()
+        self.lexical = BM25Backend()
+        self.dense = dense
+        self.names = NameMatcher()
+        self._tools: list[CatalogTool] = []
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        self._tools = list(tools)
+        self.lexical.rebuild(self._tools, servers)
+        self.names.rebuild(self._tools)
+        if self.dense is not None:
+            self.dense.rebuild(self._tools, servers)
+
+    def fused(self, texts: Sequence[str]) -> tuple[list[Scores], bool]:
+        """The fused score of every tool for each text (without the name boost), and whether any matched."""
+        w = self.weights
+        raw = [self.lexical.scores(text) for text in texts]
+        matched = any(float(r.max()) > 0 for r in raw if r.size)
+        lexical = [_by_best(r) for r in raw]
+        if self.dense is None:
+            return lexical, matched
+        # One batch for the query and its steps: a transformer embeds them for the price of one.
+        dense = np.clip(self.dense.scores_many(texts), 0.0, None)
+        matched = matched or (dense.size > 0 and float(dense.max()) >= w.dense_floor)
+        fused = [(w.lexical * lex + w.dense * _by_best(dense[i])).astype(np.float32) for i, lex in enumerate(lexical)]
+        return fused, matched
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        if not self._tools or limit <= 0:
+            return []
+        steps = split_steps(query, self.weights.min_step_terms)
+        (whole, *parts), matched = self.fused([query, *steps])
+        named = self.names.scores(query)
+        if not matched and float(named.max()) <= 0:
+            return []
+        scores = whole + self.weights.steps * sum(parts, np.zeros_like(whole))
+        # Back to the scale of one query, so that relevance means the same with or without steps.
+        scores = scores / (1.0 + self.weights.steps * len(steps))
+        # A tool the query names goes first, whatever the rankers think of it.
+        scores = np.where(named >= 0.85, 10.0 + named, scores + named * 0.5).astype(np.float32)
+        return [
+            SearchHit(self._tools[i], self._relevance(float(scores[i])))
+            for i in rank(self._tools, scores, server=server, limit=limit)
+        ]
+
+    def _relevance(self, score: float) -> float:
+        if score >= 10.0:
+            return round(min(1.0, score - 10.0 + 0.05), 3)
+        w = self.weights
+        return round(1.0 / (1.0 + math.exp(-w.slope * (score - w.midpoint))), 3)

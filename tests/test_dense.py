@@ -1,0 +1,177 @@
+"""The packaged static embedder, the on-disk vector cache and the fallback when the model is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import mcp_types as types
+import numpy as np
+import pytest
+
+from tests.conftest import PYTHON
+from toolscout.catalog import Catalog, CatalogTool
+from toolscout.errors import ConfigError
+from toolscout.search import HybridBackend, make_backend
+from toolscout.search import embedding as embedding_module
+from toolscout.search.dense import DenseBackend, VectorCache, Vectors
+from toolscout.search.embedding import StaticEmbedder
+
+
+def _tools() -> list[CatalogTool]:
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "weather",
+        [
+            types.Tool(name="forecast", description="Rain, wind and temperature for a city.", input_schema={}),
+        ],
+    )
+    catalog.set_server_tools(
+        "mail",
+        [types.Tool(name="send", description="Send an e-mail message to a recipient.", input_schema={})],
+    )
+    return catalog.tools()
+
+
+class CountingEmbedder:
+    """The packaged model, counting how many texts it was asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = StaticEmbedder.load()
+        self.texts: list[str] = []
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        self.texts.extend(texts)
+        return self.inner.encode(texts)
+
+
+def test_packaged_model_embeds_meaning_not_just_words() -> None:
+    model = StaticEmbedder.load()
+    assert model.model_id.startswith("static-minilm-")
+    vectors = model.encode(["will it rain tomorrow", "weather forecast", "send an email", ""])
+    assert vectors.shape == (4, model.dims)
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-3)
+    assert not vectors[3].any()  # no known token: a zero row, not NaN
+    # No word in common, yet rain is closer to a forecast than to e-mail.
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1
+
+
+def test_dense_search_ranks_by_meaning() -> None:
+    backend = DenseBackend(StaticEmbedder.load())
+    backend.rebuild(_tools())
+    hits = backend.search("is an umbrella needed tomorrow", limit=2)
+    assert [h.tool.name for h in hits] == ["forecast", "send"]
+    assert all(0.0 <= h.relevance <= 1.0 for h in hits)
+
+
+def test_tool_vectors_are_cached_on_disk_and_reused(tmp_path: Path) -> None:
+    first = CountingEmbedder()
+    DenseBackend(first, VectorCache(tmp_path)).rebuild(_tools())
+    assert len(first.texts) == 2
+    assert [p.name for p in tmp_path.iterdir()] == [f"{first.model_id}.npz"]
+
+    second = CountingEmbedder()
+    backend = DenseBackend(second, VectorCache(tmp_path))
+    backend.rebuild(_tools())
+    assert second.texts == []  # every tool vector came from the cache
+    assert backend.search("rain", limit=1)[0].tool.name == "forecast"
+
+    # A changed description is embedded again, the unchanged tool is not.
+    tools = _tools()
+    changed = [tools[0], replace(tools[1], tool=tools[1].tool.model_copy(update={"description": "Hail."}))]
+    third = CountingEmbedder()
+    DenseBackend(third, VectorCache(tmp_path)).rebuild(changed)
+    assert len(third.texts) == 1
+    assert "Hail." in third.texts[0]
+
+
+def test_unreadable_cache_is_ignored_and_rewritten(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    embedder = CountingEmbedder()
+    (tmp_path / f"{embedder.model_id}.npz").write_bytes(b"not a numpy file")
+    with caplog.at_level(logging.WARNING):
+        DenseBackend(embedder, VectorCache(tmp_path)).rebuild(_tools())
+    assert "unreadable embedding cache" in caplog.text
+    assert len(embedder.texts) == 2
+    again = CountingEmbedder()
+    DenseBackend(again, VectorCache(tmp_path)).rebuild(_tools())
+    assert again.texts == []
+
+
+def test_missing_model_falls_back_to_lexical_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tmp_path / "model"
+    shutil.copytree(embedding_module.DEFAULT_MODEL_DIR, broken)
+    (broken / "embeddings.npy").write_bytes(b"truncated")
+    monkeypatch.setattr(embedding_module, "DEFAULT_MODEL_DIR", broken)
+
+    with caplog.at_level(logging.WARNING):
+        backend = make_backend("hybrid", cache_dir=tmp_path / "cache")
+    assert isinstance(backend, HybridBackend)
+    assert backend.dense is None
+    assert "lexical only" in caplog.text
+    backend.rebuild(_tools())
+    assert backend.search("send e-mail", limit=1)[0].tool.name == "send"
+
+    with pytest.raises(ConfigError, match="use the bm25 backend"):
+        make_backend("dense")
+
+
+def test_unknown_backend_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="hybrid, bm25, dense"):
+        make_backend("semantic")
+
+
+def test_heavier_model_without_its_extra_says_what_to_install() -> None:
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        # This environment has the extra: the model must load and rank instead.
+        backend = make_backend("hybrid", model="minilm", use_cache=False)
+        backend.rebuild(_tools())
+        assert backend.search("is an umbrella needed tomorrow", limit=1)[0].tool.name == "forecast"
+        return
+    with pytest.raises(ConfigError, match=r"pip install 'toolscout\[minilm\]'"):
+        make_backend("hybrid", model="minilm")
+    with pytest.raises(ConfigError, match="static, minilm"):
+        make_backend("hybrid", model="large")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is not None,
+    reason="the minilm extra is installed here, so there is no missing extra to report",
+)
+def test_gateway_with_a_missing_model_extra_exits_with_the_fix(tmp_path: Path) -> None:
+    config = tmp_path / "toolscout.json"
+    config.write_text(json.dumps({"mcpServers": {}, "search": {"model": "minilm"}}))
+    for command in (["list"], ["serve"]):
+        done = subprocess.run(
+            [PYTHON, "-m", "toolscout", *command, "--config", str(config)],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "pip install 'toolscout[minilm]'" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_hybrid_says_nothing_matches_for_nonsense_but_not_for_synonyms() -> None:
+    backend = make_backend("hybrid", use_cache=False)
+    backend.rebuild(_tools())
+    # Every tool has some cosine with any text; without a word in common that is not a match.
+    assert backend.search("zebra migration patterns") == []
+    assert backend.search("asdf qwerty") == []
+    # No word in common with "Send an e-mail message", yet close in meaning: found, and first.
+    hits = backend.search("notify my colleague by email")
+    assert hits[0].tool.name == "send"
