@@ -244,3 +244,24 @@ def test_config_errors_exit_2_for_every_command(sandbox: Sandbox, tmp_path: Path
         assert "Traceback" not in done.stderr
     as_json = json.loads(sandbox.run("list", "--config", str(broken), "--json").stdout)
     assert as_json["error"]["code"] == "CONFIGURATION_ERROR"
+
+
+def test_eval_on_the_live_catalog_of_the_configured_servers(sandbox: Sandbox) -> None:
+    queries = sandbox.write(
+        "work/live-queries.jsonl",
+        "\n".join(
+            json.dumps(q)
+            for q in (
+                {"query": "convert kilometers to miles", "relevant": [["units", "convert_units"]]},
+                {"query": "write down a new note", "relevant": [["notes", "create_note"]]},
+                {"query": "print a tiny image", "relevant": [["everything", "get-tiny-image"]]},
+            )
+        ),
+    )
+    data = sandbox.json("eval", "--catalog", "live", "--queries", str(queries))
+    assert data["catalog"] == "live" and data["queries"] == 3
+    assert data["tools"] > 10  # notes + units + everything, enabled tools only
+    assert data["hit_5"] == 1.0, data
+    missing = sandbox.write("work/missing.jsonl", json.dumps({"query": "x", "relevant": [["units", "nope"]]}))
+    done = sandbox.run("eval", "--catalog", "live", "--queries", str(missing))
+    assert done.returncode == 2 and "units/nope" in done.stderr.replace(" / ", "/"), done.stderr
