@@ -259,3 +259,35 @@ async def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
     messages = [json.loads(line) for line in lines]  # a stray print would fail to parse here
     assert [m["id"] for m in messages] == [1, 2]
     assert messages[1]["result"]["structuredContent"] == {"result": "HI"}
+
+
+async def exercise_compact(client: Client) -> None:
+    listed = await client.list_tools()
+    assert [t.name for t in listed.tools] == ["inspect", "exec"]
+    description = listed.tools[0].description or ""
+    assert "  Server: units" in description and "    - convert_units: " in description
+    schema = data(await client.call_tool("inspect", {"server_name": "units", "tool_name": "convert_units"}))
+    assert "value" in schema["input_schema"]["properties"]
+    result = await client.call_tool(
+        "exec",
+        {
+            "server_name": "units",
+            "tool_name": "convert_units",
+            "arguments": {"value": 10, "from_unit": "km", "to_unit": "mi"},
+        },
+    )
+    assert not result.is_error, result
+
+
+async def test_compact_mode_over_stdio_and_http(tmp_path: Path) -> None:
+    async with config_with_remote_demos(tmp_path) as config:
+        serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", "compact"]
+        with (tmp_path / "gateway.log").open("w") as errlog:
+            params = StdioServerParameters(command=serve[0], args=serve[1:])
+            async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
+                await exercise_compact(client)
+        assert "compact mode" in (tmp_path / "gateway.log").read_text()
+        async with running([*serve, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway:
+            assert "compact mode" in gateway.match.string
+            async with Client(gateway.match.group(1), mode="legacy") as client:
+                await exercise_compact(client)

@@ -26,7 +26,7 @@ ERAS = ["legacy", "auto"]  # "auto" probes server/discover and lands on 2026-07-
 META_TOOL_NAMES = ["list_mcp_servers", "search_tools", "list_tools", "get_tool_details", "execute_tool"]
 
 
-def _notes_server() -> Server[Any]:
+def notes_server() -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
@@ -60,7 +60,7 @@ async def connected(
     kitchen = Kitchen()
     specs = [
         UpstreamSpec("kitchen", InProcessUpstream(kitchen.server), call_timeout=call_timeout),
-        UpstreamSpec("notes", InProcessUpstream(_notes_server()), description="Personal notes"),
+        UpstreamSpec("notes", InProcessUpstream(notes_server()), description="Personal notes"),
         *extra,
     ]
     async with Gateway(specs, rules=RuleSet(rules)) as gateway:

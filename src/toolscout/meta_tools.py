@@ -25,47 +25,48 @@ from toolscout.upstream import Status
 INSTRUCTIONS_LIMIT = 300
 
 
-class _Args(BaseModel):
+class ArgsModel(BaseModel):
+    """Arguments of a meta-tool: unknown keys are refused, aliases accepted."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class ListServersArgs(_Args):
+class ListServersArgs(ArgsModel):
     pass
 
 
-class SearchToolsArgs(_Args):
-    query: str | list[str] = Field(
-        description="What you want to do, in plain words; a list searches each step of a task at once."
-    )
-    server: str | None = Field(None, description="Only search this server.")
-    limit: int = Field(10, ge=1, le=50, description="Max results.")
+class SearchToolsArgs(ArgsModel):
+    query: str | list[str] = Field(description="What you want to do, in plain words; a list: one per step.")
+    server: str | None = Field(None, description="Only this server.")
+    limit: int = Field(10, ge=1, le=50, description="Max results, 1-50.")
 
 
-class ListToolsArgs(_Args):
+class ListToolsArgs(ArgsModel):
     server: str
     include_disabled: bool = Field(False, alias="includeDisabled")
 
 
-class ToolRefArgs(_Args):
+class ToolRefArgs(ArgsModel):
     server: str
     tool: str
 
 
-class ExecuteArgs(ToolRefArgs):
-    arguments: dict[str, Any] = Field(default_factory=dict[str, Any], description="The tool's own arguments.")
+def forgive_arguments(value: Any) -> Any:
+    """Tool arguments as models send them: `null` means none, an object serialised as JSON text is decoded."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            decoded = json.loads(value)
+            if isinstance(decoded, dict):
+                return cast(dict[str, Any], decoded)
+    return value
 
-    @field_validator("arguments", mode="before")
-    @classmethod
-    def _forgive_null_and_json_text(cls, value: Any) -> Any:
-        # Models often send `null` for "no arguments", or the object serialised as a JSON string.
-        if value is None:
-            return {}
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                decoded = json.loads(value)
-                if isinstance(decoded, dict):
-                    return cast(dict[str, Any], decoded)
-        return value
+
+class ExecuteArgs(ToolRefArgs):
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+    _forgive = field_validator("arguments", mode="before")(forgive_arguments)
 
 
 Handler = Callable[[Gateway, Any], Awaitable[types.CallToolResult]]
@@ -75,7 +76,7 @@ Handler = Callable[[Gateway, Any], Awaitable[types.CallToolResult]]
 class MetaTool:
     name: str
     description: str
-    args: type[_Args]
+    args: type[ArgsModel]
     handler: Handler
     read_only: bool = True
 
@@ -84,7 +85,8 @@ class MetaTool:
             name=self.name,
             description=self.description,
             input_schema=_compact_schema(self.args.model_json_schema(by_alias=True)),
-            annotations=types.ToolAnnotations(read_only_hint=self.read_only, open_world_hint=not self.read_only),
+            # Only what differs from the spec's default (not read-only) and lets clients auto-approve.
+            annotations=types.ToolAnnotations(read_only_hint=True) if self.read_only else None,
         )
 
 
@@ -102,8 +104,15 @@ def _clean(node: Any) -> Any:
             d.update(cast(dict[str, Any], kept[0]))
         if d.get("default", ...) is None:
             d.pop("default")
-    if d.get("type") == "object" and d.get("additionalProperties") is True:
-        d.pop("additionalProperties")  # "any object" is what `type: object` already says
+    if d.get("type") == "object" and isinstance(d.get("additionalProperties"), bool):
+        # "any object" is what `type: object` already says; unknown keys are refused by
+        # `parse_arguments` with a message naming the expected ones, which helps a model more.
+        d.pop("additionalProperties")
+    # Bounds are checked by `parse_arguments` too; the description states them in fewer tokens.
+    d.pop("minimum", None)
+    d.pop("maximum", None)
+    if d.get("default", ...) is False:
+        d.pop("default")  # what a model assumes for a flag it does not send
     return d
 
 
@@ -114,11 +123,13 @@ def _compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def _result(data: dict[str, Any], text: str) -> types.CallToolResult:
+def tool_result(data: dict[str, Any], text: str) -> types.CallToolResult:
+    """A meta-tool's result: the data as `structuredContent`, its rendering for the model as text."""
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
 
 
-def _cut(text: str | None, limit: int) -> str | None:
+def cut_text(text: str | None, limit: int) -> str | None:
+    """`text` on one line, cut to `limit` characters with `...`; None when empty."""
     if not text:
         return None
     text = " ".join(text.split())
@@ -131,14 +142,14 @@ async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallTo
     for up in gateway.upstreams:
         entry = gateway.server_status(up)
         if "instructions" in entry:
-            entry["instructions"] = _cut(entry["instructions"], INSTRUCTIONS_LIMIT)
+            entry["instructions"] = cut_text(entry["instructions"], INSTRUCTIONS_LIMIT)
         servers.append(entry)
     data = {
         "servers": servers,
         "totalTools": sum(s["toolCount"] for s in servers),
         "enabledTools": sum(s["enabledCount"] for s in servers),
     }
-    return _result(data, render.servers_text(data))
+    return tool_result(data, render.servers_text(data))
 
 
 async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToolResult:
@@ -160,7 +171,7 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
     connecting = [u.name for u in gateway.upstreams if u.status is Status.CONNECTING]
     if connecting:
         data["connecting"] = connecting
-    return _result(data, render.search_text(data))
+    return tool_result(data, render.search_text(data))
 
 
 async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolResult:
@@ -169,7 +180,7 @@ async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolRes
         "server": args.server,
         "tools": [{"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)} for t in tools],
     }
-    return _result(data, render.tools_text(data))
+    return tool_result(data, render.tools_text(data))
 
 
 async def get_tool_details(gateway: Gateway, args: ToolRefArgs) -> types.CallToolResult:
@@ -189,7 +200,7 @@ async def get_tool_details(gateway: Gateway, args: ToolRefArgs) -> types.CallToo
         data["outputSchema"] = entry.output_schema
     if entry.tool.annotations is not None:
         data["annotations"] = entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
-    return _result(data, render.details_text(data, include_schema=not is_flat(entry.input_schema)))
+    return tool_result(data, render.details_text(data, include_schema=not is_flat(entry.input_schema)))
 
 
 async def execute_tool(gateway: Gateway, args: ExecuteArgs) -> types.CallToolResult:
@@ -199,32 +210,31 @@ async def execute_tool(gateway: Gateway, args: ExecuteArgs) -> types.CallToolRes
 META_TOOLS: tuple[MetaTool, ...] = (
     MetaTool(
         "list_mcp_servers",
-        "List the connected MCP servers with their status, tool counts and what they are for.",
+        "The MCP servers: status, tool counts, what each is for.",
         ListServersArgs,
         list_mcp_servers,
     ),
     MetaTool(
         "search_tools",
-        "Find tools for a task across all servers. Returns ranked server/tool pairs with a summary. "
-        "Start here when you need a capability.",
+        "Find tools for a task across all servers: ranked server/tool pairs. Start here.",
         SearchToolsArgs,
         search_tools,
     ),
     MetaTool(
         "list_tools",
-        "List every tool of one server with a one-line summary.",
+        "Every tool of one server, one line each.",
         ListToolsArgs,
         list_tools,
     ),
     MetaTool(
         "get_tool_details",
-        "Get a tool's full description and parameters. Call before execute_tool.",
+        "A tool's full description and parameters; call before execute_tool.",
         ToolRefArgs,
         get_tool_details,
     ),
     MetaTool(
         "execute_tool",
-        "Run a tool on its server with arguments matching its parameters; returns the tool's own result.",
+        "Run a tool with arguments per its parameters; returns the tool's own result.",
         ExecuteArgs,
         execute_tool,
         read_only=False,
@@ -233,7 +243,7 @@ META_TOOLS: tuple[MetaTool, ...] = (
 BY_NAME = {t.name: t for t in META_TOOLS}
 
 
-def parse_arguments(tool: MetaTool, arguments: dict[str, Any] | None) -> _Args:
+def parse_arguments(tool: MetaTool, arguments: dict[str, Any] | None) -> ArgsModel:
     """Validate a meta-tool's arguments; a mistake becomes an `InvalidRequest` that says how to fix it."""
     try:
         return tool.args.model_validate(arguments or {})

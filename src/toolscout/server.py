@@ -1,4 +1,4 @@
-"""The gateway's MCP face: the five meta-tools, served over stdio or streamable HTTP.
+"""The gateway's MCP face: the tools of the configured mode (surfaces.py), over stdio or streamable HTTP.
 
 This is the edge where `ToolscoutError`s become `isError` results with
 `structuredContent: {"success": false, "error": {...}}`.
@@ -23,15 +23,11 @@ from mcp.shared.exceptions import MCPError
 from toolscout import __version__, render
 from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
-from toolscout.meta_tools import BY_NAME, META_TOOLS, parse_arguments
 from toolscout.stdio import serve_process_stdio
+from toolscout.surfaces import Surface, make_surface
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTIONS = (
-    "toolscout fronts many MCP servers. To use one of their tools: search_tools with what you want to do, "
-    "get_tool_details for its parameters, then execute_tool. list_mcp_servers shows what is connected."
-)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -45,27 +41,25 @@ def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
     )
 
 
-def build_server(gateway: Gateway) -> Server[Any]:
-    """The low-level MCP server exposing `gateway` as the five meta-tools."""
-    definitions = [tool.definition() for tool in META_TOOLS]
+def build_server(gateway: Gateway, mode: str = "discovery") -> Server[Any]:
+    """The low-level MCP server exposing `gateway` through the surface of `mode`."""
+    surface: Surface = make_surface(mode, gateway)
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=definitions)
+        return types.ListToolsResult(tools=await surface.tools())
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        meta_tool = BY_NAME.get(params.name)
-        if meta_tool is None:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"Unknown tool {params.name!r}; this gateway offers {', '.join(BY_NAME)}. "
-                "Upstream tools run through execute_tool.",
-            )
         arguments = params.arguments or {}
-        context = {k: v for k in ("server", "tool") if isinstance(v := arguments.get(k), str)}
+        context = {
+            key: v
+            for key, names in (("server", ("server", "server_name")), ("tool", ("tool", "tool_name")))
+            for name in names
+            if isinstance(v := arguments.get(name), str)
+        }
         try:
-            return await meta_tool.handler(gateway, parse_arguments(meta_tool, arguments))
+            outcome = await surface.call(params.name, arguments)
         except ToolscoutError as exc:
             return error_result(exc, **context)
         except Exception as exc:
@@ -74,12 +68,19 @@ def build_server(gateway: Gateway) -> Server[Any]:
             return error_result(
                 ToolscoutError(f"Internal error in {params.name}: {type(exc).__name__}: {exc}"), **context
             )
+        if outcome is None:
+            offered = ", ".join(t.name for t in await surface.tools())
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool {params.name!r}; this gateway offers {offered}.",
+            )
+        return outcome
 
     return Server(
         "toolscout",
         version=__version__,
         title="toolscout MCP gateway",
-        instructions=INSTRUCTIONS,
+        instructions=surface.instructions,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
@@ -93,9 +94,9 @@ async def _stop_on_signal(stop: Callable[[], None]) -> None:
             return
 
 
-async def serve_stdio(gateway: Gateway) -> None:
+async def serve_stdio(gateway: Gateway, mode: str = "discovery") -> None:
     """Serve MCP on stdin/stdout until the client closes stdin or a stop signal arrives."""
-    server = build_server(gateway)
+    server = build_server(gateway, mode)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signal, tg.cancel_scope.cancel)
         async with serve_process_stdio() as (read_stream, write_stream):
@@ -132,9 +133,10 @@ async def serve_http(
     host: str,
     stateless: bool = False,
     log_level: str = "warning",
+    mode: str = "discovery",
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until a stop signal arrives."""
-    server = build_server(gateway)
+    server = build_server(gateway, mode)
     app = server.streamable_http_app(stateless_http=stateless, host=host)
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
     web = _Uvicorn(config)

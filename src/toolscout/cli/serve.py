@@ -21,6 +21,11 @@ class Transport(StrEnum):
     http = "http"
 
 
+class Mode(StrEnum):
+    discovery = "discovery"
+    compact = "compact"
+
+
 class LogLevel(StrEnum):
     debug = "debug"
     info = "info"
@@ -59,11 +64,19 @@ def serve(
     stateless: Annotated[bool, typer.Option(help="Serve stateless streamable HTTP (no sessions).")] = False,
     demo: Annotated[bool, typer.Option(help="Front the bundled demo servers instead of a config file.")] = False,
     log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = LogLevel.info,
+    mode: Annotated[
+        Mode | None,
+        typer.Option(
+            help="What the agent sees: discovery (five meta-tools) or compact (inspect + exec). Default: config."
+        ),
+    ] = None,
 ) -> None:
     """Run the gateway as an MCP server."""
     setup_logging(log_level)
     output = Output()
     gateway_config, _ = load(config, output, demo=demo)
+    if mode is not None:
+        gateway_config = gateway_config.model_copy(update={"mode": mode.value})
     sock: socket.socket | None = None
     if transport is Transport.http:
         from toolscout.server import bind
@@ -87,17 +100,20 @@ async def _serve(
     async with Gateway.from_config(config) as gateway:
         count = len(config.mcp_servers)
         if sock is None:
-            typer.echo(f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers)", err=True)
-            await serve_stdio(gateway)
+            typer.echo(
+                f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers, {config.mode} mode)",
+                err=True,
+            )
+            await serve_stdio(gateway, config.mode)
             return
         bound_host, bound_port = sock.getsockname()[:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         typer.echo(
             f"toolscout {__version__}: serving streamable HTTP at http://{shown}:{bound_port}/mcp "
-            f"({'stateless' if stateless else 'stateful'}, {count} upstream servers)",
+            f"({'stateless' if stateless else 'stateful'}, {count} upstream servers, {config.mode} mode)",
             err=True,
         )
-        await serve_http(gateway, sock, host=host, stateless=stateless, log_level=level.value)
+        await serve_http(gateway, sock, host=host, stateless=stateless, log_level=level.value, mode=config.mode)
 
 
 def demo() -> None:

@@ -159,7 +159,8 @@ class GatewayConfig(_Model):
     schema_url: str | None = Field(default=None, alias="$schema")
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict[str, ServerConfig])
     tool_rules: list[ToolRule] = Field(default_factory=list[ToolRule])
-    mode: Literal["discovery"] = "discovery"
+    mode: Literal["discovery", "compact"] = "discovery"
+    """What the agent sees: the five meta-tools (`discovery`) or `inspect` + `exec` (`compact`)."""
     search: SearchConfig = Field(default_factory=SearchConfig)
 
     @field_validator("mcp_servers")

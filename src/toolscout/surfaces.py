@@ -1,0 +1,161 @@
+"""What the agent sees of the gateway, one surface per `mode`: the tools it lists and how calls route.
+
+* `discovery` (default): the five meta-tools of `meta_tools.py`.
+* `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
+  arguments)`, with every server and tool listed in `inspect`'s own description, as in the
+  reference design of MCPX (spec 001 §4).
+
+The server (`server.py`) asks the surface for its tools on every `tools/list`, so a surface whose
+tool list depends on the catalog (compact's description) is always current.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+import mcp_types as types
+from pydantic import Field, field_validator
+
+from toolscout.errors import InvalidRequest
+from toolscout.gateway import Gateway
+from toolscout.meta_tools import (
+    BY_NAME,
+    INSTRUCTIONS_LIMIT,
+    META_TOOLS,
+    ArgsModel,
+    MetaTool,
+    cut_text,
+    forgive_arguments,
+    parse_arguments,
+    tool_result,
+)
+from toolscout.upstream import Status
+
+MODES = ("discovery", "compact")
+
+
+class Surface(Protocol):
+    """The tools of one mode and the routing of their calls."""
+
+    instructions: str
+
+    async def tools(self) -> list[types.Tool]: ...
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        """The result of calling `name`, or None when this surface has no such tool."""
+        ...
+
+
+class DiscoverySurface:
+    """The five meta-tools: list servers, search, list a server's tools, details, execute."""
+
+    instructions = (
+        "toolscout fronts many MCP servers. To use one of their tools: search_tools with what you want to do, "
+        "get_tool_details for its parameters, then execute_tool. list_mcp_servers shows what is connected."
+    )
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._definitions = [tool.definition() for tool in META_TOOLS]
+
+    async def tools(self) -> list[types.Tool]:
+        return self._definitions
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        meta_tool = BY_NAME.get(name)
+        if meta_tool is None:
+            return None
+        return await meta_tool.handler(self.gateway, parse_arguments(meta_tool, arguments))
+
+
+class InspectArgs(ArgsModel):
+    server_name: str = Field(description="A server from the list above.")
+    tool_name: str | None = Field(None, description="One tool of it; omit for all its tools.")
+
+
+class ExecArgs(ArgsModel):
+    server_name: str
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any], description="The tool's own arguments.")
+
+    _forgive = field_validator("arguments", mode="before")(forgive_arguments)
+
+
+class CompactSurface:
+    """`inspect` + `exec`; `inspect`'s description is the catalog, regenerated on every `tools/list`."""
+
+    instructions = (
+        "toolscout fronts many MCP servers. inspect's description lists every server and tool; "
+        "inspect(server_name, tool_name) gives a tool's schema, exec runs it."
+    )
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._inspect = MetaTool("inspect", "", InspectArgs, self._run_inspect)
+        self._exec = MetaTool(
+            "exec",
+            "Execute an MCP tool: server_name, tool_name and its arguments (checked against its schema first).",
+            ExecArgs,
+            self._run_exec,
+            read_only=False,
+        )
+
+    def description(self) -> str:
+        """`inspect`'s description: the layout of spec 001 §4.1, one block per server."""
+        lines = ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
+        for upstream in self.gateway.upstreams:
+            about = upstream.identity.instructions if upstream.identity and upstream.identity.instructions else None
+            about = cut_text(about or upstream.description, INSTRUCTIONS_LIMIT)
+            head = f"  Server: {upstream.name}" + (f" - {about}" if about else "")
+            if upstream.status is not Status.CONNECTED:
+                head += f" [{upstream.status.value}]"
+            lines.append(head)
+            for tool in self.gateway.catalog.tools(upstream.name):
+                lines.append(f"    - {tool.name}: {tool.summary}" if tool.summary else f"    - {tool.name}")
+        return "\n".join(lines)
+
+    async def tools(self) -> list[types.Tool]:
+        # The description is the catalog: give servers that are still starting their moment first.
+        await self.gateway.settle_startup()
+        inspect = self._inspect.definition()
+        inspect.description = self.description()
+        return [inspect, self._exec.definition()]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        tool = {"inspect": self._inspect, "exec": self._exec}.get(name)
+        if tool is None:
+            return None
+        return await tool.handler(self.gateway, parse_arguments(tool, arguments))
+
+    async def _run_inspect(self, gateway: Gateway, args: InspectArgs) -> types.CallToolResult:
+        if args.tool_name is None:
+            entries = await gateway.tools(args.server_name)
+        else:
+            entries = [await gateway.tool(args.server_name, args.tool_name)]
+        tools: list[dict[str, Any]] = []
+        for entry in entries:
+            data: dict[str, Any] = {"name": entry.name, "description": entry.description}
+            data["input_schema"] = entry.input_schema
+            if entry.output_schema is not None:
+                data["output_schema"] = entry.output_schema
+            if entry.tool.annotations is not None:
+                data["annotations"] = entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
+            tools.append(data)
+        payload: dict[str, Any] = {"server": args.server_name, "tools": tools}
+        if args.tool_name is not None:
+            payload = {"server": args.server_name, **tools[0]}
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        return tool_result(payload, text)
+
+    async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
+        if not args.server_name or not args.tool_name:
+            raise InvalidRequest("exec needs server_name and tool_name; inspect lists them.")
+        return await gateway.execute(args.server_name, args.tool_name, args.arguments)
+
+
+def make_surface(mode: str, gateway: Gateway) -> Surface:
+    """The surface of `mode` over `gateway`."""
+    if mode == "compact":
+        return CompactSurface(gateway)
+    return DiscoverySurface(gateway)

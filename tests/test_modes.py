@@ -1,0 +1,118 @@
+"""Exposure modes other than discovery, through a real SDK client over the in-memory transport."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from tests.kitchen import TINY_PNG, Kitchen
+from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
+from toolscout.config import ToolRule
+from toolscout.gateway import Gateway
+from toolscout.rules import RuleSet
+from toolscout.server import build_server
+from toolscout.tokens import tool_tokens
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def compact(era: str) -> AsyncGenerator[tuple[Client, Gateway]]:
+    specs = [
+        UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),
+        UpstreamSpec("notes", InProcessUpstream(notes_server()), description="Personal notes"),
+    ]
+    rules = RuleSet([ToolRule(pattern=["protocol_error"], enabled=False)])
+    async with Gateway(specs, rules=rules) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway, "compact"), mode=era) as client:
+            yield client, gateway
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_compact_mode_lists_inspect_and_exec_with_the_catalog_in_the_description(era: str) -> None:
+    async with compact(era) as (client, _):
+        listed = await client.list_tools()
+        assert [t.name for t in listed.tools] == ["inspect", "exec"]
+        inspect, run = listed.tools
+        assert client.instructions and "inspect" in client.instructions
+        description = inspect.description or ""
+        lines = description.splitlines()
+        # The layout of spec 001 §4.1, server instructions (or the configured description) on the server line.
+        assert lines[:3] == ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
+        assert "  Server: kitchen - Kitchen-sink test server: weather, charts and failures." in lines
+        assert "  Server: notes - Personal notes" in lines
+        assert "    - get_weather: Get the current weather for a city." in lines
+        assert "    - create_note: Create a note with a title and body." in lines
+        assert "protocol_error" not in description  # disabled by rules
+        assert inspect.input_schema["required"] == ["server_name"]
+        assert run.input_schema["required"] == ["server_name", "tool_name"]
+        assert run.annotations is None  # not read-only, open world: the defaults, so nothing to say
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_compact_inspect_returns_schemas_and_exec_runs_tools(era: str) -> None:
+    async with compact(era) as (client, _):
+        one = await client.call_tool("inspect", {"server_name": "kitchen", "tool_name": "get_weather"})
+        data = structured(one)
+        assert data["name"] == "get_weather" and data["server"] == "kitchen"
+        assert data["input_schema"]["required"] == ["city"]
+        assert data["output_schema"]["required"] == ["city", "celsius"]
+        assert '"get_weather"' in text(one)
+
+        every = structured(await client.call_tool("inspect", {"server_name": "notes"}))
+        assert [t["name"] for t in every["tools"]] == ["create_note", "get_weather"]
+
+        weather = await client.call_tool(
+            "exec", {"server_name": "kitchen", "tool_name": "get_weather", "arguments": {"city": "Paris"}}
+        )
+        assert not weather.is_error
+        assert weather.structured_content == {"city": "Paris", "celsius": 21.5}
+
+        chart = await client.call_tool(
+            "exec", {"server_name": "kitchen", "tool_name": "render_chart", "arguments": '{"values": [1, 2]}'}
+        )
+        assert any(isinstance(b, types.ImageContent) and b.data == TINY_PNG for b in chart.content)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_compact_mode_errors_say_what_to_do(era: str) -> None:
+    async with compact(era) as (client, _):
+        unknown = error_of(await client.call_tool("inspect", {"server_name": "kitchn"}))
+        assert unknown["code"] == "SERVER_NOT_FOUND" and "kitchen" in unknown["message"]
+        bad = error_of(await client.call_tool("exec", {"server_name": "kitchen", "tool_name": "get_weather"}))
+        assert bad["code"] == "VALIDATION_ERROR" and "city" in bad["message"]
+        disabled = error_of(await client.call_tool("exec", {"server_name": "kitchen", "tool_name": "protocol_error"}))
+        assert disabled["code"] == "TOOL_DISABLED"
+        missing = error_of(await client.call_tool("inspect", {"tool_name": "x"}))
+        assert "server_name" in missing["message"]
+        with pytest.raises(MCPError, match="offers inspect, exec"):
+            await client.call_tool("search_tools", {"query": "weather"})
+
+
+async def test_compact_description_follows_the_catalog() -> None:
+    async with compact("legacy") as (client, gateway):
+        before = (await client.list_tools()).tools[0].description or ""
+        gateway.catalog.set_server_tools(
+            "notes", [types.Tool(name="archive_note", description="Archive a note.", input_schema={"type": "object"})]
+        )
+        after = (await client.list_tools()).tools[0].description or ""
+        assert "create_note" in before and "create_note" not in after
+        assert "    - archive_note: Archive a note." in after
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_default_surface_costs_at_most_350_tokens_whatever_the_catalog(era: str) -> None:
+    async with connected(era) as (client, _):
+        listed = await client.list_tools()
+        assert [t.name for t in listed.tools] == META_TOOL_NAMES
+        # Counted as `toolscout tokens` counts: the tool definitions as a client receives them, o200k_base.
+        assert tool_tokens(listed.tools) <= 350
