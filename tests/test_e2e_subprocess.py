@@ -279,15 +279,27 @@ async def exercise_compact(client: Client) -> None:
     assert not result.is_error, result
 
 
-async def test_compact_mode_over_stdio_and_http(tmp_path: Path) -> None:
+async def exercise_passthrough(client: Client) -> None:
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    # stdio, streamable HTTP and SSE upstreams alike, under their native names.
+    assert {"notes__create_note", "units__convert_units", "text__word_count", "files__read_file"} <= set(listed)
+    arguments = {"value": 10, "from_unit": "km", "to_unit": "mi"}
+    result = await client.call_tool("units__convert_units", arguments)
+    assert not result.is_error, result
+    assert cast(dict[str, Any], result.structured_content)["to_unit"] == "mi"
+
+
+@pytest.mark.parametrize("mode", ["compact", "passthrough"])
+async def test_modes_over_stdio_and_http(tmp_path: Path, mode: str) -> None:
+    exercise_mode = exercise_compact if mode == "compact" else exercise_passthrough
     async with config_with_remote_demos(tmp_path) as config:
-        serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", "compact"]
+        serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
         with (tmp_path / "gateway.log").open("w") as errlog:
             params = StdioServerParameters(command=serve[0], args=serve[1:])
             async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
-                await exercise_compact(client)
-        assert "compact mode" in (tmp_path / "gateway.log").read_text()
+                await exercise_mode(client)
+        assert f"{mode} mode" in (tmp_path / "gateway.log").read_text()
         async with running([*serve, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway:
-            assert "compact mode" in gateway.match.string
+            assert f"{mode} mode" in gateway.match.string
             async with Client(gateway.match.group(1), mode="legacy") as client:
-                await exercise_compact(client)
+                await exercise_mode(client)

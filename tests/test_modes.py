@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
 import anyio
 import mcp_types as types
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.kitchen import TINY_PNG, Kitchen
+from tests.kitchen import TINY_PNG, TOOLS, WEATHER_OUTPUT_SCHEMA, Kitchen
 from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
 from toolscout.config import ToolRule
 from toolscout.gateway import Gateway
+from toolscout.passthrough import native_names
 from toolscout.rules import RuleSet
 from toolscout.server import build_server
 from toolscout.tokens import tool_tokens
@@ -24,7 +28,7 @@ pytestmark = pytest.mark.anyio
 
 
 @asynccontextmanager
-async def compact(era: str) -> AsyncGenerator[tuple[Client, Gateway]]:
+async def surface(mode: str, era: str) -> AsyncGenerator[tuple[Client, Gateway]]:
     specs = [
         UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),
         UpstreamSpec("notes", InProcessUpstream(notes_server()), description="Personal notes"),
@@ -33,13 +37,13 @@ async def compact(era: str) -> AsyncGenerator[tuple[Client, Gateway]]:
     async with Gateway(specs, rules=rules) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
-        async with Client(build_server(gateway, "compact"), mode=era) as client:
+        async with Client(build_server(gateway, mode), mode=era) as client:
             yield client, gateway
 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_compact_mode_lists_inspect_and_exec_with_the_catalog_in_the_description(era: str) -> None:
-    async with compact(era) as (client, _):
+    async with surface("compact", era) as (client, _):
         listed = await client.list_tools()
         assert [t.name for t in listed.tools] == ["inspect", "exec"]
         inspect, run = listed.tools
@@ -60,7 +64,7 @@ async def test_compact_mode_lists_inspect_and_exec_with_the_catalog_in_the_descr
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_compact_inspect_returns_schemas_and_exec_runs_tools(era: str) -> None:
-    async with compact(era) as (client, _):
+    async with surface("compact", era) as (client, _):
         one = await client.call_tool("inspect", {"server_name": "kitchen", "tool_name": "get_weather"})
         data = structured(one)
         assert data["name"] == "get_weather" and data["server"] == "kitchen"
@@ -85,7 +89,7 @@ async def test_compact_inspect_returns_schemas_and_exec_runs_tools(era: str) -> 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_compact_mode_errors_say_what_to_do(era: str) -> None:
-    async with compact(era) as (client, _):
+    async with surface("compact", era) as (client, _):
         unknown = error_of(await client.call_tool("inspect", {"server_name": "kitchn"}))
         assert unknown["code"] == "SERVER_NOT_FOUND" and "kitchen" in unknown["message"]
         bad = error_of(await client.call_tool("exec", {"server_name": "kitchen", "tool_name": "get_weather"}))
@@ -99,7 +103,7 @@ async def test_compact_mode_errors_say_what_to_do(era: str) -> None:
 
 
 async def test_compact_description_follows_the_catalog() -> None:
-    async with compact("legacy") as (client, gateway):
+    async with surface("compact", "legacy") as (client, gateway):
         before = (await client.list_tools()).tools[0].description or ""
         gateway.catalog.set_server_tools(
             "notes", [types.Tool(name="archive_note", description="Archive a note.", input_schema={"type": "object"})]
@@ -116,3 +120,53 @@ async def test_default_surface_costs_at_most_350_tokens_whatever_the_catalog(era
         assert [t.name for t in listed.tools] == META_TOOL_NAMES
         # Counted as `toolscout tokens` counts: the tool definitions as a client receives them, o200k_base.
         assert tool_tokens(listed.tools) <= 350
+
+
+NAME_RULE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def test_native_names_are_valid_unique_and_deterministic() -> None:
+    pairs = [
+        ("github", "create_issue"),
+        ("My Server", "read.file"),
+        ("My_Server", "read_file"),  # the same as the one above once sanitised
+        ("ünïcödé", "ツール"),
+        ("s" * 50, "t" * 50),
+        ("", ""),
+    ]
+    names = native_names(pairs)
+    assert names[("github", "create_issue")] == "github__create_issue"
+    assert all(NAME_RULE.match(n) for n in names.values()), names
+    assert len(set(names.values())) == len(pairs)
+    assert names[("My Server", "read.file")] != names[("My_Server", "read_file")]
+    assert names[("My Server", "read.file")].startswith("My_Server__read_file_")
+    assert len(names[("s" * 50, "t" * 50)]) == 64
+    assert native_names(reversed(pairs)) == names
+
+
+@given(st.lists(st.tuples(st.text(max_size=40), st.text(max_size=80)), max_size=30))
+def test_native_names_hold_for_any_names(pairs: list[tuple[str, str]]) -> None:
+    names = native_names(pairs)
+    assert set(names) == set(pairs)
+    assert all(NAME_RULE.match(n) for n in names.values())
+    assert len(set(names.values())) == len(names)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_passthrough_exposes_every_enabled_tool_natively(era: str) -> None:
+    async with surface("passthrough", era) as (client, _):
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        kitchen = {f"kitchen__{t.name}" for t in TOOLS if t.name != "protocol_error"}  # disabled by rules
+        assert set(listed) == kitchen | {"notes__create_note", "notes__get_weather"}
+        weather = listed["kitchen__get_weather"]
+        assert weather.title == "Weather" and weather.output_schema == WEATHER_OUTPUT_SCHEMA
+        assert weather.annotations is not None and weather.annotations.read_only_hint is True
+        assert weather.input_schema["required"] == ["city"]
+
+        result = await client.call_tool("kitchen__get_weather", {"city": "Paris"})
+        assert result.structured_content == {"city": "Paris", "celsius": 21.5}
+        assert text(await client.call_tool("notes__create_note", {"title": "x"})) == "noted"
+        invalid = error_of(await client.call_tool("kitchen__get_weather", {}))
+        assert invalid["code"] == "VALIDATION_ERROR"
+        with pytest.raises(MCPError, match="Unknown tool 'kitchen__nope'"):
+            await client.call_tool("kitchen__nope", {})

@@ -38,14 +38,14 @@ def npx_server(package: str, *args: str) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def gateway_client(servers: Mapping[str, Any]) -> AsyncGenerator[Client]:
+async def gateway_client(servers: Mapping[str, Any], mode: str = "discovery") -> AsyncGenerator[Client]:
     config = GatewayConfig.model_validate({"mcpServers": dict(servers)})
     async with Gateway.from_config(config) as gateway:
         with anyio.fail_after(60):
             await gateway.settle()
         for up in gateway.upstreams:
             assert up.status.value == "connected", f"{up.name}: {up.error}"
-        async with Client(build_server(gateway), mode="legacy") as client:
+        async with Client(build_server(gateway, mode), mode="legacy") as client:
             yield client
 
 
@@ -201,3 +201,30 @@ async def test_inspector_cli_lists_exactly_the_five_meta_tools(tmp_path: Path) -
             )
         result = json.loads(called.stdout)
         assert result["structuredContent"]["results"][0]["tool"] == "slugify"
+
+
+async def test_passthrough_mode_is_the_servers_own_tools_under_prefixed_names() -> None:
+    time_args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    servers = {
+        "everything": npx_server(EVERYTHING, "stdio"),
+        "time": {"command": PYTHON, "args": time_args},
+    }
+    async with (
+        gateway_client(servers, mode="passthrough") as client,
+        Client(
+            StdioServerParameters(
+                command=str(npm_tool("mcp-server-everything")), args=["stdio"], env={"PATH": node_path()}
+            )
+        ) as direct,
+    ):
+        own = (await direct.list_tools()).tools
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        for tool in own:
+            native = listed[f"everything__{tool.name.replace('.', '_')}"]
+            assert native.model_copy(update={"name": tool.name}) == tool  # schemas, annotations, all as given
+        assert "time__get_current_time" in listed
+        echoed = await client.call_tool("everything__echo", {"message": "hi"})
+        assert hop_free(echoed) == hop_free(await direct.call_tool("echo", {"message": "hi"}))
+        now = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+        assert not now.is_error
+        assert any(isinstance(b, types.TextContent) and "UTC" in b.text for b in now.content)

@@ -1,6 +1,7 @@
 """What the agent sees of the gateway, one surface per `mode`: the tools it lists and how calls route.
 
 * `discovery` (default): the five meta-tools of `meta_tools.py`.
+* `passthrough`: every enabled upstream tool as itself, named `server__tool` (passthrough.py).
 * `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
   arguments)`, with every server and tool listed in `inspect`'s own description, as in the
   reference design of MCPX (spec 001 §4).
@@ -30,9 +31,10 @@ from toolscout.meta_tools import (
     parse_arguments,
     tool_result,
 )
+from toolscout.passthrough import PassthroughSurface
 from toolscout.upstream import Status
 
-MODES = ("discovery", "compact")
+MODES = ("discovery", "compact", "passthrough")
 
 
 class Surface(Protocol):
@@ -158,4 +160,6 @@ def make_surface(mode: str, gateway: Gateway) -> Surface:
     """The surface of `mode` over `gateway`."""
     if mode == "compact":
         return CompactSurface(gateway)
+    if mode == "passthrough":
+        return PassthroughSurface(gateway)
     return DiscoverySurface(gateway)

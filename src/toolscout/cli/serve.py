@@ -24,6 +24,7 @@ class Transport(StrEnum):
 class Mode(StrEnum):
     discovery = "discovery"
     compact = "compact"
+    passthrough = "passthrough"
 
 
 class LogLevel(StrEnum):

@@ -159,8 +159,8 @@ class GatewayConfig(_Model):
     schema_url: str | None = Field(default=None, alias="$schema")
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict[str, ServerConfig])
     tool_rules: list[ToolRule] = Field(default_factory=list[ToolRule])
-    mode: Literal["discovery", "compact"] = "discovery"
-    """What the agent sees: the five meta-tools (`discovery`) or `inspect` + `exec` (`compact`)."""
+    mode: Literal["discovery", "compact", "passthrough"] = "discovery"
+    """What the agent sees: the five meta-tools, `inspect` + `exec`, or every tool natively as `server__tool`."""
     search: SearchConfig = Field(default_factory=SearchConfig)
 
     @field_validator("mcp_servers")
