@@ -20,6 +20,7 @@ from rapidfuzz import fuzz, process
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import GatewayConfig
 from toolscout.errors import InvalidRequest, ServerNotFound, ServerUnavailable, ToolDisabled, ToolNotFound
+from toolscout.output_cap import cap_output
 from toolscout.rules import RuleSet
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.search.base import interleave
@@ -49,6 +50,7 @@ class Gateway:
         search: SearchBackend | None = None,
         min_relevance: float = 0.0,
         startup_grace: float = STARTUP_GRACE_SECONDS,
+        max_output_chars: int | None = None,
     ) -> None:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
@@ -60,6 +62,8 @@ class Gateway:
         self._indexed_version = -1
         self._validator = ArgumentValidator()
         self._startup_grace = startup_grace
+        self.max_output_chars = max_output_chars
+        """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
         self._started_at = 0.0
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -73,6 +77,7 @@ class Gateway:
         ]
         kwargs.setdefault("search", make_backend(config.search.backend, model=config.search.model))
         kwargs.setdefault("min_relevance", config.search.min_relevance)
+        kwargs.setdefault("max_output_chars", config.max_output_chars)
         return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
 
     async def __aenter__(self) -> Gateway:
@@ -186,8 +191,13 @@ class Gateway:
             )
         return entry
 
-    async def execute(self, server: str, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
-        """Validate `arguments` and call the tool upstream; the upstream's result is returned as it came."""
+    async def execute(
+        self, server: str, name: str, arguments: Mapping[str, Any] | None, *, max_output_chars: int | None = None
+    ) -> types.CallToolResult:
+        """Validate `arguments` and call the tool upstream; its result comes back as it came, text capped.
+
+        `max_output_chars` overrides the gateway's default cap for this call (0: no cap).
+        """
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequest(
                 f"arguments must be an object, got {type(arguments).__name__}.", server=server, tool=name
@@ -202,7 +212,8 @@ class Gateway:
             outcome = "isError" if result.is_error else "ok"
         finally:
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
-        return _without_hop_metadata(result)
+        cap = self.max_output_chars if max_output_chars is None else max_output_chars
+        return cap_output(_without_hop_metadata(result), cap)
 
     async def _connected(self, upstream: Upstream) -> None:
         if upstream.status is Status.CONNECTING:

@@ -65,6 +65,7 @@ def forgive_arguments(value: Any) -> Any:
 
 class ExecuteArgs(ToolRefArgs):
     arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
+    max_output_chars: int | None = Field(None, ge=0)
 
     _forgive = field_validator("arguments", mode="before")(forgive_arguments)
 
@@ -204,7 +205,7 @@ async def get_tool_details(gateway: Gateway, args: ToolRefArgs) -> types.CallToo
 
 
 async def execute_tool(gateway: Gateway, args: ExecuteArgs) -> types.CallToolResult:
-    return await gateway.execute(args.server, args.tool, args.arguments)
+    return await gateway.execute(args.server, args.tool, args.arguments, max_output_chars=args.max_output_chars)
 
 
 META_TOOLS: tuple[MetaTool, ...] = (
@@ -216,7 +217,7 @@ META_TOOLS: tuple[MetaTool, ...] = (
     ),
     MetaTool(
         "search_tools",
-        "Find tools for a task across all servers: ranked server/tool pairs. Start here.",
+        "Find tools for a task across all servers, ranked. Start here.",
         SearchToolsArgs,
         search_tools,
     ),
@@ -228,13 +229,13 @@ META_TOOLS: tuple[MetaTool, ...] = (
     ),
     MetaTool(
         "get_tool_details",
-        "A tool's full description and parameters; call before execute_tool.",
+        "A tool's description and parameters; call before execute_tool.",
         ToolRefArgs,
         get_tool_details,
     ),
     MetaTool(
         "execute_tool",
-        "Run a tool with arguments per its parameters; returns the tool's own result.",
+        "Run a tool with its arguments; returns its own result.",
         ExecuteArgs,
         execute_tool,
         read_only=False,

@@ -80,6 +80,7 @@ class ExecArgs(ArgsModel):
     server_name: str
     tool_name: str
     arguments: dict[str, Any] = Field(default_factory=dict[str, Any], description="The tool's own arguments.")
+    max_output_chars: int | None = Field(None, ge=0)
 
     _forgive = field_validator("arguments", mode="before")(forgive_arguments)
 
@@ -153,7 +154,9 @@ class CompactSurface:
     async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
         if not args.server_name or not args.tool_name:
             raise InvalidRequest("exec needs server_name and tool_name; inspect lists them.")
-        return await gateway.execute(args.server_name, args.tool_name, args.arguments)
+        return await gateway.execute(
+            args.server_name, args.tool_name, args.arguments, max_output_chars=args.max_output_chars
+        )
 
 
 def make_surface(mode: str, gateway: Gateway) -> Surface:

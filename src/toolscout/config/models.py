@@ -162,6 +162,8 @@ class GatewayConfig(_Model):
     mode: Literal["discovery", "compact", "passthrough"] = "discovery"
     """What the agent sees: the five meta-tools, `inspect` + `exec`, or every tool natively as `server__tool`."""
     search: SearchConfig = Field(default_factory=SearchConfig)
+    max_output_chars: int | None = Field(default=None, ge=1)
+    """Default cap on the text of a tool's result, cut with a notice; a call may ask for more."""
 
     @field_validator("mcp_servers")
     @classmethod

@@ -1,0 +1,75 @@
+"""Output caps: text cut with a notice, everything else passed whole; per call and by config."""
+
+from __future__ import annotations
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from tests.kitchen import TINY_PNG, Kitchen
+from tests.test_gateway_inprocess import structured, text
+from toolscout.gateway import Gateway
+from toolscout.output_cap import cap_output
+from toolscout.server import build_server
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+
+def _result() -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[
+            types.TextContent(text="a" * 60),
+            types.ImageContent(data=TINY_PNG, mime_type="image/png"),
+            types.TextContent(text="b" * 60),
+        ],
+        structured_content={"rows": list(range(100))},
+        is_error=True,
+        _meta={"trace": "1"},
+    )
+
+
+def test_text_beyond_the_cap_is_cut_with_a_notice_and_nothing_else_is_touched() -> None:
+    original = _result()
+    capped = cap_output(original, 90)
+    texts = [b.text for b in capped.content if isinstance(b, types.TextContent)]
+    assert texts[:2] == ["a" * 60, "b" * 30]
+    assert "cut to 90 of 120 characters (30 dropped)" in texts[2] and "max_output_chars" in texts[2]
+    assert [type(b) for b in capped.content] == [
+        types.TextContent,
+        types.ImageContent,
+        types.TextContent,
+        types.TextContent,
+    ]
+    assert capped.structured_content == {"rows": list(range(100))}
+    assert capped.is_error is True and capped.meta == {"trace": "1"}
+    assert original == _result()  # the input is not mutated
+
+
+def test_text_blocks_past_the_cap_are_dropped_whole() -> None:
+    capped = cap_output(_result(), 10)
+    texts = [b.text for b in capped.content if isinstance(b, types.TextContent)]
+    assert texts[0] == "a" * 10 and len(texts) == 2
+    assert any(isinstance(b, types.ImageContent) for b in capped.content)
+
+
+@pytest.mark.parametrize("cap", [None, 0, 120, 10_000])
+def test_no_cap_or_enough_room_returns_the_result_as_is(cap: int | None) -> None:
+    result = _result()
+    assert cap_output(result, cap) is result
+
+
+@pytest.mark.anyio
+async def test_execute_tool_applies_the_call_cap_over_the_configured_default() -> None:
+    specs = [UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))]
+    async with Gateway(specs, max_output_chars=20) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway)) as client:
+            call = {"server": "kitchen", "tool": "get_weather", "arguments": {"city": "Paris" * 20}}
+            default = await client.call_tool("execute_tool", call)
+            assert "output cut to 20 of" in text(default)
+            assert structured(default)["city"] == "Paris" * 20  # structured data is never cut
+            wider = await client.call_tool("execute_tool", {**call, "max_output_chars": 5000})
+            assert "output cut" not in text(wider)
+            none = await client.call_tool("execute_tool", {**call, "max_output_chars": 0})
+            assert "output cut" not in text(none)
