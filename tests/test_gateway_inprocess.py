@@ -290,7 +290,7 @@ async def test_meta_tool_argument_mistakes_are_explained(era: str) -> None:
         wrong_key = error_of(await client.call_tool("execute_tool", {"server": "kitchen", "name": "get_weather"}))
         assert wrong_key["code"] == "INVALID_ARGUMENTS"
         assert "missing required argument 'tool'" in wrong_key["message"]
-        assert "unknown argument 'name' (expected: server, tool, arguments)" in wrong_key["message"]
+        assert "unknown argument 'name' (expected: server, tool, arguments, max_output_chars)" in wrong_key["message"]
 
         not_an_object = error_of(
             await client.call_tool("execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": [1]})

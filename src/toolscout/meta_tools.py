@@ -20,6 +20,7 @@ from toolscout import render
 from toolscout.errors import InvalidRequest
 from toolscout.gateway import Gateway
 from toolscout.schemas import is_flat, parameters
+from toolscout.signature import call_signature
 from toolscout.upstream import Status
 
 INSTRUCTIONS_LIMIT = 300
@@ -165,6 +166,8 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
                 "summary": h.tool.summary,
                 "relevance": h.relevance,
                 "tags": list(h.tool.tags),
+                # Types only: often enough to call right away; get_tool_details adds the descriptions.
+                "signature": call_signature(h.tool.name, h.tool.input_schema, max_description_len=0),
             }
             for h in hits
         ],
@@ -190,6 +193,7 @@ async def get_tool_details(gateway: Gateway, args: ToolRefArgs) -> types.CallToo
         "server": entry.server,
         "tool": entry.name,
         "description": entry.description,
+        "signature": call_signature(entry.name, entry.input_schema),
         "parameters": parameters(entry.input_schema),
         "inputSchema": entry.input_schema,
         "enabled": entry.enabled,

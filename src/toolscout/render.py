@@ -45,6 +45,8 @@ def search_text(data: Mapping[str, Any]) -> str:
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}){tags}: {r['summary']}")
+        if r.get("signature"):
+            lines.append(f"  {r['signature']}")
     lines.append("Next: get_tool_details(server, tool), then execute_tool." + note)
     return "\n".join(lines)
 
@@ -64,6 +66,8 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
     lines = [f"{data['server']} / {data['tool']}{title}"]
     if data.get("description"):
         lines.append(str(data["description"]).strip())
+    if data.get("signature"):
+        lines.append(f"Call: {data['signature']}")
     params = cast(Sequence[Mapping[str, Any]], data["parameters"])
     if params:
         lines.append("Parameters:")

@@ -1,0 +1,166 @@
+"""JSON Schema to TypeScript-like signatures: exact forms, and robustness on any input."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolscout.signature import MAX_DEPTH, call_signature, signature
+
+EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+
+
+def obj(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required or [], **extra}
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        (obj({"path": {"type": "string"}}, ["path"]), "{path: string}"),
+        (
+            obj({"path": {"type": "string"}, "tail": {"type": "number", "description": "last N lines"}}, ["path"]),
+            "{path: string, tail?: number /* last N lines */}",
+        ),
+        (
+            obj({"n": {"type": "integer"}, "ok": {"type": "boolean"}, "x": {"type": "null"}}),
+            "{n?: number, ok?: boolean, x?: null}",
+        ),
+        (obj({"mode": {"enum": ["a", "b", 3]}}), '{mode?: "a" | "b" | 3}'),
+        (obj({"kind": {"const": "fixed"}}), '{kind?: "fixed"}'),
+        (obj({"v": {"anyOf": [{"type": "string"}, {"type": "number"}]}}), "{v?: string | number}"),
+        (obj({"v": {"oneOf": [{"type": "string"}, {"type": "null"}]}}), "{v?: string | null}"),
+        (obj({"v": {"type": ["string", "null"]}}), "{v?: string | null}"),
+        (obj({"v": {"type": "string", "nullable": True}}), "{v?: string | null}"),
+        (obj({"v": {"allOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]}}), "{v?: A & B}"),
+        (obj({"tags": {"type": "array", "items": {"type": "string"}}}), "{tags?: string[]}"),
+        (obj({"xs": {"type": "array", "items": {"type": ["string", "number"]}}}), "{xs?: (string | number)[]}"),
+        (
+            obj({"pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]}}),
+            "{pair?: [string, number]}",
+        ),
+        (obj({"o": obj({"a": {"type": "string"}}, ["a"])}), "{o?: {a: string}}"),
+        ({"type": "object", "additionalProperties": {"type": "number"}}, "Record<string, number>"),
+        (
+            obj({"a": {"type": "string"}}, additionalProperties={"type": "number"}),
+            "{a?: string, [key: string]: number}",
+        ),
+        (obj({"limit": {"type": "integer", "default": 10}}), "{limit?: number = 10}"),
+        (obj({"odd key": {"type": "string"}}, ["odd key"]), '{"odd key": string}'),
+        ({"type": "object"}, "object"),
+        (obj({}), "object"),
+        ({}, "any"),
+    ],
+)
+def test_forms(schema: dict[str, Any], expected: str) -> None:
+    assert signature(schema) == expected
+
+
+def test_refs_resolve_and_recursion_prints_the_name() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}, "gone": {"$ref": "#/$defs/Missing"}},
+        "required": ["root"],
+        "$defs": {
+            "Node": obj({"value": {"type": "number"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}})
+        },
+    }
+    assert signature(schema) == "{root: {value?: number, children?: Node[]}, gone?: Missing}"
+    escaped = {"$ref": "#/definitions/a~1b", "definitions": {"a/b": {"type": "string"}}}
+    assert signature(escaped) == "string"
+
+
+def test_descriptions_are_cut_or_dropped_and_cannot_close_the_comment() -> None:
+    schema = obj({"q": {"type": "string", "description": "Find */ things\n in   the index, fast and well"}})
+    assert signature(schema, max_description_len=20) == "{q?: string /* Find * / things i... */}"
+    assert signature(schema, max_description_len=0) == "{q?: string}"
+    assert call_signature("search", schema, max_description_len=0) == "search({q?: string})"
+
+
+def test_depth_is_bounded() -> None:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(MAX_DEPTH + 5):
+        schema = obj({"x": schema})
+    assert signature(schema).count("{") == MAX_DEPTH
+
+
+_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.text(max_size=10),
+    st.sampled_from([{"type": t} for t in ("string", "number", "integer", "boolean", "null", "object", "array", "x")]),
+    st.just({"$ref": "#/$defs/A"}),
+    st.just({"$ref": "#/properties/a"}),
+)
+_schemas = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "properties",
+                    "required",
+                    "items",
+                    "anyOf",
+                    "oneOf",
+                    "allOf",
+                    "enum",
+                    "const",
+                    "$ref",
+                    "$defs",
+                    "additionalProperties",
+                    "description",
+                    "default",
+                    "nullable",
+                    "prefixItems",
+                ]
+            ),
+            inner,
+            max_size=6,
+        ),
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_schemas)
+def test_any_input_gives_a_string(schema: Any) -> None:
+    assert isinstance(signature(schema), str)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[a-z]{1,8}", fullmatch=True), _schemas, min_size=1, max_size=6), st.data())
+def test_required_properties_always_appear_as_required(properties: dict[str, Any], data: st.DataObject) -> None:
+    required = data.draw(st.lists(st.sampled_from(sorted(properties)), unique=True))
+    text = signature({"type": "object", "properties": properties, "required": required})
+    for name in required:
+        assert re.search(rf"\b{name}: ", text), (name, text)
+
+
+def test_every_livemcpbench_schema_converts_and_shrinks() -> None:
+    path = EVAL_DIR / "catalog_livemcpbench.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is not on this machine (the eval data lives next to the repository)")
+    ratios: list[float] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        schema: dict[str, Any] = json.loads(line)["input_schema"] or {"type": "object"}
+        text = signature(schema)
+        required: list[str] = schema.get("required") or []
+        properties: dict[str, Any] = schema.get("properties") or {}
+        for name in required:
+            if name in properties:
+                assert re.search(rf'(^|\{{|, )"?{re.escape(name)}"?: ', text), (name, text)
+        ratios.append(len(signature(schema, max_description_len=0)) / len(json.dumps(schema)))
+    ratios.sort()
+    assert ratios[len(ratios) // 2] < 0.5  # types only: well under half of the raw schema
