@@ -12,7 +12,6 @@ tool list depends on the catalog (compact's description) is always current.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -20,6 +19,7 @@ from pydantic import Field, field_validator
 
 from toolscout.errors import InvalidRequest
 from toolscout.gateway import Gateway
+from toolscout.listing import model_text
 from toolscout.meta_tools import (
     BY_NAME,
     INSTRUCTIONS_LIMIT,
@@ -148,8 +148,8 @@ class CompactSurface:
         payload: dict[str, Any] = {"server": args.server_name, "tools": tools}
         if args.tool_name is not None:
             payload = {"server": args.server_name, **tools[0]}
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        return tool_result(payload, text)
+        # Spec 001 §4.1: the text is compressed for the model, structuredContent stays raw.
+        return tool_result(payload, model_text(payload))
 
     async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
         if not args.server_name or not args.tool_name:

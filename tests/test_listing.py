@@ -1,0 +1,35 @@
+"""Listings for the model: TOON where it is smaller in tokens, compact JSON where it is not."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import toon_format
+
+from toolscout.listing import compact_json, model_text
+from toolscout.tokens import count_tokens
+
+ROWS = {
+    "results": [
+        {"server": "fs", "tool": f"tool_{i}", "relevance": round(1 - i / 20, 2), "summary": f"Does thing {i}, well."}
+        for i in range(10)
+    ]
+}
+NESTED: dict[str, Any] = {"a": {"b": {"c": [1, {"d": None}]}}, "e": []}
+
+
+def test_uniform_rows_become_toon_and_decode_back() -> None:
+    text = model_text(ROWS)
+    assert text.startswith("results[10]{server,tool,relevance,summary}:")
+    assert toon_format.decode(text) == ROWS
+    assert count_tokens(text) < count_tokens(compact_json(ROWS))
+
+
+@pytest.mark.parametrize("data", [NESTED, [], {}, "plain", {"ünï": "cödé ツール"}, ROWS])
+def test_never_more_tokens_than_compact_json(data: Any) -> None:
+    text = model_text(data)
+    assert count_tokens(text) <= count_tokens(compact_json(data))
+    # Whichever it chose, the model reads the same data.
+    assert (json.loads(text) if text == compact_json(data) else toon_format.decode(text)) == data
