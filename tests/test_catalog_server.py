@@ -1,0 +1,91 @@
+"""The fixture upstream that serves an eval-format catalog as real MCP servers, over stdio and HTTP."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import PYTHON
+from tests.procs import running
+from toolscout.config import GatewayConfig
+from toolscout.demo.catalog_server import server_path
+from toolscout.gateway import Gateway
+
+pytestmark = pytest.mark.anyio
+
+CATALOG = Path(__file__).parent / "fixtures" / "catalog" / "catalog.jsonl"
+LIVEMCPBENCH = Path(__file__).resolve().parents[2] / "shared" / "eval" / "catalog_livemcpbench.jsonl"
+SERVE = [PYTHON, "-m", "toolscout.demo.catalog_server"]
+UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
+
+
+def gateway_for(servers: dict[str, Any]) -> Gateway:
+    config = GatewayConfig.model_validate({"mcpServers": servers, "search": {"backend": "bm25"}})
+    return Gateway.from_config(config)
+
+
+async def test_stdio_servers_list_and_echo() -> None:
+    servers = {
+        name: {
+            "command": PYTHON,
+            "args": ["-m", "toolscout.demo.catalog_server", "--catalog", str(CATALOG), "--server", name],
+        }
+        for name in ("Weather Station", "mail")
+    }
+    async with gateway_for(servers) as gateway:
+        with anyio.fail_after(30):
+            await gateway.settle()
+        assert [t.name for t in gateway.catalog.tools("Weather Station")] == ["forecast", "now"]
+        assert gateway.catalog.get("Weather Station", "now").input_schema == {"type": "object"}  # type: ignore[union-attr]
+        result = await gateway.execute("mail", "send", {"to": "ada", "body": "hi"})
+        assert result.structured_content == {"server": "mail", "tool": "send", "arguments": {"to": "ada", "body": "hi"}}
+        assert 'mail/send called with {"body":"hi","to":"ada"}' in str(result.content[0])
+
+
+async def test_http_serves_every_server_under_its_own_path() -> None:
+    command = [*SERVE, "--catalog", str(CATALOG), "--http", "--port", "0"]
+    async with running(command, ready=UVICORN_READY) as process:
+        base = f"http://127.0.0.1:{process.match.group(1)}"
+        servers = {name: {"url": base + server_path(name)} for name in ("Weather Station", "mail", "files")}
+        async with gateway_for(servers) as gateway:
+            with anyio.fail_after(30):
+                await gateway.settle()
+            assert {t.server for t in gateway.catalog.tools()} == set(servers)
+            assert len(gateway.catalog.tools()) == 5
+            result = await gateway.execute("Weather Station", "forecast", {"city": "Oslo"})
+            assert result.structured_content == {
+                "server": "Weather Station",
+                "tool": "forecast",
+                "arguments": {"city": "Oslo"},
+            }
+
+
+@pytest.mark.skipif(not LIVEMCPBENCH.is_file(), reason="the eval data (../shared/eval) is not next to this checkout")
+async def test_the_whole_livemcpbench_catalog_as_70_servers() -> None:
+    from toolscout.demo.catalog_server import load_servers
+
+    catalog = load_servers(LIVEMCPBENCH)
+    async with running([*SERVE, "--catalog", str(LIVEMCPBENCH), "--http", "--port", "0"], ready=UVICORN_READY) as p:
+        base = f"http://127.0.0.1:{p.match.group(1)}"
+        async with gateway_for({name: {"url": base + server_path(name)} for name in catalog}) as gateway:
+            with anyio.fail_after(60):
+                await gateway.settle()
+            errors = {u.name: u.error for u in gateway.upstreams if u.error}
+            assert not errors
+            assert len(gateway.catalog.tools()) == sum(len(t) for t in catalog.values()) == 527
+
+
+def test_bad_input_exits_2_with_the_reason() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*SERVE, *args], capture_output=True, text=True, timeout=60, check=False)
+
+    missing = run("--catalog", "/nonexistent.jsonl", "--server", "x")
+    assert missing.returncode == 2 and "/nonexistent.jsonl" in missing.stderr
+    unknown = run("--catalog", str(CATALOG), "--server", "nope")
+    assert unknown.returncode == 2 and "has no server 'nope'" in unknown.stderr and "Weather Station" in unknown.stderr
+    for done in (missing, unknown):
+        assert "Traceback" not in done.stderr
