@@ -1,0 +1,110 @@
+"""Tokens an agent reads in each exposure mode: `tools/list`, and a discovery flow, on real catalogs.
+
+    .venv/bin/python -m benchmarks.token_modes [--eval-dir ../shared/eval]
+
+The LiveMCPTool catalog (527 tools, 70 servers) and a 10,000-tool catalog (the same servers
+copied under new names) are served in process by `toolscout.demo.catalog_server`, behind the
+gateway, to an `mcp.Client` over the SDK's in-memory transport (2025-11-25 era). Counted with
+o200k_base (`quicktok-v1`): tool definitions as the client receives them, and the text blocks of
+the results the model reads in one search → details → execute flow. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+from mcp import Client
+
+from benchmarks.search import DEFAULT_EVAL_DIR
+from toolscout.demo.catalog_server import build_server as catalog_server
+from toolscout.demo.catalog_server import load_servers
+from toolscout.gateway import Gateway
+from toolscout.listing import compact_json
+from toolscout.schemas import example_arguments
+from toolscout.search import make_backend
+from toolscout.server import build_server
+from toolscout.tokens import ENCODING, count_tokens, tool_tokens
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+MODES = ("discovery", "compact", "passthrough")
+QUERY = "post a message to a chat channel"  # written for this benchmark, not taken from the eval queries
+
+
+def _read(result: types.CallToolResult) -> int:
+    return count_tokens("\n".join(b.text for b in result.content if isinstance(b, types.TextContent)))
+
+
+def _raw(result: types.CallToolResult) -> int:
+    return count_tokens(compact_json(result.structured_content)) if result.structured_content is not None else 0
+
+
+async def _flow(client: Client, mode: str) -> tuple[int, int]:
+    """(tokens read in a search → details → execute flow, the same payloads as raw JSON)."""
+    if mode != "discovery":
+        return 0, 0
+    found = await client.call_tool("search_tools", {"query": QUERY, "limit": 5})
+    hit = cast(dict[str, Any], (found.structured_content or {})["results"][0])
+    details = await client.call_tool("get_tool_details", {"server": hit["server"], "tool": hit["tool"]})
+    schema = cast(dict[str, Any], (details.structured_content or {})["inputSchema"])
+    call: dict[str, Any] = {"server": hit["server"], "tool": hit["tool"], "arguments": example_arguments(schema)}
+    executed = await client.call_tool("execute_tool", call)
+    read = sum(_read(r) for r in (found, details, executed))
+    return read, sum(_raw(r) for r in (found, details, executed))
+
+
+async def measure(servers: dict[str, list[types.Tool]]) -> list[tuple[str, int, int, int]]:
+    specs = [UpstreamSpec(name, InProcessUpstream(catalog_server(name, tools))) for name, tools in servers.items()]
+    rows: list[tuple[str, int, int, int]] = []
+    async with Gateway(specs, search=make_backend("hybrid", use_cache=False)) as gateway:
+        with anyio.fail_after(600):
+            await gateway.settle()
+        for mode in MODES:
+            async with Client(build_server(gateway, mode), mode="legacy") as client:
+                listed = (await client.list_tools()).tools
+                read, raw = await _flow(client, mode)
+                rows.append((mode, len(listed), tool_tokens(listed), read))
+                if mode == "discovery":
+                    rows.append(("discovery flow as raw JSON", 0, 0, raw))
+    return rows
+
+
+def renamed(servers: dict[str, list[types.Tool]], size: int) -> dict[str, list[types.Tool]]:
+    """`size` tools: the catalog's servers copied as `<name> #<k>` until there are enough."""
+    out: dict[str, list[types.Tool]] = {}
+    count, copy = 0, 0
+    while count < size:
+        for name, tools in servers.items():
+            take = tools[: size - count]
+            if not take:
+                break
+            out[name if copy == 0 else f"{name} #{copy}"] = take
+            count += len(take)
+        copy += 1
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
+    args = parser.parse_args()
+    live = load_servers(args.eval_dir / "catalog_livemcpbench.jsonl")
+    print(f"## Tokens per mode — {date.today()}, {ENCODING}")
+    print()
+    print("| catalog | mode | tools listed | tools/list tokens | search → details → execute tokens |")
+    print("|---|---|---|---|---|")
+    for label, servers in (("LiveMCPTool, 527 tools", live), ("10,000 tools", renamed(live, 10_000))):
+        started = time.perf_counter()
+        for mode, listed, tokens, read in anyio.run(measure, servers):
+            flow = str(read) if read else "—"
+            print(f"| {label} | {mode} | {listed or '—'} | {tokens or '—'} | {flow} |", flush=True)
+        print(f"<!-- {label}: {time.perf_counter() - started:.0f} s -->")
+
+
+if __name__ == "__main__":
+    main()
