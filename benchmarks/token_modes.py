@@ -29,6 +29,7 @@ from toolscout.listing import compact_json
 from toolscout.schemas import example_arguments
 from toolscout.search import make_backend
 from toolscout.server import build_server
+from toolscout.signature import signature
 from toolscout.tokens import ENCODING, count_tokens, tool_tokens
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -104,6 +105,17 @@ def main() -> None:
             flow = str(read) if read else "—"
             print(f"| {label} | {mode} | {listed or '—'} | {tokens or '—'} | {flow} |", flush=True)
         print(f"<!-- {label}: {time.perf_counter() - started:.0f} s -->")
+    print()
+    print("| signature / raw input schema, tokens, 527 LiveMCPTool tools | median | p90 | worst |")
+    print("|---|---|---|---|")
+    schemas = [t.input_schema for tools in live.values() for t in tools]
+    for label, length in (("with descriptions (get_tool_details)", 60), ("types only (search_tools)", 0)):
+        ratios = sorted(
+            count_tokens(signature(s, max_description_len=length)) / max(1, count_tokens(compact_json(s)))
+            for s in schemas
+        )
+        worst = ratios[-1]
+        print(f"| {label} | {ratios[len(ratios) // 2]:.2f} | {ratios[int(len(ratios) * 0.9)]:.2f} | {worst:.2f} |")
 
 
 if __name__ == "__main__":

@@ -88,7 +88,9 @@ class _Printer:
         if "const" in schema:
             return _literal(schema["const"])
         if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return " | ".join(_literal(v) for v in cast(list[Any], schema["enum"]))
+            values = [_literal(v) for v in cast(list[Any], schema["enum"])]
+            # Long enums (regions, model names...) cost fewer tokens packed: `"KR"|"BR"|...`.
+            return ("|" if len(values) > 6 else " | ").join(values)
         for key, joiner in (("anyOf", " | "), ("oneOf", " | "), ("allOf", " & ")):
             options = schema.get(key)
             if isinstance(options, list) and options:
