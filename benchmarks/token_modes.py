@@ -6,7 +6,8 @@ The LiveMCPTool catalog (527 tools, 70 servers) and a 10,000-tool catalog (the s
 copied under new names) are served in process by `toolscout.demo.catalog_server`, behind the
 gateway, to an `mcp.Client` over the SDK's in-memory transport (2025-11-25 era). Counted with
 o200k_base (`quicktok-v1`): tool definitions as the client receives them, and the text blocks of
-the results the model reads in one search → details → execute flow. Prints a Markdown table.
+the results the model reads to run one tool: search → details → execute (discovery), inspect →
+exec (compact), or the call alone (passthrough). Prints Markdown tables.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from toolscout.demo.catalog_server import build_server as catalog_server
 from toolscout.demo.catalog_server import load_servers
 from toolscout.gateway import Gateway
 from toolscout.listing import compact_json
+from toolscout.passthrough import native_names
 from toolscout.schemas import example_arguments
 from toolscout.search import make_backend
 from toolscout.server import build_server
@@ -45,18 +47,30 @@ def _raw(result: types.CallToolResult) -> int:
     return count_tokens(compact_json(result.structured_content)) if result.structured_content is not None else 0
 
 
-async def _flow(client: Client, mode: str) -> tuple[int, int]:
-    """(tokens read in a search → details → execute flow, the same payloads as raw JSON)."""
-    if mode != "discovery":
-        return 0, 0
+async def _discovery_flow(client: Client) -> tuple[int, int, dict[str, Any]]:
+    """Tokens read in search → details → execute, the same payloads as raw JSON, and the tool used."""
     found = await client.call_tool("search_tools", {"query": QUERY, "limit": 5})
     hit = cast(dict[str, Any], (found.structured_content or {})["results"][0])
     details = await client.call_tool("get_tool_details", {"server": hit["server"], "tool": hit["tool"]})
     schema = cast(dict[str, Any], (details.structured_content or {})["inputSchema"])
     call: dict[str, Any] = {"server": hit["server"], "tool": hit["tool"], "arguments": example_arguments(schema)}
     executed = await client.call_tool("execute_tool", call)
-    read = sum(_read(r) for r in (found, details, executed))
-    return read, sum(_raw(r) for r in (found, details, executed))
+    results = (found, details, executed)
+    return sum(_read(r) for r in results), sum(_raw(r) for r in results), call
+
+
+async def _compact_flow(client: Client, call: dict[str, Any]) -> int:
+    """Tokens read in inspect(server, tool) → exec for the tool the discovery flow found."""
+    ref = {"server_name": call["server"], "tool_name": call["tool"]}
+    inspected = await client.call_tool("inspect", ref)
+    executed = await client.call_tool("exec", {**ref, "arguments": call["arguments"]})
+    return _read(inspected) + _read(executed)
+
+
+async def _passthrough_flow(client: Client, call: dict[str, Any]) -> int:
+    """Tokens read calling the tool directly (its schema is already in tools/list)."""
+    names = native_names([(call["server"], call["tool"])])
+    return _read(await client.call_tool(names[(call["server"], call["tool"])], call["arguments"]))
 
 
 async def measure(servers: dict[str, list[types.Tool]]) -> list[tuple[str, int, int, int]]:
@@ -65,13 +79,18 @@ async def measure(servers: dict[str, list[types.Tool]]) -> list[tuple[str, int, 
     async with Gateway(specs, search=make_backend("hybrid", use_cache=False)) as gateway:
         with anyio.fail_after(600):
             await gateway.settle()
+        call: dict[str, Any] = {}
         for mode in MODES:
             async with Client(build_server(gateway, mode), mode="legacy") as client:
                 listed = (await client.list_tools()).tools
-                read, raw = await _flow(client, mode)
-                rows.append((mode, len(listed), tool_tokens(listed), read))
                 if mode == "discovery":
+                    read, raw, call = await _discovery_flow(client)
+                    rows.append((mode, len(listed), tool_tokens(listed), read))
                     rows.append(("discovery flow as raw JSON", 0, 0, raw))
+                elif mode == "compact":
+                    rows.append((mode, len(listed), tool_tokens(listed), await _compact_flow(client, call)))
+                else:
+                    rows.append((mode, len(listed), tool_tokens(listed), await _passthrough_flow(client, call)))
     return rows
 
 
@@ -97,7 +116,7 @@ def main() -> None:
     live = load_servers(args.eval_dir / "catalog_livemcpbench.jsonl")
     print(f"## Tokens per mode — {date.today()}, {ENCODING}")
     print()
-    print("| catalog | mode | tools listed | tools/list tokens | search → details → execute tokens |")
+    print("| catalog | mode | tools listed | tools/list tokens | tokens read to run one tool |")
     print("|---|---|---|---|---|")
     for label, servers in (("LiveMCPTool, 527 tools", live), ("10,000 tools", renamed(live, 10_000))):
         started = time.perf_counter()
