@@ -62,7 +62,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-DEFAULT_EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+from benchmarks.search import DEFAULT_EVAL_DIR
+
 DEFAULT_RESULTS = Path(tempfile.gettempdir()) / "toolscout-dense-compare.json"
 DATASETS = ("livemcpbench", "metatool")
 TIMED_QUERIES = 200

@@ -26,8 +26,9 @@ import mcp_types as types
 from mcp import Client
 from mcp.server import Server
 
-from benchmarks.search import DEFAULT_EVAL_DIR, load_catalog
+from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.gateway import Gateway
+from toolscout.search.evaluation import load_catalog
 from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -43,7 +44,7 @@ def echo_server(name: str, tools: list[types.Tool]) -> Server[Any]:
 
 
 async def measure(rounds: int, eval_dir: Path) -> None:
-    catalog = load_catalog(eval_dir, "livemcpbench")
+    catalog = load_catalog(eval_dir / "catalog_livemcpbench.jsonl")
     servers = sorted({t.server for t in catalog.tools()})
     specs = [UpstreamSpec(s, InProcessUpstream(echo_server(s, [t.tool for t in catalog.tools(s)]))) for s in servers]
     rng = random.Random(7)

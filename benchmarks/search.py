@@ -14,6 +14,7 @@ are latency and index build time, cold (no embedding cache) and warm (vectors fr
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import re
@@ -23,28 +24,16 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
-import mcp_types as types
-
-from toolscout.catalog import Catalog, CatalogTool
+from toolscout.catalog import CatalogTool
 from toolscout.search import make_backend
 from toolscout.search.evaluation import LabelledQuery, Report, evaluate, load_catalog_file, load_queries_file
 
-DEFAULT_EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+# The eval data lives next to the repository; TOOLSCOUT_EVAL_DIR points elsewhere (benchmarks and tests).
+DEFAULT_EVAL_DIR = Path(os.environ.get("TOOLSCOUT_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")
 DATASETS = ("livemcpbench", "metatool")
 SYNTHETIC_TOOLS = 10_000
 DOC = Path(__file__).resolve().parents[1] / "docs" / "BENCHMARKS.md"
 SECTION = re.compile(r"## Search quality.*?(?=\n## |\Z)", re.S)
-
-
-def load_catalog(eval_dir: Path, dataset: str) -> Catalog:
-    """A dataset's catalog as the gateway's `Catalog` (for the other benchmarks)."""
-    catalog = Catalog()
-    by_server: dict[str, list[types.Tool]] = {}
-    for tool in load_catalog_file(eval_dir / f"catalog_{dataset}.jsonl"):
-        by_server.setdefault(tool.server, []).append(tool.tool)
-    for server, tools in by_server.items():
-        catalog.set_server_tools(server, tools)
-    return catalog
 
 
 def synthetic(eval_dir: Path, size: int) -> tuple[list[CatalogTool], list[LabelledQuery]]:

@@ -11,8 +11,9 @@ import argparse
 from datetime import date
 from pathlib import Path
 
-from benchmarks.search import DEFAULT_EVAL_DIR, load_catalog
+from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.meta_tools import META_TOOLS
+from toolscout.search.evaluation import load_catalog
 from toolscout.tokens import ENCODING, tool_tokens
 
 
@@ -20,7 +21,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     args = parser.parse_args()
-    catalog = load_catalog(args.eval_dir, "livemcpbench")
+    catalog = load_catalog(args.eval_dir / "catalog_livemcpbench.jsonl")
     tools = [entry.tool for entry in catalog.tools()]
     per_server = sorted(
         (

@@ -24,12 +24,12 @@ from mcp import Client
 
 from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.demo.catalog_server import build_server as catalog_server
-from toolscout.demo.catalog_server import load_servers
 from toolscout.gateway import Gateway
 from toolscout.listing import compact_json
 from toolscout.passthrough import native_names
 from toolscout.schemas import example_arguments
 from toolscout.search import make_backend
+from toolscout.search.evaluation import load_catalog_servers
 from toolscout.server import build_server
 from toolscout.signature import signature
 from toolscout.tokens import ENCODING, count_tokens, tool_tokens
@@ -113,7 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     args = parser.parse_args()
-    live = load_servers(args.eval_dir / "catalog_livemcpbench.jsonl")
+    live = load_catalog_servers(args.eval_dir / "catalog_livemcpbench.jsonl")
     print(f"## Tokens per mode — {date.today()}, {ENCODING}")
     print()
     print("| catalog | mode | tools listed | tools/list tokens | tokens read to run one tool |")

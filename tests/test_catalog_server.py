@@ -8,17 +8,19 @@ from typing import Any
 
 import anyio
 import pytest
+from benchmarks.search import DEFAULT_EVAL_DIR
 
 from tests.conftest import PYTHON
 from tests.procs import running
 from toolscout.config import GatewayConfig
 from toolscout.demo.catalog_server import server_path
 from toolscout.gateway import Gateway
+from toolscout.search.evaluation import load_catalog_servers
 
 pytestmark = pytest.mark.anyio
 
 CATALOG = Path(__file__).parent / "fixtures" / "catalog" / "catalog.jsonl"
-LIVEMCPBENCH = Path(__file__).resolve().parents[2] / "shared" / "eval" / "catalog_livemcpbench.jsonl"
+LIVEMCPBENCH = DEFAULT_EVAL_DIR / "catalog_livemcpbench.jsonl"
 SERVE = [PYTHON, "-m", "toolscout.demo.catalog_server"]
 UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
 
@@ -64,11 +66,11 @@ async def test_http_serves_every_server_under_its_own_path() -> None:
             }
 
 
-@pytest.mark.skipif(not LIVEMCPBENCH.is_file(), reason="the eval data (../shared/eval) is not next to this checkout")
+# The public eval data is not part of the repository: it sits next to the checkout on the
+# development machine, and TOOLSCOUT_EVAL_DIR points at it from anywhere else.
+@pytest.mark.skipif(not LIVEMCPBENCH.is_file(), reason=f"no eval data at {LIVEMCPBENCH}; set TOOLSCOUT_EVAL_DIR")
 async def test_the_whole_livemcpbench_catalog_as_70_servers() -> None:
-    from toolscout.demo.catalog_server import load_servers
-
-    catalog = load_servers(LIVEMCPBENCH)
+    catalog = load_catalog_servers(LIVEMCPBENCH)
     async with running([*SERVE, "--catalog", str(LIVEMCPBENCH), "--http", "--port", "0"], ready=UVICORN_READY) as p:
         base = f"http://127.0.0.1:{p.match.group(1)}"
         async with gateway_for({name: {"url": base + server_path(name)} for name in catalog}) as gateway:

@@ -17,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 from tests.kitchen import TINY_PNG, TOOLS, WEATHER_OUTPUT_SCHEMA, Kitchen
 from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
 from toolscout.config import ToolRule
+from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
 from toolscout.passthrough import native_names
 from toolscout.rules import RuleSet
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.anyio
 
 
 @asynccontextmanager
-async def surface(mode: str, era: str) -> AsyncGenerator[tuple[Client, Gateway]]:
+async def surface(mode: ModeName, era: str) -> AsyncGenerator[tuple[Client, Gateway]]:
     specs = [
         UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),
         UpstreamSpec("notes", InProcessUpstream(notes_server()), description="Personal notes"),

@@ -18,6 +18,7 @@ from mcp.client.sse import sse_client
 from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
 from tests.procs import free_port, running
 from toolscout.config import GatewayConfig
+from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
 from toolscout.server import build_server
 
@@ -38,7 +39,7 @@ def npx_server(package: str, *args: str) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def gateway_client(servers: Mapping[str, Any], mode: str = "discovery") -> AsyncGenerator[Client]:
+async def gateway_client(servers: Mapping[str, Any], mode: ModeName = "discovery") -> AsyncGenerator[Client]:
     config = GatewayConfig.model_validate({"mcpServers": dict(servers)})
     async with Gateway.from_config(config) as gateway:
         with anyio.fail_after(60):

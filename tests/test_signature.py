@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.search import DEFAULT_EVAL_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolscout.signature import MAX_DEPTH, call_signature, signature
-
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 
 def obj(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
@@ -149,9 +147,10 @@ def test_required_properties_always_appear_as_required(properties: dict[str, Any
 
 
 def test_every_livemcpbench_schema_converts_and_shrinks() -> None:
-    path = EVAL_DIR / "catalog_livemcpbench.jsonl"
+    path = DEFAULT_EVAL_DIR / "catalog_livemcpbench.jsonl"
     if not path.is_file():
-        pytest.skip(f"{path} is not on this machine (the eval data lives next to the repository)")
+        # The public eval data is not part of the repository; TOOLSCOUT_EVAL_DIR points at it.
+        pytest.skip(f"no eval data at {path}; set TOOLSCOUT_EVAL_DIR")
     ratios: list[float] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         schema: dict[str, Any] = json.loads(line)["input_schema"] or {"type": "object"}

@@ -21,6 +21,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from toolscout import __version__, render
+from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
 from toolscout.stdio import serve_process_stdio
@@ -41,7 +42,7 @@ def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
     )
 
 
-def build_server(gateway: Gateway, mode: str = "discovery") -> Server[Any]:
+def build_server(gateway: Gateway, mode: ModeName = "discovery") -> Server[Any]:
     """The low-level MCP server exposing `gateway` through the surface of `mode`."""
     surface: Surface = make_surface(mode, gateway)
 
@@ -94,7 +95,7 @@ async def _stop_on_signal(stop: Callable[[], None]) -> None:
             return
 
 
-async def serve_stdio(gateway: Gateway, mode: str = "discovery") -> None:
+async def serve_stdio(gateway: Gateway, mode: ModeName = "discovery") -> None:
     """Serve MCP on stdin/stdout until the client closes stdin or a stop signal arrives."""
     server = build_server(gateway, mode)
     async with anyio.create_task_group() as tg:
@@ -133,7 +134,7 @@ async def serve_http(
     host: str,
     stateless: bool = False,
     log_level: str = "warning",
-    mode: str = "discovery",
+    mode: ModeName = "discovery",
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until a stop signal arrives."""
     server = build_server(gateway, mode)

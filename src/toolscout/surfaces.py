@@ -12,12 +12,13 @@ tool list depends on the catalog (compact's description) is always current.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import mcp_types as types
 from pydantic import Field, field_validator
 
-from toolscout.errors import InvalidRequest
+from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
 from toolscout.listing import model_text
 from toolscout.meta_tools import (
@@ -34,8 +35,6 @@ from toolscout.meta_tools import (
 from toolscout.passthrough import PassthroughSurface
 from toolscout.upstream import Status
 
-MODES = ("discovery", "compact", "passthrough")
-
 
 class Surface(Protocol):
     """The tools of one mode and the routing of their calls."""
@@ -47,6 +46,14 @@ class Surface(Protocol):
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         """The result of calling `name`, or None when this surface has no such tool."""
         ...
+
+
+async def run_meta_tool(
+    tools: Mapping[str, MetaTool], gateway: Gateway, name: str, arguments: dict[str, Any]
+) -> types.CallToolResult | None:
+    """Validate the arguments of the tool called `name` and run it; None when there is no such tool."""
+    tool = tools.get(name)
+    return None if tool is None else await tool.handler(gateway, parse_arguments(tool, arguments))
 
 
 class DiscoverySurface:
@@ -65,10 +72,7 @@ class DiscoverySurface:
         return self._definitions
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        meta_tool = BY_NAME.get(name)
-        if meta_tool is None:
-            return None
-        return await meta_tool.handler(self.gateway, parse_arguments(meta_tool, arguments))
+        return await run_meta_tool(BY_NAME, self.gateway, name, arguments)
 
 
 class InspectArgs(ArgsModel):
@@ -103,6 +107,7 @@ class CompactSurface:
             self._run_exec,
             read_only=False,
         )
+        self._by_name = {tool.name: tool for tool in (self._inspect, self._exec)}
 
     def description(self) -> str:
         """`inspect`'s description: the layout of spec 001 §4.1, one block per server."""
@@ -126,10 +131,7 @@ class CompactSurface:
         return [inspect, self._exec.definition()]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        tool = {"inspect": self._inspect, "exec": self._exec}.get(name)
-        if tool is None:
-            return None
-        return await tool.handler(self.gateway, parse_arguments(tool, arguments))
+        return await run_meta_tool(self._by_name, self.gateway, name, arguments)
 
     async def _run_inspect(self, gateway: Gateway, args: InspectArgs) -> types.CallToolResult:
         if args.tool_name is None:
@@ -138,8 +140,11 @@ class CompactSurface:
             entries = [await gateway.tool(args.server_name, args.tool_name)]
         tools: list[dict[str, Any]] = []
         for entry in entries:
-            data: dict[str, Any] = {"name": entry.name, "description": entry.description}
-            data["input_schema"] = entry.input_schema
+            data: dict[str, Any] = {
+                "name": entry.name,
+                "description": entry.description,
+                "input_schema": entry.input_schema,
+            }
             if entry.output_schema is not None:
                 data["output_schema"] = entry.output_schema
             if entry.tool.annotations is not None:
@@ -152,17 +157,18 @@ class CompactSurface:
         return tool_result(payload, model_text(payload))
 
     async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
-        if not args.server_name or not args.tool_name:
-            raise InvalidRequest("exec needs server_name and tool_name; inspect lists them.")
         return await gateway.execute(
             args.server_name, args.tool_name, args.arguments, max_output_chars=args.max_output_chars
         )
 
 
-def make_surface(mode: str, gateway: Gateway) -> Surface:
+SURFACES: dict[ModeName, Callable[[Gateway], Surface]] = {
+    "discovery": DiscoverySurface,
+    "compact": CompactSurface,
+    "passthrough": PassthroughSurface,
+}
+
+
+def make_surface(mode: ModeName, gateway: Gateway) -> Surface:
     """The surface of `mode` over `gateway`."""
-    if mode == "compact":
-        return CompactSurface(gateway)
-    if mode == "passthrough":
-        return PassthroughSurface(gateway)
-    return DiscoverySurface(gateway)
+    return SURFACES[mode](gateway)

@@ -13,18 +13,13 @@ import typer
 from toolscout import __version__
 from toolscout.cli.common import EXIT_INVALID, ConfigOption, Output, load, run
 from toolscout.config import GatewayConfig
+from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
 
 
 class Transport(StrEnum):
     stdio = "stdio"
     http = "http"
-
-
-class Mode(StrEnum):
-    discovery = "discovery"
-    compact = "compact"
-    passthrough = "passthrough"
 
 
 class LogLevel(StrEnum):
@@ -66,10 +61,8 @@ def serve(
     demo: Annotated[bool, typer.Option(help="Front the bundled demo servers instead of a config file.")] = False,
     log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = LogLevel.info,
     mode: Annotated[
-        Mode | None,
-        typer.Option(
-            help="What the agent sees: discovery (five meta-tools) or compact (inspect + exec). Default: config."
-        ),
+        ModeName | None,
+        typer.Option(help="What the agent sees: discovery (5 meta-tools), compact (inspect + exec) or passthrough."),
     ] = None,
 ) -> None:
     """Run the gateway as an MCP server."""
@@ -77,7 +70,7 @@ def serve(
     output = Output()
     gateway_config, _ = load(config, output, demo=demo)
     if mode is not None:
-        gateway_config = gateway_config.model_copy(update={"mode": mode.value})
+        gateway_config = gateway_config.model_copy(update={"mode": mode})
     sock: socket.socket | None = None
     if transport is Transport.http:
         from toolscout.server import bind

@@ -18,6 +18,10 @@ DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 
 
+ModeName = Literal["discovery", "compact", "passthrough"]
+"""What the agent sees: the five meta-tools, `inspect` + `exec`, or every tool natively as `server__tool`."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
@@ -159,8 +163,7 @@ class GatewayConfig(_Model):
     schema_url: str | None = Field(default=None, alias="$schema")
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict[str, ServerConfig])
     tool_rules: list[ToolRule] = Field(default_factory=list[ToolRule])
-    mode: Literal["discovery", "compact", "passthrough"] = "discovery"
-    """What the agent sees: the five meta-tools, `inspect` + `exec`, or every tool natively as `server__tool`."""
+    mode: ModeName = "discovery"
     search: SearchConfig = Field(default_factory=SearchConfig)
     max_output_chars: int | None = Field(default=None, ge=1)
     """Default cap on the text of a tool's result, cut with a notice; a call may ask for more."""

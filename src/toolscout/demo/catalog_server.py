@@ -28,20 +28,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from toolscout.errors import ConfigError
-from toolscout.search.evaluation import load_catalog_file
+from toolscout.search.evaluation import load_catalog_servers
 
 
 def server_path(name: str) -> str:
     """Where a catalog server is mounted over HTTP (its name URL-quoted)."""
     return f"/servers/{quote(name, safe='')}/mcp"
-
-
-def load_servers(catalog: Path) -> dict[str, list[types.Tool]]:
-    """The catalog's tools by server, in file order; `ConfigError` says what is wrong with the file."""
-    servers: dict[str, list[types.Tool]] = {}
-    for entry in load_catalog_file(catalog):
-        servers.setdefault(entry.server, []).append(entry.tool)
-    return servers
 
 
 def load_descriptions(path: Path | None) -> dict[str, str]:
@@ -121,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     try:
-        servers = load_servers(args.catalog)
+        servers = load_catalog_servers(args.catalog)
         descriptions = load_descriptions(args.servers)
         if args.server is not None and args.server not in servers:
             raise ConfigError(f"{args.catalog} has no server {args.server!r}; it has: {', '.join(servers)}.")

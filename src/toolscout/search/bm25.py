@@ -84,10 +84,6 @@ class BM25Backend:
         self._doc_terms: list[frozenset[str]] = []
         self._index: bm25s.BM25 | None = None
 
-    @property
-    def tools(self) -> list[CatalogTool]:
-        return self._tools
-
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
         context = servers or {}

@@ -92,20 +92,17 @@ class DenseBackend:
         self._tools: list[CatalogTool] = []
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
 
-    @property
-    def tools(self) -> list[CatalogTool]:
-        return self._tools
-
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
-        keys = [_key(tool_text(t)) for t in self._tools]
+        texts = [tool_text(t) for t in self._tools]
+        keys = [_key(text) for text in texts]
+        text_of = dict(zip(keys, texts, strict=True))
         model = self.embedder.model_id
         known = self.cache.load(model)
-        missing = list(dict.fromkeys(k for k in keys if k not in known))
+        missing = [k for k in text_of if k not in known]
         fresh: dict[str, Vectors] = {}
         if missing:
-            texts = {k: tool_text(t) for k, t in zip(keys, self._tools, strict=True)}
-            encoded = self.embedder.encode([texts[k] for k in missing])
+            encoded = self.embedder.encode([text_of[k] for k in missing])
             fresh = {k: encoded[i] for i, k in enumerate(missing)}
         vectors = {**known, **fresh}
         if keys:

@@ -70,8 +70,8 @@ def _rows(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
             yield number, cast(dict[str, Any], row)
 
 
-def load_catalog_file(path: Path) -> list[CatalogTool]:
-    """Tools from JSON Lines `{"server", "name", "description", "input_schema"}` (the eval README format)."""
+def load_catalog_servers(path: Path) -> dict[str, list[types.Tool]]:
+    """Tools by server, in file order, from JSON Lines `{"server", "name", "description", "input_schema"}`."""
     by_server: dict[str, list[types.Tool]] = {}
     for number, row in _rows(path, "catalog"):
         server, name = row.get("server"), row.get("name")
@@ -86,10 +86,20 @@ def load_catalog_file(path: Path) -> list[CatalogTool]:
         by_server.setdefault(server, []).append(tool)
     if not by_server:
         raise ConfigError(f"{path} holds no tools.")
+    return by_server
+
+
+def load_catalog(path: Path) -> Catalog:
+    """A catalog file (the eval README format) as the gateway's `Catalog`."""
     catalog = Catalog()
-    for server, tools in by_server.items():
+    for server, tools in load_catalog_servers(path).items():
         catalog.set_server_tools(server, tools)
-    return catalog.tools(include_disabled=True)
+    return catalog
+
+
+def load_catalog_file(path: Path) -> list[CatalogTool]:
+    """Every tool of a catalog file, as the search backends index them."""
+    return load_catalog(path).tools(include_disabled=True)
 
 
 def load_queries_file(path: Path, tools: Sequence[CatalogTool]) -> list[LabelledQuery]:
