@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 import pytest
 from benchmarks.search import DEFAULT_EVAL_DIR
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from tests.conftest import PYTHON
+from tests.flows import call_in_mode
 from tests.procs import running
+from tests.test_e2e_subprocess import SERVE_READY
 from toolscout.config import GatewayConfig
+from toolscout.config.models import ModeName
 from toolscout.demo.catalog_server import server_path
 from toolscout.gateway import Gateway
 from toolscout.search.evaluation import load_catalog_servers
@@ -91,3 +97,32 @@ def test_bad_input_exits_2_with_the_reason() -> None:
     assert unknown.returncode == 2 and "has no server 'nope'" in unknown.stderr and "Weather Station" in unknown.stderr
     for done in (missing, unknown):
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("mode", get_args(ModeName))
+async def test_every_mode_over_stdio_and_http_in_front_of_the_fixture(tmp_path: Path, mode: ModeName) -> None:
+    async with running([*SERVE, "--catalog", str(CATALOG), "--http", "--port", "0"], ready=UVICORN_READY) as upstream:
+        servers = {
+            "Weather Station": {
+                "command": PYTHON,
+                "args": [*SERVE[1:], "--catalog", str(CATALOG), "--server", "Weather Station"],
+            },
+            "mail": {"url": f"http://127.0.0.1:{upstream.match.group(1)}{server_path('mail')}"},
+        }
+        config = tmp_path / "toolscout.json"
+        config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+        serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
+        calls = [("Weather Station", "forecast", {"city": "Oslo"}), ("mail", "send", {"to": "ada", "body": "hi"})]
+        with (tmp_path / "gateway.log").open("w") as errlog:
+            stdio = stdio_client(StdioServerParameters(command=serve[0], args=serve[1:]), errlog=errlog)
+            async with Client(stdio, mode="auto") as client:
+                for server, tool, arguments in calls:
+                    result = await call_in_mode(client, mode, server, tool, arguments)
+                    assert result.structured_content == {"server": server, "tool": tool, "arguments": arguments}
+        async with (
+            running([*serve, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway,
+            Client(gateway.match.group(1), mode="legacy") as client,
+        ):
+            for server, tool, arguments in calls:
+                result = await call_in_mode(client, mode, server, tool, arguments)
+                assert result.structured_content == {"server": server, "tool": tool, "arguments": arguments}

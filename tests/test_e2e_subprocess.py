@@ -22,6 +22,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.conftest import PYTHON
 from tests.procs import free_port, running, stop
+from tests.test_dynamic import ListWatcher, watched_client
 from tests.test_upstream_failures import _alive  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.anyio
@@ -303,3 +304,27 @@ async def test_modes_over_stdio_and_http(tmp_path: Path, mode: str) -> None:
             assert f"{mode} mode" in gateway.match.string
             async with Client(gateway.match.group(1), mode="legacy") as client:
                 await exercise_mode(client)
+
+
+async def exercise_dynamic(target: Any, era: str) -> None:
+    watcher = ListWatcher()
+    async with watched_client(target, era, watcher) as client:
+        loaded = await client.call_tool("load_tools", {"tools": [{"server": "units", "tool": "convert_units"}]})
+        assert not loaded.is_error, loaded
+        await watcher.wait_for(1)
+        assert "units__convert_units" in [t.name for t in (await client.list_tools()).tools]
+        result = await client.call_tool("units__convert_units", {"value": 10, "from_unit": "km", "to_unit": "mi"})
+        assert cast(dict[str, Any], result.structured_content)["to_unit"] == "mi"
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_dynamic_mode_over_stdio_and_http(tmp_path: Path, era: str) -> None:
+    async with config_with_remote_demos(tmp_path) as config:
+        serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", "dynamic"]
+        with (tmp_path / "gateway.log").open("w") as errlog:
+            await exercise_dynamic(
+                stdio_client(StdioServerParameters(command=serve[0], args=serve[1:]), errlog=errlog), era
+            )
+        async with running([*serve, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway:
+            assert "dynamic mode" in gateway.match.string
+            await exercise_dynamic(gateway.match.group(1), era)

@@ -7,16 +7,19 @@ import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
 
 from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
+from tests.flows import call_in_mode
 from tests.procs import free_port, running
+from tests.test_e2e_subprocess import SERVE_READY
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
@@ -229,3 +232,37 @@ async def test_passthrough_mode_is_the_servers_own_tools_under_prefixed_names() 
         now = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
         assert not now.is_error
         assert any(isinstance(b, types.TextContent) and "UTC" in b.text for b in now.content)
+
+
+@pytest.mark.parametrize("mode", get_args(ModeName))
+async def test_every_mode_over_stdio_and_http_in_front_of_the_reference_servers(tmp_path: Path, mode: ModeName) -> None:
+    (tmp_path / "hello.txt").write_text("hello from the sandbox", encoding="utf-8")
+    servers = {
+        "filesystem": npx_server("@modelcontextprotocol/server-filesystem", str(tmp_path)),
+        "memory": npx_server("@modelcontextprotocol/server-memory"),
+        "everything": npx_server(EVERYTHING),
+        "time": {"command": PYTHON, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+    }
+    config = tmp_path / "toolscout.json"
+    config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
+
+    async def run_each(client: Client) -> None:
+        read = await call_in_mode(client, mode, "filesystem", "read_text_file", {"path": str(tmp_path / "hello.txt")})
+        assert "hello from the sandbox" in json.dumps(read.model_dump(mode="json"))
+        echoed = await call_in_mode(client, mode, "everything", "echo", {"message": "hi"})
+        assert not echoed.is_error and "hi" in json.dumps(echoed.model_dump(mode="json"))
+        now = await call_in_mode(client, mode, "time", "get_current_time", {"timezone": "UTC"})
+        assert not now.is_error, now
+        graph = await call_in_mode(client, mode, "memory", "read_graph", {})
+        assert not graph.is_error, graph
+
+    with (tmp_path / "gateway.log").open("w") as errlog:
+        stdio = stdio_client(StdioServerParameters(command=serve[0], args=serve[1:]), errlog=errlog)
+        async with Client(stdio, mode="auto") as client:
+            await run_each(client)
+    async with (
+        running([*serve, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway,
+        Client(gateway.match.group(1), mode="legacy") as client,
+    ):
+        await run_each(client)

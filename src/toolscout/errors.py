@@ -76,3 +76,9 @@ class InvalidRequest(ToolscoutError):
     """A meta-tool was called with arguments it cannot use."""
 
     code = "INVALID_ARGUMENTS"
+
+
+class LoadLimitReached(ToolscoutError):
+    """Dynamic mode: loading more tools would pass the configured `maxLoadedTools`."""
+
+    code = "LOAD_LIMIT_REACHED"

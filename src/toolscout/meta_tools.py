@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, cast
 
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -74,12 +74,16 @@ class ExecuteArgs(ToolRefArgs):
 Handler = Callable[[Gateway, Any], Awaitable[types.CallToolResult]]
 
 
+ArgsT = TypeVar("ArgsT", bound=ArgsModel)
+
+
 @dataclass(frozen=True)
-class MetaTool:
+class ToolSpec(Generic[ArgsT]):
+    """A tool the gateway offers itself: name, description for the model, argument model."""
+
     name: str
     description: str
-    args: type[ArgsModel]
-    handler: Handler
+    args: type[ArgsT]
     read_only: bool = True
 
     def definition(self) -> types.Tool:
@@ -90,6 +94,13 @@ class MetaTool:
             # Only what differs from the spec's default (not read-only) and lets clients auto-approve.
             annotations=types.ToolAnnotations(read_only_hint=True) if self.read_only else None,
         )
+
+
+@dataclass(frozen=True)
+class MetaTool(ToolSpec[Any]):
+    """A `ToolSpec` whose calls need only the gateway."""
+
+    handler: Handler = field(kw_only=True)
 
 
 def _clean(node: Any) -> Any:
@@ -118,9 +129,24 @@ def _clean(node: Any) -> Any:
     return d
 
 
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    # Our argument models are not recursive, so every `$ref` can be replaced by what it names.
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    d = cast(dict[str, Any], node)
+    ref = d.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+    return {k: _inline(v, defs) for k, v in d.items()}
+
+
 def _compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Pydantic's schema without titles and `null` unions: fewer tokens, same meaning for the model."""
-    cleaned = cast(dict[str, Any], _clean(schema))
+    """Pydantic's schema without titles, `null` unions and `$defs`: fewer tokens, same meaning for the model."""
+    defs = cast(dict[str, Any], schema.get("$defs", {}))
+    inlined = cast(dict[str, Any], _inline({k: v for k, v in schema.items() if k != "$defs"}, defs))
+    cleaned = cast(dict[str, Any], _clean(inlined))
     cleaned.setdefault("properties", {})
     return cleaned
 
@@ -217,38 +243,38 @@ META_TOOLS: tuple[MetaTool, ...] = (
         "list_mcp_servers",
         "The MCP servers: status, tool counts, what each is for.",
         ListServersArgs,
-        list_mcp_servers,
+        handler=list_mcp_servers,
     ),
     MetaTool(
         "search_tools",
         "Find tools for a task across all servers, ranked. Start here.",
         SearchToolsArgs,
-        search_tools,
+        handler=search_tools,
     ),
     MetaTool(
         "list_tools",
         "Every tool of one server, one line each.",
         ListToolsArgs,
-        list_tools,
+        handler=list_tools,
     ),
     MetaTool(
         "get_tool_details",
         "A tool's description and parameters; call before execute_tool.",
         ToolRefArgs,
-        get_tool_details,
+        handler=get_tool_details,
     ),
     MetaTool(
         "execute_tool",
         "Run a tool with its arguments; returns its own result.",
         ExecuteArgs,
-        execute_tool,
+        handler=execute_tool,
         read_only=False,
     ),
 )
 BY_NAME = {t.name: t for t in META_TOOLS}
 
 
-def parse_arguments(tool: MetaTool, arguments: dict[str, Any] | None) -> ArgsModel:
+def parse_arguments(tool: ToolSpec[ArgsT], arguments: dict[str, Any] | None) -> ArgsT:
     """Validate a meta-tool's arguments; a mistake becomes an `InvalidRequest` that says how to fix it."""
     try:
         return tool.args.model_validate(arguments or {})
@@ -264,3 +290,11 @@ def parse_arguments(tool: MetaTool, arguments: dict[str, Any] | None) -> ArgsMod
             else:
                 problems.append(f"{where}: {err['msg']}")
         raise InvalidRequest(f"Invalid arguments for {tool.name}: {'; '.join(problems)}.") from None
+
+
+async def run_meta_tool(
+    tools: Mapping[str, MetaTool], gateway: Gateway, name: str, arguments: dict[str, Any]
+) -> types.CallToolResult | None:
+    """Validate the arguments of the tool called `name` and run it; None when there is no such tool."""
+    tool = tools.get(name)
+    return None if tool is None else await tool.handler(gateway, parse_arguments(tool, arguments))

@@ -16,7 +16,9 @@ from typing import Any
 
 import mcp_types as types
 
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.gateway import Gateway
+from toolscout.sessions import ClientState
 
 MAX_NAME = 64
 SEPARATOR = "__"
@@ -61,6 +63,39 @@ def native_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]
     return names
 
 
+class NativeNames:
+    """The client-valid name of every catalog tool, recomputed only when the catalog changes.
+
+    Disabled tools get names too, so that disabling one never renames another.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._version = -1
+        self._names: dict[tuple[str, str], str] = {}
+        self._routes: dict[str, tuple[str, str]] = {}
+
+    def _fresh(self) -> None:
+        if self._version != self._catalog.version:
+            self._names = native_names((e.server, e.name) for e in self._catalog.tools(include_disabled=True))
+            self._routes = {name: pair for pair, name in self._names.items()}
+            self._version = self._catalog.version
+
+    def name(self, server: str, tool: str) -> str:
+        """The native name of `server`'s `tool` (also for a tool the catalog does not hold)."""
+        self._fresh()
+        return self._names.get((server, tool)) or native_names([(server, tool)])[(server, tool)]
+
+    def route(self, name: str) -> tuple[str, str] | None:
+        """The `(server, tool)` a native name stands for."""
+        self._fresh()
+        return self._routes.get(name)
+
+    def expose(self, entry: CatalogTool) -> types.Tool:
+        """The tool as a client sees it natively: everything its server said, under its native name."""
+        return entry.tool.model_copy(update={"name": self.name(entry.server, entry.name)})
+
+
 class PassthroughSurface:
     """The enabled tools themselves: description, schemas and annotations as their server gave them."""
 
@@ -68,20 +103,17 @@ class PassthroughSurface:
 
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
-        self._routes: dict[str, tuple[str, str]] = {}
+        self.names = NativeNames(gateway.catalog)
 
-    async def tools(self) -> list[types.Tool]:
+    async def tools(self, client: ClientState) -> list[types.Tool]:
         await self.gateway.settle_startup()
-        entries = self.gateway.catalog.tools()
-        names = native_names((e.server, e.name) for e in entries)
-        self._routes = {names[(e.server, e.name)]: (e.server, e.name) for e in entries}
-        return [e.tool.model_copy(update={"name": names[(e.server, e.name)]}) for e in entries]
+        return [self.names.expose(e) for e in self.gateway.catalog.tools()]
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        route = self._routes.get(name)
+    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        route = self.names.route(name)
         if route is None:
-            await self.tools()  # a client may call before listing, or after the catalog changed
-            route = self._routes.get(name)
+            await self.gateway.settle_startup()  # a client may call before the catalog has arrived
+            route = self.names.route(name)
         if route is None:
             return None
         return await self.gateway.execute(route[0], route[1], arguments)

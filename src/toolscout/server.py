@@ -16,14 +16,14 @@ from typing import Any
 import anyio
 import mcp_types as types
 import uvicorn
-from mcp.server import Server
-from mcp.server.context import ServerRequestContext
+from mcp.server import InitializationOptions, NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 
 from toolscout import __version__, render
-from toolscout.config.models import ModeName
+from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
+from toolscout.sessions import ClientSessions, ConnectionScope, Context, connection_scope
 from toolscout.stdio import serve_process_stdio
 from toolscout.surfaces import Surface, make_surface
 
@@ -42,16 +42,45 @@ def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
     )
 
 
-def build_server(gateway: Gateway, mode: ModeName = "discovery") -> Server[Any]:
+class GatewayServer(Server[ConnectionScope]):
+    """The SDK's low-level server, advertising `tools.listChanged` when the surface's list can change.
+
+    The SDK derives handshake-era capabilities from `create_initialization_options`, which the
+    streamable HTTP transport calls with no arguments; this is where the flag gets in for every
+    transport. (At 2026-07-28 the flag follows from serving `subscriptions/listen`.)
+    """
+
+    def __init__(self, *args: Any, tools_changed: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tools_changed = tools_changed
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=self.tools_changed)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
+
+
+def build_server(
+    gateway: Gateway,
+    mode: ModeName = "discovery",
+    *,
+    max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS,
+    sessions: ClientSessions | None = None,
+) -> GatewayServer:
     """The low-level MCP server exposing `gateway` through the surface of `mode`."""
-    surface: Surface = make_surface(mode, gateway)
+    surface: Surface = make_surface(mode, gateway, max_loaded_tools=max_loaded_tools)
+    clients = sessions or ClientSessions()
+    # Only dynamic mode changes a client's list today; the others list the same tools for everyone.
+    tools_change = mode == "dynamic"
 
-    async def on_list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await surface.tools())
+    async def on_list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=await surface.tools(clients.state(ctx)))
 
-    async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
         context = {
             key: v
@@ -59,8 +88,9 @@ def build_server(gateway: Gateway, mode: ModeName = "discovery") -> Server[Any]:
             for name in names
             if isinstance(v := arguments.get(name), str)
         }
+        client = clients.state(ctx)
         try:
-            outcome = await surface.call(params.name, arguments)
+            outcome = await surface.call(client, params.name, arguments)
         except ToolscoutError as exc:
             return error_result(exc, **context)
         except Exception as exc:
@@ -69,21 +99,26 @@ def build_server(gateway: Gateway, mode: ModeName = "discovery") -> Server[Any]:
             return error_result(
                 ToolscoutError(f"Internal error in {params.name}: {type(exc).__name__}: {exc}"), **context
             )
+        finally:
+            await clients.announce(ctx, client)
         if outcome is None:
-            offered = ", ".join(t.name for t in await surface.tools())
+            offered = ", ".join(t.name for t in await surface.tools(client))
             raise MCPError(
                 code=types.INVALID_PARAMS,
                 message=f"Unknown tool {params.name!r}; this gateway offers {offered}.",
             )
         return outcome
 
-    return Server(
+    return GatewayServer(
         "toolscout",
         version=__version__,
         title="toolscout MCP gateway",
         instructions=surface.instructions,
+        lifespan=connection_scope,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_subscriptions_listen=clients.listen if tools_change else None,
+        tools_changed=tools_change,
     )
 
 
@@ -95,9 +130,11 @@ async def _stop_on_signal(stop: Callable[[], None]) -> None:
             return
 
 
-async def serve_stdio(gateway: Gateway, mode: ModeName = "discovery") -> None:
+async def serve_stdio(
+    gateway: Gateway, mode: ModeName = "discovery", *, max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
+) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin or a stop signal arrives."""
-    server = build_server(gateway, mode)
+    server = build_server(gateway, mode, max_loaded_tools=max_loaded_tools)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signal, tg.cancel_scope.cancel)
         async with serve_process_stdio() as (read_stream, write_stream):
@@ -135,9 +172,10 @@ async def serve_http(
     stateless: bool = False,
     log_level: str = "warning",
     mode: ModeName = "discovery",
+    max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until a stop signal arrives."""
-    server = build_server(gateway, mode)
+    server = build_server(gateway, mode, max_loaded_tools=max_loaded_tools)
     app = server.streamable_http_app(stateless_http=stateless, host=host)
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
     web = _Uvicorn(config)

@@ -2,23 +2,26 @@
 
 * `discovery` (default): the five meta-tools of `meta_tools.py`.
 * `passthrough`: every enabled upstream tool as itself, named `server__tool` (passthrough.py).
+* `dynamic`: the meta-tools plus `load_tools`/`unload_tools`; loaded tools join that client's
+  own list as native tools (dynamic.py).
 * `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
   arguments)`, with every server and tool listed in `inspect`'s own description, as in the
   reference design of MCPX (spec 001 §4).
 
-The server (`server.py`) asks the surface for its tools on every `tools/list`, so a surface whose
-tool list depends on the catalog (compact's description) is always current.
+The server (`server.py`) asks the surface for its tools on every `tools/list`, with the calling
+client's state (sessions.py), so a tool list that depends on the catalog (compact's description)
+or on the client (dynamic's loaded tools) is always current.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import mcp_types as types
 from pydantic import Field, field_validator
 
-from toolscout.config.models import ModeName
+from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ModeName
+from toolscout.dynamic import DynamicSurface
 from toolscout.gateway import Gateway
 from toolscout.listing import model_text
 from toolscout.meta_tools import (
@@ -29,10 +32,11 @@ from toolscout.meta_tools import (
     MetaTool,
     cut_text,
     forgive_arguments,
-    parse_arguments,
+    run_meta_tool,
     tool_result,
 )
 from toolscout.passthrough import PassthroughSurface
+from toolscout.sessions import ClientState
 from toolscout.upstream import Status
 
 
@@ -41,19 +45,13 @@ class Surface(Protocol):
 
     instructions: str
 
-    async def tools(self) -> list[types.Tool]: ...
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        """The result of calling `name`, or None when this surface has no such tool."""
+    async def tools(self, client: ClientState) -> list[types.Tool]:
+        """The tools `client` sees."""
         ...
 
-
-async def run_meta_tool(
-    tools: Mapping[str, MetaTool], gateway: Gateway, name: str, arguments: dict[str, Any]
-) -> types.CallToolResult | None:
-    """Validate the arguments of the tool called `name` and run it; None when there is no such tool."""
-    tool = tools.get(name)
-    return None if tool is None else await tool.handler(gateway, parse_arguments(tool, arguments))
+    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        """The result of `client` calling `name`, or None when this surface has no such tool."""
+        ...
 
 
 class DiscoverySurface:
@@ -68,10 +66,10 @@ class DiscoverySurface:
         self.gateway = gateway
         self._definitions = [tool.definition() for tool in META_TOOLS]
 
-    async def tools(self) -> list[types.Tool]:
+    async def tools(self, client: ClientState) -> list[types.Tool]:
         return self._definitions
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(BY_NAME, self.gateway, name, arguments)
 
 
@@ -99,12 +97,12 @@ class CompactSurface:
 
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
-        self._inspect = MetaTool("inspect", "", InspectArgs, self._run_inspect)
+        self._inspect = MetaTool("inspect", "", InspectArgs, handler=self._run_inspect)
         self._exec = MetaTool(
             "exec",
             "Execute an MCP tool: server_name, tool_name and its arguments (checked against its schema first).",
             ExecArgs,
-            self._run_exec,
+            handler=self._run_exec,
             read_only=False,
         )
         self._by_name = {tool.name: tool for tool in (self._inspect, self._exec)}
@@ -123,14 +121,14 @@ class CompactSurface:
                 lines.append(f"    - {tool.name}: {tool.summary}" if tool.summary else f"    - {tool.name}")
         return "\n".join(lines)
 
-    async def tools(self) -> list[types.Tool]:
+    async def tools(self, client: ClientState) -> list[types.Tool]:
         # The description is the catalog: give servers that are still starting their moment first.
         await self.gateway.settle_startup()
         inspect = self._inspect.definition()
         inspect.description = self.description()
         return [inspect, self._exec.definition()]
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(self._by_name, self.gateway, name, arguments)
 
     async def _run_inspect(self, gateway: Gateway, args: InspectArgs) -> types.CallToolResult:
@@ -162,13 +160,14 @@ class CompactSurface:
         )
 
 
-SURFACES: dict[ModeName, Callable[[Gateway], Surface]] = {
-    "discovery": DiscoverySurface,
-    "compact": CompactSurface,
-    "passthrough": PassthroughSurface,
-}
-
-
-def make_surface(mode: ModeName, gateway: Gateway) -> Surface:
+def make_surface(mode: ModeName, gateway: Gateway, *, max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS) -> Surface:
     """The surface of `mode` over `gateway`."""
-    return SURFACES[mode](gateway)
+    match mode:
+        case "discovery":
+            return DiscoverySurface(gateway)
+        case "compact":
+            return CompactSurface(gateway)
+        case "passthrough":
+            return PassthroughSurface(gateway)
+        case "dynamic":
+            return DynamicSurface(gateway, max_loaded=max_loaded_tools)

@@ -62,7 +62,10 @@ def serve(
     log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = LogLevel.info,
     mode: Annotated[
         ModeName | None,
-        typer.Option(help="What the agent sees: discovery (5 meta-tools), compact (inspect + exec) or passthrough."),
+        typer.Option(
+            help="What the agent sees: discovery (5 meta-tools), compact (inspect + exec), passthrough "
+            "(every tool) or dynamic (meta-tools + the tools the agent loads)."
+        ),
     ] = None,
 ) -> None:
     """Run the gateway as an MCP server."""
@@ -98,7 +101,7 @@ async def _serve(
                 f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers, {config.mode} mode)",
                 err=True,
             )
-            await serve_stdio(gateway, config.mode)
+            await serve_stdio(gateway, config.mode, max_loaded_tools=config.max_loaded_tools)
             return
         bound_host, bound_port = sock.getsockname()[:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -107,7 +110,15 @@ async def _serve(
             f"({'stateless' if stateless else 'stateful'}, {count} upstream servers, {config.mode} mode)",
             err=True,
         )
-        await serve_http(gateway, sock, host=host, stateless=stateless, log_level=level.value, mode=config.mode)
+        await serve_http(
+            gateway,
+            sock,
+            host=host,
+            stateless=stateless,
+            log_level=level.value,
+            mode=config.mode,
+            max_loaded_tools=config.max_loaded_tools,
+        )
 
 
 def demo() -> None:

@@ -18,8 +18,11 @@ DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 
 
-ModeName = Literal["discovery", "compact", "passthrough"]
-"""What the agent sees: the five meta-tools, `inspect` + `exec`, or every tool natively as `server__tool`."""
+ModeName = Literal["discovery", "compact", "passthrough", "dynamic"]
+"""What the agent sees: the five meta-tools, `inspect` + `exec`, every tool natively as `server__tool`,
+or the meta-tools plus the tools a client loads."""
+
+DEFAULT_MAX_LOADED_TOOLS = 20
 
 
 class _Model(BaseModel):
@@ -167,6 +170,8 @@ class GatewayConfig(_Model):
     search: SearchConfig = Field(default_factory=SearchConfig)
     max_output_chars: int | None = Field(default=None, ge=1)
     """Default cap on the text of a tool's result, cut with a notice; a call may ask for more."""
+    max_loaded_tools: int = Field(default=DEFAULT_MAX_LOADED_TOOLS, ge=1, le=500)
+    """Dynamic mode: how many tools one client may have loaded into its tool list at once."""
 
     @field_validator("mcp_servers")
     @classmethod

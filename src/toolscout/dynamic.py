@@ -1,0 +1,130 @@
+"""Dynamic mode: the meta-tools, plus `load_tools`/`unload_tools` that put chosen tools in this client's own list.
+
+An agent searches as in discovery mode, then loads the few tools it needs; they appear in its
+session's `tools/list` as native tools (passthrough naming, full schemas), the client is told
+with `notifications/tools/list_changed` (a `subscriptions/listen` event at 2026-07-28), and the
+model calls them directly. State is per client (sessions.py) and capped at `max_loaded`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from pydantic import Field
+
+from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS
+from toolscout.errors import LoadLimitReached
+from toolscout.gateway import Gateway
+from toolscout.meta_tools import BY_NAME, META_TOOLS, ArgsModel, ToolSpec, parse_arguments, run_meta_tool, tool_result
+from toolscout.passthrough import NativeNames
+from toolscout.sessions import ClientState
+
+
+class ToolRef(ArgsModel):
+    server: str
+    tool: str
+
+
+class LoadToolsArgs(ArgsModel):
+    tools: list[ToolRef] = Field(min_length=1)
+
+
+class UnloadToolsArgs(ArgsModel):
+    # By the names the client sees in its own list: that is where a model finds them.
+    names: list[str] | None = Field(None, description="Loaded tool names; omit for all.")
+
+
+class DynamicSurface:
+    """Discovery's five meta-tools, `load_tools`, `unload_tools`, and whatever this client loaded."""
+
+    instructions = (
+        "toolscout fronts many MCP servers. search_tools finds tools; load_tools adds them to your tool list "
+        "so you can call them directly (or use execute_tool); unload_tools when done."
+    )
+
+    def __init__(self, gateway: Gateway, *, max_loaded: int = DEFAULT_MAX_LOADED_TOOLS) -> None:
+        self.gateway = gateway
+        self.max_loaded = max_loaded
+        self.names = NativeNames(gateway.catalog)
+        self._load = ToolSpec(
+            "load_tools", f"Add tools to your tool list to call them directly (max {max_loaded}).", LoadToolsArgs
+        )
+        self._unload = ToolSpec("unload_tools", "Remove loaded tools from your tool list.", UnloadToolsArgs)
+        self._definitions = [tool.definition() for tool in (*META_TOOLS, self._load, self._unload)]
+
+    async def tools(self, client: ClientState) -> list[types.Tool]:
+        loaded: list[types.Tool] = []
+        for server, tool in client.loaded:
+            entry = self.gateway.catalog.get(server, tool)
+            # A tool its server dropped, or a rule disabled, leaves the list but stays loaded:
+            # it comes back if the server offers it again.
+            if entry is not None and entry.enabled:
+                loaded.append(self.names.expose(entry))
+        return [*self._definitions, *loaded]
+
+    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        if name in BY_NAME:
+            return await run_meta_tool(BY_NAME, self.gateway, name, arguments)
+        if name == self._load.name:
+            return await self._run_load(client, parse_arguments(self._load, arguments))
+        if name == self._unload.name:
+            return self._run_unload(client, parse_arguments(self._unload, arguments))
+        # Any catalog tool answers to its native name, loaded or not: a client whose list is
+        # stale (say, across a gateway restart) still reaches the tool it means.
+        route = self.names.route(name) or next((p for p in client.loaded if self.names.name(*p) == name), None)
+        if route is None:
+            return None
+        # A loaded tool its server has since dropped gets TOOL_NOT_FOUND (with suggestions), not "unknown tool".
+        return await self.gateway.execute(route[0], route[1], arguments)
+
+    async def _run_load(self, client: ClientState, args: LoadToolsArgs) -> types.CallToolResult:
+        # Every tool is checked before any is loaded: a call either loads all it names or none.
+        wanted: dict[tuple[str, str], None] = {}
+        for ref in args.tools:
+            entry = await self.gateway.tool(ref.server, ref.tool)
+            wanted[(entry.server, entry.name)] = None
+        new = [pair for pair in wanted if pair not in client.loaded]
+        if len(client.loaded) + len(new) > self.max_loaded:
+            loaded = ", ".join(self.names.name(*pair) for pair in client.loaded) or "none"
+            raise LoadLimitReached(
+                f"Loading {len(new)} more would exceed the limit of {self.max_loaded} loaded tools "
+                f"({len(client.loaded)} loaded: {loaded}). Unload some with unload_tools, or use execute_tool.",
+                limit=self.max_loaded,
+            )
+        for pair in new:
+            client.loaded[pair] = None
+        if new:
+            client.mark_tools_changed()
+        names = [self.names.name(*pair) for pair in wanted]
+        data: dict[str, Any] = {
+            "loaded": [{"server": s, "tool": t, "name": self.names.name(s, t)} for s, t in wanted],
+            "loadedCount": len(client.loaded),
+            "limit": self.max_loaded,
+        }
+        text = (
+            f"Loaded {', '.join(names)}: call {'it' if len(names) == 1 else 'them'} by "
+            f"{'this name' if len(names) == 1 else 'these names'} (if your tool list does not show "
+            f"{'it' if len(names) == 1 else 'them'} yet, use execute_tool). "
+            f"{len(client.loaded)} of {self.max_loaded} loaded."
+        )
+        return tool_result(data, text)
+
+    def _run_unload(self, client: ClientState, args: UnloadToolsArgs) -> types.CallToolResult:
+        if args.names is None:
+            gone = list(client.loaded)
+        else:
+            wanted = set(args.names)
+            gone = [pair for pair in client.loaded if self.names.name(*pair) in wanted]
+        for pair in gone:
+            del client.loaded[pair]
+        if gone:
+            client.mark_tools_changed()
+        names = [self.names.name(*pair) for pair in gone]
+        data: dict[str, Any] = {
+            "unloaded": [{"server": s, "tool": t, "name": n} for (s, t), n in zip(gone, names, strict=True)],
+            "loadedCount": len(client.loaded),
+            "limit": self.max_loaded,
+        }
+        text = f"Unloaded {', '.join(names)}." if names else "Nothing to unload: none of those tools is loaded."
+        return tool_result(data, f"{text} {len(client.loaded)} of {self.max_loaded} loaded.")

@@ -1,0 +1,31 @@
+"""Running one upstream tool the way an agent does in each exposure mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
+
+from toolscout.config.models import ModeName
+from toolscout.passthrough import native_names
+
+
+async def call_in_mode(
+    client: Client, mode: ModeName, server: str, tool: str, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    """Call `server`'s `tool` through the gateway's surface of `mode`, as a model would."""
+    native = native_names([(server, tool)])[(server, tool)]
+    match mode:
+        case "discovery":
+            return await client.call_tool("execute_tool", {"server": server, "tool": tool, "arguments": arguments})
+        case "compact":
+            return await client.call_tool("exec", {"server_name": server, "tool_name": tool, "arguments": arguments})
+        case "passthrough":
+            assert native in {t.name for t in (await client.list_tools()).tools}
+            return await client.call_tool(native, arguments)
+        case "dynamic":
+            loaded = await client.call_tool("load_tools", {"tools": [{"server": server, "tool": tool}]})
+            assert not loaded.is_error, loaded
+            assert native in {t.name for t in (await client.list_tools()).tools}
+            return await client.call_tool(native, arguments)

@@ -1,0 +1,249 @@
+"""Dynamic mode: tools a client loads join that client's own tool list, and the client is told.
+
+Real SDK clients over the in-memory transport (one connection each) and over streamable HTTP
+(sessions at 2025-11-25, none at 2026-07-28), in both protocol eras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+import uvicorn
+from mcp import Client
+
+from tests.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
+from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, error_of, notes_server, structured, text
+from toolscout.config import ToolRule
+from toolscout.gateway import Gateway
+from toolscout.rules import RuleSet
+from toolscout.server import bind, build_server
+from toolscout.sessions import ClientSessions
+from toolscout.tokens import tool_tokens
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+DYNAMIC_TOOLS = [*META_TOOL_NAMES, "load_tools", "unload_tools"]
+WEATHER = {"server": "kitchen", "tool": "get_weather"}
+NOTE = {"server": "notes", "tool": "create_note"}
+
+
+class ListWatcher:
+    """Counts the `tools/list_changed` notices a client gets, by notification or listen stream."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.listening = False  # at 2026-07-28 the SDK also hands listen-stream frames to message_handler
+        self._changed = anyio.Event()
+
+    def bump(self) -> None:
+        self.count += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def message_handler(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification) and not self.listening:
+            self.bump()
+
+    async def wait_for(self, count: int) -> None:
+        with anyio.fail_after(10):
+            while self.count < count:
+                await self._changed.wait()
+
+
+@asynccontextmanager
+async def watched_client(target: Any, era: str, watcher: ListWatcher) -> AsyncGenerator[Client]:
+    """A client whose list-change notices `watcher` counts, in either era."""
+    async with Client(target, mode=era, message_handler=watcher.message_handler) as client:
+        if client.protocol_version != "2026-07-28":
+            yield client
+            return
+        async with listening(client, watcher):
+            yield client
+
+
+@asynccontextmanager
+async def listening(client: Client, watcher: ListWatcher) -> AsyncGenerator[None]:
+    """At 2026-07-28 change notices only come on a `subscriptions/listen` stream: open one."""
+    async with client.listen(tools_list_changed=True) as subscription, anyio.create_task_group() as tg:
+
+        async def pump() -> None:
+            async for _ in subscription:
+                watcher.bump()
+
+        watcher.listening = True
+        tg.start_soon(pump)
+        yield
+        tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def dynamic_gateway(max_loaded: int = 20) -> AsyncGenerator[tuple[Gateway, Kitchen]]:
+    kitchen = Kitchen()
+    specs = [
+        UpstreamSpec("kitchen", InProcessUpstream(kitchen.server)),
+        UpstreamSpec("notes", InProcessUpstream(notes_server())),
+    ]
+    rules = RuleSet([ToolRule(pattern=["delete_*"], enabled=False)])
+    async with Gateway(specs, rules=rules) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        yield gateway, kitchen
+
+
+async def names(client: Client) -> list[str]:
+    return [t.name for t in (await client.list_tools()).tools]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_loaded_tools_join_the_list_with_full_schemas_and_run_natively(era: str) -> None:
+    watcher = ListWatcher()
+    async with dynamic_gateway() as (gateway, _):
+        server = build_server(gateway, "dynamic")
+        async with watched_client(server, era, watcher) as client:
+            tools_capability = client.server_capabilities.tools
+            assert tools_capability is not None and tools_capability.list_changed is True
+            assert await names(client) == DYNAMIC_TOOLS
+            loaded = await client.call_tool("load_tools", {"tools": [WEATHER, NOTE]})
+            assert not loaded.is_error, text(loaded)
+            assert structured(loaded)["loaded"] == [
+                {**WEATHER, "name": "kitchen__get_weather"},
+                {**NOTE, "name": "notes__create_note"},
+            ]
+            assert "kitchen__get_weather, notes__create_note" in text(loaded)
+            await watcher.wait_for(1)
+
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert list(listed) == [*DYNAMIC_TOOLS, "kitchen__get_weather", "notes__create_note"]
+            weather = listed["kitchen__get_weather"]
+            assert weather.input_schema["required"] == ["city"]
+            assert weather.output_schema == WEATHER_OUTPUT_SCHEMA
+            assert weather.annotations is not None and weather.annotations.read_only_hint is True
+
+            result = await client.call_tool("kitchen__get_weather", {"city": "Paris"})
+            assert not result.is_error and result.structured_content == {"city": "Paris", "celsius": 21.5}
+            # Loaded tools are checked like execute_tool's: nothing bad reaches the upstream.
+            bad = error_of(await client.call_tool("kitchen__get_weather", {}))
+            assert bad["code"] == "VALIDATION_ERROR" and "city" in bad["message"]
+
+            unloaded = await client.call_tool("unload_tools", {"names": ["notes__create_note"]})
+            assert structured(unloaded)["unloaded"] == [{**NOTE, "name": "notes__create_note"}]
+            await watcher.wait_for(2)
+            assert await names(client) == [*DYNAMIC_TOOLS, "kitchen__get_weather"]
+
+            await client.call_tool("unload_tools", {})
+            await watcher.wait_for(3)
+            assert await names(client) == DYNAMIC_TOOLS
+            assert watcher.count == 3
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_loading_is_all_or_nothing_capped_and_quiet_when_nothing_changes(era: str) -> None:
+    watcher = ListWatcher()
+    async with dynamic_gateway(max_loaded=2) as (gateway, _):
+        server = build_server(gateway, "dynamic", max_loaded_tools=2)
+        async with watched_client(server, era, watcher) as client:
+            typo = error_of(await client.call_tool("load_tools", {"tools": [WEATHER, {**NOTE, "tool": "creat"}]}))
+            assert typo["code"] == "TOOL_NOT_FOUND" and "create_note" in typo["message"]
+            disabled = error_of(await client.call_tool("load_tools", {"tools": [{**WEATHER, "tool": "delete_city"}]}))
+            assert disabled["code"] == "TOOL_DISABLED"
+            empty = error_of(await client.call_tool("load_tools", {"tools": []}))
+            assert empty["code"] == "INVALID_ARGUMENTS"
+            assert await names(client) == DYNAMIC_TOOLS  # the good half of a failed call was not loaded
+
+            await client.call_tool("load_tools", {"tools": [WEATHER, WEATHER]})
+            await watcher.wait_for(1)
+            again = await client.call_tool("load_tools", {"tools": [WEATHER]})
+            assert structured(again)["loadedCount"] == 1
+            over = {"tools": [NOTE, {**WEATHER, "tool": "render_chart"}]}
+            limit = error_of(await client.call_tool("load_tools", over))
+            assert limit["code"] == "LOAD_LIMIT_REACHED" and limit["limit"] == 2
+            assert "kitchen__get_weather" in limit["message"] and "unload_tools" in limit["message"]
+            nothing = await client.call_tool("unload_tools", {"names": ["notes__create_note"]})
+            assert "Nothing to unload" in text(nothing)
+            # Loading what is loaded, a refused load and unloading what is not loaded change nothing.
+            await client.call_tool("load_tools", {"tools": [NOTE]})
+            await watcher.wait_for(2)
+            assert watcher.count == 2
+
+
+async def test_each_connection_has_its_own_loaded_tools() -> None:
+    async with dynamic_gateway() as (gateway, _):
+        server = build_server(gateway, "dynamic")
+        async with Client(server, mode="legacy") as first, Client(server, mode="auto") as second:
+            await first.call_tool("load_tools", {"tools": [WEATHER]})
+            await second.call_tool("load_tools", {"tools": [NOTE]})
+            assert (await names(first))[-1:] == ["kitchen__get_weather"]
+            assert (await names(second))[-1:] == ["notes__create_note"]
+            # A native name works unloaded too: a client with a stale list still reaches its tool.
+            stale = await second.call_tool("kitchen__get_weather", {"city": "Oslo"})
+            assert not stale.is_error
+
+
+async def test_loaded_tools_follow_the_catalog() -> None:
+    async with dynamic_gateway() as (gateway, _), Client(build_server(gateway, "dynamic"), mode="legacy") as client:
+        await client.call_tool("load_tools", {"tools": [NOTE]})
+        gateway.catalog.set_server_tools("notes", [])
+        assert await names(client) == DYNAMIC_TOOLS
+        gone = error_of(await client.call_tool("notes__create_note", {"title": "x"}))
+        assert gone["code"] == "TOOL_NOT_FOUND"
+        note = types.Tool(name="create_note", description="Create a note.", input_schema={"type": "object"})
+        gateway.catalog.set_server_tools("notes", [note])
+        assert await names(client) == [*DYNAMIC_TOOLS, "notes__create_note"]
+
+
+async def test_dynamic_surface_adds_little_to_the_default_one() -> None:
+    async with dynamic_gateway() as (gateway, _):
+        async with Client(build_server(gateway, "dynamic"), mode="legacy") as client:
+            dynamic = tool_tokens((await client.list_tools()).tools)
+        async with Client(build_server(gateway, "discovery"), mode="legacy") as client:
+            discovery = tool_tokens((await client.list_tools()).tools)
+    assert discovery <= 350 and dynamic - discovery <= 150, (discovery, dynamic)
+
+
+@asynccontextmanager
+async def http_gateway(gateway: Gateway, sessions: ClientSessions | None = None) -> AsyncGenerator[str]:
+    """The gateway in dynamic mode over streamable HTTP on a free port."""
+    server = build_server(gateway, "dynamic", sessions=sessions)
+    sock = bind("127.0.0.1", 0)
+    web = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: web.serve(sockets=[sock]))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        web.should_exit = True
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_over_http_each_client_is_notified_and_sees_only_its_own_tools(era: str) -> None:
+    watcher = ListWatcher()
+    async with dynamic_gateway() as (gateway, _), http_gateway(gateway) as url:
+        async with watched_client(url, era, watcher) as client:
+            await client.call_tool("load_tools", {"tools": [WEATHER]})
+            await watcher.wait_for(1)
+            assert (await names(client))[-1] == "kitchen__get_weather"
+            result = await client.call_tool("kitchen__get_weather", {"city": "Rome"})
+            assert not result.is_error
+        if era == "legacy":
+            # Another session starts with nothing loaded. (At 2026-07-28 there are no sessions:
+            # the same client program, unauthenticated, finds its tools again.)
+            async with Client(url, mode=era) as other:
+                assert await names(other) == DYNAMIC_TOOLS
+
+
+async def test_http_client_states_are_bounded() -> None:
+    async with (
+        dynamic_gateway() as (gateway, _),
+        http_gateway(gateway, ClientSessions(max_http_clients=1)) as url,
+        Client(url, mode="legacy") as first,
+    ):
+        await first.call_tool("load_tools", {"tools": [WEATHER]})
+        assert (await names(first))[-1] == "kitchen__get_weather"
+        async with Client(url, mode="legacy") as second:
+            await second.call_tool("load_tools", {"tools": [NOTE]})
+        # The second session took the only slot: the first one starts afresh.
+        assert await names(first) == DYNAMIC_TOOLS
