@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -204,6 +205,16 @@ async def test_tool_details_give_parameters_and_the_full_schema(era: str) -> Non
         rendered = text(result)
         assert "- city (string, required): City name, e.g. Paris" in rendered
         assert "Hints: read-only, open-world" in rendered
+        assert "Call: get_weather({city: string /* City name, e.g. Paris */" in rendered
+
+        # format: "json" puts the raw data, schemas included, in the text for clients that show only text.
+        as_json = await client.call_tool(
+            "get_tool_details", {"server": "kitchen", "tool": "get_weather", "format": "json"}
+        )
+        assert json.loads(text(as_json)) == structured(as_json) == data
+        yaml = {"server": "kitchen", "tool": "get_weather", "format": "yaml"}
+        wrong = error_of(await client.call_tool("get_tool_details", yaml))
+        assert wrong["code"] == "INVALID_ARGUMENTS" and "format" in wrong["message"]
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -11,7 +11,7 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolscout import render
 from toolscout.errors import InvalidRequest
 from toolscout.gateway import Gateway
+from toolscout.listing import compact_json
 from toolscout.schemas import is_flat, parameters
 from toolscout.signature import call_signature
 from toolscout.upstream import Status
@@ -37,9 +38,9 @@ class ListServersArgs(ArgsModel):
 
 
 class SearchToolsArgs(ArgsModel):
-    query: str | list[str] = Field(description="What you want to do, in plain words; a list: one per step.")
+    query: str | list[str] = Field(description="The task in plain words; a list: one per step.")
     server: str | None = Field(None, description="Only this server.")
-    limit: int = Field(10, ge=1, le=50, description="Max results, 1-50.")
+    limit: int = Field(10, ge=1, le=50, description="Max 50.")
 
 
 class ListToolsArgs(ArgsModel):
@@ -50,6 +51,11 @@ class ListToolsArgs(ArgsModel):
 class ToolRefArgs(ArgsModel):
     server: str
     tool: str
+
+
+class DetailsArgs(ToolRefArgs):
+    # Only "json" is worth naming: the signature text is the default, and an enum of one costs fewer tokens.
+    format: Literal["json"] | None = None
 
 
 def forgive_arguments(value: Any) -> Any:
@@ -213,7 +219,7 @@ async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolRes
     return tool_result(data, render.tools_text(data))
 
 
-async def get_tool_details(gateway: Gateway, args: ToolRefArgs) -> types.CallToolResult:
+async def get_tool_details(gateway: Gateway, args: DetailsArgs) -> types.CallToolResult:
     entry = await gateway.tool(args.server, args.tool)
     data: dict[str, Any] = {
         "server": entry.server,
@@ -231,6 +237,8 @@ async def get_tool_details(gateway: Gateway, args: ToolRefArgs) -> types.CallToo
         data["outputSchema"] = entry.output_schema
     if entry.tool.annotations is not None:
         data["annotations"] = entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
+    if args.format == "json":
+        return tool_result(data, compact_json(data))
     return tool_result(data, render.details_text(data, include_schema=not is_flat(entry.input_schema)))
 
 
@@ -241,7 +249,7 @@ async def execute_tool(gateway: Gateway, args: ExecuteArgs) -> types.CallToolRes
 META_TOOLS: tuple[MetaTool, ...] = (
     MetaTool(
         "list_mcp_servers",
-        "The MCP servers: status, tool counts, what each is for.",
+        "MCP servers: status, tool count, purpose.",
         ListServersArgs,
         handler=list_mcp_servers,
     ),
@@ -260,7 +268,7 @@ META_TOOLS: tuple[MetaTool, ...] = (
     MetaTool(
         "get_tool_details",
         "A tool's description and parameters; call before execute_tool.",
-        ToolRefArgs,
+        DetailsArgs,
         handler=get_tool_details,
     ),
     MetaTool(
