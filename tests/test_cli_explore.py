@@ -7,11 +7,19 @@ import os
 import pty
 import subprocess
 from pathlib import Path
+from typing import Any, get_args
 
+import anyio
 import pytest
 
 from tests.cli_helpers import Sandbox, make_sandbox
 from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
+from toolscout.config.models import ModeName
+from toolscout.demo.config import demo_config
+from toolscout.gateway import Gateway
+from toolscout.passthrough import native_names
+from toolscout.token_report import mode_tokens, server_costs
+from toolscout.tokens import tool_tokens
 
 CONFIG = """\
 # Demo servers and the public reference server, as a user would write it.
@@ -185,8 +193,43 @@ def test_tokens_compares_with_the_meta_tools(sandbox: Sandbox) -> None:
     assert per_server["everything"]["tokens"] > 1000
     assert data["direct"]["tokens"] == sum(row["tokens"] for row in data["servers"])
     assert data["toolscout"]["tools"] == 5 and data["toolscout"]["tokens"] < data["direct"]["tokens"]
+    # A server that failed to start lists nothing in any mode, and takes no mode down with it.
+    modes = {row["mode"]: row for row in data["modes"]}
+    assert list(modes) == list(get_args(ModeName))
+    assert modes["passthrough"]["tools"] == data["direct"]["tools"]
     human = sandbox.run("tokens")
     assert "toolscout meta-tools" in human.stdout and "saves" in human.stdout
+    assert "discovery (configured)" in human.stdout and "passthrough" in human.stdout
+
+
+async def _measure_demo() -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """The demo gateway measured in process: per server, per mode, and its tools under passthrough names."""
+    async with Gateway.from_config(demo_config()) as gateway:
+        with anyio.fail_after(60):
+            await gateway.settle()
+            modes = await mode_tokens(gateway)
+        entries = gateway.catalog.tools()
+        names = native_names((e.server, e.name) for e in entries)
+        renamed = [e.tool.model_copy(update={"name": names[(e.server, e.name)]}) for e in entries]
+        servers = [cost.to_dict() for cost in server_costs(gateway)]
+    return servers, [cost.to_dict() for cost in modes], tool_tokens(renamed)
+
+
+def test_tokens_reports_every_mode_as_a_client_receives_it(tmp_path: Path) -> None:
+    data = make_sandbox(tmp_path).json("tokens", "--demo")
+    servers, modes, renamed = anyio.run(_measure_demo)
+    assert data["servers"] == servers
+    assert data["modes"] == modes  # the CLI reports what a real client receives, mode by mode
+    by_mode = {row["mode"]: row for row in data["modes"]}
+    assert list(by_mode) == list(get_args(ModeName))  # a new mode is measured without being named here
+    assert by_mode["discovery"] == {"mode": "discovery", "tools": 5, "tokens": data["toolscout"]["tokens"]}
+    assert by_mode["discovery"]["tokens"] <= 350
+    assert by_mode["compact"]["tools"] == 2 and by_mode["compact"]["tokens"] < data["direct"]["tokens"]
+    # Passthrough is the enabled tools exactly as their servers gave them, renamed `server__tool`:
+    # the same tools as direct exposure, a few tokens more for the prefixes (not equal to it).
+    assert by_mode["passthrough"]["tools"] == data["direct"]["tools"]
+    assert by_mode["passthrough"]["tokens"] == renamed
+    assert by_mode["passthrough"]["tokens"] > data["direct"]["tokens"]
 
 
 def test_progress_is_shown_on_a_terminal_only(sandbox: Sandbox) -> None:

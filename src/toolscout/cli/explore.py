@@ -370,26 +370,24 @@ def _error_text(result: types.CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent)) or "the tool reported an error"
 
 
-def tokens(config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """What the catalog costs an agent exposed directly, versus toolscout's meta-tools."""
+def tokens(
+    config: ConfigOption = None,
+    demo: Annotated[bool, typer.Option(help="Measure the bundled demo servers instead of a config file.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
     from toolscout.meta_tools import META_TOOLS
+    from toolscout.token_report import mode_tokens, server_costs
     from toolscout.tokens import ENCODING, tool_tokens
 
     output = Output(as_json)
-    gateway_config, _ = load(config, output)
+    gateway_config, _ = load(config, output, demo=demo)
 
     async def body() -> None:
         async with connected(gateway_config, output) as gateway:
-            per_server: list[dict[str, Any]] = [
-                {
-                    "server": up.name,
-                    "status": up.status.value,
-                    "tools": len(entries),
-                    "tokens": tool_tokens([t.tool for t in entries]),
-                }
-                for up in gateway.upstreams
-                for entries in [gateway.catalog.tools(up.name)]
-            ]
+            per_server = [cost.to_dict() for cost in server_costs(gateway)]
+            measured = await mode_tokens(gateway, max_loaded_tools=gateway_config.max_loaded_tools)
+            modes = [cost.to_dict() for cost in measured]
         meta = tool_tokens([t.definition() for t in META_TOOLS])
         total = sum(row["tokens"] for row in per_server)
         summary: dict[str, Any] = {
@@ -398,6 +396,7 @@ def tokens(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             "direct": {"tools": sum(row["tools"] for row in per_server), "tokens": total},
             "toolscout": {"tools": len(META_TOOLS), "tokens": meta},
             "saved": round(1 - meta / total, 4) if total else 0.0,
+            "modes": modes,
         }
         if as_json:
             output.data(summary)
@@ -412,7 +411,17 @@ def tokens(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         table.add_row("[bold]all servers[/bold]", "", str(summary["direct"]["tools"]), f"[bold]{total}[/bold]")
         table.add_row("[bold]toolscout meta-tools[/bold]", "", str(len(META_TOOLS)), f"[bold]{meta}[/bold]")
         output.out.print(table)
+        by_mode = Table(title="toolscout's tools/list in each mode, as a client receives it", title_justify="left")
+        by_mode.add_column("mode")
+        by_mode.add_column("tools", justify="right")
+        by_mode.add_column("tokens", justify="right")
+        by_mode.add_column("of direct", justify="right")
+        for row in modes:
+            share = f"{row['tokens'] / total:.0%}" if total else "—"
+            mode = row["mode"] + (" (configured)" if row["mode"] == gateway_config.mode else "")
+            by_mode.add_row(mode, str(row["tools"]), str(row["tokens"]), share)
+        output.out.print(by_mode)
         if total:
-            output.print(f"toolscout saves {summary['saved']:.0%} of the tool definition tokens.")
+            output.print(f"In discovery mode toolscout saves {summary['saved']:.0%} of the tool definition tokens.")
 
     run(body)
