@@ -23,6 +23,7 @@ from toolscout.gateway import Gateway
 from toolscout.rules import RuleSet
 from toolscout.server import bind, build_server
 from toolscout.sessions import ClientSessions
+from toolscout.surfaces import SurfaceOptions
 from toolscout.tokens import tool_tokens
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -83,7 +84,7 @@ async def listening(client: Client, watcher: ListWatcher) -> AsyncGenerator[None
 
 
 @asynccontextmanager
-async def dynamic_gateway(max_loaded: int = 20) -> AsyncGenerator[tuple[Gateway, Kitchen]]:
+async def dynamic_gateway() -> AsyncGenerator[tuple[Gateway, Kitchen]]:
     kitchen = Kitchen()
     specs = [
         UpstreamSpec("kitchen", InProcessUpstream(kitchen.server)),
@@ -145,8 +146,8 @@ async def test_loaded_tools_join_the_list_with_full_schemas_and_run_natively(era
 @pytest.mark.parametrize("era", ERAS)
 async def test_loading_is_all_or_nothing_capped_and_quiet_when_nothing_changes(era: str) -> None:
     watcher = ListWatcher()
-    async with dynamic_gateway(max_loaded=2) as (gateway, _):
-        server = build_server(gateway, "dynamic", max_loaded_tools=2)
+    async with dynamic_gateway() as (gateway, _):
+        server = build_server(gateway, "dynamic", SurfaceOptions(max_loaded_tools=2))
         async with watched_client(server, era, watcher) as client:
             typo = error_of(await client.call_tool("load_tools", {"tools": [WEATHER, {**NOTE, "tool": "creat"}]}))
             assert typo["code"] == "TOOL_NOT_FOUND" and "create_note" in typo["message"]

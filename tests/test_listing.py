@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import toon_format
 
-from toolscout.listing import compact_json, model_text
+from toolscout.listing import compact_json, model_text, tabular
 from toolscout.tokens import count_tokens
 
 ROWS = {
@@ -33,3 +33,30 @@ def test_never_more_tokens_than_compact_json(data: Any) -> None:
     assert count_tokens(text) <= count_tokens(compact_json(data))
     # Whichever it chose, the model reads the same data.
     assert (json.loads(text) if text == compact_json(data) else toon_format.decode(text)) == data
+
+
+def test_tabular_makes_listing_rows_one_table() -> None:
+    data: dict[str, Any] = {
+        "query": "weather",
+        "results": [
+            {"server": "a", "tool": "now", "tags": ["weather", "read"]},
+            {"server": "b", "tool": "later", "tags": [], "note": "beta"},
+        ],
+    }
+    table = tabular(data)
+    assert table == {
+        "query": "weather",
+        "results": [
+            {"server": "a", "tool": "now", "tags": "weather, read", "note": None},
+            {"server": "b", "tool": "later", "tags": "", "note": "beta"},
+        ],
+    }
+    written = toon_format.encode(table)
+    assert "results[2]{server,tool,tags,note}:" in written  # one header, then a line per row
+    assert toon_format.decode(written) == table
+    assert data["results"][0]["tags"] == ["weather", "read"]  # the data itself is left alone
+
+
+def test_tabular_leaves_nested_objects_and_plain_lists_as_they_are() -> None:
+    data: dict[str, Any] = {"servers": [{"name": "a", "serverInfo": {"name": "x"}}], "names": ["a", "b"]}
+    assert tabular(data) == data

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+import toon_format
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from tests.kitchen import TINY_PNG, TOOLS, WEATHER_OUTPUT_SCHEMA, Kitchen
 from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
-from toolscout.config import ToolRule
+from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
+from toolscout.listing import listing_text, tabular
 from toolscout.passthrough import native_names
 from toolscout.rules import RuleSet
 from toolscout.server import build_server
+from toolscout.surfaces import SurfaceOptions
 from toolscout.tokens import tool_tokens
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -171,3 +177,39 @@ async def test_passthrough_exposes_every_enabled_tool_natively(era: str) -> None
         assert invalid["code"] == "VALIDATION_ERROR"
         with pytest.raises(MCPError, match="Unknown tool 'kitchen__nope'"):
             await client.call_tool("kitchen__nope", {})
+
+
+@pytest.mark.parametrize("mode", ["discovery", "dynamic"])
+async def test_listing_format_toon_writes_listings_as_toon_or_json_whichever_is_smaller(mode: ModeName) -> None:
+    specs = [UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        server = build_server(gateway, mode, SurfaceOptions(listing_format="toon"))
+        async with Client(server, mode="legacy") as client:
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("list_mcp_servers", {}),
+                ("search_tools", {"query": "weather in a city"}),
+                ("list_tools", {"server": "kitchen"}),
+            ]
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                data = structured(result)
+                written = text(result)
+                assert written == listing_text(data)  # the smaller of the two, by the tokenizer
+                as_json = written.startswith("{")
+                assert (json.loads(written) if as_json else toon_format.decode(written)) == tabular(data)
+            # Uniform rows are where TOON wins; tags are a list in the data and "a, b" in the table.
+            tools = text(await client.call_tool("list_tools", {"server": "kitchen"}))
+            assert tools.startswith("server: kitchen\ntools[8]{name,summary,enabled,tags}:"), tools
+            # Not a listing: details keep their own rendering.
+            details = await client.call_tool("get_tool_details", {"server": "kitchen", "tool": "get_weather"})
+            assert text(details).startswith("kitchen / get_weather")
+
+
+def test_surface_options_come_from_the_config() -> None:
+    config = GatewayConfig.model_validate({"listingFormat": "toon", "maxLoadedTools": 3, "mode": "dynamic"})
+    assert SurfaceOptions.from_config(config) == SurfaceOptions(max_loaded_tools=3, listing_format="toon")
+    assert SurfaceOptions.from_config(GatewayConfig()) == SurfaceOptions()
+    with pytest.raises(ValidationError, match="listingFormat"):
+        GatewayConfig.model_validate({"listingFormat": "yaml"})

@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import Field
 
-from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS
+from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
 from toolscout.errors import LoadLimitReached
 from toolscout.gateway import Gateway
 from toolscout.meta_tools import BY_NAME, META_TOOLS, ArgsModel, ToolSpec, parse_arguments, run_meta_tool, tool_result
@@ -43,9 +43,12 @@ class DynamicSurface:
         "so you can call them directly (or use execute_tool); unload_tools when done."
     )
 
-    def __init__(self, gateway: Gateway, *, max_loaded: int = DEFAULT_MAX_LOADED_TOOLS) -> None:
+    def __init__(
+        self, gateway: Gateway, *, max_loaded: int = DEFAULT_MAX_LOADED_TOOLS, listing_format: ListingFormat = "text"
+    ) -> None:
         self.gateway = gateway
         self.max_loaded = max_loaded
+        self.listing_format: ListingFormat = listing_format
         self.names = NativeNames(gateway.catalog)
         self._load = ToolSpec(
             "load_tools", f"Add tools to your tool list to call them directly (max {max_loaded}).", LoadToolsArgs
@@ -65,7 +68,7 @@ class DynamicSurface:
 
     async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         if name in BY_NAME:
-            return await run_meta_tool(BY_NAME, self.gateway, name, arguments)
+            return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
         if name == self._load.name:
             return await self._run_load(client, parse_arguments(self._load, arguments))
         if name == self._unload.name:

@@ -8,7 +8,7 @@ is made by counting both with the model's tokenizer, never by guessing from the 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import toon_format
 
@@ -28,3 +28,40 @@ def model_text(data: Any) -> str:
     except (TypeError, ValueError):  # a value TOON cannot write; JSON can, or it would have failed above
         return as_json
     return as_toon if count_tokens(as_toon) < count_tokens(as_json) else as_json
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def tabular(data: Any) -> Any:
+    """`data` with every list of objects made into a table TOON can write as one header and rows.
+
+    TOON writes a list of objects as a table only when every row has the same keys and only
+    scalar values. Listings are nearly that: a key some rows lack becomes null in those rows,
+    and a list of scalars (tags) becomes one comma-separated string. Nothing else changes.
+    """
+    if isinstance(data, dict):
+        return {k: tabular(v) for k, v in cast(dict[str, Any], data).items()}
+    if not isinstance(data, list):
+        return data
+    items = cast(list[Any], data)
+    if not items or not all(isinstance(item, dict) for item in items):
+        return [tabular(item) for item in items]
+    rows = [cast(dict[str, Any], item) for item in items]
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    table: list[dict[str, Any]] = []
+    for row in rows:
+        cells: dict[str, Any] = {}
+        for key in keys:
+            value = row.get(key)
+            if isinstance(value, list) and all(_is_scalar(v) for v in cast(list[Any], value)):
+                value = ", ".join("" if v is None else str(v) for v in cast(list[Any], value))
+            cells[key] = tabular(value)
+        table.append(cells)
+    return table
+
+
+def listing_text(data: Any) -> str:
+    """A listing for the model: its rows as a table, in TOON or compact JSON, whichever is fewer tokens."""
+    return model_text(tabular(data))

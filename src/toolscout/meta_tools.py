@@ -17,9 +17,10 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolscout import render
+from toolscout.config.models import ListingFormat
 from toolscout.errors import InvalidRequest
 from toolscout.gateway import Gateway
-from toolscout.listing import compact_json
+from toolscout.listing import compact_json, listing_text
 from toolscout.schemas import is_flat, parameters
 from toolscout.signature import call_signature
 from toolscout.upstream import Status
@@ -300,9 +301,28 @@ def parse_arguments(tool: ToolSpec[ArgsT], arguments: dict[str, Any] | None) -> 
         raise InvalidRequest(f"Invalid arguments for {tool.name}: {'; '.join(problems)}.") from None
 
 
+LISTINGS = frozenset({"list_mcp_servers", "search_tools", "list_tools"})
+"""The meta-tools whose result is rows of like entries, the shape TOON is made for."""
+
+
 async def run_meta_tool(
-    tools: Mapping[str, MetaTool], gateway: Gateway, name: str, arguments: dict[str, Any]
+    tools: Mapping[str, MetaTool],
+    gateway: Gateway,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    listing_format: ListingFormat = "text",
 ) -> types.CallToolResult | None:
-    """Validate the arguments of the tool called `name` and run it; None when there is no such tool."""
+    """Validate the arguments of the tool called `name` and run it; None when there is no such tool.
+
+    With `listing_format="toon"` a listing's text is its data as a TOON table or compact JSON,
+    whichever is fewer tokens (`listing.listing_text`), instead of toolscout's line format.
+    """
     tool = tools.get(name)
-    return None if tool is None else await tool.handler(gateway, parse_arguments(tool, arguments))
+    if tool is None:
+        return None
+    result = await tool.handler(gateway, parse_arguments(tool, arguments))
+    if listing_format == "toon" and name in LISTINGS and result.structured_content is not None:
+        table = types.TextContent(text=listing_text(result.structured_content))
+        result = result.model_copy(update={"content": [table]})
+    return result

@@ -20,12 +20,12 @@ from mcp.server import InitializationOptions, NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 
 from toolscout import __version__, render
-from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ModeName
+from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
 from toolscout.sessions import ClientSessions, ConnectionScope, Context, connection_scope
 from toolscout.stdio import serve_process_stdio
-from toolscout.surfaces import Surface, make_surface
+from toolscout.surfaces import Surface, SurfaceOptions, make_surface
 
 logger = logging.getLogger(__name__)
 
@@ -67,12 +67,12 @@ class GatewayServer(Server[ConnectionScope]):
 def build_server(
     gateway: Gateway,
     mode: ModeName = "discovery",
+    options: SurfaceOptions | None = None,
     *,
-    max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS,
     sessions: ClientSessions | None = None,
 ) -> GatewayServer:
     """The low-level MCP server exposing `gateway` through the surface of `mode`."""
-    surface: Surface = make_surface(mode, gateway, max_loaded_tools=max_loaded_tools)
+    surface: Surface = make_surface(mode, gateway, options)
     clients = sessions or ClientSessions()
     # Only dynamic mode changes a client's list today; the others list the same tools for everyone.
     tools_change = mode == "dynamic"
@@ -130,11 +130,9 @@ async def _stop_on_signal(stop: Callable[[], None]) -> None:
             return
 
 
-async def serve_stdio(
-    gateway: Gateway, mode: ModeName = "discovery", *, max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
-) -> None:
+async def serve_stdio(gateway: Gateway, mode: ModeName = "discovery", options: SurfaceOptions | None = None) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin or a stop signal arrives."""
-    server = build_server(gateway, mode, max_loaded_tools=max_loaded_tools)
+    server = build_server(gateway, mode, options)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signal, tg.cancel_scope.cancel)
         async with serve_process_stdio() as (read_stream, write_stream):
@@ -172,10 +170,10 @@ async def serve_http(
     stateless: bool = False,
     log_level: str = "warning",
     mode: ModeName = "discovery",
-    max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS,
+    options: SurfaceOptions | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until a stop signal arrives."""
-    server = build_server(gateway, mode, max_loaded_tools=max_loaded_tools)
+    server = build_server(gateway, mode, options)
     app = server.streamable_http_app(stateless_http=stateless, host=host)
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
     web = _Uvicorn(config)

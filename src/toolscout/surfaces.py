@@ -15,12 +15,14 @@ or on the client (dynamic's loaded tools) is always current.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import mcp_types as types
 from pydantic import Field, field_validator
 
-from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ModeName
+from toolscout.config import GatewayConfig
+from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName
 from toolscout.dynamic import DynamicSurface
 from toolscout.gateway import Gateway
 from toolscout.listing import model_text
@@ -62,15 +64,16 @@ class DiscoverySurface:
         "get_tool_details for its parameters, then execute_tool. list_mcp_servers shows what is connected."
     )
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, *, listing_format: ListingFormat = "text") -> None:
         self.gateway = gateway
+        self.listing_format: ListingFormat = listing_format
         self._definitions = [tool.definition() for tool in META_TOOLS]
 
     async def tools(self, client: ClientState) -> list[types.Tool]:
         return self._definitions
 
     async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        return await run_meta_tool(BY_NAME, self.gateway, name, arguments)
+        return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
 
 
 class InspectArgs(ArgsModel):
@@ -160,14 +163,27 @@ class CompactSurface:
         )
 
 
-def make_surface(mode: ModeName, gateway: Gateway, *, max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS) -> Surface:
+@dataclass(frozen=True)
+class SurfaceOptions:
+    """What the configuration says about the agent's view beyond its mode."""
+
+    max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
+    listing_format: ListingFormat = "text"
+
+    @classmethod
+    def from_config(cls, config: GatewayConfig) -> SurfaceOptions:
+        return cls(max_loaded_tools=config.max_loaded_tools, listing_format=config.listing_format)
+
+
+def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | None = None) -> Surface:
     """The surface of `mode` over `gateway`."""
+    options = options or SurfaceOptions()
     match mode:
         case "discovery":
-            return DiscoverySurface(gateway)
+            return DiscoverySurface(gateway, listing_format=options.listing_format)
         case "compact":
             return CompactSurface(gateway)
         case "passthrough":
             return PassthroughSurface(gateway)
         case "dynamic":
-            return DynamicSurface(gateway, max_loaded=max_loaded_tools)
+            return DynamicSurface(gateway, max_loaded=options.max_loaded_tools, listing_format=options.listing_format)

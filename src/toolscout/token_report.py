@@ -19,9 +19,10 @@ from typing import Any, get_args
 import mcp_types as types
 from mcp import Client
 
-from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ModeName
+from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
 from toolscout.server import build_server
+from toolscout.surfaces import SurfaceOptions
 from toolscout.tokens import tool_tokens
 
 MODES: tuple[ModeName, ...] = get_args(ModeName)
@@ -64,11 +65,9 @@ def server_costs(gateway: Gateway) -> list[ServerCost]:
     ]
 
 
-async def listed_tools(
-    gateway: Gateway, mode: ModeName, *, max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
-) -> list[types.Tool]:
+async def listed_tools(gateway: Gateway, mode: ModeName, options: SurfaceOptions | None = None) -> list[types.Tool]:
     """The tools a new client receives from the gateway's `tools/list` in `mode`, every page of it."""
-    server = build_server(gateway, mode, max_loaded_tools=max_loaded_tools)
+    server = build_server(gateway, mode, options)
     # The 2025-11-25 handshake era, what most clients speak today: the 2026 era serialises
     # schemas with `type` first, which shifts counts by a few tokens, so every figure is taken in one era.
     async with Client(server, mode="legacy") as client:
@@ -81,16 +80,16 @@ async def listed_tools(
 
 
 async def mode_tokens(
-    gateway: Gateway, modes: Sequence[ModeName] = MODES, *, max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
+    gateway: Gateway, modes: Sequence[ModeName] = MODES, options: SurfaceOptions | None = None
 ) -> list[ModeCost]:
     """What `tools/list` costs a new client in each of `modes` (all by default), measured through a real client.
 
-    `max_loaded_tools` is the configured limit of dynamic mode, which its `load_tools` states.
+    `options` as configured: dynamic mode's `load_tools` states the configured limit.
     The caller decides how long upstreams may take to connect (`Gateway.settle`); modes whose
     list is the catalog (compact, passthrough) wait at most the gateway's startup grace.
     """
     costs: list[ModeCost] = []
     for mode in modes:
-        tools = await listed_tools(gateway, mode, max_loaded_tools=max_loaded_tools)
+        tools = await listed_tools(gateway, mode, options)
         costs.append(ModeCost(mode, len(tools), tool_tokens(tools)))
     return costs

@@ -377,6 +377,7 @@ def tokens(
 ) -> None:
     """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
     from toolscout.meta_tools import META_TOOLS
+    from toolscout.surfaces import SurfaceOptions
     from toolscout.token_report import mode_tokens, server_costs
     from toolscout.tokens import ENCODING, tool_tokens
 
@@ -386,7 +387,7 @@ def tokens(
     async def body() -> None:
         async with connected(gateway_config, output) as gateway:
             per_server = [cost.to_dict() for cost in server_costs(gateway)]
-            measured = await mode_tokens(gateway, max_loaded_tools=gateway_config.max_loaded_tools)
+            measured = await mode_tokens(gateway, options=SurfaceOptions.from_config(gateway_config))
             modes = [cost.to_dict() for cost in measured]
         meta = tool_tokens([t.definition() for t in META_TOOLS])
         total = sum(row["tokens"] for row in per_server)

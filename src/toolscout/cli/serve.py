@@ -93,6 +93,7 @@ async def _serve(
 ) -> None:
     from toolscout.gateway import Gateway
     from toolscout.server import serve_http, serve_stdio
+    from toolscout.surfaces import SurfaceOptions
 
     async with Gateway.from_config(config) as gateway:
         count = len(config.mcp_servers)
@@ -101,7 +102,7 @@ async def _serve(
                 f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers, {config.mode} mode)",
                 err=True,
             )
-            await serve_stdio(gateway, config.mode, max_loaded_tools=config.max_loaded_tools)
+            await serve_stdio(gateway, config.mode, SurfaceOptions.from_config(config))
             return
         bound_host, bound_port = sock.getsockname()[:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -117,7 +118,7 @@ async def _serve(
             stateless=stateless,
             log_level=level.value,
             mode=config.mode,
-            max_loaded_tools=config.max_loaded_tools,
+            options=SurfaceOptions.from_config(config),
         )
 
 

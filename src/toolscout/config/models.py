@@ -24,6 +24,9 @@ or the meta-tools plus the tools a client loads."""
 
 DEFAULT_MAX_LOADED_TOOLS = 20
 
+ListingFormat = Literal["text", "toon"]
+"""How listings read for the model: toolscout's line format, or TOON / compact JSON (spec 001 §4.2)."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
@@ -172,6 +175,9 @@ class GatewayConfig(_Model):
     """Default cap on the text of a tool's result, cut with a notice; a call may ask for more."""
     max_loaded_tools: int = Field(default=DEFAULT_MAX_LOADED_TOOLS, ge=1, le=500)
     """Dynamic mode: how many tools one client may have loaded into its tool list at once."""
+    listing_format: ListingFormat = "text"
+    """The text of list_mcp_servers, search_tools and list_tools: `text` (one line per entry, the
+    fewest tokens) or `toon` (TOON when it is fewer tokens than compact JSON, else compact JSON)."""
 
     @field_validator("mcp_servers")
     @classmethod
