@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import mcp.client.stdio as mcp_stdio
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,6 +17,23 @@ PYTHON = sys.executable
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Gateways built from a config write an audit log to the user state directory: keep the
+    tests' executions out of the developer's own (children started by tests inherit this too)."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test caches (the persistent catalog, embeddings) in a directory of its own, never the
+    developer's: a catalog saved by one test must not answer for another. Children inherit it, those
+    started through the SDK's stdio client too (it passes on only a few variables by name)."""
+    monkeypatch.setenv("TOOLSCOUT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    inherited = [*mcp_stdio.DEFAULT_INHERITED_ENV_VARS, "TOOLSCOUT_CACHE_DIR", "XDG_STATE_HOME"]  # + the audit log's
+    monkeypatch.setattr(mcp_stdio, "DEFAULT_INHERITED_ENV_VARS", inherited)
 
 
 def npm_tool(name: str) -> Path:

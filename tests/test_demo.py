@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
 from tests.conftest import PYTHON
+from toolscout.config.loader import CACHE_ENV_VAR
 
 
 def test_demo_walks_list_search_details_execute() -> None:
@@ -15,7 +17,8 @@ def test_demo_walks_list_search_details_execute() -> None:
         text=True,
         timeout=180,
         stdin=subprocess.DEVNULL,
-        env={"COLUMNS": "160", "PATH": "/usr/bin:/bin", "TERM": "dumb"},
+        # conftest's cache directory: without HOME, the real user's would be used.
+        env={"COLUMNS": "160", "PATH": "/usr/bin:/bin", "TERM": "dumb", CACHE_ENV_VAR: os.environ[CACHE_ENV_VAR]},
     )
     out = done.stdout
     assert done.returncode == 0, out + done.stderr

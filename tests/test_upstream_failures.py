@@ -12,7 +12,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.conftest import PYTHON
+from tests.conftest import PYTHON, ROOT
 from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway import Gateway
@@ -165,3 +165,39 @@ async def test_list_mcp_servers_shows_connecting_then_the_reason_of_the_failure(
         silent = next(s for s in late["servers"] if s["name"] == "silent")
         assert silent["status"] == "error"
         assert silent["error"] == "did not finish connecting within 3s"
+
+
+async def test_a_call_in_flight_when_its_server_dies_fails_at_once_and_the_server_comes_back(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    config = StdioServerConfig(command=PYTHON, args=["-m", "tests.chatty", str(pid_file)], cwd=str(ROOT))
+    spec = UpstreamSpec("chatty", StdioUpstream("chatty", config), call_timeout=60)
+    arrived = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        arrived.set()
+
+    async with Gateway([spec]) as gateway, Client(build_server(gateway), mode="legacy") as client:
+        with anyio.fail_after(20):
+            await gateway.settle()
+        chatty = gateway.upstream("chatty")
+        first_pid = int(pid_file.read_text())
+        outcome: list[types.CallToolResult] = []
+
+        async def hang() -> None:
+            call: dict[str, Any] = {"server": "chatty", "tool": "hang", "arguments": {}}
+            outcome.append(await client.call_tool("execute_tool", call, progress_callback=on_progress))
+
+        # Far below the call's 60 s timeout: the call must not wait for an answer that cannot come.
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(hang)
+                await arrived.wait()
+                os.kill(first_pid, 9)
+        error = cast(dict[str, Any], outcome[0].structured_content)["error"]
+        assert error["code"] == "SERVER_UNAVAILABLE" and "went away during the call" in error["message"]
+
+        with anyio.fail_after(20):  # it is started again after a backoff of at most a second
+            while chatty.status is not Status.CONNECTED or int(pid_file.read_text()) == first_pid:
+                await chatty.wait_changed()
+        again = await client.call_tool("execute_tool", {"server": "chatty", "tool": "release", "arguments": {}})
+        assert not again.is_error

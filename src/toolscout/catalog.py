@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 
 from toolscout.rules import RuleSet
@@ -70,6 +71,16 @@ class Catalog:
         self._rules = rules or RuleSet()
         self._servers: dict[str, dict[str, CatalogTool]] = {}
         self.version = 0
+        self._changed = anyio.Event()
+
+    def _bump(self) -> None:
+        self.version += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_changed(self) -> None:
+        """Wait for the next change of any server's tools."""
+        await self._changed.wait()
 
     def set_server_tools(self, server: str, tools: Iterable[types.Tool]) -> None:
         """Replace everything known about `server`'s tools."""
@@ -78,11 +89,11 @@ class Catalog:
             verdict = self._rules.verdict(server, tool.name)
             entries[tool.name] = CatalogTool(server, tool, verdict.enabled, verdict.tags)
         self._servers[server] = entries
-        self.version += 1
+        self._bump()
 
     def drop_server(self, server: str) -> None:
         if self._servers.pop(server, None) is not None:
-            self.version += 1
+            self._bump()
 
     def tools(self, server: str | None = None, *, include_disabled: bool = False) -> list[CatalogTool]:
         """Tools of one server, or of all, in the order the servers listed them."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
@@ -17,14 +18,24 @@ import anyio.abc
 import mcp_types as types
 from rapidfuzz import fuzz, process
 
+from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
+from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
 from toolscout.config.models import GatewayConfig
-from toolscout.errors import InvalidRequest, ServerNotFound, ServerUnavailable, ToolDisabled, ToolNotFound
+from toolscout.errors import (
+    InvalidRequest,
+    ServerNotFound,
+    ServerUnavailable,
+    ToolDisabled,
+    ToolNotFound,
+    ToolscoutError,
+)
 from toolscout.output_cap import cap_output
+from toolscout.relay import current_relay
 from toolscout.rules import RuleSet
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.search.base import interleave
-from toolscout.upstream import Status, Upstream, UpstreamSpec
+from toolscout.upstream import ServerIdentity, Status, Upstream, UpstreamSpec
 from toolscout.validation import ArgumentValidator
 
 logger = logging.getLogger(__name__)
@@ -33,6 +44,9 @@ STARTUP_GRACE_SECONDS = 10.0
 """How long after start catalog questions wait for servers that are still connecting."""
 
 MAX_SUGGESTIONS = 3
+
+CACHE_LOAD_BUDGET_SECONDS = 2.0
+"""How long start-up waits for the persistent catalog before going on without it (a locked or slow disk)."""
 
 
 class Gateway:
@@ -51,12 +65,22 @@ class Gateway:
         min_relevance: float = 0.0,
         startup_grace: float = STARTUP_GRACE_SECONDS,
         max_output_chars: int | None = None,
+        audit: AuditLog | None = None,
+        catalog_store: SnapshotStore | None = None,
     ) -> None:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate upstream names in {names}")
         self.catalog = Catalog(rules)
-        self._upstreams = {spec.name: Upstream(spec, self.catalog) for spec in specs}
+        self._upstreams = {
+            spec.name: Upstream(spec, self.catalog, on_tools_listed=self._on_tools_listed) for spec in specs
+        }
+        self._store = catalog_store
+        self._snapshots: dict[str, ServerSnapshot] = {}
+        """Each server's last known live list (from the store at start, then from the server itself)."""
+        self._unsaved: dict[str, ServerSnapshot] = {}
+        self._save_wanted = anyio.Event()
+        self._closing = False
         self._search = search or make_backend()
         self._min_relevance = min_relevance
         self._indexed_version = -1
@@ -66,6 +90,8 @@ class Gateway:
         """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
         self._started_at = 0.0
         self._task_group: anyio.abc.TaskGroup | None = None
+        self.audit = audit
+        """Where every execution is recorded (None: nowhere); opened and closed with the gateway."""
 
     @classmethod
     def from_config(cls, config: GatewayConfig, *, only: Collection[str] | None = None, **kwargs: Any) -> Gateway:
@@ -78,13 +104,24 @@ class Gateway:
         kwargs.setdefault("search", make_backend(config.search.backend, model=config.search.model))
         kwargs.setdefault("min_relevance", config.search.min_relevance)
         kwargs.setdefault("max_output_chars", config.max_output_chars)
+        if config.audit.enabled:
+            kwargs.setdefault("audit", AuditLog.from_config(config.audit))
+        if config.catalog_cache.enabled:
+            kwargs.setdefault("catalog_store", CatalogStore(store_path(config.catalog_cache)))
         return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
 
     async def __aenter__(self) -> Gateway:
+        # Before any upstream starts: from here on, catalog questions about a server with a stored
+        # catalog are answered at once, whatever its connection does.
+        await self._load_snapshots()
         self._task_group = await anyio.create_task_group().__aenter__()
         self._started_at = anyio.current_time()
+        if self._store is not None:
+            self._task_group.start_soon(self._save_snapshots, name="catalog store")
         for upstream in self._upstreams.values():
             self._task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+        if self.audit is not None:
+            self.audit.open()  # never raises: an unwritable log is a warning, not a reason not to serve
         return self
 
     async def __aexit__(
@@ -92,14 +129,20 @@ class Gateway:
     ) -> bool | None:
         for upstream in self._upstreams.values():
             upstream.stop()
+        self._closing = True  # the store's task saves what is left, then ends
+        self._save_wanted.set()
         assert self._task_group is not None
         task_group, self._task_group = self._task_group, None
-        if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
-            # The upstream tasks end on stop() and never raise; hand the caller's own error back
-            # as it was raised instead of wrapped in an exception group.
-            await task_group.__aexit__(None, None, None)
-            return None
-        return await task_group.__aexit__(exc_type, exc, tb)
+        try:
+            if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
+                # The upstream tasks end on stop() and never raise; hand the caller's own error back
+                # as it was raised instead of wrapped in an exception group.
+                await task_group.__aexit__(None, None, None)
+                return None
+            return await task_group.__aexit__(exc_type, exc, tb)
+        finally:
+            if self.audit is not None:
+                self.audit.close()
 
     # Servers
 
@@ -124,14 +167,21 @@ class Gateway:
             "toolCount": total,
             "enabledCount": enabled,
         }
+        cached_at = self.cached_at(upstream.name)
+        if cached_at is not None:
+            entry["catalog"] = "cached"
+            entry["cachedAt"] = datetime.fromtimestamp(cached_at, UTC).isoformat(timespec="seconds")
         if upstream.error:
             entry["error"] = upstream.error
+        if upstream.retry_at is not None:
+            entry["retryInSeconds"] = max(0.0, round(upstream.retry_at - time.time(), 1))
         identity = upstream.identity
         if identity is not None and upstream.status is Status.CONNECTED:
             entry["serverInfo"] = {k: v for k, v in (("name", identity.name), ("version", identity.version)) if v}
             entry["protocolVersion"] = identity.protocol_version
-            if identity.instructions:
-                entry["instructions"] = identity.instructions
+        live_or_cached = upstream.status is Status.CONNECTED or cached_at is not None
+        if identity is not None and identity.instructions and live_or_cached:
+            entry["instructions"] = identity.instructions  # a cached server's, as it gave them last time
         return entry
 
     async def settle(self) -> None:
@@ -142,7 +192,97 @@ class Gateway:
     async def settle_startup(self) -> None:
         """During the first seconds after start, give connecting servers a chance to finish."""
         with anyio.move_on_after(self._started_at + self._startup_grace - anyio.current_time()):
-            await self.settle()
+            for upstream in self._upstreams.values():
+                if self.cached_at(upstream.name) is None:  # one answering from its stored catalog is not waited for
+                    await upstream.wait_settled()
+
+    # The persistent catalog
+
+    def cached_at(self, server: str) -> float | None:
+        """When the catalog `server` is answered from was listed live, if it comes from the store.
+
+        That is while the server is not connected (connecting, failed, lost) and its last known
+        live list stands in for it; None when its catalog is live, declared, or absent.
+        """
+        upstream = self._upstreams.get(server)
+        snapshot = self._snapshots.get(server)
+        if upstream is None or snapshot is None or upstream.status is Status.CONNECTED:
+            return None
+        return snapshot.saved_at
+
+    async def _load_snapshots(self) -> None:
+        store = self._store
+        keys = {u.name: u.spec.cache_key for u in self._upstreams.values() if u.spec.cache_key and not u.spec.disabled}
+        if store is None or not keys:
+            return
+        found: dict[str, ServerSnapshot] = {}
+        # In a worker thread: the event loop stays free, and a store stuck on a lock is given up on.
+        with anyio.move_on_after(CACHE_LOAD_BUDGET_SECONDS) as scope:
+            try:
+                found = await anyio.to_thread.run_sync(store.load, keys, abandon_on_cancel=True)
+            except Exception as exc:  # a store must never stop the gateway
+                logger.warning("catalog cache not read: %s", exc)
+        if scope.cancelled_caught:
+            logger.warning("catalog cache not read within %gs; starting without it", CACHE_LOAD_BUDGET_SECONDS)
+        for name, snapshot in found.items():
+            upstream = self._upstreams.get(name)
+            if upstream is None or snapshot.config_hash != keys.get(name):
+                continue  # never another configuration's catalog
+            self._snapshots[name] = snapshot
+            upstream.identity = ServerIdentity(
+                name=snapshot.server_name,
+                version=snapshot.server_version,
+                title=snapshot.title,
+                description=snapshot.description,
+                instructions=snapshot.instructions,
+                protocol_version=snapshot.protocol_version or "",
+            )
+            upstream.use_offline_tools(snapshot.tools)
+        if self._snapshots:
+            logger.info(
+                "catalog cache: %d of %d servers answer from it until connected", len(self._snapshots), len(keys)
+            )
+
+    def _on_tools_listed(self, upstream: Upstream, tools: Sequence[types.Tool]) -> None:
+        """A live list arrived (connect, list_changed): it is the one to fall back on, and to save."""
+        key = upstream.spec.cache_key
+        if self._store is None or key is None:
+            return
+        identity = upstream.identity
+        snapshot = ServerSnapshot(
+            server=upstream.name,
+            config_hash=key,
+            tools=tuple(tools),
+            saved_at=time.time(),
+            server_name=identity.name if identity else None,
+            server_version=identity.version if identity else None,
+            title=identity.title if identity else None,
+            description=identity.description if identity else None,
+            instructions=identity.instructions if identity else None,
+            protocol_version=identity.protocol_version if identity else None,
+        )
+        self._snapshots[upstream.name] = snapshot
+        upstream.use_offline_tools(snapshot.tools)  # listed if the connection is lost later
+        self._unsaved[upstream.name] = snapshot
+        self._save_wanted.set()
+
+    async def _save_snapshots(self) -> None:
+        """Write live lists as they come, in a worker thread, the latest per server, a batch per transaction."""
+        store = self._store
+        assert store is not None
+        while True:
+            if not self._unsaved:
+                if self._closing:
+                    return
+                await self._save_wanted.wait()
+                self._save_wanted = anyio.Event()
+                continue
+            batch = list(self._unsaved.values())
+            self._unsaved.clear()
+            try:
+                await anyio.to_thread.run_sync(store.save, batch)
+            except Exception as exc:  # a store must never stop the gateway
+                logger.warning("catalog cache not saved: %s", exc)
 
     # Tools
 
@@ -175,13 +315,16 @@ class Gateway:
         return context
 
     async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
-        """The tools of one server (waiting for it if it is still connecting)."""
-        await self._connected(self.upstream(server))
+        """The tools of one server (waiting for it if it is still connecting and has no stored catalog)."""
+        await self._catalog_ready(self.upstream(server))
         return self.catalog.tools(server, include_disabled=include_disabled)
 
     async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""
-        await self._connected(self.upstream(server))
+        await self._catalog_ready(self.upstream(server))
+        return self._lookup(server, name, include_disabled=include_disabled)
+
+    def _lookup(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         entry = self.catalog.get(server, name)
         if entry is None:
             raise self._tool_not_found(server, name)
@@ -192,17 +335,56 @@ class Gateway:
         return entry
 
     async def execute(
-        self, server: str, name: str, arguments: Mapping[str, Any] | None, *, max_output_chars: int | None = None
+        self,
+        server: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        max_output_chars: int | None = None,
+        client: str | None = None,
     ) -> types.CallToolResult:
         """Validate `arguments` and call the tool upstream; its result comes back as it came, text capped.
 
-        `max_output_chars` overrides the gateway's default cap for this call (0: no cap).
+        `max_output_chars` overrides the gateway's default cap for this call (0: no cap). Every call,
+        failed ones included, goes to the audit log with `client` (who asked, if the caller knows).
         """
+        if self.audit is None:
+            return await self._execute(server, name, arguments, max_output_chars)
+        if client is None and (relay := current_relay()) is not None:
+            client = relay.client  # a call from the MCP face names its client session
+        started, clock = datetime.now(UTC), time.perf_counter()
+        outcome, code = "error", "INTERNAL_ERROR"
+        try:
+            result = await self._execute(server, name, arguments, max_output_chars)
+            outcome, code = ("isError" if result.is_error else "ok"), None
+            return result
+        except ToolscoutError as exc:
+            code = exc.code
+            raise
+        except anyio.get_cancelled_exc_class():
+            code = "CANCELLED"
+            raise
+        finally:
+            await self.audit.record(
+                server=server,
+                tool=name,
+                arguments=arguments,
+                duration_ms=(time.perf_counter() - clock) * 1000,
+                outcome=outcome,
+                code=code,
+                client=client,
+                started=started,
+            )
+
+    async def _execute(
+        self, server: str, name: str, arguments: Mapping[str, Any] | None, max_output_chars: int | None
+    ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequest(
                 f"arguments must be an object, got {type(arguments).__name__}.", server=server, tool=name
             )
-        entry = await self.tool(server, name)
+        await self._connected(self.upstream(server))  # never from the stored catalog: a call needs the server
+        entry = self._lookup(server, name)
         args = dict(arguments or {})
         self._validator.validate(entry.input_schema, args, server=server, tool=name)
         started = time.perf_counter()
@@ -214,6 +396,10 @@ class Gateway:
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
         return cap_output(_without_hop_metadata(result), cap)
+
+    async def _catalog_ready(self, upstream: Upstream) -> None:
+        if self.cached_at(upstream.name) is None:
+            await self._connected(upstream)
 
     async def _connected(self, upstream: Upstream) -> None:
         if upstream.status is Status.CONNECTING:

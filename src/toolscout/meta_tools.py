@@ -201,11 +201,16 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
                 "tags": list(h.tool.tags),
                 # Types only: often enough to call right away; get_tool_details adds the descriptions.
                 "signature": call_signature(h.tool.name, h.tool.input_schema, max_description_len=0),
+                # From the persistent catalog: the server is not connected (yet), its tools may have changed.
+                **({"stale": True} if gateway.cached_at(h.tool.server) is not None else {}),
             }
             for h in hits
         ],
     }
-    connecting = [u.name for u in gateway.upstreams if u.status is Status.CONNECTING]
+    # Servers whose tools are missing from the ranking (those answering from the cache are in it).
+    connecting = [
+        u.name for u in gateway.upstreams if u.status is Status.CONNECTING and gateway.cached_at(u.name) is None
+    ]
     if connecting:
         data["connecting"] = connecting
     return tool_result(data, render.search_text(data))
@@ -213,10 +218,12 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
 
 async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolResult:
     tools = await gateway.tools(args.server, include_disabled=args.include_disabled)
-    data = {
+    data: dict[str, Any] = {
         "server": args.server,
         "tools": [{"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)} for t in tools],
     }
+    if gateway.cached_at(args.server) is not None:
+        data["stale"] = True
     return tool_result(data, render.tools_text(data))
 
 
@@ -234,6 +241,8 @@ async def get_tool_details(gateway: Gateway, args: DetailsArgs) -> types.CallToo
     }
     if entry.title:
         data["title"] = entry.title
+    if gateway.cached_at(entry.server) is not None:
+        data["stale"] = True
     if entry.output_schema is not None:
         data["outputSchema"] = entry.output_schema
     if entry.tool.annotations is not None:

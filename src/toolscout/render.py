@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+STALE_NOTE = " (cached: the server is not connected)"
+
 
 def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -20,13 +22,17 @@ def servers_text(data: Mapping[str, Any]) -> str:
     lines = [f"{len(servers)} servers, {data['enabledTools']} tools enabled of {data['totalTools']}."]
     for s in servers:
         head = f"- {s['name']} [{s['status']}]"
-        if s["status"] == "connected":
+        cached = s.get("catalog") == "cached"
+        if s["status"] == "connected" or cached:
             disabled = s["toolCount"] - s["enabledCount"]
             head += f" {s['enabledCount']} tools" + (f" (+{disabled} disabled)" if disabled else "")
+            head += " (cached)" if cached else ""
         if s.get("description"):
             head += f": {s['description']}"
         if s.get("error"):
             head += f" — {s['error']}"
+        if "retryInSeconds" in s:
+            head += f" (trying again in {s['retryInSeconds']:g}s)"
         lines.append(head)
         if s.get("instructions"):
             lines.append(f"  instructions: {s['instructions']}")
@@ -44,7 +50,8 @@ def search_text(data: Mapping[str, Any]) -> str:
     lines = [f"{len(results)} tools for {asked}:"]
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
-        lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}){tags}: {r['summary']}")
+        stale = ", cached" if r.get("stale") else ""
+        lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}{stale}){tags}: {r['summary']}")
         if r.get("signature"):
             lines.append(f"  {r['signature']}")
     lines.append("Next: get_tool_details(server, tool), then execute_tool." + note)
@@ -53,7 +60,7 @@ def search_text(data: Mapping[str, Any]) -> str:
 
 def tools_text(data: Mapping[str, Any]) -> str:
     tools = cast(Sequence[Mapping[str, Any]], data["tools"])
-    lines = [f"{data['server']}: {len(tools)} tools"]
+    lines = [f"{data['server']}: {len(tools)} tools" + (STALE_NOTE if data.get("stale") else "")]
     for t in tools:
         flag = "" if t["enabled"] else " (disabled)"
         tags = f" [{', '.join(t['tags'])}]" if t["tags"] else ""
@@ -63,7 +70,7 @@ def tools_text(data: Mapping[str, Any]) -> str:
 
 def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
     title = f" ({data['title']})" if data.get("title") else ""
-    lines = [f"{data['server']} / {data['tool']}{title}"]
+    lines = [f"{data['server']} / {data['tool']}{title}" + (STALE_NOTE if data.get("stale") else "")]
     if data.get("description"):
         lines.append(str(data["description"]).strip())
     if data.get("signature"):

@@ -6,30 +6,36 @@ This is the edge where `ToolscoutError`s become `isError` results with
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import signal
 import socket
-from collections.abc import Callable, Generator
-from contextlib import contextmanager
+import warnings
+from collections.abc import AsyncGenerator, Callable, Generator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server import InitializationOptions, NotificationOptions, Server
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from toolscout import __version__, render
 from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
-from toolscout.sessions import ClientSessions, ConnectionScope, Context, connection_scope
+from toolscout.relay import relaying
+from toolscout.sessions import ClientSessions, ConnectionScope, Context, SessionRelay
 from toolscout.stdio import serve_process_stdio
 from toolscout.surfaces import Surface, SurfaceOptions, make_surface
+from toolscout.tokens import tool_definitions_json
 
 logger = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+CHANGE_QUIET_SECONDS = 0.2
+"""How long catalog changes are gathered before clients are told about them."""
 
 
 def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
@@ -74,11 +80,24 @@ def build_server(
     """The low-level MCP server exposing `gateway` through the surface of `mode`."""
     surface: Surface = make_surface(mode, gateway, options)
     clients = sessions or ClientSessions()
-    # Only dynamic mode changes a client's list today; the others list the same tools for everyone.
-    tools_change = mode == "dynamic"
+    # The five meta-tools never change; every other surface follows the catalog or the client.
+    tools_change = mode != "discovery"
+
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncGenerator[ConnectionScope]:
+        # Once per connection on stdio and in process, once for all on HTTP (sessions.py).
+        scope = ConnectionScope()
+        async with anyio.create_task_group() as tg:
+            if tools_change:
+                tg.start_soon(watch_catalog, gateway, surface, clients, scope)
+            yield scope
+            tg.cancel_scope.cancel()
 
     async def on_list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await surface.tools(clients.state(ctx)))
+        state = clients.state(ctx)
+        tools = await surface.tools(state)
+        state.listed = state.announced = fingerprint(tools)
+        return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
@@ -90,7 +109,8 @@ def build_server(
         }
         client = clients.state(ctx)
         try:
-            outcome = await surface.call(client, params.name, arguments)
+            with relaying(SessionRelay(ctx, client, clients.describe(ctx))):
+                outcome = await surface.call(client, params.name, arguments)
         except ToolscoutError as exc:
             return error_result(exc, **context)
         except Exception as exc:
@@ -109,17 +129,57 @@ def build_server(
             )
         return outcome
 
-    return GatewayServer(
-        "toolscout",
-        version=__version__,
-        title="toolscout MCP gateway",
-        instructions=surface.instructions,
-        lifespan=connection_scope,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-        on_subscriptions_listen=clients.listen if tools_change else None,
-        tools_changed=tools_change,
-    )
+    async def on_set_logging_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        clients.state(ctx).log_level = params.level
+        return types.EmptyResult()
+
+    with warnings.catch_warnings():
+        # Logging is deprecated at 2026-07-28, but handshake-era clients still set their level,
+        # and a server that sends them upstream logs must declare the capability.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return GatewayServer(
+            "toolscout",
+            version=__version__,
+            title="toolscout MCP gateway",
+            instructions=surface.instructions,
+            lifespan=lifespan,
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
+            on_set_logging_level=on_set_logging_level,
+            on_subscriptions_listen=clients.listen if tools_change else None,
+            tools_changed=tools_change,
+        )
+
+
+def fingerprint(tools: Sequence[types.Tool]) -> str:
+    """What a tool list says, as a short digest: equal lists, equal digests."""
+    return hashlib.sha256(tool_definitions_json(tools).encode()).hexdigest()
+
+
+async def watch_catalog(gateway: Gateway, surface: Surface, clients: ClientSessions, scope: ConnectionScope) -> None:
+    """Tell each client whose tool list the catalog changed, once per change, until cancelled.
+
+    Only clients that have listed tools are told, and only when what they would now get differs
+    from what they got (or were last told about): a server reconnecting with the same tools
+    tells no one. Changes that come together (start-up, several servers at once) are told once.
+    """
+    seen = gateway.catalog.version
+    while True:
+        if gateway.catalog.version == seen:
+            await gateway.catalog.wait_changed()
+        await anyio.sleep(CHANGE_QUIET_SECONDS)
+        seen = gateway.catalog.version
+        for state in [scope.client, *clients.http_states()]:
+            if state.listed is None:
+                continue
+            current = fingerprint(await surface.tools(state))
+            if current in (state.listed, state.announced):
+                continue
+            state.announced = current
+            try:
+                await clients.tell_tools_changed(state)
+            except Exception as exc:  # a client gone away must not stop the others being told
+                logger.debug("could not tell a client its tools changed: %s", exc)
 
 
 async def _stop_on_signal(stop: Callable[[], None]) -> None:

@@ -20,19 +20,28 @@ opened, so each client state has its own `SubscriptionBus` that its listen strea
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Hashable
-from contextlib import asynccontextmanager
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, get_args
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import authenticated_principal
+from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolscout.relay import SamplingResult
+
 DEFAULT_MAX_HTTP_CLIENTS = 1000
+
+ResultT = TypeVar("ResultT", bound=types.Result)
+LOG_LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)
+"""Least to most severe."""
 
 
 @dataclass(eq=False)
@@ -41,8 +50,18 @@ class ClientState:
 
     loaded: dict[tuple[str, str], None] = field(default_factory=dict[tuple[str, str], None])
     """Tools this client loaded in dynamic mode, as `(server, tool)`, in loading order."""
+    log_level: types.LoggingLevel = "info"
+    """The least severe upstream log message passed on (`logging/setLevel`, handshake era)."""
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     """Events for this client's `subscriptions/listen` streams (2026-07-28 era)."""
+    listed: str | None = None
+    """Fingerprint of the tool list this client last fetched (None: it never listed tools)."""
+    announced: str | None = None
+    """Fingerprint of the tool list it was last told about, so one change is told once."""
+    session: ServerSession | None = None
+    """The session of its latest request: its standalone channel, for telling it about changes."""
+    modern: bool = False
+    """Whether it speaks 2026-07-28 (changes go to its listen streams, not to a channel)."""
     _listen: ListenHandler | None = None
     _tools_changed: bool = False
 
@@ -73,12 +92,6 @@ class ConnectionScope:
 Context = ServerRequestContext[ConnectionScope]
 
 
-@asynccontextmanager
-async def connection_scope(_: Any) -> AsyncGenerator[ConnectionScope]:
-    """The low-level server's lifespan: a fresh `ConnectionScope` each time it is entered."""
-    yield ConnectionScope()
-
-
 class ClientSessions:
     """Finds the `ClientState` of the client behind a request, and notifies it of changes."""
 
@@ -88,6 +101,16 @@ class ClientSessions:
 
     def state(self, ctx: Context) -> ClientState:
         """The state of the client that sent this request, created on first use."""
+        state = self._find(ctx)
+        state.session = ctx.session
+        state.modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        return state
+
+    def http_states(self) -> list[ClientState]:
+        """The HTTP clients the gateway remembers, least recently seen first."""
+        return list(self._http.values())
+
+    def _find(self, ctx: Context) -> ClientState:
         if ctx.request is None:  # stdio or in process: the connection is the client
             return ctx.lifespan_context.client
         key = self._http_key(ctx)
@@ -101,7 +124,7 @@ class ClientSessions:
         return state
 
     @staticmethod
-    def _http_key(ctx: Context) -> Hashable:
+    def _http_key(ctx: Context) -> tuple[Any, ...]:
         headers = getattr(ctx.request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
         if session_id:
@@ -119,8 +142,99 @@ class ClientSessions:
         else:
             await ctx.session.send_notification(types.ToolListChangedNotification(), related_request_id=ctx.request_id)
 
+    def describe(self, ctx: Context) -> str:
+        """A short name for the client behind a request, for logs and the audit trail."""
+        params = ctx.session.client_params
+        name = params.client_info.name if params is not None else "unknown client"
+        if ctx.request is None:
+            return f"{name} (connection)"
+        key = self._http_key(ctx)
+        return f"{name} (session {key[1]})" if key[0] == "session" else f"{name} (http)"
+
+    @staticmethod
+    async def tell_tools_changed(state: ClientState) -> None:
+        """Tell a client, outside any request of its own, that its tool list changed."""
+        if state.modern:
+            await state.bus.publish(ToolsListChanged())
+        elif state.session is not None:
+            # The standalone channel: stdio's pipe, or the HTTP session's GET stream if it opened one.
+            await state.session.send_tool_list_changed()
+
     async def listen(
         self, ctx: Context, params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
         """`subscriptions/listen`: a stream of this client's own change events."""
         return await self.state(ctx).listen(ctx, params)
+
+
+class SessionRelay:
+    """The `Relay` of one `tools/call` on the gateway's MCP face: everything goes to that request's client.
+
+    Requests ride the call's own stream (`related_request_id`), so over HTTP they reach the client
+    on the POST it is waiting on. A client that did not declare the capability, or that speaks
+    2026-07-28 (where servers may not send requests), gets no request: the upstream gets an
+    error saying why.
+    """
+
+    def __init__(self, ctx: Context, state: ClientState, client: str | None) -> None:
+        self._ctx = ctx
+        self._state = state
+        self._client = client
+
+    @property
+    def client(self) -> str | None:
+        return self._client
+
+    @property
+    def origin(self) -> object:
+        return self._state
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)
+
+    def _refusal(self, what: str, capability: object | None) -> types.ErrorData | None:
+        if self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            reason = f"its client speaks {self._ctx.protocol_version}, where servers cannot send requests"
+        elif capability is None:
+            reason = "its client does not support it"
+        else:
+            return None
+        return types.ErrorData(code=types.METHOD_NOT_FOUND, message=f"{what} through toolscout failed: {reason}.")
+
+    async def sample(self, params: types.CreateMessageRequestParams) -> SamplingResult:
+        capabilities = self._ctx.session.client_capabilities
+        refused = self._refusal("Sampling", capabilities.sampling if capabilities else None)
+        if refused is not None:
+            return refused
+        result_type = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+        return await self._send(types.CreateMessageRequest(params=params), result_type)
+
+    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        capabilities = self._ctx.session.client_capabilities
+        refused = self._refusal("Elicitation", capabilities.elicitation if capabilities else None)
+        if refused is not None:
+            return refused
+        return await self._send(types.ElicitRequest(params=params), types.ElicitResult)
+
+    async def _send(self, request: types.ServerRequest, result_type: type[ResultT]) -> ResultT | types.ErrorData:
+        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        try:
+            return await self._ctx.session.send_request(request, result_type, metadata=metadata)
+        except NoBackChannelError:
+            return types.ErrorData(
+                code=types.METHOD_NOT_FOUND, message="toolscout has no channel back to the client of this call."
+            )
+        except MCPError as exc:  # the client's own answer: the upstream gets it as it was
+            return exc.error
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        if LOG_LEVELS.index(params.level) < LOG_LEVELS.index(self._state.log_level):
+            return
+        # Deprecated at 2026-07-28, where the session itself only sends what the request opted in
+        # to; the warning is raised when the coroutine is made, so only that part is silenced.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            sending = self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]
+                params.level, params.data, params.logger, related_request_id=self._ctx.request_id
+            )
+        await sending

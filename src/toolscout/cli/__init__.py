@@ -14,7 +14,7 @@ import typer
 # Typer 0.29 vendors click; its exceptions are only reachable here.
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
 
-from toolscout.cli import config_cmd, eval_cmd, explore, rules_cmd, serve, setup_cmd
+from toolscout.cli import audit_cmd, cache_cmd, config_cmd, eval_cmd, explore, rules_cmd, serve, setup_cmd
 from toolscout.cli.common import EXIT_INVALID, exit_code_for
 from toolscout.errors import ToolscoutError
 
@@ -32,6 +32,8 @@ config_cmd.register(app)
 rules_cmd.register(app)
 setup_cmd.register(app)
 eval_cmd.register(app)
+audit_cmd.register(app)
+cache_cmd.register(app)
 
 
 def main() -> None:

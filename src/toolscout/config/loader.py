@@ -22,11 +22,19 @@ from pydantic_core import ErrorDetails
 from rapidfuzz import process
 
 from toolscout.config import jsonc
-from toolscout.config.models import SERVER_KIND_TAGS, GatewayConfig, HttpServerConfig, StdioServerConfig, ToolRule
+from toolscout.config.models import (
+    SERVER_KIND_TAGS,
+    AuditConfig,
+    GatewayConfig,
+    HttpServerConfig,
+    StdioServerConfig,
+    ToolRule,
+)
 from toolscout.config.yaml12 import load_yaml
 from toolscout.errors import ConfigError
 
 CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
+CACHE_ENV_VAR = "TOOLSCOUT_CACHE_DIR"
 EXTENSIONS = ("json", "yaml", "yml", "toml")
 
 
@@ -55,13 +63,33 @@ def user_config_dir() -> Path:
 
 
 def user_cache_dir() -> Path:
-    """The per-user directory for caches toolscout can rebuild (embeddings); always absolute."""
+    """The per-user directory for caches toolscout can rebuild (embeddings, the catalog); always absolute.
+
+    `$TOOLSCOUT_CACHE_DIR` replaces it (tests and sandboxes point it at a directory of their own).
+    """
+    override = os.environ.get(CACHE_ENV_VAR, "")
+    if override:
+        return Path(override).expanduser().absolute()
     if sys.platform == "win32":
         return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "toolscout" / "Cache"
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "toolscout"
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     return Path(xdg if os.path.isabs(xdg) else Path.home() / ".cache") / "toolscout"
+
+
+def user_log_dir() -> Path:
+    """The per-user directory for logs toolscout keeps (the audit log); always absolute.
+
+    On Linux that is XDG's state directory, which the spec names as the place for logs and
+    history: unlike a cache, it must not be deleted at will.
+    """
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "toolscout" / "Logs"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Logs" / "toolscout"
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    return Path(xdg if os.path.isabs(xdg) else Path.home() / ".local" / "state") / "toolscout"
 
 
 def candidate_paths(cwd: Path | None = None) -> list[ConfigSource]:
@@ -267,7 +295,7 @@ def _dotted(path: tuple[str | int, ...]) -> str:
 
 
 _KNOWN_KEYS: dict[str, set[str]] = {
-    "top": {"$schema", "mcpServers", "toolRules", "mode"},
+    "top": {"$schema", "mcpServers", "toolRules", "mode", "audit"},
     "server": {
         *(f.alias or n for n, f in StdioServerConfig.model_fields.items()),
         *(f.alias or n for n, f in HttpServerConfig.model_fields.items()),
@@ -276,6 +304,7 @@ _KNOWN_KEYS: dict[str, set[str]] = {
     }
     - {"kind"},
     "rule": {f.alias or n for n, f in ToolRule.model_fields.items()},
+    "audit": {f.alias or n for n, f in AuditConfig.model_fields.items()},
 }
 
 
@@ -288,7 +317,7 @@ def _describe(err: ErrorDetails) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         key = str(loc[-1])
-        scope = "top" if len(loc) == 1 else "rule" if loc[0] == "toolRules" else "server"
+        scope = "top" if len(loc) == 1 else {"toolRules": "rule", "audit": "audit"}.get(str(loc[0]), "server")
         hint = process.extractOne(key, sorted(_KNOWN_KEYS[scope]), score_cutoff=70)
         suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
         return f"{path}: unknown key{suggestion}"

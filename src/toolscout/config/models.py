@@ -6,6 +6,8 @@ the models accept those names and reject anything they do not know.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -50,6 +52,8 @@ class _ServerBase(_Model):
     """Seconds to start the server and finish the MCP handshake."""
     disabled: bool = False
     protocol: Literal["auto", "legacy"] = "auto"
+    reconnect: bool = True
+    """After a failure or a lost connection, connect again with backoff (1 s doubling to 60 s, jittered)."""
     """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only."""
     tools: list[StaticTool] = Field(default_factory=list[StaticTool])
     """Tools to list while the server is not connected; the server's own list replaces them once it is."""
@@ -163,6 +167,77 @@ class SearchConfig(_Model):
     """Hits below this relevance are not returned (0 keeps everything)."""
 
 
+DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024
+DEFAULT_AUDIT_BACKUPS = 5
+
+
+def default_audit_path() -> str:
+    """`audit.jsonl` in the user log directory (worked out when a config is built, never at import)."""
+    from toolscout.config.loader import user_log_dir  # the loader imports this module
+
+    return str(user_log_dir() / "audit.jsonl")
+
+
+class AuditConfig(_Model):
+    """The audit log: one JSON line per tool execution (see `toolscout.audit`)."""
+
+    enabled: bool = True
+    path: str = Field(default_factory=default_audit_path, min_length=1)
+    """Where to append; `~` is expanded. Absolute, since clients start the gateway in any directory."""
+    max_bytes: int = Field(default=DEFAULT_AUDIT_MAX_BYTES, ge=1024)
+    """Size at which the file is renamed to `<path>.1` and a new one started."""
+    backups: int = Field(default=DEFAULT_AUDIT_BACKUPS, ge=1, le=100)
+    """How many rotated files (`.1` … `.N`) are kept; older ones are deleted."""
+    redact_keys: list[str] = Field(default_factory=list[str])
+    """Extra argument names whose values are redacted: globs (whole name, any case) or `/regex/flags`."""
+    redact_patterns: list[str] = Field(default_factory=list[str])
+    """Extra regular expressions; their matches inside string arguments are redacted."""
+    fsync: bool = False
+    """fsync after every line: survives a power cut too, at the cost of a disk flush per call."""
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_absolute(cls, path: str) -> str:
+        if not os.path.isabs(os.path.expanduser(path)):
+            raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
+        return path
+
+    @field_validator("redact_keys")
+    @classmethod
+    def _key_patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            compile_pattern(pattern)  # raises ValueError with a readable reason
+        return patterns
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _value_patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+            if compiled.search(""):
+                # It would match everywhere (between every character) and redact nothing useful.
+                raise ValueError(f"{pattern!r} matches the empty string")
+        return patterns
+
+
+class CatalogCacheConfig(_Model):
+    """The persistent catalog: each server's last known tools, answered at once on the next start."""
+
+    enabled: bool = True
+    path: str | None = None
+    """The SQLite file; unset: `catalog.sqlite3` in the user cache directory. `~` is expanded."""
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_absolute(cls, path: str | None) -> str | None:
+        if path is not None and not os.path.isabs(os.path.expanduser(path)):
+            raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
+        return path
+
+
 class GatewayConfig(_Model):
     """The whole configuration file."""
 
@@ -178,6 +253,15 @@ class GatewayConfig(_Model):
     listing_format: ListingFormat = "text"
     """The text of list_mcp_servers, search_tools and list_tools: `text` (one line per entry, the
     fewest tokens) or `toon` (TOON when it is fewer tokens than compact JSON, else compact JSON)."""
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    """The audit log of tool executions."""
+    catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)
+    """The persistent catalog; `false` turns it off, `true` is the default."""
+
+    @field_validator("catalog_cache", mode="before")
+    @classmethod
+    def _catalog_cache_flag(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
 
     @field_validator("mcp_servers")
     @classmethod

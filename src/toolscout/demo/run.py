@@ -8,13 +8,14 @@ catalog would cost if every tool were exposed instead of the five meta-tools.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from typing import Any, cast
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
@@ -74,8 +75,12 @@ async def run_demo() -> None:
         "[bold]toolscout demo[/bold]: an MCP client starts [cyan]toolscout serve --demo[/cyan] over stdio; "
         f"behind it run {len(DEMO_SERVERS)} demo MCP servers ({', '.join(DEMO_SERVERS)}) as child processes.\n"
     )
+    # The SDK passes a child only a few variables; toolscout's own settings ($TOOLSCOUT_CACHE_DIR) go along.
+    own = {k: v for k, v in os.environ.items() if k.startswith("TOOLSCOUT_")}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "toolscout", "serve", "--demo", "--log-level", "warning"]
+        command=sys.executable,
+        args=["-m", "toolscout", "serve", "--demo", "--log-level", "warning"],
+        env={**get_default_environment(), **own},
     )
     with tempfile.TemporaryFile("w+") as gateway_log:
         try:

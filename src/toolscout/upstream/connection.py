@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+import random
+import time
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from enum import StrEnum
@@ -20,19 +22,34 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp import Client
-from mcp.client.session import IncomingMessage
+from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
 from toolscout.catalog import Catalog
+from toolscout.catalog_store import config_hash
 from toolscout.config.models import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, AnyServerConfig
 from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError
+from toolscout.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.transport import UpstreamTransport, transport_for
 
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 100
+BACKOFF_INITIAL = 1.0
+BACKOFF_MAX = 60.0
+"""Seconds between connection attempts: doubling from the first, capped at the second."""
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
 CLIENT_INFO = types.Implementation(name="toolscout", version=__version__)
 
 
@@ -54,8 +71,12 @@ class UpstreamSpec:
     description: str | None = None
     disabled: bool = False
     protocol: str = "auto"
+    reconnect: bool = True
+    """Connect again (with backoff) after a failure or a lost connection."""
     static_tools: tuple[types.Tool, ...] = ()
     """Declared in the config: listed until the server's own list replaces them."""
+    cache_key: str | None = None
+    """Its key in the persistent catalog (a hash of its config entry); None: never kept there."""
 
     @classmethod
     def from_config(cls, name: str, config: AnyServerConfig) -> UpstreamSpec:
@@ -67,10 +88,12 @@ class UpstreamSpec:
             description=config.description,
             disabled=config.disabled,
             protocol=config.protocol,
+            reconnect=config.reconnect,
             static_tools=tuple(
                 types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema)
                 for t in config.tools
             ),
+            cache_key=config_hash(config),
         )
 
 
@@ -108,16 +131,33 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _session_expired(exc: MCPError) -> bool:
+    """Whether an HTTP server said it does not know our session (404 at the transport)."""
+    message = exc.error.message.lower()
+    return exc.error.code == types.INVALID_REQUEST and (
+        "session not found" in message or "session terminated" in message
+    )
+
+
 class Upstream:
     """A live (or failed, or disabled) upstream server."""
 
-    def __init__(self, spec: UpstreamSpec, catalog: Catalog) -> None:
+    def __init__(
+        self,
+        spec: UpstreamSpec,
+        catalog: Catalog,
+        *,
+        on_tools_listed: Callable[[Upstream, Sequence[types.Tool]], None] | None = None,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self._catalog = catalog
         self.status = Status.DISABLED if spec.disabled else Status.CONNECTING
         self.error: str | None = None
         self.identity: ServerIdentity | None = None
+        self.offline_tools: tuple[types.Tool, ...] | None = None
+        """The last live list the gateway knows of (see `use_offline_tools`); None: the declared tools."""
+        self._on_tools_listed = on_tools_listed
         self._client: Client | None = None
         self._settled = anyio.Event()
         self._changed = anyio.Event()
@@ -126,6 +166,12 @@ class Upstream:
         self._refresh_requested = False
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
+        self._in_flight: dict[object, Relay] = {}
+        """The relays of calls in flight, in the order they started."""
+        self._calls: set[anyio.CancelScope] = set()
+        self._connected_since: float | None = None
+        self.retry_at: float | None = None
+        """When the next connection attempt is due (epoch seconds), while waiting for it."""
         if spec.disabled:
             self._settled.set()
         else:
@@ -141,9 +187,40 @@ class Upstream:
         return ""
 
     async def run(self) -> None:
-        """Connect, list tools, and stay connected until stopped or the connection is lost."""
+        """Connect and stay connected until stopped; after a failure or a lost connection, connect
+        again after a backoff that doubles (with jitter) up to `BACKOFF_MAX` seconds."""
         if self.spec.disabled or self._stopping:  # stopped before its task got to run
             return
+        delay = BACKOFF_INITIAL
+        while True:
+            attempt = anyio.current_time()
+            await self._connect_and_serve()
+            if self._stopping or not self.spec.reconnect:
+                return
+            if self._connected_since is not None and self._connected_since >= attempt:
+                # It was up: start over from a short wait, as for a first failure.
+                delay = BACKOFF_INITIAL
+            # Jitter, so that servers that failed together (a network blip) do not retry together.
+            wait = delay * random.uniform(0.5, 1.0)
+            self.retry_at = time.time() + wait
+            logger.info("%s: connecting again in %.1fs", self.name, wait)
+            with anyio.CancelScope() as sleeping:
+                self._scope = sleeping
+                if not self._stopping:
+                    await anyio.sleep(wait)
+            if self._stopping:
+                return
+            delay = min(delay * 2, BACKOFF_MAX)
+            self.retry_at = None
+            self.status = Status.CONNECTING
+            if self._settled.is_set():  # nobody waits on a set event: safe to replace
+                self._settled = anyio.Event()
+            self._notify_changed()
+
+    async def _connect_and_serve(self) -> None:
+        """One connection: connect (within connectTimeout), list tools, serve until it ends."""
+        self._lost = False
+        self._connected_since = None
         scope = anyio.CancelScope(deadline=anyio.current_time() + self.spec.connect_timeout)
         self._scope = scope
         failure: str | None = None
@@ -156,6 +233,17 @@ class Upstream:
                         client_info=CLIENT_INFO,
                         message_handler=self._on_message,
                         cache=None,
+                        # Declared so the upstream may ask; each request goes to the client of the
+                        # call it belongs to, which may refuse (relay.py).
+                        sampling_callback=self._on_sampling,
+                        sampling_capabilities=types.SamplingCapability(
+                            context=types.SamplingContextCapability(), tools=types.SamplingToolsCapability()
+                        ),
+                        elicitation_callback=self._on_elicitation,
+                        logging_callback=self._on_log,
+                        # At 2026-07-28 logs come only to requests that opt in; each client's own
+                        # level is applied on the way out (SessionRelay.log).
+                        log_level="debug",
                     )
                     await stack.enter_async_context(client)
                     async with anyio.create_task_group() as tg:
@@ -166,6 +254,7 @@ class Upstream:
                         # Connected: from here on only stop() or a lost connection ends this.
                         scope.deadline = math.inf
                         self._connected(client, tools)
+                        self._connected_since = anyio.current_time()
                         await self._serve(client)
                         tg.cancel_scope.cancel()
                     failure = "connection closed by the server"
@@ -180,8 +269,16 @@ class Upstream:
             failure = f"did not finish connecting within {self.spec.connect_timeout:g}s"
         self._fail(failure or "stopped unexpectedly")
 
+    def use_offline_tools(self, tools: Sequence[types.Tool]) -> None:
+        """List `tools` whenever not connected, instead of the declared ones (what the server really offered)."""
+        self.offline_tools = tuple(tools)
+        if self._client is None and not self.spec.disabled:
+            self._list_declared_tools()
+
     def _list_declared_tools(self) -> None:
-        if self.spec.static_tools:
+        if self.offline_tools is not None:
+            self._catalog.set_server_tools(self.name, self.offline_tools)
+        elif self.spec.static_tools:
             self._catalog.set_server_tools(self.name, self.spec.static_tools)
         else:
             self._catalog.drop_server(self.name)
@@ -191,6 +288,7 @@ class Upstream:
         self._stopping = True
         if self._scope is not None:
             self._scope.cancel()
+        self._drop_calls()
 
     async def wait_settled(self) -> None:
         """Wait until the server is connected, has failed, or is disabled (bound it with a cancel scope)."""
@@ -215,10 +313,21 @@ class Upstream:
                 status=self.status.value,
             )
         timeout = self.spec.call_timeout
-        with anyio.move_on_after(timeout):
+        relay = current_relay()
+        token = object()
+        if relay is not None:
+            self._in_flight[token] = relay
+        progress = relay.progress if relay is not None else None
+        with anyio.CancelScope() as connection_scope:
+            self._calls.add(connection_scope)
             try:
-                return await client.call_tool(tool, arguments)
+                with anyio.move_on_after(timeout):
+                    return await client.call_tool(tool, arguments, progress_callback=progress)
             except MCPError as exc:
+                if _session_expired(exc):
+                    # The server forgot our session (it restarted): connect again, from scratch.
+                    self._on_closed()
+                    raise self._gone(tool, "its HTTP session expired") from None
                 raise UpstreamError(
                     f"{self.name}.{tool} failed: {exc.error.message} (MCP error {exc.error.code})",
                     server=self.name,
@@ -226,15 +335,32 @@ class Upstream:
                     upstreamCode=exc.error.code,
                 ) from None
             except Exception as exc:
+                if self._lost:
+                    raise self._gone(tool, describe_exception(exc)) from None
                 raise UpstreamError(
                     f"{self.name}.{tool} failed: {describe_exception(exc)}", server=self.name, tool=tool
                 ) from None
+            finally:
+                self._calls.discard(connection_scope)
+                self._in_flight.pop(token, None)
+        if connection_scope.cancelled_caught:
+            raise self._gone(tool, "the connection was lost" if not self._stopping else "the gateway is stopping")
         raise CallTimeout(
             f"{self.name}.{tool} did not answer within {timeout:g}s; the call was cancelled upstream. "
             f"Raise `timeout` for {self.name!r} in the config if the tool is expected to be slow.",
             server=self.name,
             tool=tool,
             timeoutSeconds=timeout,
+        )
+
+    def _gone(self, tool: str, reason: str) -> ServerUnavailable:
+        again = " toolscout is connecting to it again." if self.spec.reconnect and not self._stopping else ""
+        return ServerUnavailable(
+            f"Server {self.name!r} went away during the call to {tool!r} ({reason}); the call may or may not "
+            f"have taken effect.{again}",
+            server=self.name,
+            tool=tool,
+            status=Status.ERROR.value,
         )
 
     async def _list_tools(self, client: Client) -> list[types.Tool]:
@@ -264,7 +390,7 @@ class Upstream:
             protocol_version=client.protocol_version,
         )
         self._client = client
-        self._catalog.set_server_tools(self.name, tools)
+        self._list_live_tools(tools)
         self.status = Status.CONNECTED
         self.error = None
         self._settled.set()
@@ -283,9 +409,14 @@ class Upstream:
             self._wake = anyio.Event()
             if self._refresh_requested and not self._lost:
                 self._refresh_requested = False
-                self._catalog.set_server_tools(self.name, await self._list_tools(client))
+                self._list_live_tools(await self._list_tools(client))
                 self._notify_changed()
                 logger.info("%s: tool list changed, now %d tools", self.name, self._catalog.counts(self.name)[0])
+
+    def _list_live_tools(self, tools: Sequence[types.Tool]) -> None:
+        self._catalog.set_server_tools(self.name, tools)
+        if self._on_tools_listed is not None:
+            self._on_tools_listed(self, tools)
 
     @staticmethod
     def _announces_tool_changes(client: Client) -> bool:
@@ -325,9 +456,65 @@ class Upstream:
     def _on_closed(self) -> None:
         self._lost = True
         self._wake.set()
+        self._drop_calls()
+
+    def _drop_calls(self) -> None:
+        # Calls in flight on a connection that is gone would wait for an answer that cannot come.
+        for scope in list(self._calls):
+            scope.cancel()
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._request_refresh()
         elif isinstance(message, Exception):
             logger.debug("%s: transport reported %r", self.name, message)
+
+    def _relay_for(self, what: str) -> Relay | types.ErrorData:
+        """The client an upstream request or message belongs to.
+
+        A request an upstream makes while answering a 2026-07-28 call (input required) runs in
+        the calling task, so its relay is current. A handshake-era upstream's request arrives on
+        its own, carrying nothing that ties it to a call: it goes to the client of the call in
+        flight when there is one, or to the one client all calls in flight come from; with calls
+        from several clients it would be a guess, and a guess could show one user's data to
+        another, so the upstream gets an error instead.
+        """
+        relay = current_relay()
+        if relay is not None:
+            return relay
+        relays = list(self._in_flight.values())
+        clients = {id(r.origin) for r in relays}
+        if relays and len(clients) == 1:
+            return relays[-1]
+        reason = (
+            "no call to it is in flight"
+            if not relays
+            else f"calls from {len(clients)} clients are in flight and the request does not say which it is for"
+        )
+        return types.ErrorData(code=types.INVALID_REQUEST, message=f"toolscout cannot route {what}: {reason}.")
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> SamplingResult:
+        relay = self._relay_for("sampling/createMessage")
+        if isinstance(relay, types.ErrorData):
+            return relay
+        logger.info("%s: sampling request relayed to %s", self.name, relay.client or "the client")
+        return await relay.sample(params)
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        relay = self._relay_for("elicitation/create")
+        if isinstance(relay, types.ErrorData):
+            return relay
+        logger.info("%s: elicitation request relayed to %s", self.name, relay.client or "the client")
+        return await relay.elicit(params)
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        # Always in the gateway's own log; to a client only when it is clear whose call it is about.
+        level = _LOG_LEVELS.get(params.level, logging.INFO)
+        logger.log(level, "%s%s: %s", self.name, f" [{params.logger}]" if params.logger else "", params.data)
+        relay = self._relay_for("a log message")
+        if not isinstance(relay, types.ErrorData):
+            await relay.log(params)

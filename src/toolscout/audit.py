@@ -1,0 +1,323 @@
+"""The audit log: every tool execution through the gateway, one JSON line each.
+
+A line is `{"time", "client", "server", "tool", "arguments", "durationMs", "outcome", "code"}`
+with secrets in the arguments redacted. Each line reaches the file with one `os.write` on an
+`O_APPEND` descriptor: the kernel appends it whole, so a gateway killed at any moment leaves
+only complete lines, and two writers never interleave inside a line. The file is renamed to
+`<path>.1` (`.1` to `.2`, and so on) before a line would take it past `max_bytes`, so rotation
+never splits a line either.
+
+The log must never cost a tool call: when the file cannot be written, a warning is logged
+once and the gateway carries on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, cast
+
+import anyio
+
+from toolscout.config.models import DEFAULT_AUDIT_BACKUPS, DEFAULT_AUDIT_MAX_BYTES, AuditConfig
+from toolscout.rules import compile_pattern
+
+logger = logging.getLogger(__name__)
+
+REDACTED = "[REDACTED]"
+Outcome = Literal["ok", "isError", "error"]
+
+MAX_STRING_CHARS = 10_000
+"""Longer string arguments are cut: a file's content passed to `write_file` does not belong in the
+log, and a multi-megabyte line would stall the event loop while it is written."""
+_MAX_DEPTH = 64
+
+# Argument names are split into words (camelCase, snake_case, kebab-case) and glued back together.
+# Stems are searched in the glued name, so `accessToken`, `X-Api-Key` and `clientsecret` match;
+# `auth` and `pwd` must be whole words, or `author` and `pwdir` would be hidden too. This is why
+# the substring test of `config.secrets.secret_name` (fine for env and headers) is not reused here.
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_SECRET_STEMS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "authorization",
+    "cookie",
+    "credential",
+    "privatekey",
+    "accesskey",
+    "session",
+    "bearer",
+)
+_SECRET_WORDS = frozenset({"auth", "pwd", "pass", "otp"})
+
+DEFAULT_VALUE_PATTERNS = (
+    r"\bsk-[A-Za-z0-9_\-]{20,}",  # OpenAI, Anthropic (sk-ant-…)
+    r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe
+    r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}",  # GitHub tokens
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
+    r"\bxox[abeprs]-[A-Za-z0-9\-]{10,}",  # Slack
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
+    r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
+    r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+",  # JWTs
+    r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{8,}=*",  # keeps the word "Bearer" readable
+    r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password@ in URLs
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+)
+
+
+def secret_key(name: str) -> bool:
+    """Whether an argument called `name` holds a secret by the built-in rules."""
+    words = [w.lower() for w in _WORDS.findall(name)]
+    glued = "".join(words)
+    return any(stem in glued for stem in _SECRET_STEMS) or not _SECRET_WORDS.isdisjoint(words)
+
+
+class Redactor:
+    """Copies arguments with secrets replaced by `[REDACTED]`, at any depth.
+
+    A value under a secret-looking key goes as a whole (booleans and null stay: `useAuth: true`
+    reveals nothing); in every other string, matches of the value patterns go.
+    """
+
+    def __init__(self, keys: Sequence[str] = (), patterns: Sequence[str] = ()) -> None:
+        self._key_matchers = [compile_pattern(p) for p in keys]
+        self._patterns = [re.compile(p) for p in (*DEFAULT_VALUE_PATTERNS, *patterns)]
+
+    def secret(self, key: str) -> bool:
+        return secret_key(key) or any(match(key) for match in self._key_matchers)
+
+    def __call__(self, value: Any, depth: int = 0) -> Any:
+        if depth > _MAX_DEPTH:
+            return "[TOO DEEP]"
+        if isinstance(value, Mapping):
+            mapping = cast(Mapping[Any, Any], value)
+            return {
+                str(k): REDACTED
+                if self.secret(str(k)) and v is not None and not isinstance(v, bool)
+                else self(v, depth + 1)
+                for k, v in mapping.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self(v, depth + 1) for v in cast(Sequence[Any], value)]
+        if isinstance(value, str):
+            for pattern in self._patterns:
+                value = pattern.sub(REDACTED, value)
+            if len(value) > MAX_STRING_CHARS:
+                value = f"{value[:MAX_STRING_CHARS]}…[+{len(value) - MAX_STRING_CHARS} chars]"
+            return value
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)  # NaN and Infinity are not JSON
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return str(value)
+
+
+class AuditLog:
+    """Appends one line per execution to `path`; open it with `async with` (or `open()`/`close()`)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_bytes: int = DEFAULT_AUDIT_MAX_BYTES,
+        backups: int = DEFAULT_AUDIT_BACKUPS,
+        redactor: Redactor | None = None,
+        fsync: bool = False,
+    ) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.backups = max(1, backups)
+        self.redact: Callable[[Any], Any] = redactor or Redactor()
+        self.fsync = fsync
+        self._fd: int | None = None
+        self._ino = 0
+        self._opened = False  # between open() and close(); a record outside opens the file just for itself
+        self._broken = False  # warned already: stay quiet until a write succeeds again
+
+    @classmethod
+    def from_config(cls, config: AuditConfig) -> AuditLog:
+        return cls(
+            Path(config.path).expanduser(),
+            max_bytes=config.max_bytes,
+            backups=config.backups,
+            redactor=Redactor(config.redact_keys, config.redact_patterns),
+            fsync=config.fsync,
+        )
+
+    async def __aenter__(self) -> AuditLog:
+        self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Open (creating the directory and file); a failure is only a warning, as for every write."""
+        self._opened = True
+        try:
+            self._open()
+        except OSError as exc:
+            self._warn(exc)
+
+    def close(self) -> None:
+        self._opened = False
+        self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    async def record(
+        self,
+        *,
+        server: str,
+        tool: str,
+        arguments: Any,
+        duration_ms: float,
+        outcome: Outcome,
+        code: str | None = None,
+        client: str | None = None,
+        started: datetime | None = None,
+    ) -> None:
+        """Append one execution. Never raises for the file's sake, and never splits a line."""
+        try:
+            arguments = self.redact(arguments)
+        except Exception as exc:  # a bug of ours costs the record its arguments, never the call its result
+            logger.exception("cannot redact the arguments of %s.%s", server, tool)
+            arguments = f"[not recorded: {type(exc).__name__}]"
+        entry = {
+            "time": (started or datetime.now(UTC))
+            .astimezone(UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "client": client,
+            "server": server,
+            "tool": tool,
+            "arguments": arguments,
+            "durationMs": round(float(duration_ms), 1),
+            "outcome": outcome,
+            "code": code,
+        }
+        # json.dumps escapes newlines inside strings, so the record is exactly one line. A lone surrogate
+        # (JSON allows "\ud800") cannot be UTF-8: backslashreplace writes it back as that same escape.
+        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str)
+        line = (text + "\n").encode("utf-8", "backslashreplace")
+        synced: int | None = None
+        try:
+            fd = self._writable(len(line))
+            self._write_all(fd, line)
+            # A duplicate for fsync: a rotation by another call meanwhile cannot close it.
+            synced = os.dup(fd) if self.fsync else None
+        except OSError as exc:
+            self._warn(exc)
+            return
+        finally:
+            if not self._opened:
+                # A call that outlived the gateway (or a one-off writer): its line still goes in.
+                self._close()
+        if self._broken:
+            logger.warning("audit log %s is writable again", self.path)
+            self._broken = False
+        if synced is not None:
+            # Without fsync a line is in the kernel once os.write returns: it survives the gateway
+            # crashing or being killed, only not the machine losing power. fsync covers that too but
+            # waits for the disk, so it runs in a thread, shielded so a cancelled call still finishes it.
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(_fsync_and_close, synced)
+                except OSError as exc:
+                    self._warn(exc)
+
+    # The file
+
+    def _open(self) -> None:
+        self._close()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags, 0o600)  # arguments may be private even with secrets redacted
+        self._fd, self._ino = fd, os.fstat(fd).st_ino
+        if os.fstat(fd).st_size and not _ends_with_newline(self.path):
+            # Someone cut the file mid-line (or the machine lost power): end that fragment so our
+            # first line stands on its own and stays readable.
+            self._write_all(fd, b"\n")
+
+    def _writable(self, size: int) -> int:
+        """The descriptor to append `size` bytes to, after reopening or rotating as needed."""
+        if self._fd is None or self._replaced():
+            self._open()
+        assert self._fd is not None
+        current = os.fstat(self._fd).st_size
+        if current and current + size > self.max_bytes:
+            self._rotate()
+        assert self._fd is not None
+        return self._fd
+
+    def _replaced(self) -> bool:
+        # Another process rotated or removed the file: follow the name, as `tail -F` does.
+        try:
+            return os.stat(self.path).st_ino != self._ino
+        except FileNotFoundError:
+            return True
+
+    def _rotate(self) -> None:
+        self._close()
+        for index in range(self.backups - 1, 0, -1):
+            older = self._backup(index)
+            if older.exists():
+                os.replace(older, self._backup(index + 1))  # replaces (drops) the oldest
+        os.replace(self.path, self._backup(1))
+        self._open()
+
+    def _backup(self, index: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{index}")
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        written = os.write(fd, data)
+        if written == len(data):
+            return
+        # A short write happens only when the disk fills up. Finish the line if we can; otherwise
+        # end the fragment so the next record does not run into it.
+        try:
+            while written < len(data):
+                written += os.write(fd, data[written:])
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.write(fd, b"\n")
+            raise
+
+    def _warn(self, exc: OSError) -> None:
+        if not self._broken:
+            logger.warning("cannot write the audit log %s (%s); tool calls go on unrecorded", self.path, exc)
+            self._broken = True
+
+
+def _fsync_and_close(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) == b"\n"
+    except OSError:
+        return True  # unreadable (an append-only file, say): trust it

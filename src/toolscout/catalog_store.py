@@ -1,0 +1,293 @@
+"""The persistent catalog: each server's last known tools, kept in SQLite across restarts.
+
+Entries are keyed by the server's name and a hash of its configuration entry
+(`config_hash`), so an entry is only ever served to the very configuration that listed it:
+change a server's command, arguments, URL, environment or headers and its old catalog is
+never shown again. The gateway reads the matching entries before it starts connecting, lists
+them (marked stale) until each server's live list replaces them, and saves every live list.
+
+The store never stops the gateway: an unreadable or corrupt database is logged, moved aside
+(`<file>.corrupt`) and started afresh; any other failure only costs the cache. Several gateways
+may share one file: SQLite's WAL journal and a busy timeout keep their writes whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, cast
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from toolscout.config.loader import user_cache_dir
+from toolscout.config.models import AnyServerConfig, CatalogCacheConfig
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_FILE_NAME = "catalog.sqlite3"
+BUSY_TIMEOUT_SECONDS = 5.0
+"""How long a write waits for another gateway's write to the same file to finish."""
+VERSIONS_PER_SERVER = 3
+"""Entries kept per server name (its most recent configurations), so two config files that
+share a server name do not evict each other's catalog on every start."""
+MAX_AGE_SECONDS = 90 * 24 * 3600
+"""Entries not confirmed by a live list for this long are deleted (removed servers)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS catalog_v1 (
+    server TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    saved_at REAL NOT NULL,
+    tools TEXT NOT NULL,
+    server_name TEXT,
+    server_version TEXT,
+    title TEXT,
+    description TEXT,
+    instructions TEXT,
+    protocol_version TEXT,
+    PRIMARY KEY (server, config_hash)
+)
+"""
+_COLUMNS = (
+    "server, config_hash, saved_at, tools, server_name, server_version, title, description, instructions, "
+    "protocol_version"
+)
+
+
+def config_hash(config: AnyServerConfig) -> str:
+    """A stable key for one server's configuration entry: sha256 of its canonical JSON.
+
+    Defaults are left out, so a toolscout upgrade that adds a key with a default keeps the key
+    of every existing entry; the transport kind is always in, so an HTTP and an SSE entry for
+    one URL differ.
+    """
+    data = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    data["kind"] = config.kind
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ServerSnapshot:
+    """One server's tools and what it said about itself, as last listed live."""
+
+    server: str
+    config_hash: str
+    tools: tuple[types.Tool, ...]
+    saved_at: float
+    """Seconds since the epoch."""
+    server_name: str | None = None
+    server_version: str | None = None
+    title: str | None = None
+    description: str | None = None
+    instructions: str | None = None
+    protocol_version: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """A row of the store as `toolscout cache show` lists it (the tools are only counted)."""
+
+    server: str
+    config_hash: str
+    saved_at: float
+    tool_count: int
+
+
+class SnapshotStore(Protocol):
+    """Where the gateway keeps catalogs between runs.
+
+    The gateway calls these from a worker thread (never two at once), so they may block on I/O;
+    they must not raise for a broken store, only log and carry on.
+    """
+
+    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
+        """The snapshots of the servers in `keys` (name → config hash) whose stored hash matches."""
+        ...
+
+    def save(self, snapshots: Sequence[ServerSnapshot]) -> None: ...
+
+    def clear(self, server: str | None = None) -> int:
+        """Delete every entry (or those of `server`); how many were deleted."""
+        ...
+
+
+class CatalogStore:
+    """`SnapshotStore` in one SQLite file (WAL journal, a connection per operation)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._ready = False
+
+    # The protocol
+
+    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
+        def read(db: sqlite3.Connection) -> dict[str, ServerSnapshot]:
+            found: dict[str, ServerSnapshot] = {}
+            for server, key in keys.items():
+                row = db.execute(
+                    f"SELECT {_COLUMNS} FROM catalog_v1 WHERE server = ? AND config_hash = ?", (server, key)
+                ).fetchone()
+                snapshot = _snapshot(row) if row is not None else None
+                if snapshot is not None:
+                    found[server] = snapshot
+            return found
+
+        return self._run("read", read, {}) if keys else {}
+
+    def save(self, snapshots: Sequence[ServerSnapshot]) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            with db:  # one transaction for the batch
+                for s in snapshots:
+                    tools = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in s.tools]
+                    db.execute(
+                        f"INSERT OR REPLACE INTO catalog_v1 ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            s.server,
+                            s.config_hash,
+                            s.saved_at,
+                            json.dumps(tools, separators=(",", ":"), ensure_ascii=False),
+                            s.server_name,
+                            s.server_version,
+                            s.title,
+                            s.description,
+                            s.instructions,
+                            s.protocol_version,
+                        ),
+                    )
+                    # Older configurations of this server beyond the few most recent: never served again.
+                    db.execute(
+                        "DELETE FROM catalog_v1 WHERE server = ? AND config_hash NOT IN "
+                        "(SELECT config_hash FROM catalog_v1 WHERE server = ? ORDER BY saved_at DESC LIMIT ?)",
+                        (s.server, s.server, VERSIONS_PER_SERVER),
+                    )
+                db.execute("DELETE FROM catalog_v1 WHERE saved_at < ?", (time.time() - MAX_AGE_SECONDS,))
+
+        if snapshots:
+            self._run("write", write, None)
+
+    def clear(self, server: str | None = None) -> int:
+        def delete(db: sqlite3.Connection) -> int:
+            with db:
+                if server is None:
+                    return db.execute("DELETE FROM catalog_v1").rowcount
+                return db.execute("DELETE FROM catalog_v1 WHERE server = ?", (server,)).rowcount
+
+        return self._run("clear", delete, 0)
+
+    # For `toolscout cache show`
+
+    def entries(self) -> list[StoredEntry]:
+        def read(db: sqlite3.Connection) -> list[StoredEntry]:
+            rows = db.execute(
+                "SELECT server, config_hash, saved_at, json_array_length(tools) FROM catalog_v1 "
+                "ORDER BY server, saved_at DESC"
+            ).fetchall()
+            return [StoredEntry(str(r[0]), str(r[1]), float(r[2]), int(r[3] or 0)) for r in rows]
+
+        return self._run("read", read, [])
+
+    # The file
+
+    def _run(self, what: str, operation: Callable[[sqlite3.Connection], T], fallback: T) -> T:
+        """`operation` on an open database with the schema in place; `fallback` when the store cannot be used.
+
+        A corrupt file is moved aside and the operation retried once on a fresh one.
+        """
+        for attempt in (1, 2):
+            try:
+                db = self._open()
+                try:
+                    return operation(db)
+                finally:
+                    db.close()
+            except sqlite3.DatabaseError as exc:
+                if attempt == 1 and _is_corrupt(exc) and self._move_aside(exc):
+                    continue
+                logger.warning("catalog cache %s: cannot %s it: %s", self.path, what, exc)
+            except OSError as exc:
+                logger.warning("catalog cache %s: cannot %s it: %s", self.path, what, exc)
+            break
+        return fallback
+
+    def _open(self) -> sqlite3.Connection:
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS)
+        try:
+            db.execute("PRAGMA synchronous=NORMAL")  # with WAL: whole after a crash, no fsync per commit
+            if not self._ready:
+                # WAL: readers never wait for a writer (another gateway's), a killed writer leaves the file whole.
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+                self._ready = True
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self, exc: sqlite3.DatabaseError) -> bool:
+        aside = self.path.with_name(self.path.name + ".corrupt")
+        self._ready = False
+        try:
+            os.replace(self.path, aside)
+        except FileNotFoundError:
+            pass  # another gateway moved it already
+        except OSError as err:
+            logger.warning("catalog cache %s is unreadable (%s) and cannot be moved aside: %s", self.path, exc, err)
+            return False
+        logger.warning("catalog cache %s is unreadable (%s); moved to %s, starting a fresh one", self.path, exc, aside)
+        for suffix in ("-wal", "-shm"):  # they belong to the corrupt file; a fresh one must not replay them
+            with contextlib.suppress(OSError):
+                self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        return True
+
+
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    # "file is not a database" (SQLITE_NOTADB) and "database disk image is malformed" (SQLITE_CORRUPT);
+    # a locked or unopenable file (OperationalError) is not the file's fault and is left alone.
+    name = getattr(exc, "sqlite_errorname", "")
+    return name in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or type(exc) is sqlite3.DatabaseError
+
+
+def _snapshot(row: Sequence[Any]) -> ServerSnapshot | None:
+    server, key, saved_at, tools_json, *identity = row
+    try:
+        raw = json.loads(tools_json)
+        if not isinstance(raw, list):
+            raise ValueError("not a list")
+        tools = tuple(types.Tool.model_validate(t) for t in cast(list[Any], raw))
+    except (ValueError, ValidationError) as exc:
+        logger.warning("catalog cache: ignoring the unreadable entry of %s: %s", server, exc)
+        return None
+    name, version, title, description, instructions, protocol = (str(v) if v is not None else None for v in identity)
+    return ServerSnapshot(
+        server=str(server),
+        config_hash=str(key),
+        tools=tools,
+        saved_at=float(saved_at),
+        server_name=name,
+        server_version=version,
+        title=title,
+        description=description,
+        instructions=instructions,
+        protocol_version=protocol,
+    )
+
+
+def store_path(settings: CatalogCacheConfig) -> Path:
+    """The file `catalogCache` names, or `catalog.sqlite3` in the user cache directory."""
+    if settings.path:
+        return Path(settings.path).expanduser()
+    return user_cache_dir() / DEFAULT_FILE_NAME

@@ -1,0 +1,285 @@
+"""`toolscout audit tail`: the last executions in the audit log, and with --follow the new ones.
+
+Reading never fails on the file's content: a line that is not a JSON object (a file cut short
+by hand, say) is skipped with a warning on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Annotated, Any, cast
+
+import typer
+from rich.console import Console, JustifyMethod
+from rich.markup import escape
+from rich.table import Table
+
+from toolscout.cli.common import ConfigOption, Output
+from toolscout.config import CONFIG_ENV_VAR
+from toolscout.config.loader import check_config_file, find_config
+from toolscout.config.models import AuditConfig
+from toolscout.errors import ConfigError
+
+audit_app = typer.Typer(name="audit", help="Read the audit log of tool executions.", no_args_is_help=True)
+
+POLL_SECONDS = 0.2
+"""How often --follow looks for new lines (as `tail -f` does: a poll works on every platform)."""
+_BLOCK = 64 * 1024
+_OUTCOME_STYLE = {"ok": "green", "isError": "yellow", "error": "red"}
+
+Record = dict[str, Any]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(audit_app)
+
+
+def _settings(config: Path | None, output: Output) -> AuditConfig:
+    """The `audit` section of the configuration; without any configuration file, the defaults."""
+    try:
+        source = find_config(config)
+    except ConfigError as exc:
+        if config is None and not os.environ.get(CONFIG_ENV_VAR):
+            return AuditConfig()  # nothing configured anywhere: the gateway would log to the default path
+        output.fail(exc)
+    try:
+        # Only the path is needed: `${VAR}`s the servers use need not be set here.
+        return check_config_file(source.path).audit
+    except ConfigError as exc:
+        output.fail(exc)
+
+
+@audit_app.command()
+def tail(
+    lines: Annotated[int, typer.Option("--lines", "-n", min=0, help="How many of the last executions to show.")] = 20,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new executions (across rotations) until Ctrl-C.")
+    ] = False,
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each record as one JSON line on stdout.")] = False,
+) -> None:
+    """Show the last executions recorded in the audit log."""
+    output = Output(as_json)
+    settings = _settings(config, output)
+    path = Path(settings.path).expanduser()
+    if not settings.enabled:
+        output.note(f"[yellow]![/yellow] The audit log is disabled (audit.enabled: false); reading {escape(str(path))}")
+    printer = _Printer(output)
+    handle = _open(path)
+    try:
+        if handle is None:
+            output.note(f"No executions recorded yet at {escape(str(path))}")
+        else:
+            printer.show(_last_records(handle, path, lines, output))
+        if follow:
+            handle, opened = None, handle  # _follow closes it
+            _follow(path, opened, printer, output)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how --follow ends
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def _open(path: Path) -> IO[bytes] | None:
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        return None
+
+
+# Reading
+
+
+def _parse(line: bytes, path: Path, output: Output) -> Record | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return cast(Record, value)
+    shown = line[:60].decode("utf-8", "replace")
+    output.note(f"[yellow]![/yellow] Skipped a corrupt line in {escape(str(path))}: {escape(repr(shown))}")
+    return None
+
+
+def _records(lines: list[bytes], path: Path, output: Output) -> list[Record]:
+    return [r for line in lines if line.strip() and (r := _parse(line, path, output)) is not None]
+
+
+def _lines_backwards(handle: IO[bytes], end: int) -> Iterator[bytes]:
+    """The non-empty lines of `handle` before offset `end`, last first, read in blocks from the end."""
+    position, rest = end, b""
+    while position > 0:
+        start = max(0, position - _BLOCK)
+        handle.seek(start)
+        chunk = handle.read(position - start) + rest
+        position = start
+        pieces = chunk.split(b"\n")
+        rest = pieces[0]  # may continue in the previous block
+        yield from (p for p in reversed(pieces[1:]) if p.strip())
+    if rest.strip():
+        yield rest
+
+
+def _last_records(handle: IO[bytes], path: Path, count: int, output: Output) -> list[Record]:
+    """The last `count` records, reaching into `<path>.1`, `.2`… when the current file has fewer."""
+    found: list[Record] = []
+    end = os.fstat(handle.fileno()).st_size
+    if count == 0:
+        handle.seek(end)
+        return found
+    sources: list[tuple[IO[bytes], Path, int]] = [(handle, path, end)]
+    index = 1
+    try:
+        while sources and len(found) < count:
+            source, where, size = sources.pop()
+            for line in _lines_backwards(source, size):
+                record = _parse(line, where, output)
+                if record is not None:
+                    found.append(record)
+                    if len(found) == count:
+                        break
+            if len(found) < count:
+                older = path.with_name(f"{path.name}.{index}")
+                index += 1
+                backup = _open(older)
+                if backup is not None:
+                    sources.append((backup, older, os.fstat(backup.fileno()).st_size))
+    finally:
+        for source, _, _ in sources:
+            if source is not handle:
+                source.close()
+    handle.seek(end)  # --follow goes on from here
+    return found[::-1]
+
+
+def _follow(path: Path, handle: IO[bytes] | None, printer: _Printer, output: Output) -> None:
+    """Print lines as they are appended; when the file is rotated, finish it and go on with the new one."""
+    pending = b""  # a line being written: printed once its newline arrives
+    try:
+        while True:
+            if handle is None:
+                handle = _open(path)
+                if handle is None:
+                    time.sleep(POLL_SECONDS)
+                    continue
+            data = handle.read()
+            if data:
+                *complete, pending = (pending + data).split(b"\n")
+                printer.show(_records(complete, path, output))
+                continue
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                current = None
+            if current is None or current.st_ino != os.fstat(handle.fileno()).st_ino:
+                # Rotated (or removed). Lines may have reached the old file between the read above and
+                # the rename: read it to its end. If it rotated more than once since, the files in
+                # between (newer backups than ours) are read whole before going on with the new one.
+                printer.show(_records((pending + handle.read()).split(b"\n"), path, output))
+                pending = b""
+                for between in _newer_backups(path, os.fstat(handle.fileno()).st_ino):
+                    printer.show(_records(between.split(b"\n"), path, output))
+                handle.close()
+                handle = None
+                continue
+            if current.st_size < handle.tell():
+                handle.seek(0)  # truncated in place
+                pending = b""
+                continue
+            time.sleep(POLL_SECONDS)
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def _newer_backups(path: Path, inode: int) -> Iterator[bytes]:
+    """The contents of the backups rotated after the one that is now file `inode`, oldest first."""
+    backups: list[Path] = []
+    index = 1
+    while (candidate := path.with_name(f"{path.name}.{index}")).exists():
+        try:
+            if candidate.stat().st_ino == inode:
+                break
+        except FileNotFoundError:
+            break  # rotated again under us; what is left was printed or is lost to a race
+        backups.append(candidate)
+        index += 1
+    else:
+        return  # ours is gone (beyond `backups`, or removed): the others are older than it, not newer
+    for backup in reversed(backups):
+        try:
+            yield backup.read_bytes()
+        except FileNotFoundError:
+            continue
+
+
+# Printing
+
+
+class _Printer:
+    """Records as JSON lines, or as rows of a table whose columns stay aligned across --follow."""
+
+    def __init__(self, output: Output) -> None:
+        self.output = output
+        self._header = True
+        # Widths are fixed once, so the rows --follow prints later line up under the first table.
+        # A narrower terminal gets lines longer than itself (it wraps them) rather than lost columns.
+        width = max(output.out.width, _MIN_WIDTH)
+        self._console = Console(width=width, highlight=False, soft_wrap=True)
+        flexible = width - sum(_FIXED.values()) - 2 * len(_FIXED)
+        self._widths = {**_FIXED, "tool": flexible * 2 // 5, "arguments": flexible - flexible * 2 // 5}
+
+    def show(self, records: list[Record]) -> None:
+        if not records:
+            return
+        if self.output.json_mode:
+            for record in records:
+                sys.stdout.write(_printable(json.dumps(record, ensure_ascii=False, separators=(",", ":"))) + "\n")
+        else:
+            table = Table(box=None, show_header=self._header, pad_edge=False, header_style="bold")
+            self._header = False
+            for name in _COLUMNS:
+                justify: JustifyMethod = "right" if name == "ms" else "left"
+                table.add_column(name, width=self._widths[name], no_wrap=True, overflow="ellipsis", justify=justify)
+            for record in records:
+                table.add_row(*(_printable(cell) for cell in _cells(record)))
+            self._console.print(table)
+        sys.stdout.flush()
+
+
+_COLUMNS = ("time (UTC)", "client", "tool", "outcome", "ms", "arguments")
+_FIXED = {"time (UTC)": 23, "client": 16, "outcome": 20, "ms": 7}
+_MIN_WIDTH = 120
+
+
+def _cells(record: Record) -> list[str]:
+    when = str(record.get("time") or "?").replace("T", " ").removesuffix("Z")
+    outcome = str(record.get("outcome") or "?")
+    style = _OUTCOME_STYLE.get(outcome, "default")
+    # A failure shows its code (TIMEOUT, VALIDATION_ERROR…), which says more than "error".
+    shown = str(record.get("code") or outcome) if outcome == "error" else outcome
+    duration = record.get("durationMs")
+    arguments = json.dumps(record.get("arguments"), ensure_ascii=False, separators=(",", ":"))
+    return [
+        escape(when),
+        escape(str(record.get("client") or "-")),
+        escape(f"{record.get('server', '?')}.{record.get('tool', '?')}"),
+        f"[{style}]{escape(shown)}[/{style}]",
+        f"{duration:.0f}" if isinstance(duration, int | float) else "?",
+        escape(arguments),
+    ]
+
+
+def _printable(text: str) -> str:
+    """`text` without lone surrogates (JSON may carry "\\ud800"; no terminal can show it), as that escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

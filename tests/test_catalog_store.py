@@ -1,0 +1,274 @@
+"""The persistent catalog: stored per server and config, answered at once on start, replaced by live lists."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+import pytest
+from pydantic import ValidationError
+
+from tests.cli_helpers import make_sandbox
+from tests.conftest import PYTHON
+from tests.kitchen import Kitchen
+from toolscout.catalog_store import VERSIONS_PER_SERVER, CatalogStore, ServerSnapshot, config_hash
+from toolscout.config import GatewayConfig
+from toolscout.config.loader import user_cache_dir
+from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
+from toolscout.errors import ServerUnavailable
+from toolscout.gateway import Gateway
+from toolscout.meta_tools import BY_NAME, run_meta_tool
+from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+# A stdio "server" that starts and never says a word: its handshake never finishes.
+HANGING = {"command": PYTHON, "args": ["-c", "import time; time.sleep(60)"]}
+
+UNIT_TOOLS = (
+    types.Tool(
+        name="convert_units",
+        description="Convert a value between units of length, mass and temperature (miles to kilometers).",
+        input_schema={
+            "type": "object",
+            "properties": {"value": {"type": "number"}, "from": {"type": "string"}, "to": {"type": "string"}},
+            "required": ["value", "from", "to"],
+        },
+    ),
+    types.Tool(
+        name="calculate", description="Evaluate an arithmetic expression safely.", input_schema={"type": "object"}
+    ),
+)
+
+
+def snapshot(server: str, key: str, tools: tuple[types.Tool, ...] = UNIT_TOOLS, **identity: Any) -> ServerSnapshot:
+    return ServerSnapshot(server=server, config_hash=key, tools=tools, saved_at=time.time(), **identity)
+
+
+def cached_config(tmp_path: Path, servers: dict[str, Any]) -> GatewayConfig:
+    return GatewayConfig.model_validate(
+        {"mcpServers": servers, "catalogCache": {"path": str(tmp_path / "catalog.sqlite3")}}
+    )
+
+
+def remember(config: GatewayConfig, server: str, **identity: Any) -> ServerSnapshot:
+    """Store UNIT_TOOLS as `server`'s catalog under its current configuration."""
+    assert config.catalog_cache.path is not None
+    saved = snapshot(server, config_hash(config.mcp_servers[server]), **identity)
+    CatalogStore(Path(config.catalog_cache.path)).save([saved])
+    return saved
+
+
+async def meta(gateway: Gateway, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await run_meta_tool(BY_NAME, gateway, name, arguments)
+    assert result is not None and not result.is_error, result
+    return cast(dict[str, Any], result.structured_content)
+
+
+def test_round_trip_keeps_tools_and_identity(tmp_path: Path) -> None:
+    store = CatalogStore(tmp_path / "deep" / "catalog.sqlite3")
+    units = snapshot("units", "h1", server_name="units", server_version="1.0", instructions="Convert things.")
+    notes = snapshot("notes", "h2", tools=(), protocol_version="2025-11-25")
+    store.save([units, notes])
+
+    again = CatalogStore(store.path)  # another gateway, later
+    assert again.load({"units": "h1", "notes": "h2"}) == {"units": units, "notes": notes}
+    assert again.load({"units": "another config"}) == {}
+    assert again.load({"missing": "h1"}) == {}
+    assert sorted((e.server, e.tool_count) for e in again.entries()) == [("notes", 0), ("units", 2)]
+
+    assert again.clear("units") == 1
+    assert [e.server for e in again.entries()] == ["notes"]
+    assert again.clear() == 1
+    assert again.entries() == []
+
+
+def test_only_the_latest_configurations_of_a_server_are_kept(tmp_path: Path) -> None:
+    store = CatalogStore(tmp_path / "catalog.sqlite3")
+    for n in range(VERSIONS_PER_SERVER + 2):
+        store.save([snapshot("units", f"h{n}")])
+    kept = {e.config_hash for e in store.entries()}
+    assert kept == {f"h{n}" for n in range(2, VERSIONS_PER_SERVER + 2)}
+
+
+def test_config_hash_changes_with_any_part_of_the_entry() -> None:
+    base = StdioServerConfig.model_validate({"command": "srv", "args": ["-v"], "env": {"A": "1", "B": "2"}})
+    same = StdioServerConfig.model_validate({"env": {"B": "2", "A": "1"}, "args": ["-v"], "command": "srv"})
+    assert config_hash(base) == config_hash(same)
+    changed = [
+        base.model_copy(update={"command": "other"}),
+        base.model_copy(update={"args": ["-v", "--x"]}),
+        base.model_copy(update={"env": {"A": "1", "B": "3"}}),
+        base.model_copy(update={"cwd": "/tmp"}),
+        base.model_copy(update={"timeout": 5.0}),
+    ]
+    assert len({config_hash(base), *(config_hash(c) for c in changed)}) == len(changed) + 1
+
+    url = "https://example.com/mcp"
+    http = HttpServerConfig.model_validate({"url": url})
+    assert config_hash(http) != config_hash(SseServerConfig.model_validate({"url": url, "transport": "sse"}))
+    assert config_hash(http) != config_hash(http.model_copy(update={"headers": {"Authorization": "Bearer x"}}))
+
+
+async def test_a_hanging_server_is_answered_from_the_cache_at_once(tmp_path: Path) -> None:
+    config = cached_config(tmp_path, {"units": {**HANGING, "connectTimeout": 30}})
+    saved = remember(config, "units", server_name="units", instructions="Converts units.")
+    async with Gateway.from_config(config) as gateway:
+        started = time.perf_counter()
+        # Well before the 30 s connect timeout and the 10 s startup grace.
+        with anyio.fail_after(2):
+            found = await meta(gateway, "search_tools", {"query": "convert miles to kilometers"})
+            first_search = time.perf_counter() - started
+            servers = await meta(gateway, "list_mcp_servers", {})
+            listed = await meta(gateway, "list_tools", {"server": "units"})
+            details = await meta(gateway, "get_tool_details", {"server": "units", "tool": "convert_units"})
+        assert gateway.upstream("units").status is Status.CONNECTING
+        logging.getLogger(__name__).info("first search from the cache: %.0f ms", first_search * 1000)
+
+    top = found["results"][0]
+    assert (top["server"], top["tool"], top["stale"]) == ("units", "convert_units", True)
+    assert "connecting" not in found  # nothing is missing from the ranking
+    (entry,) = servers["servers"]
+    assert entry["status"] == "connecting"
+    assert entry["catalog"] == "cached" and entry["toolCount"] == 2
+    assert entry["instructions"] == "Converts units."  # what it said last time; no serverInfo until it connects
+    assert "serverInfo" not in entry
+    assert entry["cachedAt"] == time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(int(saved.saved_at)))
+    assert listed["stale"] is True
+    assert [t["name"] for t in listed["tools"]] == ["convert_units", "calculate"]
+    assert details["stale"] is True and details["inputSchema"] == UNIT_TOOLS[0].input_schema
+
+
+async def test_execute_still_waits_for_the_live_server_and_a_failed_one_keeps_its_cached_catalog(
+    tmp_path: Path,
+) -> None:
+    config = cached_config(tmp_path, {"units": {**HANGING, "connectTimeout": 1}})
+    remember(config, "units")
+    async with Gateway.from_config(config) as gateway:
+        with anyio.fail_after(1):
+            assert (await gateway.tool("units", "convert_units")).name == "convert_units"
+        # A call is never answered from the cache: it waits (connectTimeout) for the server, then says why not.
+        with anyio.fail_after(10), pytest.raises(ServerUnavailable, match="units"):
+            await gateway.execute("units", "convert_units", {"value": 1, "from": "mi", "to": "km"})
+
+        with anyio.fail_after(10):
+            await gateway.upstream("units").wait_settled()
+        status = gateway.server_status(gateway.upstream("units"))
+        assert status["status"] == "error" and status["catalog"] == "cached"
+        assert status["error"].startswith("did not finish connecting within 1s")
+        # Search and details still find what the server offered last time.
+        assert [h.tool.name for h in gateway.search("convert miles to kilometers", limit=1)] == ["convert_units"]
+        with anyio.fail_after(1):
+            assert len(await gateway.tools("units")) == 2
+        with anyio.fail_after(1), pytest.raises(ServerUnavailable):
+            await gateway.execute("units", "calculate", {})
+
+
+async def test_a_changed_config_is_never_answered_from_the_old_entry(tmp_path: Path) -> None:
+    old = cached_config(tmp_path, {"units": {**HANGING, "connectTimeout": 30}})
+    remember(old, "units")
+    new = cached_config(tmp_path, {"units": {**HANGING, "env": {"UNITS_PRECISION": "3"}, "connectTimeout": 30}})
+    async with Gateway.from_config(new) as gateway:
+        assert gateway.catalog.tools("units") == []
+        assert gateway.cached_at("units") is None
+        assert "catalog" not in gateway.server_status(gateway.upstream("units"))
+        assert gateway.search("convert miles to kilometers") == []
+
+
+async def test_live_tools_replace_the_cached_ones_and_every_new_list_is_saved(tmp_path: Path) -> None:
+    store = CatalogStore(tmp_path / "catalog.sqlite3")
+    stale = types.Tool(name="old_tool", description="Gone since.", input_schema={"type": "object"})
+    saved = snapshot("kitchen", "k1", tools=(stale,))
+    store.save([saved])
+    kitchen = Kitchen()
+    declared = types.Tool(name="declared_tool", input_schema={"type": "object"})
+    spec = UpstreamSpec("kitchen", InProcessUpstream(kitchen.server), cache_key="k1", static_tools=(declared,))
+
+    async with Gateway([spec], catalog_store=store) as gateway:
+        # Before the upstream's task has run at all: what the server offered last time beats the declared list.
+        assert [t.name for t in gateway.catalog.tools("kitchen")] == ["old_tool"]
+        assert gateway.cached_at("kitchen") == saved.saved_at
+
+        with anyio.fail_after(10):
+            await gateway.settle()
+        names = {t.name for t in gateway.catalog.tools("kitchen", include_disabled=True)}
+        assert "get_weather" in names and "old_tool" not in names
+        assert gateway.cached_at("kitchen") is None
+        assert "catalog" not in gateway.server_status(gateway.upstream("kitchen"))
+
+        await gateway.execute("kitchen", "learn_trick", {"name": "juggle"})
+        with anyio.fail_after(10):
+            while gateway.catalog.get("kitchen", "juggle") is None:
+                await gateway.upstream("kitchen").wait_changed()
+
+    # Leaving the gateway writes what was still unsaved.
+    stored = store.load({"kitchen": "k1"})["kitchen"]
+    assert {"get_weather", "juggle"} <= {t.name for t in stored.tools}
+    assert (stored.server_name, stored.server_version) == ("kitchen", "1.2.3")
+    assert stored.instructions is not None and stored.instructions.startswith("Kitchen-sink")
+    assert stored.saved_at > saved.saved_at
+
+
+async def test_a_corrupt_cache_file_is_moved_aside_and_replaced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "catalog.sqlite3"
+    path.write_bytes(b"this is not a database\n" * 100)
+    spec = UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server), cache_key="k1")
+    with caplog.at_level(logging.WARNING, logger="toolscout.catalog_store"):
+        async with Gateway([spec], catalog_store=CatalogStore(path)) as gateway:
+            with anyio.fail_after(10):
+                await gateway.settle()
+            assert gateway.upstream("kitchen").status is Status.CONNECTED
+    assert any("unreadable" in r.getMessage() and ".corrupt" in r.getMessage() for r in caplog.records)
+    assert (tmp_path / "catalog.sqlite3.corrupt").read_bytes().startswith(b"this is not a database")
+    assert "get_weather" in {t.name for t in CatalogStore(path).load({"kitchen": "k1"})["kitchen"].tools}
+
+
+def test_the_catalog_cache_setting() -> None:
+    assert GatewayConfig.model_validate({}).catalog_cache == CatalogCacheConfig(enabled=True, path=None)
+    assert GatewayConfig.model_validate({"catalogCache": False}).catalog_cache.enabled is False
+    assert GatewayConfig.model_validate({"catalogCache": {"path": "~/c.db"}}).catalog_cache.path == "~/c.db"
+    with pytest.raises(ValidationError, match="absolute path"):
+        GatewayConfig.model_validate({"catalogCache": {"path": "c.db"}})
+
+
+async def test_catalog_cache_off_writes_nothing() -> None:
+    units = {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]}
+    config = GatewayConfig.model_validate({"mcpServers": {"units": units}, "catalogCache": False})
+    async with Gateway.from_config(config) as gateway:
+        with anyio.fail_after(30):
+            await gateway.settle()
+        assert gateway.upstream("units").status is Status.CONNECTED
+    assert not (user_cache_dir() / "catalog.sqlite3").exists()
+
+
+def test_cache_show_and_clear_on_the_command_line(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path)
+    sandbox.write(
+        "work/toolscout.yaml", f"mcpServers:\n  units:\n    command: {PYTHON}\n    args: [-m, toolscout.demo.units]\n"
+    )
+    listed = sandbox.run("list")
+    assert listed.returncode == 0, listed.stderr
+
+    shown = sandbox.json("cache", "show")
+    assert shown["path"] == str(sandbox.home / ".cache" / "toolscout" / "catalog.sqlite3")
+    (entry,) = shown["entries"]
+    assert entry["server"] == "units" and entry["state"] == "current" and entry["toolCount"] > 0
+
+    sandbox.write(
+        "work/toolscout.yaml",
+        f"mcpServers:\n  units:\n    command: {PYTHON}\n    args: [-m, toolscout.demo.units, -v]\n",
+    )
+    assert sandbox.json("cache", "show")["entries"][0]["state"] == "config changed"
+
+    assert sandbox.json("cache", "clear", "--server", "notes")["removed"] == 0
+    done = sandbox.run("cache", "clear")
+    assert done.returncode == 0, done.stderr
+    assert "Removed 1 cached catalog entry" in done.stdout
+    assert json.loads(sandbox.run("cache", "show", "--json").stdout)["entries"] == []

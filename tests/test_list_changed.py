@@ -1,0 +1,114 @@
+"""An upstream's tool list changes: the gateway refreshes it, and clients whose list follows it are told.
+
+In process (one connection per client, both eras) and over streamable HTTP (the handshake era's
+standalone GET stream; at 2026-07-28 a `subscriptions/listen` stream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from mcp import Client
+
+from tests.kitchen import Kitchen
+from tests.test_dynamic import ListWatcher, watched_client
+from tests.test_gateway_inprocess import ERAS
+from toolscout.config.models import ModeName
+from toolscout.gateway import Gateway
+from toolscout.server import bind, build_server
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+LEARN: dict[str, Any] = {"server": "kitchen", "tool": "learn_trick", "arguments": {"name": "juggle"}}
+
+
+@asynccontextmanager
+async def kitchen_gateway() -> AsyncGenerator[Gateway]:
+    async with Gateway([UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        yield gateway
+
+
+async def learn_a_trick(client: Client, mode: ModeName) -> None:
+    """Make the upstream add a tool (it announces its own list_changed), through the mode's surface."""
+    if mode == "compact":
+        args = {"server_name": "kitchen", "tool_name": "learn_trick", "arguments": LEARN["arguments"]}
+        result = await client.call_tool("exec", args)
+    elif mode == "passthrough":
+        result = await client.call_tool("kitchen__learn_trick", LEARN["arguments"])
+    else:
+        result = await client.call_tool("execute_tool", LEARN)
+    assert not result.is_error, result
+
+
+async def sees_juggle(client: Client, mode: ModeName) -> bool:
+    listed = (await client.list_tools()).tools
+    if mode == "compact":
+        return "    - juggle: A new trick." in (listed[0].description or "")
+    return "kitchen__juggle" in {t.name for t in listed}
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("mode", ["compact", "passthrough"])
+async def test_clients_are_told_when_an_upstream_changes_its_tools(mode: ModeName, era: str) -> None:
+    watcher = ListWatcher()
+    async with kitchen_gateway() as gateway, watched_client(build_server(gateway, mode), era, watcher) as client:
+        capability = client.server_capabilities.tools
+        assert capability is not None and capability.list_changed is True
+        assert not await sees_juggle(client, mode)  # a client that has listed is a client to tell
+        await learn_a_trick(client, mode)
+        await watcher.wait_for(1)
+        assert await sees_juggle(client, mode)
+
+
+async def test_dynamic_clients_are_told_only_when_their_loaded_tools_change() -> None:
+    watcher = ListWatcher()
+    async with (
+        kitchen_gateway() as gateway,
+        watched_client(build_server(gateway, "dynamic"), "legacy", watcher) as client,
+    ):
+        await client.call_tool("load_tools", {"tools": [{"server": "kitchen", "tool": "get_weather"}]})
+        await watcher.wait_for(1)
+        await client.list_tools()
+        await client.call_tool("execute_tool", LEARN)  # a new tool, but not one this client loaded
+        gateway.catalog.set_server_tools("kitchen", [])  # its loaded tool is gone: that is news
+        await watcher.wait_for(2)
+        assert watcher.count == 2
+
+
+async def test_discovery_mode_does_not_announce_changes() -> None:
+    async with kitchen_gateway() as gateway, Client(build_server(gateway), mode="legacy") as client:
+        capability = client.server_capabilities.tools
+        assert capability is not None and not capability.list_changed
+
+
+@asynccontextmanager
+async def over_http(gateway: Gateway, mode: ModeName) -> AsyncGenerator[str]:
+    sock = bind("127.0.0.1", 0)
+    app = build_server(gateway, mode).streamable_http_app()
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: web.serve(sockets=[sock]))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        web.should_exit = True
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_over_http_too(era: str) -> None:
+    watcher = ListWatcher()
+    async with (
+        kitchen_gateway() as gateway,
+        over_http(gateway, "passthrough") as url,
+        watched_client(url, era, watcher) as client,
+    ):
+        await client.list_tools()
+        await learn_a_trick(client, "passthrough")
+        await watcher.wait_for(1)
+        assert await sees_juggle(client, "passthrough")
