@@ -113,7 +113,8 @@ async def test_a_server_dying_mid_session_turns_to_error_and_others_keep_working
                 await doomed.wait_changed()
         assert doomed.status is Status.ERROR
         assert doomed.error is not None and "connection closed" in doomed.error
-        assert gateway.catalog.counts("doomed") == (0, 0)
+        # What it offered stays listed (and searchable) while it is down and being started again.
+        assert gateway.catalog.counts("doomed") == (2, 2)
         result = await gateway.execute("time", "get_current_time", {"timezone": "UTC"})
         assert not result.is_error
 

@@ -402,6 +402,8 @@ class Gateway:
             await self._connected(upstream)
 
     async def _connected(self, upstream: Upstream) -> None:
+        if upstream.status is Status.IDLE:
+            upstream.want()
         if upstream.status is Status.CONNECTING:
             with anyio.move_on_after(upstream.spec.connect_timeout):
                 await upstream.wait_settled()

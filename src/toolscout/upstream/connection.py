@@ -37,6 +37,8 @@ from toolscout.upstream.transport import UpstreamTransport, transport_for
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_PAGES = 100
+DEFAULT_LAZY_IDLE = 300.0
+"""A lazy server's connection is closed after this many seconds without calls, unless configured."""
 BACKOFF_INITIAL = 1.0
 BACKOFF_MAX = 60.0
 """Seconds between connection attempts: doubling from the first, capped at the second."""
@@ -56,6 +58,8 @@ CLIENT_INFO = types.Implementation(name="toolscout", version=__version__)
 class Status(StrEnum):
     CONNECTING = "connecting"
     CONNECTED = "connected"
+    IDLE = "idle"
+    """Not connected on purpose (lazy, or closed after `idleTimeout`); connects on the next call."""
     ERROR = "error"
     DISABLED = "disabled"
 
@@ -73,6 +77,10 @@ class UpstreamSpec:
     protocol: str = "auto"
     reconnect: bool = True
     """Connect again (with backoff) after a failure or a lost connection."""
+    lazy: bool = False
+    """Connect on first use when a catalog is known without connecting (cached or declared)."""
+    idle_timeout: float | None = None
+    """Close the connection after this many seconds without calls (lazy servers: 300 unless set)."""
     static_tools: tuple[types.Tool, ...] = ()
     """Declared in the config: listed until the server's own list replaces them."""
     cache_key: str | None = None
@@ -89,6 +97,8 @@ class UpstreamSpec:
             disabled=config.disabled,
             protocol=config.protocol,
             reconnect=config.reconnect,
+            lazy=config.connect == "lazy",
+            idle_timeout=config.idle_timeout,
             static_tools=tuple(
                 types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema)
                 for t in config.tools
@@ -169,6 +179,9 @@ class Upstream:
         self._in_flight: dict[object, Relay] = {}
         """The relays of calls in flight, in the order they started."""
         self._calls: set[anyio.CancelScope] = set()
+        self._last_used = 0.0
+        self._wanted = anyio.Event()
+        self._wanted_flag = False
         self._connected_since: float | None = None
         self.retry_at: float | None = None
         """When the next connection attempt is due (epoch seconds), while waiting for it."""
@@ -192,9 +205,15 @@ class Upstream:
         if self.spec.disabled or self._stopping:  # stopped before its task got to run
             return
         delay = BACKOFF_INITIAL
-        while True:
+        if self.spec.lazy and (self.offline_tools is not None or self.spec.static_tools):
+            await self._stay_idle()  # its tools are known: nothing to connect for until a call
+        while not self._stopping:
             attempt = anyio.current_time()
-            await self._connect_and_serve()
+            idle = await self._connect_and_serve()
+            if idle:
+                delay = BACKOFF_INITIAL
+                await self._stay_idle()
+                continue
             if self._stopping or not self.spec.reconnect:
                 return
             if self._connected_since is not None and self._connected_since >= attempt:
@@ -217,8 +236,39 @@ class Upstream:
                 self._settled = anyio.Event()
             self._notify_changed()
 
-    async def _connect_and_serve(self) -> None:
-        """One connection: connect (within connectTimeout), list tools, serve until it ends."""
+    def want(self) -> None:
+        """Someone needs the server: connect if it is idle."""
+        self._wanted_flag = True
+        self._wanted.set()
+        if self.status is Status.IDLE:
+            self.status = Status.CONNECTING
+            if self._settled.is_set():  # nobody waits on a set event: safe to replace
+                self._settled = anyio.Event()
+            self._notify_changed()
+
+    async def _stay_idle(self) -> None:
+        """Disconnected on purpose until `want()` or `stop()`."""
+        if not self._wanted_flag:
+            self.status = Status.IDLE
+            self._settled.set()
+            self._notify_changed()
+            logger.info("%s: idle, connects on the next call", self.name)
+            with anyio.CancelScope() as waiting:
+                self._scope = waiting
+                if not self._stopping:
+                    await self._wanted.wait()
+        self._wanted_flag = False
+        self._wanted = anyio.Event()
+
+    def _idle_after(self) -> float | None:
+        if self.spec.idle_timeout is not None:
+            return self.spec.idle_timeout
+        return DEFAULT_LAZY_IDLE if self.spec.lazy else None
+
+    async def _connect_and_serve(self) -> bool:
+        """One connection: connect (within connectTimeout), list tools, serve until it ends.
+
+        True when it ended because it was idle (no failure), False otherwise."""
         self._lost = False
         self._connected_since = None
         scope = anyio.CancelScope(deadline=anyio.current_time() + self.spec.connect_timeout)
@@ -246,6 +296,7 @@ class Upstream:
                         log_level="debug",
                     )
                     await stack.enter_async_context(client)
+                    idle = False
                     async with anyio.create_task_group() as tg:
                         if self._announces_tool_changes(client):
                             # Subscribe before listing, so no change can fall between the two.
@@ -255,8 +306,10 @@ class Upstream:
                         scope.deadline = math.inf
                         self._connected(client, tools)
                         self._connected_since = anyio.current_time()
-                        await self._serve(client)
+                        idle = await self._serve(client)
                         tg.cancel_scope.cancel()
+                    if idle:
+                        return True
                     failure = "connection closed by the server"
         except Exception as exc:
             failure = describe_exception(exc)
@@ -264,10 +317,11 @@ class Upstream:
             self._client = None
             self._list_declared_tools()
         if self._stopping:
-            return
+            return False
         if scope.cancel_called and self.status is Status.CONNECTING:
             failure = f"did not finish connecting within {self.spec.connect_timeout:g}s"
         self._fail(failure or "stopped unexpectedly")
+        return False
 
     def use_offline_tools(self, tools: Sequence[types.Tool]) -> None:
         """List `tools` whenever not connected, instead of the declared ones (what the server really offered)."""
@@ -318,6 +372,7 @@ class Upstream:
         if relay is not None:
             self._in_flight[token] = relay
         progress = relay.progress if relay is not None else None
+        self._last_used = anyio.current_time()
         with anyio.CancelScope() as connection_scope:
             self._calls.add(connection_scope)
             try:
@@ -341,7 +396,9 @@ class Upstream:
                     f"{self.name}.{tool} failed: {describe_exception(exc)}", server=self.name, tool=tool
                 ) from None
             finally:
+                self._last_used = anyio.current_time()
                 self._calls.discard(connection_scope)
+                self._wake.set()
                 self._in_flight.pop(token, None)
         if connection_scope.cancelled_caught:
             raise self._gone(tool, "the connection was lost" if not self._stopping else "the gateway is stopping")
@@ -403,18 +460,32 @@ class Upstream:
             len(tools),
         )
 
-    async def _serve(self, client: Client) -> None:
+    async def _serve(self, client: Client) -> bool:
+        """Keep the connection until it is lost (False) or idle for `_idle_after()` seconds (True)."""
+        idle_after = self._idle_after()
+        self._last_used = anyio.current_time()
         while not self._lost:
-            await self._wake.wait()
+            # A call in flight keeps it open; the end of a call wakes this loop to start counting.
+            if idle_after is None or self._calls:
+                await self._wake.wait()
+            else:
+                with anyio.move_on_after(self._last_used + idle_after - anyio.current_time()):
+                    await self._wake.wait()
+                if not self._wake.is_set():
+                    logger.info("%s: closing after %gs without calls", self.name, idle_after)
+                    return True
             self._wake = anyio.Event()
             if self._refresh_requested and not self._lost:
                 self._refresh_requested = False
                 self._list_live_tools(await self._list_tools(client))
                 self._notify_changed()
                 logger.info("%s: tool list changed, now %d tools", self.name, self._catalog.counts(self.name)[0])
+        return False
 
     def _list_live_tools(self, tools: Sequence[types.Tool]) -> None:
         self._catalog.set_server_tools(self.name, tools)
+        # What it really offers: listed while it is idle, reconnecting or down, until it says otherwise.
+        self.offline_tools = tuple(tools)
         if self._on_tools_listed is not None:
             self._on_tools_listed(self, tools)
 

@@ -1,0 +1,81 @@
+"""Upstream lifecycle: lazy connection, closing idle connections, and coming back on demand.
+
+Real stdio servers (tests/chatty.py writes its pid, so the test sees each process come and go).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+
+from tests.conftest import PYTHON, ROOT
+from toolscout.config import GatewayConfig, StdioServerConfig
+from toolscout.gateway import Gateway
+from toolscout.upstream import Status, StdioUpstream, Upstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+
+def chatty_spec(pid_file: Path, **options: object) -> UpstreamSpec:
+    config = StdioServerConfig(command=PYTHON, args=["-m", "tests.chatty", str(pid_file)], cwd=str(ROOT))
+    return UpstreamSpec("chatty", StdioUpstream("chatty", config), **options)  # type: ignore[arg-type]
+
+
+async def exited(pid: int) -> None:
+    """Wait (bounded) for a process to end: a pidfd becomes readable when it does."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with anyio.fail_after(10):
+            await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+async def until(upstream: Upstream, status: Status) -> None:
+    with anyio.fail_after(20):
+        while upstream.status is not status:
+            await upstream.wait_changed()
+
+
+async def test_an_idle_connection_is_closed_and_reopened_on_the_next_call(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    async with Gateway([chatty_spec(pid_file, idle_timeout=0.5)]) as gateway:
+        chatty = gateway.upstream("chatty")
+        await until(chatty, Status.CONNECTED)
+        first = int(pid_file.read_text())
+        await gateway.execute("chatty", "release", {})
+        await until(chatty, Status.IDLE)  # half a second after the call
+        await exited(first)
+        assert [t.name for t in gateway.catalog.tools("chatty")][:2] == ["log", "ask"]  # still listed
+        result = await gateway.execute("chatty", "release", {})
+        assert not result.is_error and chatty.status is Status.CONNECTED
+        assert int(pid_file.read_text()) != first
+
+
+async def test_a_lazy_server_with_known_tools_starts_only_when_called(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    declared = (types.Tool(name="release", description="Let go.", input_schema={"type": "object"}),)
+    async with Gateway([chatty_spec(pid_file, lazy=True, static_tools=declared)]) as gateway:
+        chatty = gateway.upstream("chatty")
+        await until(chatty, Status.IDLE)
+        assert not pid_file.exists()  # no process yet
+        assert [hit.tool.name for hit in gateway.search("let go")] == ["release"]
+        result = await gateway.execute("chatty", "release", {})
+        assert not result.is_error and chatty.status is Status.CONNECTED
+        assert pid_file.exists()
+
+
+def test_connect_and_idle_timeout_are_configurable() -> None:
+    config = GatewayConfig.model_validate(
+        {"mcpServers": {"a": {"command": "x", "connect": "lazy", "idleTimeout": 60}, "b": {"command": "y"}}}
+    )
+    lazy = UpstreamSpec.from_config("a", config.mcp_servers["a"])
+    eager = UpstreamSpec.from_config("b", config.mcp_servers["b"])
+    assert (lazy.lazy, lazy.idle_timeout, eager.lazy, eager.idle_timeout) == (True, 60, False, None)
