@@ -13,7 +13,10 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import PYTHON, ROOT
+from tests.procs import free_port, running, stop
+from tests.test_e2e_subprocess import UVICORN_READY
 from toolscout.config import GatewayConfig, StdioServerConfig
+from toolscout.errors import ServerUnavailable
 from toolscout.gateway import Gateway
 from toolscout.upstream import Status, StdioUpstream, Upstream, UpstreamSpec
 
@@ -79,3 +82,23 @@ def test_connect_and_idle_timeout_are_configurable() -> None:
     lazy = UpstreamSpec.from_config("a", config.mcp_servers["a"])
     eager = UpstreamSpec.from_config("b", config.mcp_servers["b"])
     assert (lazy.lazy, lazy.idle_timeout, eager.lazy, eager.idle_timeout) == (True, 60, False, None)
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_an_http_server_that_restarts_is_reconnected_and_calls_meanwhile_fail_at_once(protocol: str) -> None:
+    port = free_port()
+    serve = [PYTHON, "-m", "toolscout.demo.text", "--transport", "http", "--port", str(port)]
+    config = GatewayConfig.model_validate(
+        {"mcpServers": {"text": {"url": f"http://127.0.0.1:{port}/mcp", "protocol": protocol}}}
+    )
+    arguments = {"text": "a b c"}
+    async with running(serve, ready=UVICORN_READY) as first, Gateway.from_config(config) as gateway:
+        text = gateway.upstream("text")
+        await until(text, Status.CONNECTED)
+        assert not (await gateway.execute("text", "word_count", arguments)).is_error
+        await stop(first.process)
+        with anyio.fail_after(5), pytest.raises(ServerUnavailable, match="went away during the call"):
+            await gateway.execute("text", "word_count", arguments)
+        async with running(serve, ready=UVICORN_READY):  # the same server back on the same port
+            await until(text, Status.CONNECTED)
+            assert not (await gateway.execute("text", "word_count", arguments)).is_error

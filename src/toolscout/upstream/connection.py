@@ -359,7 +359,7 @@ class Upstream:
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Forward one call on the kept session; cancelled upstream after the server's timeout."""
         client = self._client
-        if client is None:
+        if client is None or self._lost:
             raise ServerUnavailable(
                 f"Server {self.name!r} is {self.status.value}" + (f": {self.error}" if self.error else "."),
                 server=self.name,
@@ -383,6 +383,10 @@ class Upstream:
                     # The server forgot our session (it restarted): connect again, from scratch.
                     self._on_closed()
                     raise self._gone(tool, "its HTTP session expired") from None
+                if exc.error.code == types.CONNECTION_CLOSED:
+                    # The SDK's word for a transport that is gone (an HTTP server that went away).
+                    self._on_closed()
+                    raise self._gone(tool, exc.error.message) from None
                 raise UpstreamError(
                     f"{self.name}.{tool} failed: {exc.error.message} (MCP error {exc.error.code})",
                     server=self.name,
