@@ -208,7 +208,9 @@ class RemoteUpstream:
             return
         async with (
             create_mcp_http_client(headers=self._headers) as http,
-            streamable_http_client(self._url, http_client=http) as streams,
+            # No cap on one SSE event: a tool's result is one event, and the SDK's 1 MiB default
+            # would turn any larger result into a lost connection. Output caps apply downstream.
+            streamable_http_client(self._url, http_client=http, max_sse_event_size=None) as streams,
         ):
             yield streams
 

@@ -1,0 +1,53 @@
+"""A stdio upstream that is slow to start, or that completes the handshake and then never lists its tools.
+
+python -m tests.sluggish --start-after 10    # sleeps 10 s before reading stdin, then serves
+python -m tests.sluggish --hang-listing      # answers `initialize`, never answers `tools/list`
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+TOOLS = [types.Tool(name="hello", description="Says it is up.", input_schema={"type": "object", "properties": {}})]
+
+
+def build_server(hang_listing: bool) -> Server[Any]:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        if hang_listing:
+            await anyio.sleep_forever()
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text="up")])
+
+    return Server("sluggish", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve(hang_listing: bool) -> None:
+    server = build_server(hang_listing)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--start-after", type=float, default=0, help="seconds to sleep before serving")
+    parser.add_argument("--hang-listing", action="store_true", help="never answer tools/list")
+    args = parser.parse_args()
+    # The slow start is the point of this server: it is the upstream that sleeps, not the test.
+    time.sleep(args.start_after)
+    anyio.run(serve, args.hang_listing)
+
+
+if __name__ == "__main__":
+    main()

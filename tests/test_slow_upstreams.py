@@ -1,0 +1,116 @@
+"""`toolscout serve` in front of upstreams that hang or are slow to start, as real child processes.
+
+One that never answers the handshake, one that answers it and then never lists its tools, and
+one that takes 10 s to start: the others answer within their own time, the slow one becomes
+usable once up, and list_mcp_servers and execute_tool say why the hung ones are not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from tests.conftest import PYTHON, ROOT
+from tests.procs import running
+from tests.test_e2e_subprocess import SERVE_READY, UVICORN_READY
+from toolscout.demo.catalog_server import server_path
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CATALOG = FIXTURES / "catalog" / "catalog.jsonl"
+CATALOG_SERVER = ["-m", "toolscout.demo.catalog_server", "--catalog", str(CATALOG)]
+SLOW_START = 10
+HUNG_TIMEOUT = 5
+NO_ARGUMENTS: dict[str, Any] = {}
+FAST = 2.0
+"""How soon after the gateway is ready a call to a healthy server must be answered."""
+
+
+def structured(result: types.CallToolResult) -> dict[str, Any]:
+    return cast(dict[str, Any], result.structured_content)
+
+
+async def test_hung_and_slow_upstreams_do_not_hold_up_the_others(tmp_path: Path) -> None:
+    async with running([PYTHON, *CATALOG_SERVER, "--http", "--port", "0"], ready=UVICORN_READY) as catalog:
+        config = {
+            "mcpServers": {
+                "slow": {
+                    "command": PYTHON,
+                    "args": ["-m", "tests.sluggish", "--start-after", str(SLOW_START)],
+                    "cwd": str(ROOT),
+                },
+                "silent": {
+                    "command": PYTHON,
+                    "args": [str(FIXTURES / "silent_server.py")],
+                    "connectTimeout": HUNG_TIMEOUT,
+                },
+                "mute": {
+                    "command": PYTHON,
+                    "args": ["-m", "tests.sluggish", "--hang-listing"],
+                    "cwd": str(ROOT),
+                    "connectTimeout": HUNG_TIMEOUT,
+                },
+                "weather": {"url": f"http://127.0.0.1:{catalog.match.group(1)}{server_path('Weather Station')}"},
+                "mail": {"command": PYTHON, "args": [*CATALOG_SERVER, "--server", "mail"]},
+            },
+            "search": {"backend": "bm25"},
+        }
+        path = tmp_path / "toolscout.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        command = [PYTHON, "-m", "toolscout", "serve", "--config", str(path), "--transport", "http", "--port", "0"]
+        async with running(command, ready=SERVE_READY) as gateway:
+            ready = anyio.current_time()
+            answered: dict[str, float] = {}
+            results: dict[str, types.CallToolResult] = {}
+
+            async with Client(gateway.match.group(1), mode="legacy") as client:
+
+                async def call(server: str, tool: str, arguments: dict[str, Any]) -> None:
+                    call = {"server": server, "tool": tool, "arguments": arguments}
+                    results[server] = await client.call_tool("execute_tool", call)
+                    answered[server] = anyio.current_time() - ready
+
+                with anyio.fail_after(SLOW_START + 30):
+                    async with anyio.create_task_group() as tg:
+                        # The call to the slow server waits for it, without holding up the others.
+                        tg.start_soon(call, "slow", "hello", NO_ARGUMENTS)
+                        tg.start_soon(call, "weather", "forecast", {"city": "Oslo"})
+                        tg.start_soon(call, "mail", "send", {"to": "ada@example.com"})
+
+                print(f"answered {', '.join(f'{k} after {v:.2f}s' for k, v in answered.items())} (from ready)")
+                # The HTTP server was up already: answered at once. The stdio one in its own time,
+                # before the slow one, which answers once up (and not before: it really was slow).
+                assert not results["weather"].is_error, results["weather"]
+                assert structured(results["weather"])["arguments"] == {"city": "Oslo"}
+                assert answered["weather"] < FAST, answered
+                assert not results["mail"].is_error, results["mail"]
+                assert answered["mail"] < answered["slow"], answered
+                assert not results["slow"].is_error, results["slow"]
+                assert [b.text for b in results["slow"].content if isinstance(b, types.TextContent)] == ["up"]
+                assert answered["slow"] >= SLOW_START - 1, answered
+
+                # By now the hung servers have missed their connect deadline (they are retried, so
+                # each may be connecting again), and list_mcp_servers says why they are not usable.
+                reason = f"did not finish connecting within {HUNG_TIMEOUT}s"
+                listed = await client.call_tool("list_mcp_servers", {})
+                servers = {s["name"]: s for s in structured(listed)["servers"]}
+                for name in ("slow", "weather", "mail"):
+                    assert servers[name]["status"] == "connected", servers[name]
+                text = "".join(b.text for b in listed.content if isinstance(b, types.TextContent))
+                for name in ("silent", "mute"):
+                    assert servers[name]["status"] in ("error", "connecting"), servers[name]
+                    assert servers[name]["error"].startswith(reason), servers[name]
+                    assert f"{name} [{servers[name]['status']}] — {reason}" in text, text
+                    # A call to it fails with the same explanation, within its connect deadline.
+                    with anyio.fail_after(HUNG_TIMEOUT + 10):
+                        refused = await client.call_tool("execute_tool", {"server": name, "tool": "hello"})
+                    assert refused.is_error
+                    error = structured(refused)["error"]
+                    assert error["code"] == "SERVER_UNAVAILABLE" and reason in error["message"], error
