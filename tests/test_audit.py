@@ -401,7 +401,9 @@ def test_cli_execute_is_audited(sandbox: Sandbox) -> None:
 async def test_tail_follow_prints_new_records_across_rotations(sandbox: Sandbox) -> None:
     path = sandbox.root / "log" / "audit.jsonl"
     command = [PYTHON, "-m", "toolscout", "audit", "tail", "--follow", "--json", "-n", "1"]
-    async with AuditLog(path, max_bytes=1024) as log:
+    # Enough backups that no file rotates away before the follower (it polls) has read it, however
+    # slow the machine: this is about following rotations, not about losing old backups.
+    async with AuditLog(path, max_bytes=1024, backups=100) as log:
         await write(log, 1)
         process = await anyio.open_process(command, cwd=sandbox.cwd, env=sandbox.env(), stderr=subprocess.STDOUT)
         async with _child(process):

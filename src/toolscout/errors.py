@@ -82,3 +82,27 @@ class LoadLimitReached(ToolscoutError):
     """Dynamic mode: loading more tools would pass the configured `maxLoadedTools`."""
 
     code = "LOAD_LIMIT_REACHED"
+
+
+class ResourceNotFound(ToolscoutError):
+    """A resource URI the gateway cannot route to a server (not one of its `toolscout://` URIs)."""
+
+    code = "RESOURCE_NOT_FOUND"
+
+
+class ResourceDisabled(ToolscoutError):
+    """The resource (or the template it comes from) exists but `toolRules` of kind `resource` disable it."""
+
+    code = "RESOURCE_DISABLED"
+
+
+class PromptNotFound(ToolscoutError):
+    """No upstream offers a prompt of that gateway name."""
+
+    code = "PROMPT_NOT_FOUND"
+
+
+class PromptDisabled(ToolscoutError):
+    """The prompt exists but `toolRules` of kind `prompt` disable it."""
+
+    code = "PROMPT_DISABLED"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVarTuple
 
 import anyio
 import anyio.abc
@@ -22,6 +22,7 @@ from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
 from toolscout.config.models import GatewayConfig
+from toolscout.content import ContentHub, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
     ServerNotFound,
@@ -48,6 +49,8 @@ MAX_SUGGESTIONS = 3
 CACHE_LOAD_BUDGET_SECONDS = 2.0
 """How long start-up waits for the persistent catalog before going on without it (a locked or slow disk)."""
 
+Ts = TypeVarTuple("Ts")
+
 
 class Gateway:
     """Connects to every enabled upstream and answers questions about their tools.
@@ -71,9 +74,19 @@ class Gateway:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate upstream names in {names}")
-        self.catalog = Catalog(rules)
+        self.rules = rules or RuleSet()
+        """`toolRules`: tools through the catalog, prompts and resources through `content`."""
+        self.catalog = Catalog(self.rules)
+        self.content = ContentHub(self)
+        """The upstreams' resources and prompts under gateway names (content.py)."""
         self._upstreams = {
-            spec.name: Upstream(spec, self.catalog, on_tools_listed=self._on_tools_listed) for spec in specs
+            spec.name: Upstream(
+                spec,
+                self.catalog,
+                on_tools_listed=self._on_tools_listed,
+                on_list_changed=self.content.upstream_changed,
+            )
+            for spec in specs
         }
         self._store = catalog_store
         self._snapshots: dict[str, ServerSnapshot] = {}
@@ -144,11 +157,24 @@ class Gateway:
             if self.audit is not None:
                 self.audit.close()
 
+    def start_soon(self, func: Callable[[*Ts], Coroutine[Any, Any, Any]], *args: *Ts, name: str) -> None:
+        """Run `func(*args)` in the gateway's own task group: it outlives the request that started it,
+        never the gateway (it must not raise)."""
+        if self._task_group is None:
+            raise RuntimeError("the gateway is not running")
+        self._task_group.start_soon(func, *args, name=name)
+
     # Servers
 
     @property
     def upstreams(self) -> list[Upstream]:
         return list(self._upstreams.values())
+
+    async def live_upstream(self, server: str) -> Upstream:
+        """The upstream `server`, connected (woken when idle, waited for while connecting), or why not."""
+        upstream = self.upstream(server)
+        await self._connected(upstream)
+        return upstream
 
     def upstream(self, name: str) -> Upstream:
         """The upstream called `name`, or `ServerNotFound` with the closest names."""
@@ -245,6 +271,7 @@ class Gateway:
 
     def _on_tools_listed(self, upstream: Upstream, tools: Sequence[types.Tool]) -> None:
         """A live list arrived (connect, list_changed): it is the one to fall back on, and to save."""
+        self.content.upstream_connected(upstream)  # (or its tools changed): its other lists may have too
         key = upstream.spec.cache_key
         if self._store is None or key is None:
             return
@@ -395,7 +422,7 @@ class Gateway:
         finally:
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
-        return cap_output(_without_hop_metadata(result), cap)
+        return cap_output(without_hop_metadata(result), cap)
 
     async def _catalog_ready(self, upstream: Upstream) -> None:
         if self.cached_at(upstream.name) is None:
@@ -448,12 +475,3 @@ def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:
 def _closest(name: str, choices: Sequence[str]) -> list[str]:
     matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=60)
     return [m[0] for m in matches]
-
-
-def _without_hop_metadata(result: types.CallToolResult) -> types.CallToolResult:
-    """Drop the upstream's `serverInfo` stamp: it describes that hop, and the gateway stamps its own."""
-    meta = result.meta
-    if not meta or types.SERVER_INFO_META_KEY not in meta:
-        return result
-    rest = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
-    return result.model_copy(update={"meta": rest or None})

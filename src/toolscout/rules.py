@@ -11,6 +11,11 @@ A rule may be limited to one server (`server`, itself a glob). Tags accumulate
 from every matching rule; the first matching rule that sets `enabled` decides.
 As soon as any rule says `enabled: true` the rules are a whitelist and tools no
 rule enables are disabled.
+
+A rule's `kind` says what it is about: `tool` (the default: tool names), `prompt`
+(prompt names) or `resource` (resource URIs, and resource templates by their URI
+template). Only rules of the asked kind take part in a verdict, so each kind has its
+own whitelist and a tool rule never hides a prompt.
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from toolscout.config.models import ToolRule
+
+RuleKind = Literal["tool", "prompt", "resource"]
 
 Matcher = Callable[[str], bool]
 
@@ -118,6 +125,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class _CompiledRule:
+    kind: RuleKind
     patterns: PatternSet
     server: Matcher | None
     enabled: bool | None
@@ -125,11 +133,12 @@ class _CompiledRule:
 
 
 class RuleSet:
-    """The compiled `toolRules`, applied to (server, tool name) pairs."""
+    """The compiled `toolRules`, applied to (server, name) pairs of one kind (tools unless told)."""
 
     def __init__(self, rules: Sequence[ToolRule] = ()) -> None:
         self._rules = tuple(
             _CompiledRule(
+                kind=rule.kind or "tool",
                 patterns=PatternSet.compile(rule.pattern),
                 server=compile_pattern(rule.server) if rule.server else None,
                 enabled=rule.enabled,
@@ -137,12 +146,20 @@ class RuleSet:
             )
             for rule in rules
         )
-        self.whitelist = any(rule.enabled is True for rule in rules)
+        self._whitelists: set[RuleKind] = {rule.kind or "tool" for rule in rules if rule.enabled is True}
 
-    def verdict(self, server: str, tool: str) -> Verdict:
+    @property
+    def whitelist(self) -> bool:
+        """Whether the tool rules are a whitelist (some rule of kind `tool` says `enabled: true`)."""
+        return "tool" in self._whitelists
+
+    def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
+        """What the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
         enabled: bool | None = None
         tags: dict[str, None] = {}
         for rule in self._rules:
+            if rule.kind != kind:
+                continue
             if rule.server is not None and not rule.server(server):
                 continue
             if not rule.patterns.matches(tool):
@@ -151,5 +168,5 @@ class RuleSet:
                 enabled = rule.enabled
             tags.update(dict.fromkeys(rule.tags))
         if enabled is None:
-            enabled = not self.whitelist
+            enabled = kind not in self._whitelists
         return Verdict(enabled=enabled, tags=tuple(tags))

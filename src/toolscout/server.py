@@ -1,7 +1,9 @@
-"""The gateway's MCP face: the tools of the configured mode (surfaces.py), over stdio or streamable HTTP.
+"""The gateway's MCP face: the tools of the configured mode (surfaces.py), and every upstream's
+resources and prompts (content.py, the same in every mode), over stdio or streamable HTTP.
 
 This is the edge where `ToolscoutError`s become `isError` results with
-`structuredContent: {"success": false, "error": {...}}`.
+`structuredContent: {"success": false, "error": {...}}` (tools), or MCP errors with the error as
+`data` (resources and prompts: an upstream's own error keeps its code).
 """
 
 from __future__ import annotations
@@ -18,12 +20,22 @@ from typing import Any
 import anyio
 import mcp_types as types
 import uvicorn
-from mcp.server import InitializationOptions, NotificationOptions, Server
+from mcp.server import NotificationOptions, Server
+from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from toolscout import __version__, render
 from toolscout.config.models import ModeName
-from toolscout.errors import ToolscoutError
+from toolscout.content import LIST_NAMES, ListName, digest
+from toolscout.errors import (
+    InvalidRequest,
+    PromptDisabled,
+    PromptNotFound,
+    ResourceDisabled,
+    ResourceNotFound,
+    ServerNotFound,
+    ToolscoutError,
+)
 from toolscout.gateway import Gateway
 from toolscout.relay import relaying
 from toolscout.sessions import ClientSessions, ConnectionScope, Context, SessionRelay
@@ -48,26 +60,82 @@ def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
     )
 
 
-class GatewayServer(Server[ConnectionScope]):
-    """The SDK's low-level server, advertising `tools.listChanged` when the surface's list can change.
+_INVALID_PARAMS_ERRORS = (
+    ServerNotFound,
+    ResourceNotFound,
+    ResourceDisabled,
+    PromptNotFound,
+    PromptDisabled,
+    InvalidRequest,
+)
+"""What the spec answers with -32602 (an unknown resource or prompt); other failures are -32603."""
 
-    The SDK derives handshake-era capabilities from `create_initialization_options`, which the
-    streamable HTTP transport calls with no arguments; this is where the flag gets in for every
-    transport. (At 2026-07-28 the flag follows from serving `subscriptions/listen`.)
+
+def mcp_error(error: ToolscoutError) -> MCPError:
+    """A failed resources/prompts request as the client sees it: an upstream's own error keeps its code."""
+    upstream = error.details.get("upstreamCode")
+    if isinstance(upstream, int):
+        code = upstream
+    else:
+        code = types.INVALID_PARAMS if isinstance(error, _INVALID_PARAMS_ERRORS) else types.INTERNAL_ERROR
+    return MCPError(code=code, message=error.message, data=error.to_dict())
+
+
+@contextmanager
+def mcp_errors(method: str) -> Generator[None]:
+    """Turn what goes wrong while serving `method` into an MCP error with a clear message."""
+    try:
+        yield
+    except ToolscoutError as exc:
+        raise mcp_error(exc) from None
+    except MCPError:
+        raise
+    except Exception as exc:  # a bug of ours: a clear failure for the client, the traceback for the log
+        logger.exception("%s failed unexpectedly", method)
+        raise MCPError(
+            code=types.INTERNAL_ERROR, message=f"Internal error in {method}: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _one_page(params: types.PaginatedRequestParams | None) -> None:
+    if params is not None and params.cursor is not None:
+        raise MCPError(code=types.INVALID_PARAMS, message="Unknown cursor: toolscout answers every list in one page.")
+
+
+class GatewayServer(Server[ConnectionScope]):
+    """The SDK's low-level server, with the capabilities toolscout really has.
+
+    `tools.listChanged` only when the surface's list can change; `resources.listChanged` and
+    `prompts.listChanged` always (upstreams come, go and change them); `resources.subscribe` never
+    (upstream resource subscriptions are not passed through). The SDK derives capabilities here both
+    for the handshake (from `create_initialization_options`, which streamable HTTP calls with no
+    arguments) and for `server/discover` at 2026-07-28, where it would otherwise set every flag from
+    serving `subscriptions/listen`.
     """
 
     def __init__(self, *args: Any, tools_changed: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tools_changed = tools_changed
 
-    def create_initialization_options(
+    def get_capabilities(
         self,
         notification_options: NotificationOptions | None = None,
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        options = notification_options or NotificationOptions(tools_changed=self.tools_changed)
-        return super().create_initialization_options(options, experimental_capabilities, extensions)
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        update: dict[str, Any] = {}
+        if capabilities.tools is not None:
+            update["tools"] = types.ToolsCapability(list_changed=self.tools_changed)
+        if capabilities.resources is not None:
+            update["resources"] = types.ResourcesCapability(subscribe=False, list_changed=True)
+        if capabilities.prompts is not None:
+            update["prompts"] = types.PromptsCapability(list_changed=True)
+        return capabilities.model_copy(update=update)
 
 
 def build_server(
@@ -77,7 +145,8 @@ def build_server(
     *,
     sessions: ClientSessions | None = None,
 ) -> GatewayServer:
-    """The low-level MCP server exposing `gateway` through the surface of `mode`."""
+    """The low-level MCP server exposing `gateway` through the surface of `mode`, and every
+    upstream's resources and prompts whatever the mode."""
     surface: Surface = make_surface(mode, gateway, options)
     clients = sessions or ClientSessions()
     # The five meta-tools never change; every other surface follows the catalog or the client.
@@ -90,6 +159,7 @@ def build_server(
         async with anyio.create_task_group() as tg:
             if tools_change:
                 tg.start_soon(watch_catalog, gateway, surface, clients, scope)
+            tg.start_soon(watch_content, gateway, clients, scope)
             yield scope
             tg.cancel_scope.cancel()
 
@@ -129,6 +199,41 @@ def build_server(
             )
         return outcome
 
+    content = gateway.content
+
+    async def on_list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        _one_page(params)
+        with mcp_errors("resources/list"):
+            resources = await content.resources()
+        clients.state(ctx).content_listed["resources"] = digest(resources)
+        return types.ListResourcesResult(resources=resources)
+
+    async def on_list_resource_templates(
+        ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        _one_page(params)
+        with mcp_errors("resources/templates/list"):
+            templates = await content.resource_templates()
+        clients.state(ctx).content_listed["resource_templates"] = digest(templates)
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def on_read_resource(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        client = clients.state(ctx)
+        with mcp_errors("resources/read"), relaying(SessionRelay(ctx, client, clients.describe(ctx))):
+            return await content.read(params.uri)
+
+    async def on_list_prompts(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        _one_page(params)
+        with mcp_errors("prompts/list"):
+            prompts = await content.prompts()
+        clients.state(ctx).content_listed["prompts"] = digest(prompts)
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def on_get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        client = clients.state(ctx)
+        with mcp_errors("prompts/get"), relaying(SessionRelay(ctx, client, clients.describe(ctx))):
+            return await content.get_prompt(params.name, params.arguments)
+
     async def on_set_logging_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         clients.state(ctx).log_level = params.level
         return types.EmptyResult()
@@ -146,7 +251,13 @@ def build_server(
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
             on_set_logging_level=on_set_logging_level,
-            on_subscriptions_listen=clients.listen if tools_change else None,
+            on_list_resources=on_list_resources,
+            on_list_resource_templates=on_list_resource_templates,
+            on_read_resource=on_read_resource,
+            on_list_prompts=on_list_prompts,
+            on_get_prompt=on_get_prompt,
+            # Always: resource and prompt lists change in every mode (tools too, except in discovery).
+            on_subscriptions_listen=clients.listen,
             tools_changed=tools_change,
         )
 
@@ -180,6 +291,52 @@ async def watch_catalog(gateway: Gateway, surface: Surface, clients: ClientSessi
                 await clients.tell_tools_changed(state)
             except Exception as exc:  # a client gone away must not stop the others being told
                 logger.debug("could not tell a client its tools changed: %s", exc)
+
+
+_NOTICES: dict[ListName, type[ResourcesListChanged] | type[PromptsListChanged]] = {
+    "resources": ResourcesListChanged,
+    "resource_templates": ResourcesListChanged,
+    "prompts": PromptsListChanged,
+}
+
+
+async def watch_content(gateway: Gateway, clients: ClientSessions, scope: ConnectionScope) -> None:
+    """Tell each client whose resource, template or prompt list changed, once per change, until cancelled.
+
+    As `watch_catalog` for tools: only clients that fetched that list are told, and only when what
+    they would get now differs from what they got (or were last told about). Templates and
+    resources share one notice (`notifications/resources/list_changed`).
+    """
+    hub = gateway.content
+    seen = hub.version
+    while True:
+        if hub.version == seen:
+            await hub.wait_changed()
+        await anyio.sleep(CHANGE_QUIET_SECONDS)
+        seen = hub.version
+        states = [scope.client, *clients.http_states()]
+        told: set[tuple[int, type[ResourcesListChanged] | type[PromptsListChanged]]] = set()
+        for name in LIST_NAMES:
+            listeners = [state for state in states if name in state.content_listed]
+            if not listeners:
+                continue
+            try:
+                current = digest(await hub.listed(name))
+            except Exception:  # never a reason to stop telling clients about later changes
+                logger.exception("could not list %s to compare", name)
+                continue
+            for state in listeners:
+                if current in (state.content_listed[name], state.content_announced.get(name)):
+                    continue
+                state.content_announced[name] = current
+                notice = _NOTICES[name]
+                if (id(state), notice) in told:
+                    continue
+                told.add((id(state), notice))
+                try:
+                    await clients.tell_content_changed(state, notice())
+                except Exception as exc:  # a client gone away must not stop the others being told
+                    logger.debug("could not tell a client its %s changed: %s", name, exc)
 
 
 async def _stop_on_signal(stop: Callable[[], None]) -> None:

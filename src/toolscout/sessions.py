@@ -1,4 +1,4 @@
-"""Per-client state, and telling one client that its tool list changed, in both protocol eras.
+"""Per-client state, and telling one client that its tool (resource, prompt) list changed, in both protocol eras.
 
 What identifies "a client" depends on the transport and the era:
 
@@ -30,7 +30,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import authenticated_principal
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -58,6 +64,9 @@ class ClientState:
     """Fingerprint of the tool list this client last fetched (None: it never listed tools)."""
     announced: str | None = None
     """Fingerprint of the tool list it was last told about, so one change is told once."""
+    content_listed: dict[str, str] = field(default_factory=dict[str, str])
+    """The same for the resource, template and prompt lists it fetched (content.py's list names)."""
+    content_announced: dict[str, str] = field(default_factory=dict[str, str])
     session: ServerSession | None = None
     """The session of its latest request: its standalone channel, for telling it about changes."""
     modern: bool = False
@@ -159,6 +168,17 @@ class ClientSessions:
         elif state.session is not None:
             # The standalone channel: stdio's pipe, or the HTTP session's GET stream if it opened one.
             await state.session.send_tool_list_changed()
+
+    @staticmethod
+    async def tell_content_changed(state: ClientState, what: ResourcesListChanged | PromptsListChanged) -> None:
+        """Tell a client, outside any request of its own, that its resource (or template) or prompt list changed."""
+        if state.modern:
+            await state.bus.publish(what)
+        elif state.session is not None:
+            if isinstance(what, ResourcesListChanged):
+                await state.session.send_resource_list_changed()
+            else:
+                await state.session.send_prompt_list_changed()
 
     async def listen(
         self, ctx: Context, params: types.SubscriptionsListenRequestParams

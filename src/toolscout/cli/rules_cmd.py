@@ -32,7 +32,16 @@ def register(app: typer.Typer) -> None:
 
 
 def _same_target(rule: dict[str, Any], pattern: str, server: str | None) -> bool:
-    return rule.get("pattern") in ([pattern], pattern) and rule.get("server") == server
+    return _about_tools(rule) and rule.get("pattern") in ([pattern], pattern) and rule.get("server") == server
+
+
+def _about_tools(rule: dict[str, Any]) -> bool:
+    """Rules of another `kind` (prompts, resources) have their own whitelist and never touch tools."""
+    return rule.get("kind") in (None, "tool")
+
+
+def _tool_whitelist(rules: list[dict[str, Any]]) -> bool:
+    return any(r.get("enabled") is True and _about_tools(r) for r in rules)
 
 
 def _edit(config: Any, output: Output, change: Any) -> None:
@@ -83,7 +92,7 @@ def _visible(pattern: str, server: str | None, rules: list[dict[str, Any]], serv
     every tool name, so it counts as visible only when no rule decides anything at all.
     """
     if any(c in pattern for c in "*?[{/!"):
-        return not any("enabled" in r for r in rules)
+        return not any("enabled" in r and _about_tools(r) for r in rules)
     ruleset = RuleSet([ToolRule.model_validate(r) for r in rules])
     scope = compile_pattern(server) if server else None
     return all(ruleset.verdict(name, pattern).enabled for name in servers if scope is None or scope(name))
@@ -141,7 +150,7 @@ def show(
         rules[:] = kept
         if unhidden and _visible(pattern, server, rules, servers):
             return f"Shown: removed the rule hiding {escape(pattern)}{escape(where)}.", True
-        whitelist = any(r.get("enabled") is True for r in rules)
+        whitelist = _tool_whitelist(rules)
         rule: dict[str, Any] = {"pattern": [pattern], "enabled": True}
         if server:
             rule["server"] = server
@@ -181,11 +190,11 @@ def status(
                 for up in gateway.upstreams
             ]
         if as_json:
-            output.data({"rules": rules, "whitelist": any(r.get("enabled") is True for r in rules), "servers": servers})
+            output.data({"rules": rules, "whitelist": _tool_whitelist(rules), "servers": servers})
             return
         mode = (
             "whitelist (tools no rule enables are hidden)"
-            if any(r.get("enabled") is True for r in rules)
+            if _tool_whitelist(rules)
             else ("everything visible unless hidden")
         )
         output.print(f"Tool rules ({len(rules)}), {mode}:")
@@ -193,6 +202,8 @@ def status(
             enabled = rule.get("enabled")
             verdict = "show" if enabled is True else "hide" if enabled is False else "tag"
             scope = f" on {rule['server']}" if rule.get("server") else ""
+            if not _about_tools(rule):
+                verdict += f" {rule['kind']}s"
             tags = f" tags: {', '.join(rule['tags'])}" if rule.get("tags") else ""
             output.print(f"  {index}. {verdict} {escape(', '.join(rule['pattern']))}{escape(scope)}{escape(tags)}")
         output.print("")

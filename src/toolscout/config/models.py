@@ -146,6 +146,9 @@ class ToolRule(_Model):
     server: str | None = None
     enabled: bool | None = None
     tags: list[str] = Field(default_factory=list[str])
+    kind: Literal["tool", "prompt", "resource"] | None = None
+    """What the rule is about: tools (by name; the default, also when unset), prompts (by name) or
+    resources (by URI, templates by their URI template). Each kind has rules, and a whitelist, of its own."""
 
     @field_validator("pattern", mode="before")
     @classmethod

@@ -11,11 +11,11 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -24,6 +24,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
@@ -53,6 +54,9 @@ _LOG_LEVELS = {
     "emergency": logging.CRITICAL,
 }
 CLIENT_INFO = types.Implementation(name="toolscout", version=__version__)
+ListKind = Literal["resources", "prompts"]
+"""The lists besides tools whose changes an upstream announces (content.py follows them)."""
+T = TypeVar("T")
 
 
 class Status(StrEnum):
@@ -158,6 +162,7 @@ class Upstream:
         catalog: Catalog,
         *,
         on_tools_listed: Callable[[Upstream, Sequence[types.Tool]], None] | None = None,
+        on_list_changed: Callable[[Upstream, ListKind], None] | None = None,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -168,6 +173,7 @@ class Upstream:
         self.offline_tools: tuple[types.Tool, ...] | None = None
         """The last live list the gateway knows of (see `use_offline_tools`); None: the declared tools."""
         self._on_tools_listed = on_tools_listed
+        self._on_list_changed = on_list_changed
         self._client: Client | None = None
         self._settled = anyio.Event()
         self._changed = anyio.Event()
@@ -298,9 +304,9 @@ class Upstream:
                     await stack.enter_async_context(client)
                     idle = False
                     async with anyio.create_task_group() as tg:
-                        if self._announces_tool_changes(client):
+                        if self._announces_changes(client):
                             # Subscribe before listing, so no change can fall between the two.
-                            await tg.start(self._listen_for_tool_changes, client)
+                            await tg.start(self._listen_for_changes, client)
                         tools = await self._list_tools(client)
                         # Connected: from here on only stop() or a lost connection ends this.
                         scope.deadline = math.inf
@@ -424,6 +430,79 @@ class Upstream:
             status=Status.ERROR.value,
         )
 
+    @property
+    def server_capabilities(self) -> types.ServerCapabilities | None:
+        """What the server of the live connection declared (None while not connected)."""
+        client = self._client
+        return client.server_capabilities if client is not None else None
+
+    async def request(
+        self, what: str, operation: Callable[[Client], Awaitable[T]], *, within: float | None = None, use: bool = True
+    ) -> T:
+        """Run one request other than a tool call (resources and prompts, content.py) on the kept session.
+
+        It fails as a call does: `ServerUnavailable` when not connected or when the connection goes,
+        `CallTimeout` after `within` seconds (default: the server's `timeout`; cancelled upstream), and the
+        upstream's own error as `UpstreamError` with `upstreamCode` (and `upstreamData`). `what` names
+        the request in messages. `use=False` (listings) leaves the `idleTimeout` clock alone.
+        """
+        client = self._client
+        if client is None or self._lost:
+            raise ServerUnavailable(
+                f"Server {self.name!r} is {self.status.value}" + (f": {self.error}" if self.error else "."),
+                server=self.name,
+                status=self.status.value,
+            )
+        limit = self.spec.call_timeout if within is None else within
+        relay = current_relay()
+        token = object()
+        if relay is not None:
+            self._in_flight[token] = relay
+        if use:
+            self._last_used = anyio.current_time()
+        with anyio.CancelScope() as connection_scope:
+            self._calls.add(connection_scope)
+            try:
+                with anyio.move_on_after(limit):
+                    return await operation(client)
+            except MCPError as exc:
+                if _session_expired(exc) or exc.error.code == types.CONNECTION_CLOSED:
+                    self._on_closed()
+                    raise self._gone_during(what, exc.error.message) from None
+                raise UpstreamError(
+                    f"{self.name}: {what} failed: {exc.error.message}",
+                    server=self.name,
+                    upstreamCode=exc.error.code,
+                    upstreamData=exc.error.data,
+                ) from None
+            except Exception as exc:
+                if self._lost:
+                    raise self._gone_during(what, describe_exception(exc)) from None
+                reason = describe_exception(exc)
+                raise UpstreamError(f"{self.name}: {what} failed: {reason}", server=self.name) from None
+            finally:
+                if use:
+                    self._last_used = anyio.current_time()
+                self._calls.discard(connection_scope)
+                self._wake.set()
+                self._in_flight.pop(token, None)
+        if connection_scope.cancelled_caught:
+            reason = "the connection was lost" if not self._stopping else "the gateway is stopping"
+            raise self._gone_during(what, reason)
+        raise CallTimeout(
+            f"{self.name}: {what} did not answer within {limit:g}s and was cancelled upstream.",
+            server=self.name,
+            timeoutSeconds=limit,
+        )
+
+    def _gone_during(self, what: str, reason: str) -> ServerUnavailable:
+        again = " toolscout is connecting to it again." if self.spec.reconnect and not self._stopping else ""
+        return ServerUnavailable(
+            f"Server {self.name!r} went away during {what} ({reason}).{again}",
+            server=self.name,
+            status=Status.ERROR.value,
+        )
+
     async def _list_tools(self, client: Client) -> list[types.Tool]:
         capabilities = client.server_capabilities
         if capabilities.tools is None:
@@ -494,27 +573,45 @@ class Upstream:
             self._on_tools_listed(self, tools)
 
     @staticmethod
-    def _announces_tool_changes(client: Client) -> bool:
-        # Handshake-era servers push notifications/tools/list_changed on their own (see _on_message);
+    def _announces_changes(client: Client) -> bool:
+        # Handshake-era servers push notifications/*/list_changed on their own (see _on_message);
         # on 2026-07-28 they arrive only on a subscriptions/listen stream we open.
-        tools = client.server_capabilities.tools
-        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and tools is not None and bool(tools.list_changed)
+        caps = client.server_capabilities
+        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and any(
+            c is not None and bool(c.list_changed) for c in (caps.tools, caps.resources, caps.prompts)
+        )
 
-    async def _listen_for_tool_changes(
+    async def _listen_for_changes(
         self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
+        caps = client.server_capabilities
         started = False
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
+            async with client.listen(
+                tools_list_changed=bool(caps.tools and caps.tools.list_changed),
+                resources_list_changed=bool(caps.resources and caps.resources.list_changed),
+                prompts_list_changed=bool(caps.prompts and caps.prompts.list_changed),
+            ) as subscription:
                 task_status.started()
                 started = True
-                async for _ in subscription:
-                    self._request_refresh()
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self._request_refresh()
+                    elif isinstance(event, ResourcesListChanged):
+                        self._list_changed("resources")
+                    elif isinstance(event, PromptsListChanged):
+                        self._list_changed("prompts")
         except Exception as exc:
             # Without the stream the catalog can go stale, but the server itself still works.
-            logger.warning("%s: stopped listening for tool changes: %s", self.name, describe_exception(exc))
+            logger.warning("%s: stopped listening for list changes: %s", self.name, describe_exception(exc))
         if not started:
             task_status.started()
+
+    def _list_changed(self, kind: ListKind) -> None:
+        # The SDK also hands listen-stream frames to _on_message, so one change may be told twice:
+        # the gateway compares what it lists before telling anyone (server.py), so that is harmless.
+        if self._on_list_changed is not None:
+            self._on_list_changed(self, kind)
 
     def _request_refresh(self) -> None:
         self._refresh_requested = True
@@ -541,6 +638,10 @@ class Upstream:
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._request_refresh()
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self._list_changed("resources")
+        elif isinstance(message, types.PromptListChangedNotification):
+            self._list_changed("prompts")
         elif isinstance(message, Exception):
             logger.debug("%s: transport reported %r", self.name, message)
 

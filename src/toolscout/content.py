@@ -1,0 +1,405 @@
+"""Resources and prompts of every upstream on the gateway's face, under names that say whose they are.
+
+The same in every mode (the mode only changes tools).
+
+Names:
+
+* A resource is `toolscout://<server>/<its upstream URI, verbatim>`, the server name
+  percent-encoded (`toolscout://docs/file:///srv/a.md?rev=2#top`). Routing strips the prefix
+  as text, so every URI comes back exactly as the upstream gave it, query, fragment, odd
+  characters and all; and a client sees the upstream's own URI after the server's name.
+* A resource template is the same prefix before the upstream's template, verbatim
+  (`toolscout://docs/file:///srv/{path}`). The prefix is literal characters only (letters,
+  digits, `:`, `/`, `%XX`), so the result is still an RFC 6570 template with the same
+  variables, and any expansion of it is the prefix followed by exactly what the upstream's
+  template expands to with the same values: `resources/read` strips the prefix and the upstream
+  gets the URI its own template would have made.
+* A prompt is `server__prompt`, with passthrough's rules for client-valid names (at most 64
+  characters of `[a-zA-Z0-9_-]`, a short hash where names would be too long or clash), so names
+  are unique and deterministic. Everything else (titles, descriptions, arguments, MIME types,
+  annotations, `_meta`) is the upstream's own.
+
+Lists are fetched live on every request, from every connected upstream that declares the
+capability, all pages, concurrently. A request waits at most `list_wait` seconds for any one
+upstream; a slower list keeps coming in the background and replaces that server's entry when it
+arrives (clients that listed are then told the list changed, see server.py). Until then, and while
+a server is idle, reconnecting or down, its last known list stands in for it (as its tools do), so
+a slow or broken server never blocks or empties the others. Reading a resource or getting a prompt
+needs the server itself: an idle one is woken, one that is down is `SERVER_UNAVAILABLE`.
+
+`toolRules` of `kind: resource` match resource URIs (templates by their URI template, reads by
+the URI read), `kind: prompt` prompt names; both by the upstream's own URI or name (rules.py).
+
+`version` grows whenever something a client lists may have changed (an upstream announced a
+change, connected, or answered differently), so the server can compare and tell clients.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from urllib.parse import quote, unquote
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from pydantic import BaseModel
+from rapidfuzz import fuzz, process
+
+from toolscout.errors import (
+    PromptDisabled,
+    PromptNotFound,
+    ResourceDisabled,
+    ResourceNotFound,
+    ServerNotFound,
+    ToolscoutError,
+    UpstreamError,
+)
+from toolscout.rules import RuleKind
+from toolscout.upstream import Status, Upstream
+from toolscout.upstream.connection import ListKind
+
+if TYPE_CHECKING:
+    from toolscout.gateway import Gateway
+
+logger = logging.getLogger(__name__)
+
+SCHEME = "toolscout"
+PREFIX = f"{SCHEME}://"
+LIST_WAIT_SECONDS = 5.0
+"""How long one list request waits for any one upstream before answering without its fresh list."""
+MAX_PAGES = 100
+
+ListName = Literal["resources", "resource_templates", "prompts"]
+LIST_NAMES: tuple[ListName, ...] = ("resources", "resource_templates", "prompts")
+_FOLLOWS: dict[ListKind, tuple[ListName, ...]] = {
+    "resources": ("resources", "resource_templates"),
+    "prompts": ("prompts",),
+}
+"""The lists an upstream's `notifications/<kind>/list_changed` is about."""
+
+ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
+ResultT = TypeVar("ResultT", bound=types.Result)
+
+
+def gateway_uri(server: str, uri: str) -> str:
+    """The gateway's URI (or URI template) for `server`'s `uri`: the prefix, then `uri` verbatim."""
+    return f"{PREFIX}{quote(server, safe='')}/{uri}"
+
+
+def split_gateway_uri(uri: str) -> tuple[str, str] | None:
+    """`(server, upstream URI)` of a gateway URI, or None when `uri` is not one."""
+    if uri[: len(PREFIX)].lower() != PREFIX:  # a scheme is case-insensitive
+        return None
+    server, slash, original = uri[len(PREFIX) :].partition("/")
+    if not slash or not server:
+        return None
+    return unquote(server), original
+
+
+def digest(items: Sequence[BaseModel]) -> str:
+    """What a list says, as a short digest: equal lists, equal digests."""
+    data = [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in items]
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def without_hop_metadata(result: ResultT) -> ResultT:
+    """Drop the upstream's `serverInfo` stamp: it describes that hop, and the gateway stamps its own."""
+    meta = result.meta
+    if not meta or types.SERVER_INFO_META_KEY not in meta:
+        return result
+    rest = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
+    return result.model_copy(update={"meta": rest or None})
+
+
+async def _resources_page(client: Client, cursor: str | None) -> tuple[list[types.Resource], str | None]:
+    page = await client.list_resources(cursor=cursor)
+    return page.resources, page.next_cursor
+
+
+async def _templates_page(client: Client, cursor: str | None) -> tuple[list[types.ResourceTemplate], str | None]:
+    page = await client.list_resource_templates(cursor=cursor)
+    return page.resource_templates, page.next_cursor
+
+
+async def _prompts_page(client: Client, cursor: str | None) -> tuple[list[types.Prompt], str | None]:
+    page = await client.list_prompts(cursor=cursor)
+    return page.prompts, page.next_cursor
+
+
+@dataclass(eq=False)
+class _Listing(Generic[ItemT]):
+    """One kind of list of every upstream: what each server listed last, and the fetches under way."""
+
+    name: ListName
+    method: str
+    declared: Callable[[types.ServerCapabilities], bool]
+    page: Callable[[Client, str | None], Awaitable[tuple[list[ItemT], str | None]]]
+    rule_key: Callable[[ItemT], str]
+    rule_kind: RuleKind
+    known: dict[str, list[ItemT]] = field(default_factory=dict[str, list[ItemT]])
+    generation: dict[str, int] = field(default_factory=dict[str, int])
+    """Bumped by each change an upstream announces: a fetch that started before it goes again."""
+    fetching: dict[str, anyio.Event] = field(default_factory=dict[str, anyio.Event])
+
+    async def all_pages(self, client: Client) -> list[ItemT]:
+        items: list[ItemT] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page, cursor = await self.page(client, cursor)
+            items.extend(page)
+            if cursor is None:
+                break
+        else:
+            logger.warning("stopped following %s after %d pages", self.method, MAX_PAGES)
+        return items
+
+
+class ContentHub:
+    """The resources, resource templates and prompts of every upstream, under gateway names."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+        self.list_wait = LIST_WAIT_SECONDS
+        self.version = 0
+        self._changed = anyio.Event()
+        self._resources = _Listing[types.Resource](
+            "resources",
+            "resources/list",
+            lambda c: c.resources is not None,
+            _resources_page,
+            lambda r: r.uri,
+            "resource",
+        )
+        self._templates = _Listing[types.ResourceTemplate](
+            "resource_templates",
+            "resources/templates/list",
+            lambda c: c.resources is not None,
+            _templates_page,
+            lambda t: t.uri_template,
+            "resource",
+        )
+        self._prompts = _Listing[types.Prompt](
+            "prompts", "prompts/list", lambda c: c.prompts is not None, _prompts_page, lambda p: p.name, "prompt"
+        )
+
+    def _listing(self, name: ListName) -> _Listing[Any]:
+        return {"resources": self._resources, "resource_templates": self._templates, "prompts": self._prompts}[name]
+
+    # Changes
+
+    def _bump(self) -> None:
+        self.version += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_changed(self) -> None:
+        """Wait for the next change that may concern a client's lists."""
+        await self._changed.wait()
+
+    def upstream_changed(self, upstream: Upstream, kind: ListKind) -> None:
+        """An upstream announced that its resources (templates included) or prompts changed."""
+        for name in _FOLLOWS[kind]:
+            listing = self._listing(name)
+            listing.generation[upstream.name] = listing.generation.get(upstream.name, 0) + 1
+        self._bump()
+
+    def upstream_connected(self, upstream: Upstream) -> None:
+        """An upstream (re)connected: what it lists may differ from what it listed before."""
+        self._bump()
+
+    # Lists
+
+    async def resources(self) -> list[types.Resource]:
+        """Every enabled resource of every server, `uri` as the gateway's."""
+        await self._gather(self._resources)
+        return [r.model_copy(update={"uri": gateway_uri(s, r.uri)}) for s, r in self._enabled(self._resources)]
+
+    async def resource_templates(self) -> list[types.ResourceTemplate]:
+        """Every enabled resource template of every server, `uriTemplate` as the gateway's."""
+        await self._gather(self._templates)
+        return [
+            t.model_copy(update={"uri_template": gateway_uri(s, t.uri_template)})
+            for s, t in self._enabled(self._templates)
+        ]
+
+    async def prompts(self) -> list[types.Prompt]:
+        """Every enabled prompt of every server, named `server__prompt`."""
+        await self._gather(self._prompts)
+        names = self._prompt_names()
+        return [p.model_copy(update={"name": names[(s, p.name)]}) for s, p in self._enabled(self._prompts)]
+
+    async def listed(self, name: ListName) -> Sequence[BaseModel]:
+        """One of the three lists by name."""
+        if name == "resources":
+            return await self.resources()
+        if name == "resource_templates":
+            return await self.resource_templates()
+        return await self.prompts()
+
+    def _enabled(self, listing: _Listing[ItemT]) -> list[tuple[str, ItemT]]:
+        rules = self._gateway.rules
+        return [
+            (upstream.name, item)
+            for upstream in self._gateway.upstreams
+            for item in listing.known.get(upstream.name, ())
+            if rules.verdict(upstream.name, listing.rule_key(item), listing.rule_kind).enabled
+        ]
+
+    async def _gather(self, listing: _Listing[ItemT]) -> None:
+        await self._gateway.settle_startup()
+        async with anyio.create_task_group() as tg:
+            for upstream in self._gateway.upstreams:
+                tg.start_soon(self._refresh, listing, upstream)
+
+    async def _refresh(self, listing: _Listing[ItemT], upstream: Upstream) -> None:
+        """Bring `upstream`'s entry up to date, waiting at most `list_wait`; a slower answer lands later."""
+        capabilities = upstream.server_capabilities
+        if upstream.status is not Status.CONNECTED or capabilities is None:
+            return  # its last known list stands in for it
+        if not listing.declared(capabilities):
+            self._store(listing, upstream.name, [])
+            return
+        done = listing.fetching.get(upstream.name)
+        if done is None:
+            done = listing.fetching[upstream.name] = anyio.Event()
+            self._gateway.start_soon(self._fetch, listing, upstream, done, name=f"{listing.method} {upstream.name}")
+        with anyio.move_on_after(self.list_wait):
+            await done.wait()
+        if not done.is_set():
+            wait, method = self.list_wait, listing.method
+            logger.info("%s: %s takes over %gs; its last known list stands in", upstream.name, method, wait)
+
+    async def _fetch(self, listing: _Listing[ItemT], upstream: Upstream, done: anyio.Event) -> None:
+        try:
+            while True:
+                generation = listing.generation.get(upstream.name, 0)
+                items = await upstream.request(listing.method, listing.all_pages, use=False)
+                self._store(listing, upstream.name, items)
+                if listing.generation.get(upstream.name, 0) == generation:
+                    break
+        except UpstreamError as exc:
+            if exc.details.get("upstreamCode") == types.METHOD_NOT_FOUND:
+                self._store(listing, upstream.name, [])  # e.g. resources without templates
+            else:
+                logger.warning("%s", exc.message)
+        except ToolscoutError as exc:  # not connected any more, or too slow even for its own timeout
+            logger.warning("%s: %s not refreshed: %s", upstream.name, listing.method, exc.message)
+        except Exception:  # a task of the gateway's own must never take it down
+            logger.exception("%s: %s failed unexpectedly", upstream.name, listing.method)
+        finally:
+            listing.fetching.pop(upstream.name, None)
+            done.set()
+
+    def _store(self, listing: _Listing[ItemT], server: str, items: list[ItemT]) -> None:
+        if listing.known.get(server) != items:
+            listing.known[server] = items
+            self._bump()
+
+    # Resources
+
+    def _route_uri(self, uri: str) -> tuple[str, str]:
+        split = split_gateway_uri(uri)
+        if split is None:
+            raise ResourceNotFound(
+                f"{uri!r} is not a resource of this gateway: its resources are named "
+                f"{PREFIX}<server>/<the server's own URI>, as resources/list and resources/templates/list show.",
+                uri=uri,
+            )
+        server, original = split
+        names = [u.name for u in self._gateway.upstreams]
+        if server not in names:
+            # A client may have normalised the host to lower case.
+            same = [n for n in names if n.lower() == server.lower()]
+            if len(same) != 1:
+                close = _closest(server, names)
+                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                raise ServerNotFound(
+                    f"No server named {server!r} (in {uri!r}).{hint} resources/list shows every server's resources.",
+                    server=server,
+                    uri=uri,
+                    suggestions=close or None,
+                )
+            server = same[0]
+        return server, original
+
+    async def read(self, uri: str) -> types.ReadResourceResult:
+        """`resources/read` of a gateway URI: the upstream's contents, their `uri`s as the gateway's."""
+        server, original = self._route_uri(uri)
+        if not self._gateway.rules.verdict(server, original, "resource").enabled:
+            raise ResourceDisabled(
+                f"Resource {original!r} of {server!r} is disabled by toolRules and cannot be read.",
+                server=server,
+                uri=uri,
+            )
+        upstream = await self._gateway.live_upstream(server)
+
+        async def read(client: Client) -> types.ReadResourceResult:
+            return await client.read_resource(original)
+
+        result = await upstream.request(f"resources/read {original}", read)
+        contents = [c.model_copy(update={"uri": gateway_uri(server, c.uri)}) for c in result.contents]
+        return without_hop_metadata(result.model_copy(update={"contents": contents}))
+
+    # Prompts
+
+    def _prompt_names(self) -> dict[tuple[str, str], str]:
+        # Disabled prompts get names too, so that disabling one never renames another.
+        from toolscout.passthrough import native_names  # passthrough imports the gateway, which imports this
+
+        return native_names((server, p.name) for server, items in self._prompts.known.items() for p in items)
+
+    def _route_prompt(self, name: str) -> tuple[str, str] | None:
+        return next((pair for pair, native in self._prompt_names().items() if native == name), None)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
+        route = self._route_prompt(name)
+        if route is None:
+            offered = [p.name for p in await self.prompts()]  # it may be new since the last listing
+            route = self._route_prompt(name)
+            if route is None:
+                raise self._prompt_not_found(name, offered)
+        server, prompt = route
+        if not self._gateway.rules.verdict(server, prompt, "prompt").enabled:
+            raise PromptDisabled(
+                f"Prompt {prompt!r} of {server!r} is disabled by toolRules and cannot be used.",
+                server=server,
+                prompt=prompt,
+            )
+        upstream = await self._gateway.live_upstream(server)
+
+        async def get(client: Client) -> types.GetPromptResult:
+            return await client.get_prompt(prompt, arguments)
+
+        result = await upstream.request(f"prompts/get {prompt}", get)
+        messages = [m.model_copy(update={"content": _gateway_block(server, m.content)}) for m in result.messages]
+        return without_hop_metadata(result.model_copy(update={"messages": messages}))
+
+    def _prompt_not_found(self, name: str, offered: Iterable[str]) -> PromptNotFound:
+        close = _closest(name, list(offered))
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        return PromptNotFound(
+            f"No prompt named {name!r}.{hint} prompts/list shows every server's prompts, named server__prompt.",
+            prompt=name,
+            suggestions=close or None,
+        )
+
+
+def _closest(name: str, choices: Sequence[str]) -> list[str]:
+    matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=3, score_cutoff=60)
+    return [m[0] for m in matches]
+
+
+def _gateway_block(server: str, block: types.ContentBlock) -> types.ContentBlock:
+    """A prompt message's content with the resource it embeds or links to named as the gateway names it."""
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource.model_copy(update={"uri": gateway_uri(server, block.resource.uri)})
+        return block.model_copy(update={"resource": resource})
+    if isinstance(block, types.ResourceLink):
+        return block.model_copy(update={"uri": gateway_uri(server, block.uri)})
+    return block
