@@ -19,6 +19,7 @@ from mcp import Client
 from tests.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
 from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, error_of, notes_server, structured, text
 from toolscout.config import ToolRule
+from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
 from toolscout.rules import RuleSet
 from toolscout.server import bind, build_server
@@ -208,9 +209,11 @@ async def test_dynamic_surface_adds_little_to_the_default_one() -> None:
 
 
 @asynccontextmanager
-async def http_gateway(gateway: Gateway, sessions: ClientSessions | None = None) -> AsyncGenerator[str]:
-    """The gateway in dynamic mode over streamable HTTP on a free port."""
-    server = build_server(gateway, "dynamic", sessions=sessions)
+async def http_gateway(
+    gateway: Gateway, sessions: ClientSessions | None = None, mode: ModeName = "dynamic"
+) -> AsyncGenerator[str]:
+    """The gateway (in dynamic mode unless told otherwise) over streamable HTTP on a free port."""
+    server = build_server(gateway, mode, sessions=sessions)
     sock = bind("127.0.0.1", 0)
     web = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on"))
     async with anyio.create_task_group() as tg:

@@ -12,15 +12,14 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp import Client
 
 from tests.kitchen import Kitchen
-from tests.test_dynamic import ListWatcher, watched_client
+from tests.test_dynamic import ListWatcher, http_gateway, watched_client
 from tests.test_gateway_inprocess import ERAS
 from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
-from toolscout.server import bind, build_server
+from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -89,23 +88,12 @@ async def test_discovery_mode_does_not_announce_changes() -> None:
         assert capability is not None and not capability.list_changed
 
 
-@asynccontextmanager
-async def over_http(gateway: Gateway, mode: ModeName) -> AsyncGenerator[str]:
-    sock = bind("127.0.0.1", 0)
-    app = build_server(gateway, mode).streamable_http_app()
-    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: web.serve(sockets=[sock]))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        web.should_exit = True
-
-
 @pytest.mark.parametrize("era", ERAS)
 async def test_over_http_too(era: str) -> None:
     watcher = ListWatcher()
     async with (
         kitchen_gateway() as gateway,
-        over_http(gateway, "passthrough") as url,
+        http_gateway(gateway, mode="passthrough") as url,
         watched_client(url, era, watcher) as client,
     ):
         await client.list_tools()

@@ -24,8 +24,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.conftest import npm_tool
 from tests.kitchen import TINY_PNG, Kitchen
+from tests.test_dynamic import http_gateway
 from tests.test_gateway_inprocess import ERAS
-from tests.test_list_changed import over_http
 from tests.test_public_servers import node_path
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, StdioServerConfig
@@ -475,7 +475,7 @@ async def test_over_http_too(era: str) -> None:
     watcher = ChangeWatcher()
     async with libraries() as (gateway, _, _):
         await known_to_the_gateway(gateway)
-        async with over_http(gateway, "discovery") as url, watched(url, era, watcher) as client:
+        async with http_gateway(gateway, mode="discovery") as url, watched(url, era, watcher) as client:
             assert text_of((await client.read_resource("toolscout://films/note://1")).contents[0]) == "films note://1"
             await lists_follow_the_upstream(gateway, client, watcher)
 

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import mcp_types as types
 
+from toolscout.changes import Changes
 from toolscout.rules import RuleSet
 
 SUMMARY_LIMIT = 160
@@ -63,24 +63,19 @@ class CatalogTool:
 class Catalog:
     """Tools per server, with tool rules applied as they arrive.
 
-    `version` grows with every change so derived state (the search index) knows
-    when to rebuild.
+    `changes` counts every change, so derived state (the search index, clients' tool lists)
+    knows when to rebuild.
     """
 
     def __init__(self, rules: RuleSet | None = None) -> None:
         self._rules = rules or RuleSet()
         self._servers: dict[str, dict[str, CatalogTool]] = {}
-        self.version = 0
-        self._changed = anyio.Event()
+        self.changes = Changes()
 
-    def _bump(self) -> None:
-        self.version += 1
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def wait_changed(self) -> None:
-        """Wait for the next change of any server's tools."""
-        await self._changed.wait()
+    @property
+    def version(self) -> int:
+        """Grows with every change."""
+        return self.changes.version
 
     def set_server_tools(self, server: str, tools: Iterable[types.Tool]) -> None:
         """Replace everything known about `server`'s tools."""
@@ -89,11 +84,11 @@ class Catalog:
             verdict = self._rules.verdict(server, tool.name)
             entries[tool.name] = CatalogTool(server, tool, verdict.enabled, verdict.tags)
         self._servers[server] = entries
-        self._bump()
+        self.changes.bump()
 
     def drop_server(self, server: str) -> None:
         if self._servers.pop(server, None) is not None:
-            self._bump()
+            self.changes.bump()
 
     def tools(self, server: str | None = None, *, include_disabled: bool = False) -> list[CatalogTool]:
         """Tools of one server, or of all, in the order the servers listed them."""

@@ -30,7 +30,7 @@ needs the server itself: an idle one is woken, one that is down is `SERVER_UNAVA
 `toolRules` of `kind: resource` match resource URIs (templates by their URI template, reads by
 the URI read), `kind: prompt` prompt names; both by the upstream's own URI or name (rules.py).
 
-`version` grows whenever something a client lists may have changed (an upstream announced a
+`changes` counts whatever a client lists may have changed (an upstream announced a
 change, connected, or answered differently), so the server can compare and tell clients.
 """
 
@@ -48,8 +48,8 @@ import anyio
 import mcp_types as types
 from mcp import Client
 from pydantic import BaseModel
-from rapidfuzz import fuzz, process
 
+from toolscout.changes import Changes
 from toolscout.errors import (
     PromptDisabled,
     PromptNotFound,
@@ -60,6 +60,7 @@ from toolscout.errors import (
     UpstreamError,
 )
 from toolscout.rules import RuleKind
+from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
 
@@ -165,8 +166,7 @@ class ContentHub:
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
         self.list_wait = LIST_WAIT_SECONDS
-        self.version = 0
-        self._changed = anyio.Event()
+        self.changes = Changes()
         self._resources = _Listing[types.Resource](
             "resources",
             "resources/list",
@@ -192,25 +192,16 @@ class ContentHub:
 
     # Changes
 
-    def _bump(self) -> None:
-        self.version += 1
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def wait_changed(self) -> None:
-        """Wait for the next change that may concern a client's lists."""
-        await self._changed.wait()
-
     def upstream_changed(self, upstream: Upstream, kind: ListKind) -> None:
         """An upstream announced that its resources (templates included) or prompts changed."""
         for name in _FOLLOWS[kind]:
             listing = self._listing(name)
             listing.generation[upstream.name] = listing.generation.get(upstream.name, 0) + 1
-        self._bump()
+        self.changes.bump()
 
     def upstream_connected(self, upstream: Upstream) -> None:
         """An upstream (re)connected: what it lists may differ from what it listed before."""
-        self._bump()
+        self.changes.bump()
 
     # Lists
 
@@ -298,7 +289,7 @@ class ContentHub:
     def _store(self, listing: _Listing[ItemT], server: str, items: list[ItemT]) -> None:
         if listing.known.get(server) != items:
             listing.known[server] = items
-            self._bump()
+            self.changes.bump()
 
     # Resources
 
@@ -316,10 +307,10 @@ class ContentHub:
             # A client may have normalised the host to lower case.
             same = [n for n in names if n.lower() == server.lower()]
             if len(same) != 1:
-                close = _closest(server, names)
-                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                close = closest(server, names)
                 raise ServerNotFound(
-                    f"No server named {server!r} (in {uri!r}).{hint} resources/list shows every server's resources.",
+                    f"No server named {server!r} (in {uri!r}).{did_you_mean(close)} "
+                    "resources/list shows every server's resources.",
                     server=server,
                     uri=uri,
                     suggestions=close or None,
@@ -381,18 +372,13 @@ class ContentHub:
         return without_hop_metadata(result.model_copy(update={"messages": messages}))
 
     def _prompt_not_found(self, name: str, offered: Iterable[str]) -> PromptNotFound:
-        close = _closest(name, list(offered))
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        close = closest(name, list(offered))
         return PromptNotFound(
-            f"No prompt named {name!r}.{hint} prompts/list shows every server's prompts, named server__prompt.",
+            f"No prompt named {name!r}.{did_you_mean(close)} "
+            "prompts/list shows every server's prompts, named server__prompt.",
             prompt=name,
             suggestions=close or None,
         )
-
-
-def _closest(name: str, choices: Sequence[str]) -> list[str]:
-    matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=3, score_cutoff=60)
-    return [m[0] for m in matches]
 
 
 def _gateway_block(server: str, block: types.ContentBlock) -> types.ContentBlock:

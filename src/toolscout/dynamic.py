@@ -38,6 +38,8 @@ class UnloadToolsArgs(ArgsModel):
 class DynamicSurface:
     """Discovery's five meta-tools, `load_tools`, `unload_tools`, and whatever this client loaded."""
 
+    per_client = True
+
     instructions = (
         "toolscout fronts many MCP servers. search_tools finds tools; load_tools adds them to your tool list "
         "so you can call them directly (or use execute_tool); unload_tools when done."
@@ -105,11 +107,10 @@ class DynamicSurface:
             "loadedCount": len(client.loaded),
             "limit": self.max_loaded,
         }
+        it, name = ("it", "this name") if len(names) == 1 else ("them", "these names")
         text = (
-            f"Loaded {', '.join(names)}: call {'it' if len(names) == 1 else 'them'} by "
-            f"{'this name' if len(names) == 1 else 'these names'} (if your tool list does not show "
-            f"{'it' if len(names) == 1 else 'them'} yet, use execute_tool). "
-            f"{len(client.loaded)} of {self.max_loaded} loaded."
+            f"Loaded {', '.join(names)}: call {it} by {name} (if your tool list does not show {it} yet, "
+            f"use execute_tool). {len(client.loaded)} of {self.max_loaded} loaded."
         )
         return tool_result(data, text)
 

@@ -16,7 +16,6 @@ from typing import Any, TypeVarTuple
 import anyio
 import anyio.abc
 import mcp_types as types
-from rapidfuzz import fuzz, process
 
 from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
@@ -36,6 +35,7 @@ from toolscout.relay import current_relay
 from toolscout.rules import RuleSet
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.search.base import interleave
+from toolscout.suggestions import MAX_SUGGESTIONS, closest, did_you_mean
 from toolscout.upstream import ServerIdentity, Status, Upstream, UpstreamSpec
 from toolscout.validation import ArgumentValidator
 
@@ -44,7 +44,6 @@ logger = logging.getLogger(__name__)
 STARTUP_GRACE_SECONDS = 10.0
 """How long after start catalog questions wait for servers that are still connecting."""
 
-MAX_SUGGESTIONS = 3
 
 CACHE_LOAD_BUDGET_SECONDS = 2.0
 """How long start-up waits for the persistent catalog before going on without it (a locked or slow disk)."""
@@ -444,7 +443,7 @@ class Gateway:
 
     def _tool_not_found(self, server: str, name: str) -> ToolNotFound:
         suggestions = [
-            {"server": server, "tool": t} for t in _closest(name, [t.name for t in self.catalog.tools(server)])
+            {"server": server, "tool": t} for t in closest(name, [t.name for t in self.catalog.tools(server)])
         ]
         for other in self.catalog.servers_with_tool(name):
             entry = self.catalog.get(other, name)
@@ -463,15 +462,9 @@ class Gateway:
 
 def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:
     """The error for an unknown server name, with the closest configured names."""
-    close = _closest(name, known)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    close = closest(name, known)
     return ServerNotFound(
-        f"No server named {name!r}.{hint} Call list_mcp_servers to see the configured servers.",
+        f"No server named {name!r}.{did_you_mean(close)} Call list_mcp_servers to see the configured servers.",
         server=name,
         suggestions=close or None,
     )
-
-
-def _closest(name: str, choices: Sequence[str]) -> list[str]:
-    matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=60)
-    return [m[0] for m in matches]

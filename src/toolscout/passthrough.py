@@ -99,6 +99,8 @@ class NativeNames:
 class PassthroughSurface:
     """The enabled tools themselves: description, schemas and annotations as their server gave them."""
 
+    per_client = False
+
     instructions = "toolscout passes through the tools of several MCP servers; each tool is named server__tool."
 
     def __init__(self, gateway: Gateway) -> None:

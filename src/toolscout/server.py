@@ -8,12 +8,11 @@ This is the edge where `ToolscoutError`s become `isError` results with
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import signal
 import socket
 import warnings
-from collections.abc import AsyncGenerator, Callable, Generator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -21,12 +20,12 @@ import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server import NotificationOptions, Server
-from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged
+from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from toolscout import __version__, render
 from toolscout.config.models import ModeName
-from toolscout.content import LIST_NAMES, ListName, digest
+from toolscout.content import LIST_NAMES, digest
 from toolscout.errors import (
     InvalidRequest,
     PromptDisabled,
@@ -38,10 +37,9 @@ from toolscout.errors import (
 )
 from toolscout.gateway import Gateway
 from toolscout.relay import relaying
-from toolscout.sessions import ClientSessions, ConnectionScope, Context, SessionRelay
+from toolscout.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
 from toolscout.stdio import serve_process_stdio
 from toolscout.surfaces import Surface, SurfaceOptions, make_surface
-from toolscout.tokens import tool_definitions_json
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +164,8 @@ def build_server(
     async def on_list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         state = clients.state(ctx)
         tools = await surface.tools(state)
-        state.listed = state.announced = fingerprint(tools)
+        if tools_change:  # the digest is only ever compared when the list can change
+            state.fetched("tools", digest(tools))
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -179,7 +178,7 @@ def build_server(
         }
         client = clients.state(ctx)
         try:
-            with relaying(SessionRelay(ctx, client, clients.describe(ctx))):
+            with relaying(clients.relay(ctx, client)):
                 outcome = await surface.call(client, params.name, arguments)
         except ToolscoutError as exc:
             return error_result(exc, **context)
@@ -205,7 +204,7 @@ def build_server(
         _one_page(params)
         with mcp_errors("resources/list"):
             resources = await content.resources()
-        clients.state(ctx).content_listed["resources"] = digest(resources)
+        clients.state(ctx).fetched("resources", digest(resources))
         return types.ListResourcesResult(resources=resources)
 
     async def on_list_resource_templates(
@@ -214,24 +213,22 @@ def build_server(
         _one_page(params)
         with mcp_errors("resources/templates/list"):
             templates = await content.resource_templates()
-        clients.state(ctx).content_listed["resource_templates"] = digest(templates)
+        clients.state(ctx).fetched("resource_templates", digest(templates))
         return types.ListResourceTemplatesResult(resource_templates=templates)
 
     async def on_read_resource(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        client = clients.state(ctx)
-        with mcp_errors("resources/read"), relaying(SessionRelay(ctx, client, clients.describe(ctx))):
+        with mcp_errors("resources/read"), relaying(clients.relay(ctx, clients.state(ctx))):
             return await content.read(params.uri)
 
     async def on_list_prompts(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _one_page(params)
         with mcp_errors("prompts/list"):
             prompts = await content.prompts()
-        clients.state(ctx).content_listed["prompts"] = digest(prompts)
+        clients.state(ctx).fetched("prompts", digest(prompts))
         return types.ListPromptsResult(prompts=prompts)
 
     async def on_get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        client = clients.state(ctx)
-        with mcp_errors("prompts/get"), relaying(SessionRelay(ctx, client, clients.describe(ctx))):
+        with mcp_errors("prompts/get"), relaying(clients.relay(ctx, clients.state(ctx))):
             return await content.get_prompt(params.name, params.arguments)
 
     async def on_set_logging_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
@@ -262,9 +259,22 @@ def build_server(
         )
 
 
-def fingerprint(tools: Sequence[types.Tool]) -> str:
-    """What a tool list says, as a short digest: equal lists, equal digests."""
-    return hashlib.sha256(tool_definitions_json(tools).encode()).hexdigest()
+_NOTICES: dict[str, ListChanged] = {
+    "tools": ToolsListChanged(),
+    "resources": ResourcesListChanged(),
+    "resource_templates": ResourcesListChanged(),  # templates have no notice of their own
+    "prompts": PromptsListChanged(),
+}
+
+
+async def tell_news(clients: ClientSessions, news: dict[int, tuple[ClientState, set[ListChanged]]]) -> None:
+    """Send each client its notices, once each."""
+    for state, notices in news.values():
+        for notice in notices:
+            try:
+                await clients.tell(state, notice)
+            except Exception as exc:  # a client gone away must not stop the others being told
+                logger.debug("could not tell a client %s: %s", notice, exc)
 
 
 async def watch_catalog(gateway: Gateway, surface: Surface, clients: ClientSessions, scope: ConnectionScope) -> None:
@@ -274,50 +284,32 @@ async def watch_catalog(gateway: Gateway, surface: Surface, clients: ClientSessi
     from what they got (or were last told about): a server reconnecting with the same tools
     tells no one. Changes that come together (start-up, several servers at once) are told once.
     """
-    seen = gateway.catalog.version
-    while True:
-        if gateway.catalog.version == seen:
-            await gateway.catalog.wait_changed()
-        await anyio.sleep(CHANGE_QUIET_SECONDS)
-        seen = gateway.catalog.version
+    async for _ in gateway.catalog.changes.bursts(CHANGE_QUIET_SECONDS):
+        news: dict[int, tuple[ClientState, set[ListChanged]]] = {}
+        shared: str | None = None  # a list that is the same for every client is listed once
         for state in [scope.client, *clients.http_states()]:
-            if state.listed is None:
+            if "tools" not in state.listed:
                 continue
-            current = fingerprint(await surface.tools(state))
-            if current in (state.listed, state.announced):
-                continue
-            state.announced = current
-            try:
-                await clients.tell_tools_changed(state)
-            except Exception as exc:  # a client gone away must not stop the others being told
-                logger.debug("could not tell a client its tools changed: %s", exc)
-
-
-_NOTICES: dict[ListName, type[ResourcesListChanged] | type[PromptsListChanged]] = {
-    "resources": ResourcesListChanged,
-    "resource_templates": ResourcesListChanged,
-    "prompts": PromptsListChanged,
-}
+            current = shared or digest(await surface.tools(state))
+            if not surface.per_client:
+                shared = current
+            if state.news("tools", current):
+                news[id(state)] = (state, {_NOTICES["tools"]})
+        await tell_news(clients, news)
 
 
 async def watch_content(gateway: Gateway, clients: ClientSessions, scope: ConnectionScope) -> None:
     """Tell each client whose resource, template or prompt list changed, once per change, until cancelled.
 
-    As `watch_catalog` for tools: only clients that fetched that list are told, and only when what
-    they would get now differs from what they got (or were last told about). Templates and
-    resources share one notice (`notifications/resources/list_changed`).
+    As `watch_catalog` for tools. Templates and resources share one notice
+    (`notifications/resources/list_changed`), sent once when both changed.
     """
     hub = gateway.content
-    seen = hub.version
-    while True:
-        if hub.version == seen:
-            await hub.wait_changed()
-        await anyio.sleep(CHANGE_QUIET_SECONDS)
-        seen = hub.version
+    async for _ in hub.changes.bursts(CHANGE_QUIET_SECONDS):
         states = [scope.client, *clients.http_states()]
-        told: set[tuple[int, type[ResourcesListChanged] | type[PromptsListChanged]]] = set()
+        news: dict[int, tuple[ClientState, set[ListChanged]]] = {}
         for name in LIST_NAMES:
-            listeners = [state for state in states if name in state.content_listed]
+            listeners = [state for state in states if name in state.listed]
             if not listeners:
                 continue
             try:
@@ -326,17 +318,9 @@ async def watch_content(gateway: Gateway, clients: ClientSessions, scope: Connec
                 logger.exception("could not list %s to compare", name)
                 continue
             for state in listeners:
-                if current in (state.content_listed[name], state.content_announced.get(name)):
-                    continue
-                state.content_announced[name] = current
-                notice = _NOTICES[name]
-                if (id(state), notice) in told:
-                    continue
-                told.add((id(state), notice))
-                try:
-                    await clients.tell_content_changed(state, notice())
-                except Exception as exc:  # a client gone away must not stop the others being told
-                    logger.debug("could not tell a client its %s changed: %s", name, exc)
+                if state.news(name, current):
+                    news.setdefault(id(state), (state, set()))[1].add(_NOTICES[name])
+        await tell_news(clients, news)
 
 
 async def _stop_on_signal(stop: Callable[[], None]) -> None:

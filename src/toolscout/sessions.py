@@ -43,6 +43,17 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout.relay import SamplingResult
 
+ListChanged = ToolsListChanged | ResourcesListChanged | PromptsListChanged
+
+
+def _handshake_notice(event: ListChanged) -> types.ServerNotification:
+    if isinstance(event, ToolsListChanged):
+        return types.ToolListChangedNotification()
+    if isinstance(event, ResourcesListChanged):
+        return types.ResourceListChangedNotification()
+    return types.PromptListChangedNotification()
+
+
 DEFAULT_MAX_HTTP_CLIENTS = 1000
 
 ResultT = TypeVar("ResultT", bound=types.Result)
@@ -60,13 +71,10 @@ class ClientState:
     """The least severe upstream log message passed on (`logging/setLevel`, handshake era)."""
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     """Events for this client's `subscriptions/listen` streams (2026-07-28 era)."""
-    listed: str | None = None
-    """Fingerprint of the tool list this client last fetched (None: it never listed tools)."""
-    announced: str | None = None
-    """Fingerprint of the tool list it was last told about, so one change is told once."""
-    content_listed: dict[str, str] = field(default_factory=dict[str, str])
-    """The same for the resource, template and prompt lists it fetched (content.py's list names)."""
-    content_announced: dict[str, str] = field(default_factory=dict[str, str])
+    listed: dict[str, str] = field(default_factory=dict[str, str])
+    """Digest of each list this client fetched: "tools", or one of content.py's list names."""
+    announced: dict[str, str] = field(default_factory=dict[str, str])
+    """Digest of each list it was last told changed, so that one change is told once."""
     session: ServerSession | None = None
     """The session of its latest request: its standalone channel, for telling it about changes."""
     modern: bool = False
@@ -80,6 +88,17 @@ class ClientState:
         if self._listen is None:
             self._listen = ListenHandler(self.bus, max_subscriptions=16)
         return self._listen
+
+    def fetched(self, name: str, digest: str) -> None:
+        """The client got list `name`, whose digest is `digest`."""
+        self.listed[name] = self.announced[name] = digest
+
+    def news(self, name: str, digest: str) -> bool:
+        """Whether list `name` as it is now (`digest`) is news to the client; if so, it is told from here on."""
+        if name not in self.listed or digest in (self.listed[name], self.announced.get(name)):
+            return False
+        self.announced[name] = digest
+        return True
 
     def mark_tools_changed(self) -> None:
         """Record that this client's tool list changed; `ClientSessions.announce` tells the client."""
@@ -161,24 +180,17 @@ class ClientSessions:
         return f"{name} (session {key[1]})" if key[0] == "session" else f"{name} (http)"
 
     @staticmethod
-    async def tell_tools_changed(state: ClientState) -> None:
-        """Tell a client, outside any request of its own, that its tool list changed."""
+    async def tell(state: ClientState, event: ListChanged) -> None:
+        """Tell a client, outside any request of its own, that one of its lists changed."""
         if state.modern:
-            await state.bus.publish(ToolsListChanged())
+            await state.bus.publish(event)
         elif state.session is not None:
             # The standalone channel: stdio's pipe, or the HTTP session's GET stream if it opened one.
-            await state.session.send_tool_list_changed()
+            await state.session.send_notification(_handshake_notice(event))
 
-    @staticmethod
-    async def tell_content_changed(state: ClientState, what: ResourcesListChanged | PromptsListChanged) -> None:
-        """Tell a client, outside any request of its own, that its resource (or template) or prompt list changed."""
-        if state.modern:
-            await state.bus.publish(what)
-        elif state.session is not None:
-            if isinstance(what, ResourcesListChanged):
-                await state.session.send_resource_list_changed()
-            else:
-                await state.session.send_prompt_list_changed()
+    def relay(self, ctx: Context, state: ClientState) -> SessionRelay:
+        """The relay back to the client of this request (relay.py)."""
+        return SessionRelay(ctx, state, self.describe(ctx))
 
     async def listen(
         self, ctx: Context, params: types.SubscriptionsListenRequestParams

@@ -46,6 +46,8 @@ class Surface(Protocol):
     """The tools of one mode and the routing of their calls."""
 
     instructions: str
+    per_client: bool
+    """Whether two clients may see different tools (else one list serves them all)."""
 
     async def tools(self, client: ClientState) -> list[types.Tool]:
         """The tools `client` sees."""
@@ -58,6 +60,8 @@ class Surface(Protocol):
 
 class DiscoverySurface:
     """The five meta-tools: list servers, search, list a server's tools, details, execute."""
+
+    per_client = False
 
     instructions = (
         "toolscout fronts many MCP servers. To use one of their tools: search_tools with what you want to do, "
@@ -92,6 +96,8 @@ class ExecArgs(ArgsModel):
 
 class CompactSurface:
     """`inspect` + `exec`; `inspect`'s description is the catalog, regenerated on every `tools/list`."""
+
+    per_client = False
 
     instructions = (
         "toolscout fronts many MCP servers. inspect's description lists every server and tool; "

@@ -139,6 +139,20 @@ ServerConfig = Annotated[
 SERVER_KIND_TAGS = frozenset({"stdio", "http", "sse"})
 
 
+def patterns_compile(patterns: list[str]) -> list[str]:
+    """A validator: every rule pattern (glob or `/regex/flags`) compiles."""
+    for pattern in patterns:
+        compile_pattern(pattern)  # raises ValueError with a readable reason
+    return patterns
+
+
+def absolute_path(path: str | None) -> str | None:
+    """A validator: a file toolscout writes is named absolutely (clients start it in any directory)."""
+    if path is not None and not os.path.isabs(os.path.expanduser(path)):
+        raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
+    return path
+
+
 class ToolRule(_Model):
     """One entry of `toolRules`: which tools it matches, and what it says about them."""
 
@@ -155,12 +169,7 @@ class ToolRule(_Model):
     def _one_pattern_is_a_list(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
-    @field_validator("pattern")
-    @classmethod
-    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            compile_pattern(pattern)  # raises ValueError with a readable reason
-        return patterns
+    _patterns_compile = field_validator("pattern")(patterns_compile)
 
 
 class SearchConfig(_Model):
@@ -202,19 +211,8 @@ class AuditConfig(_Model):
     fsync: bool = False
     """fsync after every line: survives a power cut too, at the cost of a disk flush per call."""
 
-    @field_validator("path")
-    @classmethod
-    def _path_is_absolute(cls, path: str) -> str:
-        if not os.path.isabs(os.path.expanduser(path)):
-            raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
-        return path
-
-    @field_validator("redact_keys")
-    @classmethod
-    def _key_patterns_compile(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            compile_pattern(pattern)  # raises ValueError with a readable reason
-        return patterns
+    _path_is_absolute = field_validator("path")(absolute_path)
+    _key_patterns_compile = field_validator("redact_keys")(patterns_compile)
 
     @field_validator("redact_patterns")
     @classmethod
@@ -237,12 +235,7 @@ class CatalogCacheConfig(_Model):
     path: str | None = None
     """The SQLite file; unset: `catalog.sqlite3` in the user cache directory. `~` is expanded."""
 
-    @field_validator("path")
-    @classmethod
-    def _path_is_absolute(cls, path: str | None) -> str | None:
-        if path is not None and not os.path.isabs(os.path.expanduser(path)):
-            raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
-        return path
+    _path_is_absolute = field_validator("path")(absolute_path)
 
 
 class GatewayConfig(_Model):
