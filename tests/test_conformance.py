@@ -75,14 +75,6 @@ async def run_suite(url: str, out: Path) -> SuiteRun:
     return SuiteRun(verdicts, failed_checks(out), output)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 6, not met yet: passthrough prefixes tool and prompt names (server__name) and rewrites "
-        "resource URIs, so the suite's calls by the upstream's own names fail (22 of 30 scenarios); "
-        "completion/complete and resources/subscribe are not relayed. strict: it fails CI once it passes."
-    ),
-)
 async def test_passthrough_passes_every_scenario_its_upstream_passes(tmp_path: Path) -> None:
     upstream_command = [PYTHON, "-m", "tests.conformance_server", "--port", "0"]
     async with running(upstream_command, ready=UVICORN_READY) as upstream:

@@ -17,7 +17,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged, ResourcesListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -59,6 +65,11 @@ class Library:
         self.name = name
         self.reads: list[str] = []
         self.hold_lists: anyio.Event | None = None
+        self.subscribed: set[str] = set()
+        self.subscriptions_changed = anyio.Event()
+        self.sessions: set[Any] = set()
+        """Handshake-era sessions (they listed tools), to send `notifications/resources/updated` on."""
+        """What the gateway subscribed to with resources/subscribe (handshake era)."""
         """While set to an unset event, resources/list waits for it (a slow server)."""
         self.resources = [
             types.Resource(
@@ -105,7 +116,51 @@ class Library:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscribe_resource=self._subscribe,
+            on_unsubscribe_resource=self._unsubscribe,
+            on_completion=self._complete,
         )
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        self.subscribed.add(params.uri)
+        self._subscriptions_changed()
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        self.subscribed.discard(params.uri)
+        self._subscriptions_changed()
+        return types.EmptyResult()
+
+    def _subscriptions_changed(self) -> None:
+        self.subscriptions_changed.set()
+        self.subscriptions_changed = anyio.Event()
+
+    async def wait_subscribed(self, uris: set[str]) -> None:
+        """Until what the gateway is subscribed to (handshake era) is `uris`."""
+        with anyio.fail_after(10):
+            while self.subscribed != uris:
+                await self.subscriptions_changed.wait()
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        ref = params.ref
+        what = ref.name if isinstance(ref, types.PromptReference) else ref.uri
+        context = params.context.arguments if params.context is not None else None
+        values = [f"{self.name}:{what}:{params.argument.name}={params.argument.value}", f"context={context}"]
+        return types.CompleteResult(completion=types.Completion(values=values, total=2, has_more=False))
+
+    async def touch(self, uri: str) -> None:
+        """Say that resource `uri` changed, in both eras: to handshake-era sessions that subscribed, and
+        to 2026-07-28 listen streams."""
+        await self._bus.publish(ResourceUpdated(uri=uri))
+        if uri in self.subscribed:
+            for session in list(self.sessions):
+                await session.send_resource_updated(uri)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -171,6 +226,8 @@ class Library:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.sessions.add(ctx.session)
         schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
         return types.ListToolsResult(
             tools=[
@@ -232,9 +289,10 @@ def text_of(contents: types.TextResourceContents | types.BlobResourceContents) -
 async def test_every_mode_lists_and_reads_every_servers_resources(mode: ModeName, era: str) -> None:
     async with libraries() as (gateway, books, films), Client(build_server(gateway, mode), mode=era) as client:
         capabilities = client.server_capabilities
-        assert capabilities.resources == types.ResourcesCapability(subscribe=False, list_changed=True)
+        assert capabilities.resources == types.ResourcesCapability(subscribe=True, list_changed=True)
         assert capabilities.prompts == types.PromptsCapability(list_changed=True)
         assert capabilities.tools is not None and capabilities.tools.list_changed is (mode != "discovery")
+        assert capabilities.completions is not None
 
         listed = (await client.list_resources()).resources
         assert listed[0].uri == "toolscout://books/note://1"
@@ -339,7 +397,14 @@ async def test_mistakes_and_failures_are_clear_mcp_errors(era: str) -> None:
         reconnect=False,
     )
     async with libraries(extra=[ghost]) as (gateway, _, _), Client(build_server(gateway), mode=era) as client:
-        await expect_error(client.read_resource("note://1"), types.INVALID_PARAMS, "not a resource of this gateway")
+        # A server's own URI that two servers list: the gateway's names for it are the way out.
+        ambiguous = await expect_error(
+            client.read_resource("note://1"),
+            types.INVALID_PARAMS,
+            "books, films",
+            "toolscout://books/note://1, toolscout://films/note://1",
+        )
+        assert ambiguous.data["code"] == "AMBIGUOUS_NAME"
         unknown = await expect_error(
             client.read_resource("toolscout://boks/note://1"), types.INVALID_PARAMS, "No server named 'boks'", "'books'"
         )

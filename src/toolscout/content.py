@@ -59,6 +59,7 @@ from toolscout.errors import (
     ToolscoutError,
     UpstreamError,
 )
+from toolscout.routing import only_owner, uri_owners
 from toolscout.rules import RuleKind
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Status, Upstream
@@ -167,6 +168,7 @@ class ContentHub:
         self._gateway = gateway
         self.list_wait = LIST_WAIT_SECONDS
         self.changes = Changes()
+        self._update_listeners: list[Callable[[str, str], Awaitable[None]]] = []
         self._resources = _Listing[types.Resource](
             "resources",
             "resources/list",
@@ -202,6 +204,15 @@ class ContentHub:
     def upstream_connected(self, upstream: Upstream) -> None:
         """An upstream (re)connected: what it lists may differ from what it listed before."""
         self.changes.bump()
+
+    def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
+        """Have `listener(server, uri)` told of every `notifications/resources/updated` of an upstream."""
+        self._update_listeners.append(listener)
+
+    async def resource_updated(self, upstream: Upstream, uri: str) -> None:
+        """An upstream says its resource `uri` changed."""
+        for listener in list(self._update_listeners):
+            await listener(upstream.name, uri)
 
     # Lists
 
@@ -293,14 +304,12 @@ class ContentHub:
 
     # Resources
 
-    def _route_uri(self, uri: str) -> tuple[str, str]:
+    async def route_uri(self, uri: str) -> tuple[str, str, bool]:
+        """`(server, upstream URI, bare)` of a gateway URI, or of an upstream's own URI (`bare`, routing.py)."""
         split = split_gateway_uri(uri)
         if split is None:
-            raise ResourceNotFound(
-                f"{uri!r} is not a resource of this gateway: its resources are named "
-                f"{PREFIX}<server>/<the server's own URI>, as resources/list and resources/templates/list show.",
-                uri=uri,
-            )
+            server = await self._bare_uri_owner(uri)
+            return server, uri, True
         server, original = split
         names = [u.name for u in self._gateway.upstreams]
         if server not in names:
@@ -316,11 +325,58 @@ class ContentHub:
                     suggestions=close or None,
                 )
             server = same[0]
-        return server, original
+        return server, original, False
+
+    async def route_template(self, template: str) -> tuple[str, str]:
+        """`(server, upstream URI template)` of a gateway resource template, or of a server's own."""
+        split = split_gateway_uri(template)
+        if split is not None:
+            server, original, _ = await self.route_uri(template)
+            return server, original
+        for attempt in range(2):
+            if attempt:
+                await self._gather(self._templates)
+            owners = [s for s, items in self._templates.known.items() if any(t.uri_template == template for t in items)]
+            server = only_owner("resource template", template, owners, (gateway_uri(s, template) for s in owners))
+            if server is not None:
+                return server, template
+        raise ResourceNotFound(
+            f"No server has the resource template {template!r}; resources/templates/list shows them all.",
+            uri=template,
+        )
+
+    async def _bare_uri_owner(self, uri: str) -> str:
+        for attempt in range(2):
+            if attempt:  # not known yet: what the servers list now may say
+                await self._gather(self._resources)
+                await self._gather(self._templates)
+            offering = [
+                u.name
+                for u in self._gateway.upstreams
+                if u.server_capabilities is not None and u.server_capabilities.resources is not None
+            ]
+            owners = uri_owners(
+                uri,
+                {s: [r.uri for r in items] for s, items in self._resources.known.items()},
+                {s: [t.uri_template for t in items] for s, items in self._templates.known.items()},
+                offering,
+            )
+            server = only_owner("resource", uri, owners, (gateway_uri(s, uri) for s in sorted(set(owners))))
+            if server is not None:
+                return server
+        raise ResourceNotFound(
+            f"No server lists {uri!r} or has a template for it. Resources are named "
+            f"{PREFIX}<server>/<the server's own URI>, as resources/list and resources/templates/list show.",
+            uri=uri,
+        )
 
     async def read(self, uri: str) -> types.ReadResourceResult:
-        """`resources/read` of a gateway URI: the upstream's contents, their `uri`s as the gateway's."""
-        server, original = self._route_uri(uri)
+        """`resources/read` of a gateway URI: the upstream's contents, their `uri`s as the gateway's.
+
+        Read by the upstream's own URI, the contents keep the upstream's URIs: the answer is in
+        the names it was asked in.
+        """
+        server, original, bare = await self.route_uri(uri)
         if not self._gateway.rules.verdict(server, original, "resource").enabled:
             raise ResourceDisabled(
                 f"Resource {original!r} of {server!r} is disabled by toolRules and cannot be read.",
@@ -333,6 +389,8 @@ class ContentHub:
             return await client.read_resource(original)
 
         result = await upstream.request(f"resources/read {original}", read)
+        if bare:
+            return without_hop_metadata(result)
         contents = [c.model_copy(update={"uri": gateway_uri(server, c.uri)}) for c in result.contents]
         return without_hop_metadata(result.model_copy(update={"contents": contents}))
 
@@ -345,17 +403,27 @@ class ContentHub:
         return native_names((server, p.name) for server, items in self._prompts.known.items() for p in items)
 
     def _route_prompt(self, name: str) -> tuple[str, str] | None:
-        return next((pair for pair, native in self._prompt_names().items() if native == name), None)
+        names = self._prompt_names()
+        route = next((pair for pair, native in names.items() if native == name), None)
+        if route is not None:
+            return route
+        owners = [server for server, prompt in names if prompt == name]
+        server = only_owner("prompt", name, owners, (names[(s, name)] for s in sorted(set(owners))))
+        return None if server is None else (server, name)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
+    async def find_prompt(self, name: str) -> tuple[str, str]:
+        """`(server, prompt)` of a gateway prompt name, or of an upstream's own prompt name."""
         route = self._route_prompt(name)
         if route is None:
             offered = [p.name for p in await self.prompts()]  # it may be new since the last listing
             route = self._route_prompt(name)
             if route is None:
                 raise self._prompt_not_found(name, offered)
-        server, prompt = route
+        return route
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
+        server, prompt = await self.find_prompt(name)
         if not self._gateway.rules.verdict(server, prompt, "prompt").enabled:
             raise PromptDisabled(
                 f"Prompt {prompt!r} of {server!r} is disabled by toolRules and cannot be used.",

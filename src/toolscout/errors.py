@@ -106,3 +106,9 @@ class PromptDisabled(ToolscoutError):
     """The prompt exists but `toolRules` of kind `prompt` disable it."""
 
     code = "PROMPT_DISABLED"
+
+
+class AmbiguousName(ToolscoutError):
+    """An upstream's own tool, prompt or resource name that several servers have: the gateway's name is needed."""
+
+    code = "AMBIGUOUS_NAME"

@@ -84,6 +84,7 @@ class Gateway:
                 self.catalog,
                 on_tools_listed=self._on_tools_listed,
                 on_list_changed=self.content.upstream_changed,
+                on_resource_updated=self.content.resource_updated,
             )
             for spec in specs
         }

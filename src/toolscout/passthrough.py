@@ -18,6 +18,7 @@ import mcp_types as types
 
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.gateway import Gateway
+from toolscout.routing import only_owner
 from toolscout.sessions import ClientState
 
 MAX_NAME = 64
@@ -87,9 +88,21 @@ class NativeNames:
         return self._names.get((server, tool)) or native_names([(server, tool)])[(server, tool)]
 
     def route(self, name: str) -> tuple[str, str] | None:
-        """The `(server, tool)` a native name stands for."""
+        """The `(server, tool)` a native name stands for, or an upstream's own tool name (routing.py).
+
+        A bare name that several servers' enabled tools share raises `AmbiguousName`.
+        """
         self._fresh()
-        return self._routes.get(name)
+        route = self._routes.get(name)
+        if route is not None:
+            return route
+        # An enabled tool wins over disabled namesakes; only a disabled one gets TOOL_DISABLED.
+        for enabled in (True, False):
+            owners = [e.server for e in self._catalog.tools(include_disabled=not enabled) if e.name == name]
+            server = only_owner("tool", name, owners, (self.name(s, name) for s in sorted(set(owners))))
+            if server is not None:
+                return server, name
+        return None
 
     def expose(self, entry: CatalogTool) -> types.Tool:
         """The tool as a client sees it natively: everything its server said, under its native name."""
@@ -101,7 +114,10 @@ class PassthroughSurface:
 
     per_client = False
 
-    instructions = "toolscout passes through the tools of several MCP servers; each tool is named server__tool."
+    instructions = (
+        "toolscout passes through the tools of several MCP servers; each tool is named server__tool "
+        "(a tool's own name works too when one server has it)."
+    )
 
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway

@@ -24,9 +24,11 @@ from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, T
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from toolscout import __version__, render
+from toolscout.completions import complete
 from toolscout.config.models import ModeName
 from toolscout.content import LIST_NAMES, digest
 from toolscout.errors import (
+    AmbiguousName,
     InvalidRequest,
     PromptDisabled,
     PromptNotFound,
@@ -37,6 +39,7 @@ from toolscout.errors import (
 )
 from toolscout.gateway import Gateway
 from toolscout.relay import relaying
+from toolscout.resource_subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
 from toolscout.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
 from toolscout.stdio import serve_process_stdio
 from toolscout.surfaces import Surface, SurfaceOptions, make_surface
@@ -59,6 +62,7 @@ def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
 
 
 _INVALID_PARAMS_ERRORS = (
+    AmbiguousName,
     ServerNotFound,
     ResourceNotFound,
     ResourceDisabled,
@@ -104,11 +108,11 @@ class GatewayServer(Server[ConnectionScope]):
     """The SDK's low-level server, with the capabilities toolscout really has.
 
     `tools.listChanged` only when the surface's list can change; `resources.listChanged` and
-    `prompts.listChanged` always (upstreams come, go and change them); `resources.subscribe` never
-    (upstream resource subscriptions are not passed through). The SDK derives capabilities here both
-    for the handshake (from `create_initialization_options`, which streamable HTTP calls with no
-    arguments) and for `server/discover` at 2026-07-28, where it would otherwise set every flag from
-    serving `subscriptions/listen`.
+    `prompts.listChanged` always (upstreams come, go and change them); `resources.subscribe`
+    always (passed on to the upstream that owns the resource; one that cannot says so). The SDK
+    derives capabilities here both for the handshake (from `create_initialization_options`, which
+    streamable HTTP calls with no arguments) and for `server/discover` at 2026-07-28, where it
+    would otherwise set every flag from serving `subscriptions/listen`.
     """
 
     def __init__(self, *args: Any, tools_changed: bool, **kwargs: Any) -> None:
@@ -130,7 +134,7 @@ class GatewayServer(Server[ConnectionScope]):
         if capabilities.tools is not None:
             update["tools"] = types.ToolsCapability(list_changed=self.tools_changed)
         if capabilities.resources is not None:
-            update["resources"] = types.ResourcesCapability(subscribe=False, list_changed=True)
+            update["resources"] = types.ResourcesCapability(subscribe=True, list_changed=True)
         if capabilities.prompts is not None:
             update["prompts"] = types.PromptsCapability(list_changed=True)
         return capabilities.model_copy(update=update)
@@ -147,6 +151,9 @@ def build_server(
     upstream's resources and prompts whatever the mode."""
     surface: Surface = make_surface(mode, gateway, options)
     clients = sessions or ClientSessions()
+    subscriptions = ResourceSubscriptions(gateway, clients)
+    gateway.content.follow_updates(subscriptions.updated)
+    clients.on_evict = subscriptions.drop_soon
     # The five meta-tools never change; every other surface follows the catalog or the client.
     tools_change = mode != "discovery"
 
@@ -158,8 +165,12 @@ def build_server(
             if tools_change:
                 tg.start_soon(watch_catalog, gateway, surface, clients, scope)
             tg.start_soon(watch_content, gateway, clients, scope)
-            yield scope
-            tg.cancel_scope.cancel()
+            try:
+                yield scope
+            finally:
+                with anyio.move_on_after(UNSUBSCRIBE_WAIT, shield=True):
+                    await subscriptions.drop(scope.client)
+                tg.cancel_scope.cancel()
 
     async def on_list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         state = clients.state(ctx)
@@ -231,6 +242,20 @@ def build_server(
         with mcp_errors("prompts/get"), relaying(clients.relay(ctx, clients.state(ctx))):
             return await content.get_prompt(params.name, params.arguments)
 
+    async def on_subscribe_resource(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        with mcp_errors("resources/subscribe"):
+            await subscriptions.subscribe(clients.state(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def on_unsubscribe_resource(ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        with mcp_errors("resources/unsubscribe"):
+            await subscriptions.unsubscribe(clients.state(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def on_completion(ctx: Context, params: types.CompleteRequestParams) -> types.CompleteResult:
+        with mcp_errors("completion/complete"), relaying(clients.relay(ctx, clients.state(ctx))):
+            return await complete(gateway, params)
+
     async def on_set_logging_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         clients.state(ctx).log_level = params.level
         return types.EmptyResult()
@@ -253,8 +278,11 @@ def build_server(
             on_read_resource=on_read_resource,
             on_list_prompts=on_list_prompts,
             on_get_prompt=on_get_prompt,
+            on_subscribe_resource=on_subscribe_resource,
+            on_unsubscribe_resource=on_unsubscribe_resource,
+            on_completion=on_completion,
             # Always: resource and prompt lists change in every mode (tools too, except in discovery).
-            on_subscriptions_listen=clients.listen,
+            on_subscriptions_listen=subscriptions.listen,
             tools_changed=tools_change,
         )
 

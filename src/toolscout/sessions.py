@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
@@ -35,6 +35,8 @@ from mcp.server.subscriptions import (
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
@@ -46,7 +48,9 @@ from toolscout.relay import SamplingResult
 ListChanged = ToolsListChanged | ResourcesListChanged | PromptsListChanged
 
 
-def _handshake_notice(event: ListChanged) -> types.ServerNotification:
+def _handshake_notice(event: ServerEvent) -> types.ServerNotification:
+    if isinstance(event, ResourceUpdated):
+        return types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=event.uri))
     if isinstance(event, ToolsListChanged):
         return types.ToolListChangedNotification()
     if isinstance(event, ResourcesListChanged):
@@ -126,6 +130,8 @@ class ClientSessions:
     def __init__(self, *, max_http_clients: int = DEFAULT_MAX_HTTP_CLIENTS) -> None:
         self.max_http_clients = max_http_clients
         self._http: OrderedDict[Hashable, ClientState] = OrderedDict()
+        self.on_evict: Callable[[ClientState], None] | None = None
+        """Told of each HTTP client state forgotten to make room (its subscriptions go with it)."""
 
     def state(self, ctx: Context) -> ClientState:
         """The state of the client that sent this request, created on first use."""
@@ -146,7 +152,9 @@ class ClientSessions:
         if state is None:
             state = self._http[key] = ClientState()
             while len(self._http) > self.max_http_clients:
-                self._http.popitem(last=False)
+                _, evicted = self._http.popitem(last=False)
+                if self.on_evict is not None:
+                    self.on_evict(evicted)
         else:
             self._http.move_to_end(key)
         return state
@@ -180,8 +188,8 @@ class ClientSessions:
         return f"{name} (session {key[1]})" if key[0] == "session" else f"{name} (http)"
 
     @staticmethod
-    async def tell(state: ClientState, event: ListChanged) -> None:
-        """Tell a client, outside any request of its own, that one of its lists changed."""
+    async def tell(state: ClientState, event: ServerEvent) -> None:
+        """Tell a client, outside any request of its own, that one of its lists or resources changed."""
         if state.modern:
             await state.bus.publish(event)
         elif state.session is not None:
@@ -191,12 +199,6 @@ class ClientSessions:
     def relay(self, ctx: Context, state: ClientState) -> SessionRelay:
         """The relay back to the client of this request (relay.py)."""
         return SessionRelay(ctx, state, self.describe(ctx))
-
-    async def listen(
-        self, ctx: Context, params: types.SubscriptionsListenRequestParams
-    ) -> types.SubscriptionsListenResult:
-        """`subscriptions/listen`: a stream of this client's own change events."""
-        return await self.state(ctx).listen(ctx, params)
 
 
 class SessionRelay:

@@ -24,7 +24,12 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.shared.subscriptions import (
+    SUBSCRIPTION_ID_META_KEY,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
@@ -34,6 +39,7 @@ from toolscout.config.models import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOU
 from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError
 from toolscout.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.transport import UpstreamTransport, transport_for
+from toolscout.upstream.watch import ResourceWatch
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +169,7 @@ class Upstream:
         *,
         on_tools_listed: Callable[[Upstream, Sequence[types.Tool]], None] | None = None,
         on_list_changed: Callable[[Upstream, ListKind], None] | None = None,
+        on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -174,6 +181,9 @@ class Upstream:
         """The last live list the gateway knows of (see `use_offline_tools`); None: the declared tools."""
         self._on_tools_listed = on_tools_listed
         self._on_list_changed = on_list_changed
+        self._on_resource_updated = on_resource_updated
+        self.resources = ResourceWatch(self.name, self.request, self._resource_updated)
+        """The resources subscribed to on this server for the gateway's clients (watch.py)."""
         self._client: Client | None = None
         self._settled = anyio.Event()
         self._changed = anyio.Event()
@@ -312,6 +322,7 @@ class Upstream:
                         scope.deadline = math.inf
                         self._connected(client, tools)
                         self._connected_since = anyio.current_time()
+                        tg.start_soon(self.resources.keep, client)
                         idle = await self._serve(client)
                         tg.cancel_scope.cancel()
                     if idle:
@@ -548,8 +559,8 @@ class Upstream:
         idle_after = self._idle_after()
         self._last_used = anyio.current_time()
         while not self._lost:
-            # A call in flight keeps it open; the end of a call wakes this loop to start counting.
-            if idle_after is None or self._calls:
+            # A call in flight keeps it open, as do subscriptions; the end of a call wakes this loop to start counting.
+            if idle_after is None or self._calls or self.resources:
                 await self._wake.wait()
             else:
                 with anyio.move_on_after(self._last_used + idle_after - anyio.current_time()):
@@ -642,8 +653,16 @@ class Upstream:
             self._list_changed("resources")
         elif isinstance(message, types.PromptListChangedNotification):
             self._list_changed("prompts")
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            meta = message.params.meta or {}
+            if SUBSCRIPTION_ID_META_KEY not in meta:  # a listen stream's are taken from the stream (watch.py)
+                await self._resource_updated(message.params.uri)
         elif isinstance(message, Exception):
             logger.debug("%s: transport reported %r", self.name, message)
+
+    async def _resource_updated(self, uri: str) -> None:
+        if self._on_resource_updated is not None:
+            await self._on_resource_updated(self, uri)
 
     def _relay_for(self, what: str) -> Relay | types.ErrorData:
         """The client an upstream request or message belongs to.
