@@ -12,9 +12,9 @@ import logging
 import signal
 import socket
 import warnings
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -22,6 +22,7 @@ import uvicorn
 from mcp.server import NotificationOptions, Server
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__, render
 from toolscout.completions import complete
@@ -40,6 +41,7 @@ from toolscout.errors import (
 from toolscout.gateway import Gateway
 from toolscout.relay import relaying
 from toolscout.resource_subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
+from toolscout.rounds import Rounds
 from toolscout.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
 from toolscout.stdio import serve_process_stdio
 from toolscout.surfaces import Surface, SurfaceOptions, make_surface
@@ -47,6 +49,7 @@ from toolscout.surfaces import Surface, SurfaceOptions, make_surface
 logger = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+R = TypeVar("R")
 CHANGE_QUIET_SECONDS = 0.2
 """How long catalog changes are gathered before clients are told about them."""
 
@@ -179,7 +182,21 @@ def build_server(
             state.fetched("tools", digest(tools))
         return types.ListToolsResult(tools=tools)
 
-    async def on_call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    rounds = Rounds(gateway)
+
+    async def relayed(
+        ctx: Context, state: ClientState, params: types.InputResponseRequestParams, work: Callable[[], Awaitable[R]]
+    ) -> R | types.InputRequiredResult:
+        """`work()` with the way back to this request's client (relay.py): in rounds at 2026-07-28 (rounds.py)."""
+        relay = clients.relay(ctx, state)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await rounds.run(state, relay, ctx.session.client_capabilities, params, work)
+        with relaying(relay):
+            return await work()
+
+    async def on_call_tool(
+        ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments or {}
         context = {
             key: v
@@ -189,10 +206,11 @@ def build_server(
         }
         client = clients.state(ctx)
         try:
-            with relaying(clients.relay(ctx, client)):
-                outcome = await surface.call(client, params.name, arguments)
+            outcome = await relayed(ctx, client, params, lambda: surface.call(client, params.name, arguments))
         except ToolscoutError as exc:
             return error_result(exc, **context)
+        except MCPError:  # a protocol error of the request itself (rounds.py)
+            raise
         except Exception as exc:
             # A bug of ours must not take the session down; the agent gets a clear failure instead.
             logger.exception("%s failed unexpectedly", params.name)
@@ -227,9 +245,11 @@ def build_server(
         clients.state(ctx).fetched("resource_templates", digest(templates))
         return types.ListResourceTemplatesResult(resource_templates=templates)
 
-    async def on_read_resource(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        with mcp_errors("resources/read"), relaying(clients.relay(ctx, clients.state(ctx))):
-            return await content.read(params.uri)
+    async def on_read_resource(
+        ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        with mcp_errors("resources/read"):
+            return await relayed(ctx, clients.state(ctx), params, lambda: content.read(params.uri))
 
     async def on_list_prompts(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         _one_page(params)
@@ -238,9 +258,13 @@ def build_server(
         clients.state(ctx).fetched("prompts", digest(prompts))
         return types.ListPromptsResult(prompts=prompts)
 
-    async def on_get_prompt(ctx: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        with mcp_errors("prompts/get"), relaying(clients.relay(ctx, clients.state(ctx))):
-            return await content.get_prompt(params.name, params.arguments)
+    async def on_get_prompt(
+        ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        with mcp_errors("prompts/get"):
+            return await relayed(
+                ctx, clients.state(ctx), params, lambda: content.get_prompt(params.name, params.arguments)
+            )
 
     async def on_subscribe_resource(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
         with mcp_errors("resources/subscribe"):
