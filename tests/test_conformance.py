@@ -1,8 +1,9 @@
 """The official MCP conformance suite, run against an upstream directly and through the gateway.
 
 The rule (issue "Nothing lost through the gateway"): every server scenario the upstream passes,
-toolscout in passthrough mode in front of it passes too. The upstream is tests/conformance_server.py,
-which offers what the scenarios ask for (so it passes them all); the suite is
+toolscout in passthrough mode in front of it passes too. The upstreams are tests/conformance_server.py,
+which offers what the scenarios ask for (so it passes them all), and `server-everything` over
+streamable HTTP, which has tools of its own and passes the protocol-level scenarios; the suite is
 `@modelcontextprotocol/conformance` from tools/npm, on its pinned Node 22.
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -19,8 +22,9 @@ import anyio
 import pytest
 
 from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
-from tests.procs import running
+from tests.procs import free_port, running
 from tests.test_e2e_subprocess import SERVE_READY, UVICORN_READY
+from tests.test_public_servers import node_path
 
 pytestmark = pytest.mark.anyio
 
@@ -75,22 +79,37 @@ async def run_suite(url: str, out: Path) -> SuiteRun:
     return SuiteRun(verdicts, failed_checks(out), output)
 
 
-async def test_passthrough_passes_every_scenario_its_upstream_passes(tmp_path: Path) -> None:
-    upstream_command = [PYTHON, "-m", "tests.conformance_server", "--port", "0"]
-    async with running(upstream_command, ready=UVICORN_READY) as upstream:
-        upstream_url = f"http://127.0.0.1:{upstream.match.group(1)}/mcp"
+@asynccontextmanager
+async def upstream_server(name: str) -> AsyncGenerator[tuple[str, int]]:
+    """The upstream's URL, and how many scenarios it must pass itself for the comparison to be worth making."""
+    if name == "conformance":
+        command = [PYTHON, "-m", "tests.conformance_server", "--port", "0"]
+        async with running(command, ready=UVICORN_READY) as upstream:
+            yield f"http://127.0.0.1:{upstream.match.group(1)}/mcp", 25
+    else:
+        port = free_port()
+        env = {**os.environ, "PATH": node_path(), "PORT": str(port)}
+        command = [str(npm_tool("mcp-server-everything")), "streamableHttp"]
+        async with running(command, ready="listening on port", env=env):
+            yield f"http://127.0.0.1:{port}/mcp", 3  # it offers its own tools, not the suite's
+
+
+@pytest.mark.parametrize("upstream_name", ["conformance", "everything"])
+async def test_passthrough_passes_every_scenario_its_upstream_passes(tmp_path: Path, upstream_name: str) -> None:
+    async with upstream_server(upstream_name) as (upstream_url, baseline):
         direct = await run_suite(upstream_url, tmp_path / "direct")
-        # The baseline is only worth comparing against when the upstream is a good one.
-        assert len(direct.passed) >= 25, f"the upstream itself fails the suite:\n{direct.output}"
+        # The baseline is only worth comparing against when the upstream passes enough of it.
+        assert len(direct.passed) >= baseline, f"the upstream itself fails the suite:\n{direct.output}"
 
         config = tmp_path / "toolscout.json"
         # The suite's client speaks 2025-11-25, so the gateway speaks that era to the upstream too: the
-        # same conversation as the direct run, one hop longer (at 2026-07-28 servers cannot send requests).
+        # same conversation as the direct run, one hop longer.
         upstream_entry = {"url": upstream_url, "protocol": "legacy"}
-        config.write_text(json.dumps({"mcpServers": {"conformance": upstream_entry}}), encoding="utf-8")
+        config.write_text(json.dumps({"mcpServers": {upstream_name: upstream_entry}}), encoding="utf-8")
         serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", "passthrough"]
         # Ready once the upstream is connected; the URL was printed before that (it is printed on start).
-        async with running([*serve, "--transport", "http", "--port", "0"], ready=r"conformance: connected") as gateway:
+        ready = rf"{upstream_name}: connected"
+        async with running([*serve, "--transport", "http", "--port", "0"], ready=ready) as gateway:
             url = next(m.group(1) for line in gateway.stderr if (m := re.search(SERVE_READY, line)))
             through = await run_suite(url, tmp_path / "gateway")
 

@@ -111,7 +111,7 @@ async def interviewer(protocol: str) -> AsyncGenerator[tuple[Gateway, Interviewe
         yield gateway, upstream
 
 
-INTERVIEW = {"server": "interviewer", "tool": "interview", "arguments": {}}
+INTERVIEW: dict[str, Any] = {"server": "interviewer", "tool": "interview", "arguments": {}}
 EXPECTED = "model: hi!; user: {'name': 'Ada'}"
 
 

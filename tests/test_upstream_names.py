@@ -281,3 +281,17 @@ def test_template_matching_follows_rfc6570_operators() -> None:
     assert template_matches("repo://{owner}{/path}", "repo://me/a/b")
     assert not template_matches("note://{id}/data", "note://42/meta")
     assert template_matches("a.b+c://{x}", "a.b+c://1") and not template_matches("a.b+c://{x}", "aXb+c://1")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_in_front_of_one_server_passthrough_lets_it_answer_for_names_it_did_not_list(era: str) -> None:
+    specs = [UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))]
+    async with Gateway(specs) as gateway, Client(build_server(gateway, "passthrough"), mode=era) as client:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        direct = Client(Kitchen().server, mode=era)
+        async with direct:
+            expected = await direct.call_tool("no_such_tool", {"x": 1})
+        through = await client.call_tool("no_such_tool", {"x": 1})
+        # The kitchen's own answer to a tool it never listed, not the gateway's "unknown tool".
+        assert (through.content, through.is_error) == (expected.content, expected.is_error)

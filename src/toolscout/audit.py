@@ -39,6 +39,9 @@ MAX_STRING_CHARS = 10_000
 """Longer string arguments are cut: a file's content passed to `write_file` does not belong in the
 log, and a multi-megabyte line would stall the event loop while it is written."""
 _MAX_DEPTH = 64
+_MAX_REMEMBERED = 4096
+"""Argument names, and short strings found to hold no secret, that a `Redactor` remembers its verdict on."""
+_REMEMBERED_CHARS = 256
 
 # Argument names are split into words (camelCase, snake_case, kebab-case) and glued back together.
 # Stems are searched in the glued name, so `accessToken`, `X-Api-Key` and `clientsecret` match;
@@ -90,18 +93,49 @@ class Redactor:
 
     A value under a secret-looking key goes as a whole (booleans and null stay: `useAuth: true`
     reveals nothing); in every other string, matches of the value patterns go.
+
+    Tools are called with the same argument names, and often the same short values, again and
+    again: the verdict on each name, and which short strings no pattern matches, are remembered
+    (a bounded number), so a call's record costs little more than its JSON. A string that held a
+    secret is never remembered.
     """
 
     def __init__(self, keys: Sequence[str] = (), patterns: Sequence[str] = ()) -> None:
         self._key_matchers = [compile_pattern(p) for p in keys]
         self._patterns = [re.compile(p) for p in (*DEFAULT_VALUE_PATTERNS, *patterns)]
+        self._secret_keys: dict[str, bool] = {}
+        self._clean: set[str] = set()
 
     def secret(self, key: str) -> bool:
-        return secret_key(key) or any(match(key) for match in self._key_matchers)
+        known = self._secret_keys.get(key)
+        if known is None:
+            known = secret_key(key) or any(match(key) for match in self._key_matchers)
+            if len(self._secret_keys) >= _MAX_REMEMBERED:
+                self._secret_keys.clear()
+            self._secret_keys[key] = known
+        return known
 
     def __call__(self, value: Any, depth: int = 0) -> Any:
         if depth > _MAX_DEPTH:
             return "[TOO DEEP]"
+        # The common leaves first: a str or a number is never a Mapping (whose check is the slow one).
+        if isinstance(value, str):
+            if value in self._clean:
+                return value
+            original = value
+            for pattern in self._patterns:
+                value = pattern.sub(REDACTED, value)
+            if value == original and len(value) <= _REMEMBERED_CHARS:
+                if len(self._clean) >= _MAX_REMEMBERED:
+                    self._clean.clear()
+                self._clean.add(value)
+            if len(value) > MAX_STRING_CHARS:
+                value = f"{value[:MAX_STRING_CHARS]}…[+{len(value) - MAX_STRING_CHARS} chars]"
+            return value
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)  # NaN and Infinity are not JSON
+        if value is None or isinstance(value, bool | int | float):
+            return value
         if isinstance(value, Mapping):
             mapping = cast(Mapping[Any, Any], value)
             return {
@@ -112,16 +146,6 @@ class Redactor:
             }
         if isinstance(value, list | tuple):
             return [self(v, depth + 1) for v in cast(Sequence[Any], value)]
-        if isinstance(value, str):
-            for pattern in self._patterns:
-                value = pattern.sub(REDACTED, value)
-            if len(value) > MAX_STRING_CHARS:
-                value = f"{value[:MAX_STRING_CHARS]}…[+{len(value) - MAX_STRING_CHARS} chars]"
-            return value
-        if isinstance(value, float) and not math.isfinite(value):
-            return str(value)  # NaN and Infinity are not JSON
-        if value is None or isinstance(value, bool | int | float):
-            return value
         return str(value)
 
 
@@ -214,9 +238,9 @@ class AuditLog:
             "outcome": outcome,
             "code": code,
         }
-        # json.dumps escapes newlines inside strings, so the record is exactly one line. A lone surrogate
+        # JSON escapes newlines inside strings, so the record is exactly one line. A lone surrogate
         # (JSON allows "\ud800") cannot be UTF-8: backslashreplace writes it back as that same escape.
-        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str)
+        text = _ENCODER.encode(entry)
         line = (text + "\n").encode("utf-8", "backslashreplace")
         synced: int | None = None
         try:
@@ -259,21 +283,22 @@ class AuditLog:
 
     def _writable(self, size: int) -> int:
         """The descriptor to append `size` bytes to, after reopening or rotating as needed."""
-        if self._fd is None or self._replaced():
+        # One stat of the name says both whether another process rotated or removed the file (then
+        # the name is followed, as `tail -F` does) and, when it did not, how long our file is.
+        try:
+            named: os.stat_result | None = os.stat(self.path)
+        except FileNotFoundError:
+            named = None
+        if self._fd is None or named is None or named.st_ino != self._ino:
             self._open()
-        assert self._fd is not None
-        current = os.fstat(self._fd).st_size
+            assert self._fd is not None
+            current = os.fstat(self._fd).st_size
+        else:
+            current = named.st_size
         if current and current + size > self.max_bytes:
             self._rotate()
         assert self._fd is not None
         return self._fd
-
-    def _replaced(self) -> bool:
-        # Another process rotated or removed the file: follow the name, as `tail -F` does.
-        try:
-            return os.stat(self.path).st_ino != self._ino
-        except FileNotFoundError:
-            return True
 
     def _rotate(self) -> None:
         self._close()
@@ -305,6 +330,10 @@ class AuditLog:
         if not self._broken:
             logger.warning("cannot write the audit log %s (%s); tool calls go on unrecorded", self.path, exc)
             self._broken = True
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+"""What `json.dumps(..., ensure_ascii=False, separators=(",", ":"), default=str)` builds on every call, built once."""
 
 
 def _fsync_and_close(fd: int) -> None:

@@ -369,20 +369,23 @@ class Gateway:
         *,
         max_output_chars: int | None = None,
         client: str | None = None,
+        unlisted: bool = False,
     ) -> types.CallToolResult:
         """Validate `arguments` and call the tool upstream; its result comes back as it came, text capped.
 
         `max_output_chars` overrides the gateway's default cap for this call (0: no cap). Every call,
         failed ones included, goes to the audit log with `client` (who asked, if the caller knows).
+        `unlisted`: a tool the server did not list is called all the same (unvalidated), and the
+        server answers for it (passthrough in front of one server: it stays transparent).
         """
         if self.audit is None:
-            return await self._execute(server, name, arguments, max_output_chars)
+            return await self._execute(server, name, arguments, max_output_chars, unlisted)
         if client is None and (relay := current_relay()) is not None:
             client = relay.client  # a call from the MCP face names its client session
         started, clock = datetime.now(UTC), time.perf_counter()
         outcome, code = "error", "INTERNAL_ERROR"
         try:
-            result = await self._execute(server, name, arguments, max_output_chars)
+            result = await self._execute(server, name, arguments, max_output_chars, unlisted)
             outcome, code = ("isError" if result.is_error else "ok"), None
             return result
         except ToolscoutError as exc:
@@ -404,16 +407,22 @@ class Gateway:
             )
 
     async def _execute(
-        self, server: str, name: str, arguments: Mapping[str, Any] | None, max_output_chars: int | None
+        self,
+        server: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        max_output_chars: int | None,
+        unlisted: bool = False,
     ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequest(
                 f"arguments must be an object, got {type(arguments).__name__}.", server=server, tool=name
             )
         await self._connected(self.upstream(server))  # never from the stored catalog: a call needs the server
-        entry = self._lookup(server, name)
         args = dict(arguments or {})
-        self._validator.validate(entry.input_schema, args, server=server, tool=name)
+        if not (unlisted and self.catalog.get(server, name) is None):
+            entry = self._lookup(server, name)
+            self._validator.validate(entry.input_schema, args, server=server, tool=name)
         started = time.perf_counter()
         outcome = "error"
         try:

@@ -8,7 +8,10 @@ call: with a request of its own in the handshake eras, or with an `InputRequired
 without doing its work twice, so the gateway keeps it running:
 
 1. A 2026-07-28 client's `tools/call`, `resources/read` or `prompts/get` runs in the gateway's
-   own task group, with a `RoundRelay` as its relay.
+   own task group, with a `RoundRelay` as its relay. A client that declared neither sampling nor
+   elicitation can never be asked anything, so its call never takes a second round: it runs in
+   the request's own task (no task of its own to start and wait on), its upstream's questions
+   refused as they would be in rounds.
 2. When the upstream asks (sample, elicit), the question waits in that `PendingCall`, and the
    client's request is answered with it and a `requestState` naming the call, unguessable and
    good only for the client that made the call.
@@ -65,7 +68,8 @@ class PendingCall:
         self.current: Relay | None = None
         """The relay of the client's request open for this call, if one is."""
         self._questions: dict[str, _Question] = {}
-        self._asked = anyio.Event()
+        self._wake = anyio.Event()
+        """Set when a question comes or the call ends: what a request waiting for the next round waits for."""
         self.done = anyio.Event()
         self.finished_at: float | None = None
         self.result: object = None
@@ -82,12 +86,13 @@ class PendingCall:
         if self.scope.cancelled_caught and self.error is None:
             self.error = MCPError(code=types.INTERNAL_ERROR, message="The call was cancelled before it finished.")
         self.done.set()
+        self._wake.set()
 
     async def ask(self, request: types.InputRequest) -> types.InputResponse | None:
         """Put `request` to the client; its answer, or None when none came within `ANSWER_WAIT`."""
         key = secrets.token_hex(4)
         question = self._questions[key] = _Question(request)
-        self._asked.set()
+        self._wake.set()
         try:
             with anyio.move_on_after(ANSWER_WAIT):
                 await question.answered.wait()
@@ -115,22 +120,47 @@ class PendingCall:
                 return types.InputRequiredResult(input_requests=requests, request_state=self.token)
             if self.done.is_set():
                 return None
-            self._asked = anyio.Event()
-            async with anyio.create_task_group() as tg:
-
-                async def finished() -> None:
-                    await self.done.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(finished)
-                await self._asked.wait()
-                tg.cancel_scope.cancel()
+            if self._wake.is_set():  # told already (and acted on, above): nobody waits on a set event
+                self._wake = anyio.Event()
+            await self._wake.wait()
 
     _reasked = False
 
     def retried(self) -> None:
         """The client came back: whatever it left unanswered is put to it again."""
         self._reasked = True
+
+
+def can_be_asked(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether an upstream's question can ever be put to a client with `capabilities` (sampling or elicitation)."""
+    return capabilities is not None and (capabilities.sampling is not None or capabilities.elicitation is not None)
+
+
+class UnaskableRelay:
+    """The relay of a call whose client can be asked nothing: questions are refused as `RoundRelay` refuses them."""
+
+    def __init__(self, base: Relay) -> None:
+        self._base = base
+
+    @property
+    def client(self) -> str | None:
+        return self._base.client
+
+    @property
+    def origin(self) -> object:
+        return self._base.origin
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._base.progress(progress, total, message)
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        await self._base.log(params)
+
+    async def sample(self, params: types.CreateMessageRequestParams) -> SamplingResult:
+        return _refused("Sampling")
+
+    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        return _refused("Elicitation")
 
 
 class RoundRelay:
@@ -210,7 +240,12 @@ class Rounds:
         start: Callable[[], Awaitable[R]],
     ) -> R | types.InputRequiredResult:
         """`start()`'s result, or the questions its upstream asks meanwhile (the client retries with answers)."""
-        self._forget_abandoned()
+        if self._pending:
+            self._forget_abandoned()
+        if params.request_state is None and not can_be_asked(capabilities):
+            # No question can reach this client, so there is no second round: run the call right here.
+            with relaying(UnaskableRelay(relay)):
+                return await start()
         if params.request_state is not None:
             pending = self._pending.get(params.request_state)
             if pending is None or pending.owner is not owner:

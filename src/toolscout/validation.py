@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
-from jsonschema import Draft202012Validator, SchemaError, ValidationError
+from jsonschema import Draft3Validator, Draft202012Validator, SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
@@ -16,6 +16,9 @@ logger = logging.getLogger(__name__)
 
 _MAX_CACHED = 4096
 
+Check = Callable[[Any], bool]
+"""A quick test of an instance against a schema: True only when the schema surely accepts it."""
+
 
 class ArgumentValidator:
     """Validates arguments against input schemas, compiling each schema once.
@@ -23,37 +26,48 @@ class ArgumentValidator:
     A schema that is itself invalid cannot judge arguments; the upstream then
     gets the call unvalidated (and a warning is logged) rather than the tool
     becoming unusable because of its own metadata.
+
+    jsonschema judges every keyword through a new validator object for every property, which for
+    a typical tool costs more than the rest of the gateway's own work on a call. Most input
+    schemas use only `type`, `properties`, `required`, `additionalProperties`, `items`, `enum` and
+    `anyOf` (and annotations); for those, a quick check compiled once accepts the arguments that
+    are surely valid, and only the others (invalid ones, to list every violation) go to jsonschema.
     """
 
     def __init__(self) -> None:
         # Keyed by id(); the schema object is kept alive in the value so the id cannot be reused.
-        self._compiled: dict[int, tuple[dict[str, Any], Validator | None]] = {}
+        self._compiled: dict[int, tuple[dict[str, Any], Validator | None, Check | None]] = {}
 
-    def _validator(self, schema: dict[str, Any], where: str) -> Validator | None:
+    def _validator(self, schema: dict[str, Any], where: str) -> tuple[Validator | None, Check | None]:
         cached = self._compiled.get(id(schema))
         if cached is not None and cached[0] is schema:
-            return cached[1]
+            return cached[1], cached[2]
         cls = validator_for(schema, default=Draft202012Validator)
         validator: Validator | None
+        check: Check | None = None
         try:
             cls.check_schema(schema)
             validator = cls(schema)
         except SchemaError as exc:
             logger.warning("%s has an invalid input schema (%s); its arguments are not validated", where, exc.message)
             validator = None
+        else:
+            if cls is not Draft3Validator:  # draft 3's `required` and `type` mean other things
+                check = _quick_check(schema, frozenset(cls.VALIDATORS))
         if len(self._compiled) >= _MAX_CACHED:
             self._compiled.clear()
-        self._compiled[id(schema)] = (schema, validator)
-        return validator
+        self._compiled[id(schema)] = (schema, validator, check)
+        return validator, check
 
     def validate(self, schema: dict[str, Any], arguments: Mapping[str, Any], *, server: str, tool: str) -> None:
         """Raise `ArgumentsInvalid` listing every violation with its JSON path."""
-        validator = self._validator(schema, f"{server}.{tool}")
+        validator, check = self._validator(schema, f"{server}.{tool}")
         if validator is None:
             return
-        errors = sorted(
-            validator.iter_errors(dict(arguments)), key=lambda e: (list(map(str, e.absolute_path)), e.message)
-        )
+        instance = arguments if isinstance(arguments, dict) else dict(arguments)
+        if check is not None and check(instance):
+            return
+        errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
         if not errors:
             return
         violations = [_violation(e) for e in errors]
@@ -65,6 +79,109 @@ class ArgumentValidator:
             tool=tool,
             violations=violations,
         )
+
+
+_QUICK_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf", "format"}
+)
+"""The keywords `_quick_check` judges (`format` asserts nothing: the validators get no format checker).
+A schema with any other keyword its draft asserts (`$ref`, `minimum`, `pattern`, ...) has no quick
+check. Keywords the draft does not know (`title`, `description`, `x-...`) assert nothing, for
+jsonschema either."""
+
+_TYPE_CHECKS: dict[str, Check] = {
+    # Subsets of what jsonschema accepts (it also takes 1.0 as an integer, Decimal as a number): a
+    # value outside them goes to jsonschema, which decides.
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
+
+
+def _quick_check(schema: Any, known: frozenset[str]) -> Check | None:
+    """A check that accepts only instances `schema` accepts (draft 4 or later, already checked
+    against its meta-schema); None when the schema uses a keyword it does not judge."""
+    if schema is True:
+        return lambda _: True
+    if not isinstance(schema, dict):
+        return None  # `false`, which accepts nothing: jsonschema says why
+    node = cast(dict[str, Any], schema)
+    if any(k in known and k not in _QUICK_KEYWORDS for k in node):
+        return None
+    checks: list[Check] = []
+    kind = node.get("type")
+    if kind is not None:
+        names = [kind] if isinstance(kind, str) else cast(list[str], kind)
+        if any(n not in _TYPE_CHECKS for n in names):
+            return None
+        tests = [_TYPE_CHECKS[n] for n in names]
+        checks.append(tests[0] if len(tests) == 1 else lambda v: any(t(v) for t in tests))
+    if "enum" in node:
+        # Only strings are judged here: jsonschema compares a string with strings alone, by ==.
+        words = frozenset(e for e in cast(list[Any], node["enum"]) if isinstance(e, str))
+        checks.append(lambda v: isinstance(v, str) and v in words)
+    if "anyOf" in node:
+        options = [_quick_check(option, known) for option in cast(list[Any], node["anyOf"])]
+        if any(option is None for option in options):
+            return None
+        branches = cast(list[Check], options)
+        checks.append(lambda v: any(branch(v) for branch in branches))
+    if "items" in node:
+        if isinstance(node["items"], list):  # tuple validation (before 2020-12)
+            return None
+        item = _quick_check(node["items"], known)
+        if item is None:
+            return None
+        checks.append(lambda v: not isinstance(v, list) or all(item(i) for i in cast(list[Any], v)))
+    object_check = _object_check(node, known)
+    if object_check is None:
+        return None
+    if object_check is not _ANY:
+        checks.append(object_check)
+    if not checks:
+        return _ANY
+    if len(checks) == 1:
+        return checks[0]
+    return lambda v: all(check(v) for check in checks)
+
+
+def _ANY(_: Any) -> bool:
+    return True
+
+
+def _object_check(node: dict[str, Any], known: frozenset[str]) -> Check | None:
+    """`properties`, `required` and `additionalProperties` together (they judge objects only)."""
+    properties: dict[str, Check] = {}
+    for name, sub in cast(dict[str, Any], node.get("properties", {})).items():
+        judged = _quick_check(sub, known)
+        if judged is None:
+            return None
+        properties[name] = judged
+    required = cast(list[str], node.get("required", []))
+    extra: Check | None = _ANY
+    if "additionalProperties" in node:
+        extra = _quick_check(node["additionalProperties"], known)  # None for `false`: no other key
+    if not properties and not required and extra is _ANY:
+        return _ANY
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, dict):
+            return True
+        instance = cast(dict[str, Any], value)
+        for name in required:
+            if name not in instance:
+                return False
+        for name, item in instance.items():
+            judge = properties.get(name, extra)
+            if judge is None or not judge(item):
+                return False
+        return True
+
+    return check
 
 
 def _violation(error: ValidationError) -> dict[str, str]:

@@ -389,12 +389,13 @@ class Upstream:
         if relay is not None:
             self._in_flight[token] = relay
         progress = relay.progress if relay is not None else None
-        self._last_used = anyio.current_time()
-        with anyio.CancelScope() as connection_scope:
+        self._last_used = now = anyio.current_time()
+        # One scope for both ends of a call: its deadline (the timeout), and `_drop_calls` (the
+        # connection lost, or the gateway stopping: told apart from a timeout below by `_lost`/`_stopping`).
+        with anyio.CancelScope(deadline=now + timeout) as connection_scope:
             self._calls.add(connection_scope)
             try:
-                with anyio.move_on_after(timeout):
-                    return await client.call_tool(tool, arguments, progress_callback=progress)
+                return await client.call_tool(tool, arguments, progress_callback=progress)
             except MCPError as exc:
                 if _session_expired(exc):
                     # The server forgot our session (it restarted): connect again, from scratch.
@@ -419,9 +420,10 @@ class Upstream:
             finally:
                 self._last_used = anyio.current_time()
                 self._calls.discard(connection_scope)
-                self._wake.set()
+                if self._idle_after() is not None:
+                    self._wake.set()  # the idle countdown starts when the last call ends (`_serve`)
                 self._in_flight.pop(token, None)
-        if connection_scope.cancelled_caught:
+        if self._lost or self._stopping:
             raise self._gone(tool, "the connection was lost" if not self._stopping else "the gateway is stopping")
         raise CallTimeout(
             f"{self.name}.{tool} did not answer within {timeout:g}s; the call was cancelled upstream. "
