@@ -18,8 +18,9 @@ an error). Scenarios, each `--runs` times:
 
 A baseline (the gateway with only the hanging server, stopped after `tools/list`) shows what
 process start and imports cost. Prints Markdown: median and worst per scenario, what the first
-search saw, and the target (first search ≤ 1 s from the persistent catalog whatever the upstreams
-do), counted from launch and from the end of the handshake.
+search saw, how long the gateway took to exit once the client closed its stdin (the SDK's client
+sends SIGTERM after 2 s), and the target (first search ≤ 1 s from the persistent catalog whatever
+the upstreams do), counted from launch and from the end of the handshake.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def _row(label: str, starts: list[Start]) -> str:
     after = [s.searched - s.handshake for s in starts if s.searched is not None]
     return (
         f"| {label} | {len(starts)} | {cell([s.handshake for s in starts])} | {cell([s.listed for s in starts])} "
-        f"| {cell(searched)} | {cell(after)} | {starts[0].saw} |"
+        f"| {cell(searched)} | {cell(after)} | {cell([s.stopped for s in starts])} | {starts[0].saw} |"
     )
 
 
@@ -194,9 +195,9 @@ async def measure(runs: int, eval_dir: Path) -> None:
     print()
     print(
         "| scenario | runs | handshake | first tools/list | first search answered | first search − handshake "
-        "| first search saw (first run) |"
+        "| stdin closed → exited | first search saw (first run) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for label, starts in rows:
         print(_row(label, starts))
     print()

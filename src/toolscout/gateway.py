@@ -6,12 +6,15 @@ and leaves turning them into MCP results or exit codes to them.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, TypeVarTuple
+from typing import TYPE_CHECKING, Any, TypeVarTuple
 
 import anyio
 import anyio.abc
@@ -33,16 +36,23 @@ from toolscout.errors import (
 from toolscout.output_cap import cap_output
 from toolscout.relay import current_relay
 from toolscout.rules import RuleSet
-from toolscout.search import SearchBackend, SearchHit, make_backend
-from toolscout.search.base import interleave
 from toolscout.suggestions import MAX_SUGGESTIONS, closest, did_you_mean
 from toolscout.upstream import ServerIdentity, Status, Upstream, UpstreamSpec
 from toolscout.validation import ArgumentValidator
 
+if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
+    from toolscout.search import SearchBackend, SearchHit
+
 logger = logging.getLogger(__name__)
 
 STARTUP_GRACE_SECONDS = 10.0
-"""How long after start catalog questions wait for servers that are still connecting."""
+"""The longest catalog questions wait after start for servers that have no catalog to show yet."""
+WARM_START_GRACE_SECONDS = 0.25
+"""How long after start they wait for those when the persistent catalog answers for other servers."""
+STARTUP_QUIET_SECONDS = 2.0
+"""Without a persistent catalog, how long they wait for more servers after the last one listed its tools."""
+STARTUP_RECHECK_SECONDS = 0.1
+"""How often a catalog question waiting at start looks again at servers that failed meanwhile."""
 
 
 CACHE_LOAD_BUDGET_SECONDS = 2.0
@@ -64,6 +74,7 @@ class Gateway:
         *,
         rules: RuleSet | None = None,
         search: SearchBackend | None = None,
+        search_factory: Callable[[], SearchBackend] | None = None,
         min_relevance: float = 0.0,
         startup_grace: float = STARTUP_GRACE_SECONDS,
         max_output_chars: int | None = None,
@@ -94,7 +105,10 @@ class Gateway:
         self._unsaved: dict[str, ServerSnapshot] = {}
         self._save_wanted = anyio.Event()
         self._closing = False
-        self._search = search or make_backend()
+        self._search = search
+        """None until built by `_search_factory` (the default backend without one): see `_search_backend`."""
+        self._search_factory = search_factory
+        self._search_lock = threading.Lock()
         self._min_relevance = min_relevance
         self._indexed_version = -1
         self._validator = ArgumentValidator()
@@ -102,6 +116,11 @@ class Gateway:
         self.max_output_chars = max_output_chars
         """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
         self._started_at = 0.0
+        self._warm_start = False
+        """Whether the persistent catalog answered for some server at start (see `settle_startup`)."""
+        self._last_listed: float | None = None
+        """When a server last listed its tools live."""
+        self._startup_over = False
         self._task_group: anyio.abc.TaskGroup | None = None
         self.audit = audit
         """Where every execution is recorded (None: nowhere); opened and closed with the gateway."""
@@ -114,7 +133,13 @@ class Gateway:
             for name, server in config.mcp_servers.items()
             if only is None or name in only
         ]
-        kwargs.setdefault("search", make_backend(config.search.backend, model=config.search.model))
+        build = functools.partial(_make_backend, config.search.backend, config.search.model)
+        if config.search.model == "minilm":
+            # Built here, as ever: a missing extra must stop `serve` at once with its config error.
+            kwargs.setdefault("search", build())
+        elif "search" not in kwargs:
+            # Built in a worker thread when the gateway starts, off the path to the client's handshake.
+            kwargs.setdefault("search_factory", build)
         kwargs.setdefault("min_relevance", config.search.min_relevance)
         kwargs.setdefault("max_output_chars", config.max_output_chars)
         if config.audit.enabled:
@@ -127,8 +152,11 @@ class Gateway:
         # Before any upstream starts: from here on, catalog questions about a server with a stored
         # catalog are answered at once, whatever its connection does.
         await self._load_snapshots()
+        self._warm_start = bool(self._snapshots)
         self._task_group = await anyio.create_task_group().__aenter__()
         self._started_at = anyio.current_time()
+        if self._search is None:
+            self._task_group.start_soon(self._load_search, name="search backend")
         if self._store is not None:
             self._task_group.start_soon(self._save_snapshots, name="catalog store")
         for upstream in self._upstreams.values():
@@ -216,11 +244,56 @@ class Gateway:
             await upstream.wait_settled()
 
     async def settle_startup(self) -> None:
-        """During the first seconds after start, give connecting servers a chance to finish."""
-        with anyio.move_on_after(self._started_at + self._startup_grace - anyio.current_time()):
-            for upstream in self._upstreams.values():
-                if self.cached_at(upstream.name) is None:  # one answering from its stored catalog is not waited for
-                    await upstream.wait_settled()
+        """Before a catalog question (a search, the server list, a surface's tools), give servers
+        that are still connecting with no catalog to show a chance to finish, within bounds, and
+        have the search backend ready.
+
+        A server answering from the persistent catalog is never waited for. The others are waited
+        for until none is connecting any more, but not past the first of:
+
+        * `WARM_START_GRACE_SECONDS` after start, when the persistent catalog answered for at least
+          one server: the first search is then answered from it at once, whatever the rest do;
+        * `STARTUP_QUIET_SECONDS` after a server last listed its tools: while servers keep coming
+          they are waited for, and one still connecting that long after the last is likely to hang;
+        * the startup grace, `STARTUP_GRACE_SECONDS` after start (so with nothing stored and no
+          server answering at all, the first question waits that long).
+
+        Once the wait has ended it is over for every later question. Servers still connecting are
+        named in the answers (`connecting` in search_tools, their status in list_mcp_servers), and
+        their tools join the catalog when they connect.
+        """
+        while not self._startup_over:
+            deadline = self._started_at + self._startup_grace
+            if self._warm_start:
+                deadline = min(deadline, self._started_at + WARM_START_GRACE_SECONDS)
+            if self._last_listed is not None:
+                deadline = min(deadline, self._last_listed + STARTUP_QUIET_SECONDS)
+            now = anyio.current_time()
+            waiting = any(
+                u.status is Status.CONNECTING and self.cached_at(u.name) is None for u in self._upstreams.values()
+            )
+            if not waiting or now >= deadline:
+                self._startup_over = True
+                break
+            # A server listing its tools changes the catalog; one failing does not, hence the recheck.
+            with anyio.move_on_after(min(deadline - now, STARTUP_RECHECK_SECONDS)):
+                await self.catalog.changes.wait()
+        if self._search is None:
+            with contextlib.suppress(Exception):  # raised again by `search`, the one that needs it
+                await anyio.to_thread.run_sync(self._search_backend)
+
+    async def _load_search(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self._search_backend, abandon_on_cancel=True)
+        except Exception as exc:  # raised again where the backend is used, for the caller to report
+            logger.warning("the search backend could not be built: %s", exc)
+
+    def _search_backend(self) -> SearchBackend:
+        """The search backend, built on first use (from any thread: at start, a worker's)."""
+        with self._search_lock:
+            if self._search is None:
+                self._search = (self._search_factory or _make_backend)()
+            return self._search
 
     # The persistent catalog
 
@@ -271,6 +344,7 @@ class Gateway:
 
     def _on_tools_listed(self, upstream: Upstream, tools: Sequence[types.Tool]) -> None:
         """A live list arrived (connect, list_changed): it is the one to fall back on, and to save."""
+        self._last_listed = anyio.current_time()
         self.content.upstream_connected(upstream)  # (or its tools changed): its other lists may have too
         key = upstream.spec.cache_key
         if self._store is None or key is None:
@@ -322,14 +396,19 @@ class Gateway:
             raise InvalidRequest(f"limit must be at least 1, got {limit}.")
         if server is not None:
             self.upstream(server)
+        backend = self._search_backend()  # still loading only for a caller that did not settle_startup()
         if self._indexed_version != self.catalog.version:
-            self._search.rebuild(self.catalog.tools(), self._server_context())
+            backend.rebuild(self.catalog.tools(), self._server_context())
             self._indexed_version = self.catalog.version
         rankings = [
-            [h for h in self._search.search(q, server=server, limit=limit) if h.relevance >= self._min_relevance]
+            [h for h in backend.search(q, server=server, limit=limit) if h.relevance >= self._min_relevance]
             for q in queries
         ]
-        return rankings[0] if len(rankings) == 1 else interleave(rankings, limit)
+        if len(rankings) == 1:
+            return rankings[0]
+        from toolscout.search.base import interleave
+
+        return interleave(rankings, limit)
 
     def _server_context(self) -> dict[str, str]:
         # What each server says about itself is context for all its tools in the search index.
@@ -468,6 +547,12 @@ class Gateway:
             tool=name,
             suggestions=suggestions or None,
         )
+
+
+def _make_backend(name: str = "hybrid", model: str = "static") -> SearchBackend:
+    from toolscout.search import make_backend
+
+    return make_backend(name, model=model)
 
 
 def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:

@@ -375,19 +375,45 @@ async def watch_content(gateway: Gateway, clients: ClientSessions, scope: Connec
         await tell_news(clients, news)
 
 
-async def _stop_on_signal(stop: Callable[[], None]) -> None:
+async def stop_on_signals(stop: anyio.Event) -> None:
+    """Set `stop` on SIGINT, SIGTERM or SIGHUP, and keep receiving them until cancelled.
+
+    One that comes once `stop` is set is logged and nothing more: left to its default action it
+    would kill the process while it stops its upstream servers, and their children would outlive it.
+    """
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async for signum in signals:
-            logger.info("received %s, shutting down", signal.Signals(signum).name)
-            stop()
-            return
+            name = signal.Signals(signum).name
+            if stop.is_set():
+                logger.info("received %s; still stopping the upstream servers", name)
+            else:
+                logger.info("received %s, shutting down", name)
+                stop.set()
 
 
-async def serve_stdio(gateway: Gateway, mode: ModeName = "discovery", options: SurfaceOptions | None = None) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin or a stop signal arrives."""
+async def serve_stdio(
+    gateway: Gateway,
+    mode: ModeName = "discovery",
+    options: SurfaceOptions | None = None,
+    *,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin, or `stop` is set.
+
+    Without `stop`, until a stop signal arrives; signals are then handled only while serving, so a
+    caller that stops the gateway afterwards should rather own them (`stop_on_signals`) for as long.
+    """
     server = build_server(gateway, mode, options)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, tg.cancel_scope.cancel)
+
+        async def stop_when_set(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        if stop is None:
+            stop = anyio.Event()
+            tg.start_soon(stop_on_signals, stop)
+        tg.start_soon(stop_when_set, stop)
         async with serve_process_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
@@ -424,17 +450,23 @@ async def serve_http(
     log_level: str = "warning",
     mode: ModeName = "discovery",
     options: SurfaceOptions | None = None,
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Serve streamable HTTP at /mcp on an already listening socket until a stop signal arrives."""
+    """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
+    `stop`: until a stop signal arrives, as `serve_stdio`)."""
     server = build_server(gateway, mode, options)
     app = server.streamable_http_app(stateless_http=stateless, host=host)
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
     web = _Uvicorn(config)
 
-    def stop() -> None:
+    async def exit_when_set(event: anyio.Event) -> None:
+        await event.wait()
         web.should_exit = True
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, stop)
+        if stop is None:
+            stop = anyio.Event()
+            tg.start_soon(stop_on_signals, stop)
+        tg.start_soon(exit_when_set, stop)
         await web.serve(sockets=[sock])
         tg.cancel_scope.cancel()

@@ -2,7 +2,8 @@
 
 The SDK's `stdio_server()` reads stdin in a worker thread that a cancellation
 cannot interrupt, so a SIGTERM would wait for the next line from the client.
-Here stdin is read without blocking, so shutdown is immediate. As the SDK does,
+Here stdin is read without blocking, so shutdown is immediate, and responses are written from
+the event loop. As the SDK does,
 fd 0 and 1 are pointed at /dev/null and stderr while serving, so anything that
 writes to stdout by accident (a library, a child that inherits it) cannot
 corrupt the protocol stream.
@@ -30,7 +31,7 @@ class _LineReader:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._pending = b""
+        self._pending = bytearray()
         self._eof = False
         self._regular_file = stat.S_ISREG(os.fstat(fd).st_mode)
 
@@ -38,15 +39,18 @@ class _LineReader:
         return self
 
     async def __anext__(self) -> str:
-        while b"\n" not in self._pending and not self._eof:
+        scanned = 0  # only new bytes are searched for the end of the line: a long line costs linear time
+        while (end := self._pending.find(b"\n", scanned)) == -1 and not self._eof:
+            scanned = len(self._pending)
             chunk = await self._read()
             self._eof = not chunk
             self._pending += chunk
         if not self._pending:
             raise StopAsyncIteration
-        line, sep, rest = self._pending.partition(b"\n")
-        self._pending = rest
-        return (line + sep).decode("utf-8", "replace")
+        cut = len(self._pending) if end == -1 else end + 1
+        line = bytes(self._pending[:cut])
+        del self._pending[:cut]
+        return line.decode("utf-8", "replace")
 
     async def _read(self) -> bytes:
         if self._regular_file:  # epoll cannot watch regular files; reading them never blocks for long
@@ -60,13 +64,25 @@ class _LineReader:
 
 
 class _LineWriter:
-    """Writes whole lines to a file descriptor from a worker thread."""
+    """Writes whole lines to a file descriptor: straight from the event loop when it does not block
+    (a pipe or terminal, made non-blocking: a worker thread per response costs more than the write),
+    else from a worker thread (a regular file, which epoll cannot watch)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self._regular_file = stat.S_ISREG(os.fstat(fd).st_mode)
 
     async def write(self, text: str) -> None:
-        await anyio.to_thread.run_sync(self._write_all, text.encode("utf-8"))
+        data = text.encode("utf-8")
+        if self._regular_file:
+            await anyio.to_thread.run_sync(self._write_all, data)
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._fd, view) :]
+            except BlockingIOError:  # the client is not reading fast enough: wait, without blocking the loop
+                await anyio.wait_writable(self._fd)
 
     async def flush(self) -> None:
         return None
@@ -84,6 +100,7 @@ async def serve_process_stdio() -> AsyncGenerator[
     """MCP streams over this process's stdin/stdout, restored when the block ends."""
     wire_in, wire_out = os.dup(0), os.dup(1)
     was_blocking = os.get_blocking(wire_in)
+    was_writing_blocking = os.get_blocking(wire_out)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -91,6 +108,8 @@ async def serve_process_stdio() -> AsyncGenerator[
     try:
         if not stat.S_ISREG(os.fstat(wire_in).st_mode):
             os.set_blocking(wire_in, False)
+        if not stat.S_ISREG(os.fstat(wire_out).st_mode):
+            os.set_blocking(wire_out, False)
         reader: Any = _LineReader(wire_in)
         writer: Any = _LineWriter(wire_out)
         async with stdio_server(
@@ -102,6 +121,7 @@ async def serve_process_stdio() -> AsyncGenerator[
             yield read_stream, write_stream
     finally:
         os.set_blocking(wire_in, was_blocking)
+        os.set_blocking(wire_out, was_writing_blocking)
         os.dup2(wire_in, 0)
         os.dup2(wire_out, 1)
         os.close(wire_in)

@@ -8,32 +8,52 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import typer
 
 # Typer 0.29 vendors click; its exceptions are only reachable here.
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
 
-from toolscout.cli import audit_cmd, cache_cmd, config_cmd, eval_cmd, explore, rules_cmd, serve, setup_cmd
+from toolscout.cli import serve
 from toolscout.cli.common import EXIT_INVALID, exit_code_for
 from toolscout.errors import ToolscoutError
 
-app = typer.Typer(
-    name="toolscout",
-    help="An MCP gateway: agents see five meta-tools instead of every tool of every server.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-serve.register(app)
-explore.register(app)
-config_cmd.register(app)
-rules_cmd.register(app)
-setup_cmd.register(app)
-eval_cmd.register(app)
-audit_cmd.register(app)
-cache_cmd.register(app)
+SERVE_COMMANDS = ("serve", "demo", "version")
+"""The commands of cli/serve.py: run with only them registered, the others' modules are never imported."""
+
+
+def make_app(command: str | None = None) -> typer.Typer:
+    """The command line: every command, or only those of cli/serve.py when `command` is one of them,
+    so that starting the gateway does not import what the other commands need (rich, the config
+    editors, the client importers)."""
+    app = typer.Typer(
+        name="toolscout",
+        help="An MCP gateway: agents see five meta-tools instead of every tool of every server.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    serve.register(app)
+    if command in SERVE_COMMANDS:
+        return app
+    from toolscout.cli import audit_cmd, cache_cmd, config_cmd, eval_cmd, explore, rules_cmd, setup_cmd
+
+    explore.register(app)
+    config_cmd.register(app)
+    rules_cmd.register(app)
+    setup_cmd.register(app)
+    eval_cmd.register(app)
+    audit_cmd.register(app)
+    cache_cmd.register(app)
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole command line, as it used to be built on import
+        return make_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -41,6 +61,7 @@ def main() -> None:
     # Commands report problems themselves; the library's warnings (a server that failed to
     # start) would only repeat them. `serve` sets up its own logging.
     logging.basicConfig(stream=sys.stderr, level=logging.CRITICAL)
+    app = make_app(sys.argv[1] if len(sys.argv) > 1 else None)
     try:
         code = app(standalone_mode=False)
     except NoArgsIsHelpError as exc:

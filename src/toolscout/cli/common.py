@@ -6,15 +6,12 @@ import json
 import sys
 from collections.abc import AsyncGenerator, Collection
 from contextlib import asynccontextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import anyio
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.markup import escape
-from rich.table import Table
 
 from toolscout.config import ConfigSource, GatewayConfig, find_config, load_config
 from toolscout.config.loader import check_config_file
@@ -29,6 +26,10 @@ from toolscout.errors import (
 )
 
 if TYPE_CHECKING:
+    # rich is imported where it is used: `serve` writes through it only to report a failed start.
+    from rich.console import Console
+    from rich.table import Table
+
     from toolscout.gateway import Gateway
 
 # Exit codes of the reference CLI spec (003): 1 invalid arguments, 2 configuration error, server or
@@ -71,8 +72,18 @@ class Output:
 
     def __init__(self, json_mode: bool = False) -> None:
         self.json_mode = json_mode
-        self.out = Console(highlight=False, soft_wrap=True)
-        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    @cached_property
+    def out(self) -> Console:
+        from rich.console import Console
+
+        return Console(highlight=False, soft_wrap=True)
+
+    @cached_property
+    def err(self) -> Console:
+        from rich.console import Console
+
+        return Console(stderr=True, highlight=False, soft_wrap=True)
 
     def data(self, value: Any) -> None:
         sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
@@ -89,6 +100,8 @@ class Output:
         if self.json_mode:
             self.data({"success": False, "error": error.to_dict()})
         else:
+            from rich.markup import escape
+
             self.err.print(f"[red]✗[/red] {escape(error.message)}")
         raise typer.Exit(exit_code_for(error) if code is None else code)
 
@@ -117,6 +130,9 @@ def load(
 
 
 def _progress(gateway: Gateway) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     from toolscout.upstream import Status
 
     table = Table.grid(padding=(0, 2))
@@ -154,6 +170,8 @@ async def connected(
         output.fail(exc)
     async with gateway_context as gateway:
         if output.err.is_terminal:
+            from rich.live import Live
+
             with Live(console=output.err, get_renderable=lambda: _progress(gateway), transient=True):
                 await gateway.settle()
         else:

@@ -8,6 +8,7 @@ import sys
 from enum import StrEnum
 from typing import Annotated
 
+import anyio
 import typer
 
 from toolscout import __version__
@@ -92,34 +93,43 @@ async def _serve(
     config: GatewayConfig, sock: socket.socket | None, host: str, stateless: bool, level: LogLevel
 ) -> None:
     from toolscout.gateway import Gateway
-    from toolscout.server import serve_http, serve_stdio
+    from toolscout.server import serve_http, serve_stdio, stop_on_signals
     from toolscout.surfaces import SurfaceOptions
 
-    async with Gateway.from_config(config) as gateway:
-        count = len(config.mcp_servers)
-        if sock is None:
-            typer.echo(
-                f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers, {config.mode} mode)",
-                err=True,
-            )
-            await serve_stdio(gateway, config.mode, SurfaceOptions.from_config(config))
-            return
-        bound_host, bound_port = sock.getsockname()[:2]
-        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        typer.echo(
-            f"toolscout {__version__}: serving streamable HTTP at http://{shown}:{bound_port}/mcp "
-            f"({'stateless' if stateless else 'stateful'}, {count} upstream servers, {config.mode} mode)",
-            err=True,
-        )
-        await serve_http(
-            gateway,
-            sock,
-            host=host,
-            stateless=stateless,
-            log_level=level.value,
-            mode=config.mode,
-            options=SurfaceOptions.from_config(config),
-        )
+    gateway = Gateway.from_config(config)
+    stop = anyio.Event()
+    async with anyio.create_task_group() as signals:
+        # Stop signals are handled from before the first upstream starts until the last has stopped:
+        # one that came while they are being stopped must not kill the gateway and leave them running.
+        signals.start_soon(stop_on_signals, stop)
+        async with gateway:
+            count = len(config.mcp_servers)
+            if sock is None:
+                typer.echo(
+                    f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers, {config.mode} mode)",
+                    err=True,
+                )
+                await serve_stdio(gateway, config.mode, SurfaceOptions.from_config(config), stop=stop)
+            else:
+                bound_host, bound_port = sock.getsockname()[:2]
+                shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+                typer.echo(
+                    f"toolscout {__version__}: serving streamable HTTP at http://{shown}:{bound_port}/mcp "
+                    f"({'stateless' if stateless else 'stateful'}, {count} upstream servers, {config.mode} mode)",
+                    err=True,
+                )
+                await serve_http(
+                    gateway,
+                    sock,
+                    host=host,
+                    stateless=stateless,
+                    log_level=level.value,
+                    mode=config.mode,
+                    options=SurfaceOptions.from_config(config),
+                    stop=stop,
+                )
+            stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
+        signals.cancel_scope.cancel()
 
 
 def demo() -> None:

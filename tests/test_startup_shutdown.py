@@ -1,0 +1,178 @@
+"""`toolscout serve` over stdio stops its stdio upstreams, a hanging one included, whatever the client does.
+
+An MCP client ends a stdio server by closing its stdin and, 2 s later, sending SIGTERM (the SDK's
+stdio client). The gateway must have stopped its own children by then, and a SIGTERM that comes
+while it is stopping them must not kill it before it has. If the gateway is killed outright, its
+children go too (Linux: they are sent SIGTERM when it dies).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import pytest
+from anyio.streams.text import TextReceiveStream
+from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
+
+from tests.conftest import PYTHON, ROOT
+from tests.procs import stop
+from toolscout.upstream.transport import STDIN_CLOSE_GRACE, TERMINATE_GRACE
+
+pytestmark = pytest.mark.anyio
+
+# A stdio server that never answers: it tells the test (on a Unix socket) its pid, reads its stdin
+# to the end, says so, and hangs on regardless, as a server stuck in a blocking call would.
+HANGING = """
+import os, socket, sys, time
+report = socket.socket(socket.AF_UNIX)
+report.connect(sys.argv[1])
+report.sendall(f"{os.getpid()}\\n".encode())
+sys.stdin.buffer.read()
+report.sendall(b"stdin closed\\n")
+time.sleep(3600)
+"""
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+# Closing stdin to the child's exit: its stdin grace, SIGTERM's grace, and room for a loaded machine.
+STOP_BOUND = STDIN_CLOSE_GRACE + TERMINATE_GRACE + 3.0
+CLIENT_SIGNALS_AFTER = PROCESS_TERMINATION_TIMEOUT
+"""How long the SDK's stdio client waits, once it has closed a server's stdin, before its SIGTERM."""
+
+
+@dataclass
+class Gateway:
+    process: anyio.abc.Process
+    lines: list[str]
+    """What it logged (stderr)."""
+    upstream: anyio.abc.SocketStream
+    """What the hanging upstream tells: its pid, then that its stdin closed."""
+
+    async def told(self) -> str:
+        """The upstream's next line (bound it with a cancel scope)."""
+        data = b""
+        while not data.endswith(b"\n"):
+            data += await self.upstream.receive(1)
+        return data.decode().strip()
+
+
+@asynccontextmanager
+async def serve_over_stdio(tmp_path: Path) -> AsyncGenerator[Gateway]:
+    """`toolscout serve` on a config with one hanging stdio server, handshake done and the server
+    started; killed afterwards if still running."""
+    socket_path = tmp_path / "up.sock"
+    config = tmp_path / "toolscout.json"
+    hanging = {"command": PYTHON, "args": ["-c", HANGING, str(socket_path)]}
+    config.write_text(json.dumps({"mcpServers": {"hanging": hanging}}))
+    listener = await anyio.create_unix_listener(socket_path)
+    process = await anyio.open_process(
+        [PYTHON, "-m", "toolscout", "serve", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    lines: list[str] = []
+
+    async def pump() -> None:
+        assert process.stderr is not None
+        buffer = ""
+        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
+            *complete, buffer = (buffer + chunk).split("\n")
+            lines.extend(complete)
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        try:
+            assert process.stdin is not None and process.stdout is not None
+            await process.stdin.send((json.dumps(INITIALIZE) + "\n").encode())
+            with anyio.fail_after(60):
+                answer = await process.stdout.receive()
+                assert b'"serverInfo"' in answer, answer
+                upstream = await listener.accept()
+            async with upstream:
+                yield Gateway(process, lines, upstream)
+        finally:
+            await stop(process)
+            tg.cancel_scope.cancel()
+
+
+async def upstream_pid(gateway: Gateway) -> int:
+    with anyio.fail_after(60):
+        return int(await gateway.told())
+
+
+async def wait_gone(pid: int) -> None:
+    """Return once process `pid` has exited (bound it with a cancel scope); told by a pidfd, no polling."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
+needs_pidfd = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd_open is Linux only")
+
+
+@needs_pidfd
+async def test_a_sigterm_while_stopping_does_not_leave_a_hanging_upstream_running(tmp_path: Path) -> None:
+    async with serve_over_stdio(tmp_path) as gateway:
+        child = await upstream_pid(gateway)
+        assert gateway.process.stdin is not None
+        closed = time.perf_counter()
+        await gateway.process.stdin.aclose()  # what an MCP client does first
+        with anyio.fail_after(STOP_BOUND):
+            # The gateway is stopping its upstreams when their stdin closes: signal it then.
+            assert await gateway.told() == "stdin closed"
+            gateway.process.send_signal(signal.SIGTERM)
+            await wait_gone(child)
+            gone = time.perf_counter() - closed
+            code = await gateway.process.wait()
+        print(f"upstream gone {gone:.2f} s after the gateway's stdin closed")
+        assert code == 0, "\n".join(gateway.lines)  # it stopped of its own accord, not killed by the signal
+        assert any("received SIGTERM; still stopping the upstream servers" in line for line in gateway.lines), (
+            gateway.lines
+        )
+
+
+@needs_pidfd
+async def test_closing_stdin_stops_a_hanging_upstream_before_the_client_would_signal(tmp_path: Path) -> None:
+    async with serve_over_stdio(tmp_path) as gateway:
+        child = await upstream_pid(gateway)
+        assert gateway.process.stdin is not None
+        closed = time.perf_counter()
+        await gateway.process.stdin.aclose()
+        with anyio.fail_after(STOP_BOUND):
+            await wait_gone(child)
+            gone = time.perf_counter() - closed
+            code = await gateway.process.wait()
+        exited = time.perf_counter() - closed
+        print(f"upstream gone {gone:.2f} s, gateway exited {exited:.2f} s after its stdin closed")
+        assert code == 0, "\n".join(gateway.lines)
+        assert exited < CLIENT_SIGNALS_AFTER, "the client would have had to signal the gateway"
+
+
+@needs_pidfd
+async def test_upstreams_die_with_a_gateway_killed_outright(tmp_path: Path) -> None:
+    async with serve_over_stdio(tmp_path) as gateway:
+        child = await upstream_pid(gateway)
+        gateway.process.kill()
+        with anyio.fail_after(10):
+            await wait_gone(child)
