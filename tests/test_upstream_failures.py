@@ -83,11 +83,12 @@ async def test_garbage_on_stdout_does_not_break_the_session(caplog: pytest.LogCa
         assert gateway.upstream("noisy").status is Status.CONNECTED, gateway.upstream("noisy").error
         result = await gateway.execute("noisy", "shout", {"text": "hello"})
         assert result.structured_content == {"result": "HELLO"}
-    # stderr went to the log, attributed to the server.
-    assert any(
-        r.name == "toolscout.upstream.noisy" and "a stderr line for the gateway's log" in r.getMessage()
-        for r in caplog.records
-    )
+    # stderr went to the log, attributed to the server; a line of a megabyte in pieces of a bounded size.
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolscout.upstream.noisy"]
+    assert "noisy server: a stderr line for the gateway's log" in lines
+    pieces = [line for line in lines if line.startswith("x")]
+    assert sum(map(len, pieces)) == 1_000_000
+    assert len(pieces) > 1 and max(map(len, pieces)) <= 16384 + 65536
 
 
 async def test_a_server_dying_mid_session_turns_to_error_and_others_keep_working(tmp_path: Path) -> None:

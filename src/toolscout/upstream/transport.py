@@ -61,6 +61,8 @@ TERMINATE_GRACE = 0.5
 KILL_REAP_SECONDS = 0.5
 """How long the event loop waits to see a killed child gone before abandoning it (only an unkillable one)."""
 _EXIT_POLL_SECONDS = 0.01
+_STDERR_LINE_MAX = 16384
+"""Longest stderr line kept whole; a longer one is logged in pieces of about this size."""
 _CHUNK = 65536
 _PR_SET_PDEATHSIG = 1
 
@@ -438,6 +440,9 @@ class StdioUpstream:
                 *lines, pending = pending.split(b"\n")
                 for raw in lines:
                     self._record(raw)
+                if len(pending) > _STDERR_LINE_MAX:  # a line that never ends is logged in pieces, in linear time
+                    self._record(pending)
+                    pending = b""
             if pending:
                 self._record(pending)
         finally:
