@@ -457,3 +457,22 @@ async def test_calls_through_the_mcp_face_name_their_client(tmp_path: Path, mode
     [record] = records(path)
     assert record["client"] == "my-agent (connection)"
     assert record["arguments"] == {"city": "Paris", "token": REDACTED}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("mode", "tool"), [("discovery", "execute_tool"), ("compact", "exec")])
+async def test_an_execution_refused_for_its_own_arguments_is_audited(tmp_path: Path, mode: ModeName, tool: str) -> None:
+    path = tmp_path / "audit.jsonl"
+    keys = ("server", "tool") if mode == "discovery" else ("server_name", "tool_name")
+    malformed = {keys[0]: "kitchen", keys[1]: "get_weather", "arguments": {"password": "p"}, "bogus": 1}
+    async with audited_gateway(AuditLog(path)) as gateway, Client(build_server(gateway, mode), mode="legacy") as client:
+        refused = await client.call_tool(tool, malformed)
+    assert refused.is_error
+    [record] = records(path)
+    assert (record["server"], record["tool"], record["outcome"], record["code"]) == (
+        "kitchen",
+        "get_weather",
+        "error",
+        "INVALID_ARGUMENTS",
+    )
+    assert record["arguments"] == {"password": REDACTED}

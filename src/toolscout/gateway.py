@@ -485,6 +485,26 @@ class Gateway:
                 started=started,
             )
 
+    async def record_refused(self, request: Mapping[str, Any], error: ToolscoutError) -> None:
+        """Audit an execution refused before it reached a server (`request`: the meta-tool's own
+        arguments, which did not make a valid call)."""
+        if self.audit is None:
+            return
+
+        def named(*keys: str) -> str:
+            return next((value for key in keys if isinstance(value := request.get(key), str)), "?")
+
+        relay = current_relay()
+        await self.audit.record(
+            server=named("server", "server_name"),
+            tool=named("tool", "tool_name"),
+            arguments=request.get("arguments"),
+            duration_ms=0.0,
+            outcome="error",
+            code=error.code,
+            client=relay.client if relay is not None else None,
+        )
+
     async def _execute(
         self,
         server: str,

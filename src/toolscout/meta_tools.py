@@ -310,6 +310,8 @@ def parse_arguments(tool: ToolSpec[ArgsT], arguments: dict[str, Any] | None) -> 
         raise InvalidRequest(f"Invalid arguments for {tool.name}: {'; '.join(problems)}.") from None
 
 
+EXECUTIONS = frozenset({"execute_tool", "exec"})
+"""The meta-tools that run an upstream tool: a call of theirs refused for its arguments is audited too."""
 LISTINGS = frozenset({"list_mcp_servers", "search_tools", "list_tools"})
 """The meta-tools whose result is rows of like entries, the shape TOON is made for."""
 
@@ -330,7 +332,13 @@ async def run_meta_tool(
     tool = tools.get(name)
     if tool is None:
         return None
-    result = await tool.handler(gateway, parse_arguments(tool, arguments))
+    try:
+        parsed = parse_arguments(tool, arguments)
+    except InvalidRequest as exc:
+        if name in EXECUTIONS:
+            await gateway.record_refused(arguments, exc)
+        raise
+    result = await tool.handler(gateway, parsed)
     if listing_format == "toon" and name in LISTINGS and result.structured_content is not None:
         table = types.TextContent(text=listing_text(result.structured_content))
         result = result.model_copy(update={"content": [table]})
