@@ -77,7 +77,7 @@ async def test_server_that_never_answers_times_out_without_delaying_others() -> 
 
 async def test_garbage_on_stdout_does_not_break_the_session(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO", logger="toolscout.upstream.noisy")
-    async with Gateway([stdio_spec("noisy", script("noisy_server.py"))]) as gateway:
+    async with Gateway([stdio_spec("noisy", [*script("noisy_server.py"), "--long-stderr-line"])]) as gateway:
         with anyio.fail_after(20):
             await gateway.settle()
         assert gateway.upstream("noisy").status is Status.CONNECTED, gateway.upstream("noisy").error
