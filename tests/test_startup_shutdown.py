@@ -128,7 +128,12 @@ async def wait_gone(pid: int) -> None:
         os.close(pidfd)
 
 
-needs_pidfd = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd_open is Linux only")
+# Skipped off Linux only: these tests wait on the child's exit through a pidfd, and the last one
+# checks PR_SET_PDEATHSIG, both Linux only. CI runs on Linux, so in CI they always run.
+needs_pidfd = pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="waits on process exit with pidfd_open and checks PR_SET_PDEATHSIG, both Linux only",
+)
 
 
 @needs_pidfd

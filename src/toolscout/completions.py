@@ -14,7 +14,6 @@ import mcp_types as types
 from mcp import Client
 
 from toolscout.content import without_hop_metadata
-from toolscout.errors import PromptDisabled, ResourceDisabled
 
 if TYPE_CHECKING:
     from toolscout.gateway import Gateway
@@ -26,17 +25,14 @@ async def complete(gateway: Gateway, params: types.CompleteRequestParams) -> typ
     """The upstream's completions for the prompt or resource template `params.ref` names."""
     ref = params.ref
     content = gateway.content
-    rules = gateway.rules
     upstream_ref: types.PromptReference | types.ResourceTemplateReference
     if isinstance(ref, types.PromptReference):
         server, prompt = await content.find_prompt(ref.name)
-        if not rules.verdict(server, prompt, "prompt").enabled:
-            raise PromptDisabled(f"Prompt {prompt!r} of {server!r} is disabled by toolRules.", server=server)
+        content.require_enabled("prompt", server, prompt)
         upstream_ref = ref.model_copy(update={"name": prompt})
     else:
         server, template = await content.route_template(ref.uri)
-        if not rules.verdict(server, template, "resource").enabled:
-            raise ResourceDisabled(f"Resource template {template!r} of {server!r} is disabled by toolRules.")
+        content.require_enabled("resource", server, template)
         upstream_ref = ref.model_copy(update={"uri": template})
     upstream = await gateway.live_upstream(server)
     capabilities = upstream.server_capabilities

@@ -327,10 +327,19 @@ class ContentHub:
             server = same[0]
         return server, original, False
 
+    def require_enabled(self, kind: RuleKind, server: str, name: str) -> None:
+        """Refuse `server`'s resource (URI or URI template) or prompt `name` when `toolRules` disable it."""
+        if self._gateway.rules.verdict(server, name, kind).enabled:
+            return
+        if kind == "prompt":
+            message = f"Prompt {name!r} of {server!r} is disabled by toolRules and cannot be used."
+            raise PromptDisabled(message, server=server, prompt=name)
+        message = f"Resource {name!r} of {server!r} is disabled by toolRules and cannot be used."
+        raise ResourceDisabled(message, server=server, uri=name)
+
     async def route_template(self, template: str) -> tuple[str, str]:
         """`(server, upstream URI template)` of a gateway resource template, or of a server's own."""
-        split = split_gateway_uri(template)
-        if split is not None:
+        if split_gateway_uri(template) is not None:
             server, original, _ = await self.route_uri(template)
             return server, original
         for attempt in range(2):
@@ -377,12 +386,7 @@ class ContentHub:
         the names it was asked in.
         """
         server, original, bare = await self.route_uri(uri)
-        if not self._gateway.rules.verdict(server, original, "resource").enabled:
-            raise ResourceDisabled(
-                f"Resource {original!r} of {server!r} is disabled by toolRules and cannot be read.",
-                server=server,
-                uri=uri,
-            )
+        self.require_enabled("resource", server, original)
         upstream = await self._gateway.live_upstream(server)
 
         async def read(client: Client) -> types.ReadResourceResult:
@@ -424,12 +428,7 @@ class ContentHub:
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
         server, prompt = await self.find_prompt(name)
-        if not self._gateway.rules.verdict(server, prompt, "prompt").enabled:
-            raise PromptDisabled(
-                f"Prompt {prompt!r} of {server!r} is disabled by toolRules and cannot be used.",
-                server=server,
-                prompt=prompt,
-            )
+        self.require_enabled("prompt", server, prompt)
         upstream = await self._gateway.live_upstream(server)
 
         async def get(client: Client) -> types.GetPromptResult:

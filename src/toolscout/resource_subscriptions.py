@@ -20,7 +20,7 @@ import anyio
 import mcp_types as types
 from mcp.server.subscriptions import ResourceUpdated
 
-from toolscout.errors import ResourceDisabled, ToolscoutError
+from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
 from toolscout.sessions import ClientSessions, ClientState, Context
 
@@ -43,10 +43,7 @@ class ResourceSubscriptions:
     async def subscribe(self, state: ClientState, uri: str, *, stream: bool = False) -> None:
         """`state`'s client wants updates of `uri`. `stream`: for one listen stream (counted), else once."""
         server, original, _ = await self._gateway.content.route_uri(uri)
-        if not self._gateway.rules.verdict(server, original, "resource").enabled:
-            raise ResourceDisabled(
-                f"Resource {original!r} of {server!r} is disabled by toolRules.", server=server, uri=uri
-            )
+        self._gateway.content.require_enabled("resource", server, original)
         key = (server, original)
         wanted = self._wanted.setdefault(key, Counter())
         if wanted[(state, uri)] and not stream:
@@ -64,13 +61,10 @@ class ResourceSubscriptions:
 
     async def unsubscribe(self, state: ClientState, uri: str, *, stream: bool = False) -> None:
         """`state`'s client no longer wants updates of `uri` (one listen stream's worth, with `stream`)."""
-        try:
-            server, original, _ = await self._gateway.content.route_uri(uri)
-        except ToolscoutError:
+        # Found among what it subscribed to, not routed again: nothing to look up upstream.
+        key = next((key for key, wanted in self._wanted.items() if (state, uri) in wanted), None)
+        if key is None:
             return  # never subscribed: unsubscribing is a no-op, as the spec has it
-        key = (server, original)
-        if (state, uri) not in self._wanted.get(key, Counter()):
-            return
         if stream:
             self._wanted[key][(state, uri)] -= 1
             if self._wanted[key][(state, uri)] > 0:

@@ -11,7 +11,7 @@ without doing its work twice, so the gateway keeps it running:
    own task group, with a `RoundRelay` as its relay. A client that declared neither sampling nor
    elicitation can never be asked anything, so its call never takes a second round: it runs in
    the request's own task (no task of its own to start and wait on), its upstream's questions
-   refused as they would be in rounds.
+   refused by the request's own relay.
 2. When the upstream asks (sample, elicit), the question waits in that `PendingCall`, and the
    client's request is answered with it and a `requestState` naming the call, unguessable and
    good only for the client that made the call.
@@ -68,6 +68,7 @@ class PendingCall:
         self.current: Relay | None = None
         """The relay of the client's request open for this call, if one is."""
         self._questions: dict[str, _Question] = {}
+        self._reasked = False
         self._wake = anyio.Event()
         """Set when a question comes or the call ends: what a request waiting for the next round waits for."""
         self.done = anyio.Event()
@@ -85,6 +86,7 @@ class PendingCall:
                 self.error = exc
         if self.scope.cancelled_caught and self.error is None:
             self.error = MCPError(code=types.INTERNAL_ERROR, message="The call was cancelled before it finished.")
+        self.finished_at = anyio.current_time()
         self.done.set()
         self._wake.set()
 
@@ -124,8 +126,6 @@ class PendingCall:
                 self._wake = anyio.Event()
             await self._wake.wait()
 
-    _reasked = False
-
     def retried(self) -> None:
         """The client came back: whatever it left unanswered is put to it again."""
         self._reasked = True
@@ -134,33 +134,6 @@ class PendingCall:
 def can_be_asked(capabilities: types.ClientCapabilities | None) -> bool:
     """Whether an upstream's question can ever be put to a client with `capabilities` (sampling or elicitation)."""
     return capabilities is not None and (capabilities.sampling is not None or capabilities.elicitation is not None)
-
-
-class UnaskableRelay:
-    """The relay of a call whose client can be asked nothing: questions are refused as `RoundRelay` refuses them."""
-
-    def __init__(self, base: Relay) -> None:
-        self._base = base
-
-    @property
-    def client(self) -> str | None:
-        return self._base.client
-
-    @property
-    def origin(self) -> object:
-        return self._base.origin
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        await self._base.progress(progress, total, message)
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        await self._base.log(params)
-
-    async def sample(self, params: types.CreateMessageRequestParams) -> SamplingResult:
-        return _refused("Sampling")
-
-    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-        return _refused("Elicitation")
 
 
 class RoundRelay:
@@ -192,14 +165,14 @@ class RoundRelay:
     async def sample(self, params: types.CreateMessageRequestParams) -> SamplingResult:
         capabilities = self._capabilities
         if capabilities is None or capabilities.sampling is None:
-            return _refused("Sampling")
+            return await self._base.sample(params)  # which refuses it, as for any client without it
         answer_type = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
         return await self._ask(types.CreateMessageRequest(params=params), answer_type, "Sampling")
 
     async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         capabilities = self._capabilities
         if capabilities is None or capabilities.elicitation is None:
-            return _refused("Elicitation")
+            return await self._base.elicit(params)  # which refuses it
         return await self._ask(types.ElicitRequest(params=params), types.ElicitResult, "Elicitation")
 
     async def _ask(
@@ -216,12 +189,6 @@ class RoundRelay:
         except ValidationError as exc:
             message = f"{what} through toolscout failed: the client's answer is not a {answer_type.__name__}: {exc}"
             return types.ErrorData(code=types.INVALID_PARAMS, message=message)
-
-
-def _refused(what: str) -> types.ErrorData:
-    return types.ErrorData(
-        code=types.METHOD_NOT_FOUND, message=f"{what} through toolscout failed: its client does not support it."
-    )
 
 
 class Rounds:
@@ -244,7 +211,7 @@ class Rounds:
             self._forget_abandoned()
         if params.request_state is None and not can_be_asked(capabilities):
             # No question can reach this client, so there is no second round: run the call right here.
-            with relaying(UnaskableRelay(relay)):
+            with relaying(relay):  # which refuses any question, as the client cannot take one
                 return await start()
         if params.request_state is not None:
             pending = self._pending.get(params.request_state)
@@ -259,7 +226,7 @@ class Rounds:
             pending = PendingCall(secrets.token_urlsafe(24), owner)
             self._pending[pending.token] = pending
             round_relay = RoundRelay(pending, relay, capabilities)
-            self._gateway.start_soon(self._run, pending, start, round_relay, name=f"call in rounds {pending.token[:6]}")
+            self._gateway.start_soon(pending.run, start, round_relay, name=f"call in rounds {pending.token[:6]}")
         pending.current = relay
         try:
             questions = await pending.next_round()
@@ -275,10 +242,6 @@ class Rounds:
         if pending.error is not None:
             raise pending.error
         return cast(R, pending.result)  # what `start` returned
-
-    async def _run(self, pending: PendingCall, start: Callable[[], Awaitable[object]], relay: Relay) -> None:
-        await pending.run(start, relay)
-        pending.finished_at = anyio.current_time()
 
     def _forget_abandoned(self) -> None:
         # A result nobody came back for is dropped in the end (checked when calls come, so no task lingers).

@@ -27,7 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolscout import __version__, render
 from toolscout.completions import complete
 from toolscout.config.models import ModeName
-from toolscout.content import LIST_NAMES, digest
+from toolscout.content import LIST_NAMES, ListName, digest
 from toolscout.errors import (
     AmbiguousName,
     InvalidRequest,
@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 R = TypeVar("R")
+ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
 CHANGE_QUIET_SECONDS = 0.2
 """How long catalog changes are gathered before clients are told about them."""
 
@@ -229,20 +230,30 @@ def build_server(
 
     content = gateway.content
 
-    async def on_list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    async def listed(
+        ctx: Context,
+        params: types.PaginatedRequestParams | None,
+        name: ListName,
+        method: str,
+        fetch: Callable[[], Awaitable[list[ItemT]]],
+    ) -> list[ItemT]:
+        """One of content.py's lists, in one page, remembered as what this client was shown."""
         _one_page(params)
-        with mcp_errors("resources/list"):
-            resources = await content.resources()
-        clients.state(ctx).fetched("resources", digest(resources))
+        with mcp_errors(method):
+            items = await fetch()
+        clients.state(ctx).fetched(name, digest(items))
+        return items
+
+    async def on_list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        resources = await listed(ctx, params, "resources", "resources/list", content.resources)
         return types.ListResourcesResult(resources=resources)
 
     async def on_list_resource_templates(
         ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        _one_page(params)
-        with mcp_errors("resources/templates/list"):
-            templates = await content.resource_templates()
-        clients.state(ctx).fetched("resource_templates", digest(templates))
+        templates = await listed(
+            ctx, params, "resource_templates", "resources/templates/list", content.resource_templates
+        )
         return types.ListResourceTemplatesResult(resource_templates=templates)
 
     async def on_read_resource(
@@ -252,10 +263,7 @@ def build_server(
             return await relayed(ctx, clients.state(ctx), params, lambda: content.read(params.uri))
 
     async def on_list_prompts(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        _one_page(params)
-        with mcp_errors("prompts/list"):
-            prompts = await content.prompts()
-        clients.state(ctx).fetched("prompts", digest(prompts))
+        prompts = await listed(ctx, params, "prompts", "prompts/list", content.prompts)
         return types.ListPromptsResult(prompts=prompts)
 
     async def on_get_prompt(

@@ -227,10 +227,10 @@ class SessionRelay:
         await self._ctx.session.report_progress(progress, total, message)
 
     def _refusal(self, what: str, capability: object | None) -> types.ErrorData | None:
-        if self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            reason = f"its client speaks {self._ctx.protocol_version}, where servers cannot send requests"
-        elif capability is None:
+        if capability is None:
             reason = "its client does not support it"
+        elif self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:  # asked in rounds instead (rounds.py)
+            reason = f"its client speaks {self._ctx.protocol_version}, where servers cannot send requests"
         else:
             return None
         return types.ErrorData(code=types.METHOD_NOT_FOUND, message=f"{what} through toolscout failed: {reason}.")

@@ -63,6 +63,16 @@ class _LineReader:
                 continue
 
 
+async def write_all(fd: int, data: bytes) -> None:
+    """Write `data` to a non-blocking pipe or terminal from the event loop, waiting while it is full."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:  # the reader is not keeping up: wait, without blocking the loop
+            await anyio.wait_writable(fd)
+
+
 class _LineWriter:
     """Writes whole lines to a file descriptor: straight from the event loop when it does not block
     (a pipe or terminal, made non-blocking: a worker thread per response costs more than the write),
@@ -77,12 +87,7 @@ class _LineWriter:
         if self._regular_file:
             await anyio.to_thread.run_sync(self._write_all, data)
             return
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self._fd, view) :]
-            except BlockingIOError:  # the client is not reading fast enough: wait, without blocking the loop
-                await anyio.wait_writable(self._fd)
+        await write_all(self._fd, data)
 
     async def flush(self) -> None:
         return None

@@ -46,6 +46,7 @@ from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import AnyServerConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
+from toolscout.stdio import write_all
 
 logger = logging.getLogger(__name__)
 
@@ -224,15 +225,6 @@ async def _exit_of(process: subprocess.Popen[bytes]) -> None:
         os.close(pidfd)
 
 
-async def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-
-
 class _Child:
     """A stdio server process: its stdout and stdin as the session's streams, and how it is stopped.
 
@@ -308,7 +300,7 @@ class _Child:
                 async with self._messages_out:
                     async for message in self._messages_out:
                         line = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                        await _write_all(self._to_child, line.encode())
+                        await write_all(self._to_child, line.encode())
         except OSError:
             # It closed its stdin or exited, and may still be running: end the session's read
             # stream, so that no request waits for an answer that cannot come.
