@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,6 +18,7 @@ from pydantic import ValidationError
 from tests.cli_helpers import make_sandbox
 from tests.conftest import PYTHON
 from tests.kitchen import Kitchen
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import VERSIONS_PER_SERVER, CatalogStore, ServerSnapshot, config_hash
 from toolscout.config import GatewayConfig
 from toolscout.config.loader import user_cache_dir
@@ -23,6 +26,7 @@ from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseSer
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway import Gateway
 from toolscout.meta_tools import BY_NAME, run_meta_tool
+from toolscout.search.bm25 import BM25Backend
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -162,7 +166,7 @@ async def test_execute_still_waits_for_the_live_server_and_a_failed_one_keeps_it
         assert status["status"] == "error" and status["catalog"] == "cached"
         assert status["error"].startswith("did not finish connecting within 1s")
         # Search and details still find what the server offered last time.
-        assert [h.tool.name for h in gateway.search("convert miles to kilometers", limit=1)] == ["convert_units"]
+        assert [h.tool.name for h in await gateway.search("convert miles to kilometers", limit=1)] == ["convert_units"]
         with anyio.fail_after(1):
             assert len(await gateway.tools("units")) == 2
         with anyio.fail_after(1), pytest.raises(ServerUnavailable):
@@ -177,7 +181,7 @@ async def test_a_changed_config_is_never_answered_from_the_old_entry(tmp_path: P
         assert gateway.catalog.tools("units") == []
         assert gateway.cached_at("units") is None
         assert "catalog" not in gateway.server_status(gateway.upstream("units"))
-        assert gateway.search("convert miles to kilometers") == []
+        assert await gateway.search("convert miles to kilometers") == []
 
 
 async def test_live_tools_replace_the_cached_ones_and_every_new_list_is_saved(tmp_path: Path) -> None:
@@ -272,3 +276,74 @@ def test_cache_show_and_clear_on_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Removed 1 cached catalog entry" in done.stdout
     assert json.loads(sandbox.run("cache", "show", "--json").stdout)["entries"] == []
+
+
+def test_a_list_the_same_as_the_last_changes_nothing(tmp_path: Path) -> None:
+    """A server reconnecting, or going live after its stored list, with the same tools: no change,
+    so no index rebuild and no list_changed for clients."""
+    store = CatalogStore(tmp_path / "catalog.sqlite3")
+    store.save([snapshot("units", "k1")])
+    catalog = Catalog()
+    catalog.set_server_tools("units", store.load({"units": "k1"})["units"].tools)
+    version = catalog.version
+    catalog.set_server_tools("units", [types.Tool.model_validate(t.model_dump(mode="json")) for t in UNIT_TOOLS])
+    assert catalog.version == version
+    catalog.set_server_tools("units", UNIT_TOOLS[::-1])  # the order is the server's, and part of its list
+    assert catalog.version == version + 1
+    catalog.set_server_tools("units", (UNIT_TOOLS[0], UNIT_TOOLS[1].model_copy(update={"description": "New."})))
+    assert catalog.version == version + 2
+    catalog.set_server_tools("other", [])  # a server listed for the first time is a change, even with no tools
+    assert catalog.version == version + 3
+
+
+class HeldIndex(BM25Backend):
+    """A real BM25 backend whose first rebuild says where it runs and waits for the test's word."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rebuilding = threading.Event()
+        self.release = threading.Event()
+        self.rebuilds: list[tuple[str, list[str]]] = []
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        self.rebuilds.append((threading.current_thread().name, [t.name for t in tools]))
+        self.rebuilding.set()
+        self.release.wait(10)
+        super().rebuild(tools, servers)
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored catalog", "nothing stored"])
+async def test_the_index_is_built_off_the_event_loop_first_from_the_stored_catalog(
+    tmp_path: Path, stored: bool
+) -> None:
+    store = CatalogStore(tmp_path / "catalog.sqlite3")
+    if stored:
+        store.save([snapshot("kitchen", "k1")])
+    index = HeldIndex()
+    spec = UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server), cache_key="k1")
+    async with Gateway([spec], catalog_store=store, search_factory=lambda: index) as gateway:
+        upstream = gateway.upstream("kitchen")
+        try:
+            with anyio.fail_after(10):
+                await anyio.to_thread.run_sync(index.rebuilding.wait)
+            [(thread, names)] = index.rebuilds
+            assert thread != threading.current_thread().name  # a worker's: the event loop goes on meanwhile
+            if stored:
+                assert names == ["convert_units", "calculate"]
+                # The upstream waits (a bounded while) for the stored catalog's index, the first search's.
+                with anyio.move_on_after(0.3):
+                    await upstream.wait_settled()
+                assert upstream.status is Status.CONNECTING
+            else:
+                with anyio.fail_after(10):  # nothing stored to index first: it connects meanwhile
+                    await upstream.wait_settled()
+                assert upstream.status is Status.CONNECTED
+        finally:
+            index.release.set()
+        with anyio.fail_after(10):
+            await gateway.settle()
+            hits = await gateway.search("what is the weather in Paris")
+        assert hits[0].tool.name == "get_weather"
+        if stored:  # the live list replaced the stored one: the search had the index rebuilt, off the loop too
+            assert len(index.rebuilds) == 2 and "get_weather" in index.rebuilds[1][1]
+        assert threading.current_thread().name not in {thread for thread, _ in index.rebuilds}

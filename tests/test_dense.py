@@ -66,6 +66,21 @@ def test_packaged_model_embeds_meaning_not_just_words() -> None:
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1
 
 
+def test_the_packaged_vectors_stay_half_precision_and_encode_as_widened_once() -> None:
+    model = StaticEmbedder.load()
+    texts = ["will it rain tomorrow", "convert 26.2 miles to kilometers", "x"]
+    widened = StaticEmbedder(
+        model._tokenizer,  # pyright: ignore[reportPrivateUsage]
+        model.vectors,
+        normalize=True,
+        max_length=512,
+        model_id="float32",
+    )
+    assert model.vectors.dtype == np.float32
+    assert model._vectors.dtype == np.float16  # pyright: ignore[reportPrivateUsage]
+    assert np.array_equal(model.encode(texts), widened.encode(texts))
+
+
 def test_dense_search_ranks_by_meaning() -> None:
     backend = DenseBackend(StaticEmbedder.load())
     backend.rebuild(_tools())

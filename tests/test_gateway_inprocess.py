@@ -384,7 +384,7 @@ async def test_upstream_tool_list_changes_reach_the_catalog(upstream_era: str) -
             with anyio.fail_after(10):
                 await changed.wait()
         assert gateway.catalog.counts("kitchen")[0] == before + 1
-        assert [h.tool.name for h in gateway.search("juggle oranges")][:1] == ["juggle_oranges"]
+        assert [h.tool.name for h in await gateway.search("juggle oranges")][:1] == ["juggle_oranges"]
 
 
 async def test_disabled_servers_are_listed_but_never_started() -> None:

@@ -69,7 +69,7 @@ async def test_a_lazy_server_with_known_tools_starts_only_when_called(tmp_path: 
         chatty = gateway.upstream("chatty")
         await until(chatty, Status.IDLE)
         assert not pid_file.exists()  # no process yet
-        assert [hit.tool.name for hit in gateway.search("let go")] == ["release"]
+        assert [hit.tool.name for hit in await gateway.search("let go")] == ["release"]
         result = await gateway.execute("chatty", "release", {})
         assert not result.is_error and chatty.status is Status.CONNECTED
         assert pid_file.exists()

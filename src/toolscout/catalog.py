@@ -83,8 +83,12 @@ class Catalog:
         for tool in tools:
             verdict = self._rules.verdict(server, tool.name)
             entries[tool.name] = CatalogTool(server, tool, verdict.enabled, verdict.tags)
+        previous = self._servers.get(server)
         self._servers[server] = entries
-        self.changes.bump()
+        # A server listing what it listed before (reconnected; live again after its stored list)
+        # changes nothing: no index rebuild, no list_changed for clients.
+        if previous is None or list(previous.values()) != list(entries.values()):
+            self.changes.bump()
 
     def drop_server(self, server: str) -> None:
         if self._servers.pop(server, None) is not None:

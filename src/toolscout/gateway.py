@@ -6,7 +6,6 @@ and leaves turning them into MCP results or exit codes to them.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import threading
@@ -53,6 +52,8 @@ STARTUP_QUIET_SECONDS = 2.0
 """Without a persistent catalog, how long they wait for more servers after the last one listed its tools."""
 STARTUP_RECHECK_SECONDS = 0.1
 """How often a catalog question waiting at start looks again at servers that failed meanwhile."""
+WARM_INDEX_FIRST_SECONDS = 1.0
+"""With a stored catalog, how long upstreams wait at start for its search index to be built first."""
 
 
 CACHE_LOAD_BUDGET_SECONDS = 2.0
@@ -109,6 +110,12 @@ class Gateway:
         """None until built by `_search_factory` (the default backend without one): see `_search_backend`."""
         self._search_factory = search_factory
         self._search_lock = threading.Lock()
+        # Both made in __aenter__, in the event loop they belong to.
+        self._index_lock: anyio.Lock
+        """Held while the index is rebuilt (in a worker thread) or read: one at a time, off the event loop."""
+        self._loading_index: anyio.CancelScope
+        """Around the index built at start; cancelled when the gateway stops, not to wait for it."""
+        """Held while the index is rebuilt (in a worker thread) or read: one at a time, off the event loop."""
         self._min_relevance = min_relevance
         self._indexed_version = -1
         self._validator = ArgumentValidator()
@@ -155,12 +162,12 @@ class Gateway:
         self._warm_start = bool(self._snapshots)
         self._task_group = await anyio.create_task_group().__aenter__()
         self._started_at = anyio.current_time()
-        if self._search is None:
-            self._task_group.start_soon(self._load_search, name="search backend")
+        self._index_lock, self._loading_index = anyio.Lock(), anyio.CancelScope()
+        indexed = anyio.Event()
+        self._task_group.start_soon(self._load_search, indexed, name="search index")
         if self._store is not None:
             self._task_group.start_soon(self._save_snapshots, name="catalog store")
-        for upstream in self._upstreams.values():
-            self._task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+        self._task_group.start_soon(self._start_upstreams, indexed, self._task_group, name="upstreams")
         if self.audit is not None:
             self.audit.open()  # never raises: an unwritable log is a warning, not a reason not to serve
         return self
@@ -168,9 +175,10 @@ class Gateway:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        self._closing = True  # upstreams not started yet never start; the store's task saves what is left
+        self._loading_index.cancel()
         for upstream in self._upstreams.values():
             upstream.stop()
-        self._closing = True  # the store's task saves what is left, then ends
         self._save_wanted.set()
         assert self._task_group is not None
         task_group, self._task_group = self._task_group, None
@@ -245,8 +253,8 @@ class Gateway:
 
     async def settle_startup(self) -> None:
         """Before a catalog question (a search, the server list, a surface's tools), give servers
-        that are still connecting with no catalog to show a chance to finish, within bounds, and
-        have the search backend ready.
+        that are still connecting with no catalog to show a chance to finish, within bounds.
+        (The search index is built at start from the stored catalog, and by `search` when it changed.)
 
         A server answering from the persistent catalog is never waited for. The others are waited
         for until none is connecting any more, but not past the first of:
@@ -278,15 +286,43 @@ class Gateway:
             # A server listing its tools changes the catalog; one failing does not, hence the recheck.
             with anyio.move_on_after(min(deadline - now, STARTUP_RECHECK_SECONDS)):
                 await self.catalog.changes.wait()
-        if self._search is None:
-            with contextlib.suppress(Exception):  # raised again by `search`, the one that needs it
-                await anyio.to_thread.run_sync(self._search_backend)
 
-    async def _load_search(self) -> None:
+    async def _load_search(self, indexed: anyio.Event) -> None:
+        # At start, the index of the stored catalog is built while the client is still connecting,
+        # so the first search is answered from it at once.
         try:
-            await anyio.to_thread.run_sync(self._search_backend, abandon_on_cancel=True)
+            with self._loading_index:
+                async with self._index_lock:
+                    # Abandoned only when the gateway stops: no search can come after.
+                    await self._index(abandon_on_cancel=True)
         except Exception as exc:  # raised again where the backend is used, for the caller to report
             logger.warning("the search backend could not be built: %s", exc)
+        finally:
+            indexed.set()
+
+    async def _start_upstreams(self, indexed: anyio.Event, task_group: anyio.abc.TaskGroup) -> None:
+        if self._snapshots:
+            # The stored catalog answers until they connect, and its index is what the first search
+            # needs: on few cores, a hundred connections starting at once would slow it threefold.
+            with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
+                await indexed.wait()
+        if self._closing:
+            return
+        for upstream in self._upstreams.values():
+            task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+
+    async def _index(self, *, abandon_on_cancel: bool = False) -> SearchBackend:
+        """The search backend with the catalog as it is now indexed, both built in a worker thread
+        (a rebuild of 10,000 tools takes a second: the event loop goes on serving calls meanwhile).
+        The caller holds `_index_lock`."""
+        backend = self._search or await anyio.to_thread.run_sync(
+            self._search_backend, abandon_on_cancel=abandon_on_cancel
+        )
+        if self._indexed_version != self.catalog.version:
+            version, tools, context = self.catalog.version, self.catalog.tools(), self._server_context()
+            await anyio.to_thread.run_sync(backend.rebuild, tools, context, abandon_on_cancel=abandon_on_cancel)
+            self._indexed_version = version
+        return backend
 
     def _search_backend(self) -> SearchBackend:
         """The search backend, built on first use (from any thread: at start, a worker's)."""
@@ -387,8 +423,13 @@ class Gateway:
 
     # Tools
 
-    def search(self, query: str | Sequence[str], *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
-        """Enabled tools ranked for `query`; several queries (the steps of a task) are merged round-robin."""
+    async def search(
+        self, query: str | Sequence[str], *, server: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        """Enabled tools ranked for `query`; several queries (the steps of a task) are merged round-robin.
+
+        The catalog is searched as it is when the call starts (the index is rebuilt first if it changed).
+        """
         queries = [query] if isinstance(query, str) else list(query)
         if not queries or not all(q.strip() for q in queries):
             raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
@@ -396,14 +437,12 @@ class Gateway:
             raise InvalidRequest(f"limit must be at least 1, got {limit}.")
         if server is not None:
             self.upstream(server)
-        backend = self._search_backend()  # still loading only for a caller that did not settle_startup()
-        if self._indexed_version != self.catalog.version:
-            backend.rebuild(self.catalog.tools(), self._server_context())
-            self._indexed_version = self.catalog.version
-        rankings = [
-            [h for h in backend.search(q, server=server, limit=limit) if h.relevance >= self._min_relevance]
-            for q in queries
-        ]
+        async with self._index_lock:
+            backend = await self._index()
+            rankings = [
+                [h for h in backend.search(q, server=server, limit=limit) if h.relevance >= self._min_relevance]
+                for q in queries
+            ]
         if len(rankings) == 1:
             return rankings[0]
         from toolscout.search.base import interleave

@@ -189,7 +189,7 @@ async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallTo
 
 async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToolResult:
     await gateway.settle_startup()
-    hits = gateway.search(args.query, server=args.server, limit=args.limit)
+    hits = await gateway.search(args.query, server=args.server, limit=args.limit)
     data: dict[str, Any] = {
         "query": args.query,
         "results": [

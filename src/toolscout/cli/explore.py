@@ -113,7 +113,7 @@ def search(
     async def body() -> None:
         try:
             async with connected(gateway_config, output, only=[server] if server else None) as gateway:
-                hits = gateway.search(query, server=server, limit=limit)
+                hits = await gateway.search(query, server=server, limit=limit)
         except ToolscoutError as exc:
             output.fail(exc)
         results: list[dict[str, Any]] = [
