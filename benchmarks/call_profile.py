@@ -61,13 +61,13 @@ BATCH = 100
 WARMUP = 200
 
 
-def gateway_config(scratch: Path) -> Path:
-    """A config with `units` over stdio, the audit log and persistent catalog in `scratch`."""
-    path = scratch / "toolscout.json"
+def gateway_config(scratch: Path, protocol: str = "auto") -> Path:
+    """A config with `units` over stdio (`protocol`: its era), the audit log and persistent catalog in `scratch`."""
+    path = scratch / f"toolscout-{protocol}.json"
     path.write_text(
         json.dumps(
             {
-                "mcpServers": {"units": {"command": UPSTREAM[0], "args": UPSTREAM[1:]}},
+                "mcpServers": {"units": {"command": UPSTREAM[0], "args": UPSTREAM[1:], "protocol": protocol}},
                 "audit": {"path": str(scratch / "audit.jsonl")},
                 "catalogCache": {"path": str(scratch / "catalog.sqlite3")},
             }
@@ -162,11 +162,10 @@ async def measure_serve(args: argparse.Namespace) -> None:
     async with AsyncExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="toolscout-call-profile-")))
         errlog: TextIO = stack.enter_context((scratch / "stderr.log").open("w"))
-        config = gateway_config(scratch)
 
-        def serve(profile: Path | None) -> list[str]:
+        def serve(profile: Path | None, protocol: str = args.upstream_protocol) -> list[str]:
             prefix = [PYTHON] if profile is None else [PYTHON, "-m", "cProfile", "-o", str(profile)]
-            command = ["-m", "toolscout", "serve", "--config", str(config)]
+            command = ["-m", "toolscout", "serve", "--config", str(gateway_config(scratch, protocol))]
             return [*prefix, *command, "--mode", args.mode, "--log-level", args.log_level]
 
         commands: dict[str, tuple[list[str], dict[str, str] | None]] = {
@@ -175,6 +174,8 @@ async def measure_serve(args: argparse.Namespace) -> None:
         }
         if args.compare is not None:
             commands["compare"] = (serve(None), {"PYTHONPATH": str(args.compare)})
+        elif args.compare_upstream_protocol is not None:
+            commands["compare"] = (serve(None, args.compare_upstream_protocol), {"TOOLSCOUT_COMPARE": "1"})
         async with AsyncExitStack() as clients:
             connected: dict[str, Client] = {}
             for label, (command, env) in commands.items():
@@ -187,14 +188,22 @@ async def measure_serve(args: argparse.Namespace) -> None:
             for pid, (cmdline, environ) in children().items():
                 if "toolscout.demo.units" in cmdline:
                     pids["direct"] = pid
-                elif args.compare is not None and f"PYTHONPATH={args.compare}" in environ:
+                elif (args.compare is not None and f"PYTHONPATH={args.compare}" in environ) or (
+                    "TOOLSCOUT_COMPARE=1" in environ
+                ):
                     pids["compare"] = pid
                 else:
                     pids["gateway"] = pid
             print(
                 f"era {connected['gateway'].protocol_version}, mode {args.mode}, log level {args.log_level}, "
                 f"{args.rounds} rounds × {args.calls} calls each to {', '.join(connected)}, "
-                f"alternating batches of {BATCH}" + (f"; compare: {args.compare}" if args.compare else "")
+                f"alternating batches of {BATCH}; upstream protocol {args.upstream_protocol}"
+                + (f"; compare: {args.compare}" if args.compare else "")
+                + (
+                    f"; compare: upstream protocol {args.compare_upstream_protocol}"
+                    if args.compare_upstream_protocol
+                    else ""
+                )
             )
             for _ in range(WARMUP):
                 for label, client in connected.items():
@@ -252,8 +261,8 @@ async def measure_inprocess(args: argparse.Namespace) -> None:
     tool, arguments = call_of(args.mode)
     with tempfile.TemporaryDirectory(prefix="toolscout-call-profile-") as tmp:
         scratch = Path(tmp)
-        config = load_config(gateway_config(scratch))
-        setup_logging(LogLevel(args.log_level))
+        config = load_config(gateway_config(scratch, args.upstream_protocol))
+        setup_logging(LogLevel(args.log_level), background=True)
         log = logging.FileHandler(scratch / "gateway.log")
         log.setFormatter(logging.getLogger().handlers[0].formatter)
         logging.getLogger().handlers[:] = [log]
@@ -299,6 +308,15 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None, help="write the gateway's cProfile here and summarise it")
     parser.add_argument("--top", type=int, default=30, help="functions shown from the profile")
     parser.add_argument("--compare", type=Path, default=None, help="also measure a gateway run from this source tree")
+    parser.add_argument(
+        "--upstream-protocol", choices=["auto", "legacy"], default="auto", help="the gateway's era to `units`"
+    )
+    parser.add_argument(
+        "--compare-upstream-protocol",
+        choices=["auto", "legacy"],
+        default=None,
+        help="also measure a gateway (this source) speaking this era to `units`",
+    )
     args = parser.parse_args()
     if args.profile is not None:
         args.profile = args.profile.resolve()

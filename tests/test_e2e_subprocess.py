@@ -7,6 +7,7 @@ one over SSE, each a separate process.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from collections.abc import AsyncGenerator
@@ -328,3 +329,47 @@ async def test_dynamic_mode_over_stdio_and_http(tmp_path: Path, era: str) -> Non
         async with running([*serve, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway:
             assert "dynamic mode" in gateway.match.string
             await exercise_dynamic(gateway.match.group(1), era)
+
+
+async def test_a_client_that_never_reads_stderr_does_not_stall_the_gateway(tmp_path: Path) -> None:
+    """The gateway logs its upstreams' stderr on its own; with nobody reading it, the pipe fills
+    (64 KiB) at once here: calls go on being answered, and the lines dropped meanwhile are counted."""
+    noisy = Path(__file__).parent / "fixtures" / "noisy_server.py"
+    config = tmp_path / "toolscout.yaml"
+    config.write_text(
+        f"mcpServers:\n  noisy:\n    command: {PYTHON}\n    args: ['{noisy}', --stderr-per-call]\n", encoding="utf-8"
+    )
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    drained = bytearray()
+    note = b"log lines dropped: stderr was not read fast enough"
+
+    async def drain() -> None:
+        while True:
+            await anyio.wait_readable(read_end)
+            try:
+                chunk = os.read(read_end, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return
+            drained.extend(chunk)
+
+    params = StdioServerParameters(command=PYTHON, args=["-m", "toolscout", "serve", "--config", str(config)])
+    try:
+        with os.fdopen(write_end, "w") as unread:
+            async with Client(stdio_client(params, errlog=unread)) as client:
+                call = {"server": "noisy", "tool": "shout", "arguments": {"text": "hi"}}
+                for _ in range(12):  # 3 MiB of upstream stderr for a pipe of 64 KiB
+                    with anyio.fail_after(20):
+                        result = await client.call_tool("execute_tool", call)
+                    assert not result.is_error and "HI" in str(result.content)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain)
+                    # Once stderr moves again, the next line logged says how many were lost.
+                    with anyio.fail_after(30):
+                        while note not in drained:
+                            await client.call_tool("execute_tool", call)
+                    tg.cancel_scope.cancel()
+    finally:
+        os.close(read_end)

@@ -464,7 +464,9 @@ async def serve_http(
     `stop`: until a stop signal arrives, as `serve_stdio`)."""
     server = build_server(gateway, mode, options)
     app = server.streamable_http_app(stateless_http=stateless, host=host)
-    config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
+    # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
+    # its stderr log, see `toolscout.stderr_log`); its loggers go to the gateway's log instead.
+    config = uvicorn.Config(app, log_level=log_level, log_config=None, lifespan="on", access_log=False)
     web = _Uvicorn(config)
 
     async def exit_when_set(event: anyio.Event) -> None:

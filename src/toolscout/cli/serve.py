@@ -36,10 +36,21 @@ def register(app: typer.Typer) -> None:
     app.command()(version)
 
 
-def setup_logging(level: LogLevel) -> None:
-    """Everything goes to stderr: on stdio, stdout belongs to the MCP stream."""
+def setup_logging(level: LogLevel, *, background: bool = False) -> None:
+    """Everything goes to stderr: on stdio, stdout belongs to the MCP stream.
+
+    `background`: written by a thread of its own, dropping lines while stderr is not read, so that a
+    client that never reads it cannot stall the gateway (see `toolscout.stderr_log`).
+    """
+    handler: logging.Handler
+    if background:
+        from toolscout.stderr_log import BackgroundStderrHandler
+
+        handler = BackgroundStderrHandler()
+    else:
+        handler = logging.StreamHandler(sys.stderr)
     logging.basicConfig(
-        stream=sys.stderr,
+        handlers=[handler],
         level=level.value.upper(),
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
@@ -70,7 +81,7 @@ def serve(
     ] = None,
 ) -> None:
     """Run the gateway as an MCP server."""
-    setup_logging(log_level)
+    setup_logging(log_level, background=True)
     output = Output()
     gateway_config, _ = load(config, output, demo=demo)
     if mode is not None:
