@@ -17,6 +17,9 @@ from collections import deque
 
 DEFAULT_LIMIT = 1 << 20
 """Bytes of log lines kept waiting while stderr is not read; later lines are dropped."""
+LINGER_SECONDS = 0.02
+"""How long the writer gathers lines after the first before writing them: one wake-up per burst, not
+per line (a thread woken per line costs each tool call tens of microseconds of the event loop's time)."""
 CLOSE_WAIT_SECONDS = 1.0
 """How long closing waits for waiting lines to be written (a reader that never reads must not hold up exit)."""
 
@@ -33,6 +36,8 @@ class BackgroundStderrHandler(logging.Handler):
         self._pending_bytes = 0
         self._dropped = 0
         self._writing = False
+        self._idle = False
+        self._flushing = False
         self._closed = False
         self._ready = threading.Condition()
         self._thread = threading.Thread(target=self._write_lines, name="toolscout stderr log", daemon=True)
@@ -62,12 +67,16 @@ class BackgroundStderrHandler(logging.Handler):
                 self._dropped = 0
             self._pending.append(line)
             self._pending_bytes += len(line)
-            self._ready.notify()
+            if self._idle:
+                self._ready.notify_all()
 
     def flush(self) -> None:
         """Wait (a bounded while) until the lines logged so far are written."""
         with self._ready:
+            self._flushing = True
+            self._ready.notify_all()
             self._ready.wait_for(lambda: not (self._pending or self._writing) or self._closed, CLOSE_WAIT_SECONDS)
+            self._flushing = False
 
     def close(self) -> None:
         self.flush()
@@ -82,7 +91,10 @@ class BackgroundStderrHandler(logging.Handler):
     def _write_lines(self) -> None:
         while True:
             with self._ready:
+                self._idle = True
                 self._ready.wait_for(lambda: bool(self._pending) or self._closed)
+                self._idle = False
+                self._ready.wait_for(lambda: self._flushing or self._closed, LINGER_SECONDS)
                 if self._closed:
                     return
                 chunk = b"".join(self._pending)
