@@ -10,7 +10,11 @@ process. For each transport, stdio and streamable HTTP, and each protocol era of
 * directly: to the upstream (over stdio, a child of its own; over HTTP, the one shared upstream process);
 * through `toolscout serve` (a child process, default settings, audit log and persistent catalog in a
   temporary directory) in discovery mode, calling `execute_tool`, and in passthrough mode, calling
-  the native `units__convert_units` (the like-for-like proxy call);
+  the native `units__convert_units` (the like-for-like proxy call); and in discovery mode with the
+  server's `protocol: legacy`, so that toolscout speaks 2025-11-25 to `units` instead of 2026-07-28;
+* through `benchmarks/bare_proxy.py`, the least a proxy built on the same SDK pieces can do (a
+  low-level `Server` forwarding `tools/call` to one `mcp.Client`, at 2025-11-25 upstream, and
+  nothing else): the floor under toolscout's added time;
 * through a FastMCP proxy (`fastmcp` from PyPI, in its own venv, run as a child process): the
   documented `create_proxy(target)`, and `create_proxy(connected_client)`, which reuses one backend
   session for every request (FastMCP logs that this may mix request contexts; over HTTP it is much faster).
@@ -59,6 +63,7 @@ EXPECTED = 42.1648128
 UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
 SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
 FASTMCP_READY = r"fastmcp proxy at (http://\S+/mcp)"
+BARE_READY = r"bare proxy at (http://\S+/mcp)"
 HTTP_ANY_PORT = ["--transport", "http", "--port", "0"]
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 
@@ -168,25 +173,30 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
         errlog: TextIO = stack.enter_context((scratch / "stdio-children.log").open("w"))
         upstream = await stack.enter_async_context(running([*UPSTREAM, *HTTP_ANY_PORT], ready=UVICORN_READY))
         upstream_url = f"http://127.0.0.1:{upstream.match.group(1)}/mcp"
-        configs: dict[str, Path] = {}
+        configs: dict[tuple[str, str], Path] = {}
         for transport, server in (
             ("stdio", {"command": UPSTREAM[0], "args": UPSTREAM[1:]}),
             ("http", {"url": upstream_url}),
         ):
-            configs[transport] = scratch / f"toolscout-{transport}.json"
-            configs[transport].write_text(
-                json.dumps(
-                    {
-                        "mcpServers": {"units": server},
-                        "audit": {"path": str(scratch / f"audit-{transport}.jsonl")},
-                        "catalogCache": {"path": str(scratch / f"catalog-{transport}.sqlite3")},
-                    }
-                ),
-                encoding="utf-8",
-            )
+            for protocol in ("auto", "legacy"):
+                configs[transport, protocol] = scratch / f"toolscout-{transport}-{protocol}.json"
+                configs[transport, protocol].write_text(
+                    json.dumps(
+                        {
+                            "mcpServers": {"units": {**server, "protocol": protocol}},
+                            "audit": {"path": str(scratch / f"audit-{transport}-{protocol}.jsonl")},
+                            "catalogCache": {"path": str(scratch / f"catalog-{transport}-{protocol}.sqlite3")},
+                        }
+                    ),
+                    encoding="utf-8",
+                )
 
-        def gateway(transport: str, mode: str) -> list[str]:
-            return [PYTHON, "-m", "toolscout", "serve", "--config", str(configs[transport]), "--mode", mode]
+        def gateway(transport: str, mode: str, protocol: str = "auto") -> list[str]:
+            config = configs[transport, protocol]
+            return [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
+
+        def bare(transport: str, target: list[str]) -> list[str]:
+            return [PYTHON, "-m", "benchmarks.bare_proxy", transport, *target]
 
         def fastmcp(transport: str, variant: str, target: list[str]) -> list[str]:
             return [fm, "-c", FASTMCP_PROXY, transport, variant, *target]
@@ -200,10 +210,16 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                 SERVE_READY,
             ),
             (
+                "toolscout execute_tool, upstream 2025-11-25",
+                [*gateway("http", "discovery", "legacy"), *HTTP_ANY_PORT],
+                SERVE_READY,
+            ),
+            (
                 "toolscout passthrough",
                 [*gateway("http", "passthrough"), *HTTP_ANY_PORT],
                 SERVE_READY,
             ),
+            ("bare SDK proxy", bare("http", [upstream_url]), BARE_READY),
             ("fastmcp create_proxy", fastmcp("http", "default", [upstream_url]), FASTMCP_READY),
             ("fastmcp reused session", fastmcp("http", "reused", [upstream_url]), FASTMCP_READY),
         ):
@@ -212,7 +228,9 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
         stdio_commands = {
             "direct": UPSTREAM,
             "toolscout execute_tool": gateway("stdio", "discovery"),
+            "toolscout execute_tool, upstream 2025-11-25": gateway("stdio", "discovery", "legacy"),
             "toolscout passthrough": gateway("stdio", "passthrough"),
+            "bare SDK proxy": bare("stdio", UPSTREAM),
             "fastmcp create_proxy": fastmcp("stdio", "default", UPSTREAM),
             "fastmcp reused session": fastmcp("stdio", "reused", UPSTREAM),
         }
@@ -229,7 +247,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                     client = await stack.enter_async_context(Client(target, mode=era))
                     if client.protocol_version != ERAS[era]:
                         raise SystemExit(f"{transport} {label}: negotiated {client.protocol_version}, not {ERAS[era]}")
-                    if label == "toolscout execute_tool":
+                    if label.startswith("toolscout execute_tool"):
                         tool, arguments = "execute_tool", {"server": "units", "tool": TOOL, "arguments": ARGUMENTS}
                     elif label == "toolscout passthrough":
                         tool, arguments = f"units__{TOOL}", ARGUMENTS
@@ -284,9 +302,9 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
     print()
     print(
         "| era | transport | execute_tool ≤ 1.3× direct median | execute_tool added ≤ ½ FastMCP create_proxy's "
-        "| … ≤ ½ FastMCP reused session's |"
+        "| … ≤ ½ FastMCP reused session's | the SDK's floor: bare proxy × direct | execute_tool − bare proxy |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for (era, transport), by_label in groups.items():
         direct = statistics.median(by_label["direct"].samples)
         ours = statistics.median(by_label["toolscout execute_tool"].samples)
@@ -296,6 +314,8 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             theirs = statistics.median(by_label[peer_label].samples) - direct
             verdict = "met" if added <= theirs / 2 else "missed"
             cells.append(f"{added:.2f} vs {theirs:.2f} ms ({added / theirs:.2f}) — {verdict}")
+        floor = statistics.median(by_label["bare SDK proxy"].samples)
+        cells += [f"{floor / direct:.2f}×", f"{ours - floor:+.2f} ms"]
         print(f"| {era} | {transport} | " + " | ".join(cells) + " |")
 
 

@@ -52,13 +52,13 @@ class _ServerBase(_Model):
     """Seconds to start the server and finish the MCP handshake."""
     disabled: bool = False
     protocol: Literal["auto", "legacy"] = "auto"
+    """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only."""
     reconnect: bool = True
     """After a failure or a lost connection, connect again with backoff (1 s doubling to 60 s, jittered)."""
     connect: Literal["eager", "lazy"] = "eager"
     """`lazy`: do not connect at start when its tools are known (cached or declared); connect on first use."""
     idle_timeout: float | None = Field(default=None, gt=0)
     """Close the connection after this many seconds without calls, reopen on demand (lazy: 300 unless set)."""
-    """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only."""
     tools: list[StaticTool] = Field(default_factory=list[StaticTool])
     """Tools to list while the server is not connected; the server's own list replaces them once it is."""
 
