@@ -38,6 +38,8 @@ class BackgroundStderrHandler(logging.Handler):
         self._writing = False
         self._idle = False
         self._flushing = False
+        self._stuck = False
+        """A flush ran out of time with the writer blocked on a full stderr."""
         self._closed = False
         self._ready = threading.Condition()
         self._thread = threading.Thread(target=self._write_lines, name="toolscout stderr log", daemon=True)
@@ -71,19 +73,28 @@ class BackgroundStderrHandler(logging.Handler):
                 self._ready.notify_all()
 
     def flush(self) -> None:
-        """Wait (a bounded while) until the lines logged so far are written."""
+        """Wait (a bounded while) until the lines logged so far are written.
+
+        Once a wait has run out, later flushes return at once until stderr moves again: at exit,
+        logging flushes and closes every handler, and a reader that never reads costs one wait.
+        """
         with self._ready:
+            if self._stuck:
+                return
             self._flushing = True
             self._ready.notify_all()
-            self._ready.wait_for(lambda: not (self._pending or self._writing) or self._closed, CLOSE_WAIT_SECONDS)
+            done = self._ready.wait_for(
+                lambda: not (self._pending or self._writing) or self._closed, CLOSE_WAIT_SECONDS
+            )
             self._flushing = False
+            self._stuck = not done
 
     def close(self) -> None:
         self.flush()
         with self._ready:
             self._closed = True
             self._ready.notify_all()
-        self._thread.join(CLOSE_WAIT_SECONDS)
+        self._thread.join(0 if self._stuck else CLOSE_WAIT_SECONDS)
         if not self._thread.is_alive():
             os.close(self._fd)
         super().close()
@@ -116,4 +127,5 @@ class BackgroundStderrHandler(logging.Handler):
                 return
             with self._ready:
                 self._writing = False
+                self._stuck = False
                 self._ready.notify_all()
