@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -18,6 +21,7 @@ from pydantic import ValidationError
 from tests.cli_helpers import make_sandbox
 from tests.conftest import PYTHON
 from tests.kitchen import Kitchen
+from tests.test_resources_prompts import Library
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import VERSIONS_PER_SERVER, CatalogStore, ServerSnapshot, config_hash
 from toolscout.config import GatewayConfig
@@ -347,3 +351,60 @@ async def test_the_index_is_built_off_the_event_loop_first_from_the_stored_catal
         if stored:  # the live list replaced the stored one: the search had the index rebuilt, off the loop too
             assert len(index.rebuilds) == 2 and "get_weather" in index.rebuilds[1][1]
         assert threading.current_thread().name not in {thread for thread, _ in index.rebuilds}
+
+
+# What toolscout wrote before it kept resources and prompts: the same table without `content`.
+SCHEMA_WITHOUT_CONTENT = """
+CREATE TABLE catalog_v1 (
+    server TEXT NOT NULL, config_hash TEXT NOT NULL, saved_at REAL NOT NULL, tools TEXT NOT NULL,
+    server_name TEXT, server_version TEXT, title TEXT, description TEXT, instructions TEXT,
+    protocol_version TEXT, PRIMARY KEY (server, config_hash)
+)
+"""
+
+
+def test_resources_and_prompts_are_kept_and_an_older_file_gains_their_column(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute(SCHEMA_WITHOUT_CONTENT)
+        tools = json.dumps([t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in UNIT_TOOLS])
+        db.execute(
+            "INSERT INTO catalog_v1 (server, config_hash, saved_at, tools) VALUES (?, ?, ?, ?)",
+            ("units", "k1", time.time(), tools),
+        )
+    store = CatalogStore(path)
+    old = store.load({"units": "k1"})["units"]
+    assert old.tools == UNIT_TOOLS and old.content() == {}  # never listed: the server answers for itself
+
+    resource = types.Resource(uri="file:///notes/a.md", name="a", mime_type="text/markdown")
+    template = types.ResourceTemplate(uri_template="file:///notes/{name}", name="note")
+    store.save([dataclasses.replace(old, resources=(resource,), resource_templates=(template,), prompts=())])
+    again = store.load({"units": "k1"})["units"]
+    assert (again.resources, again.resource_templates, again.prompts) == ((resource,), (template,), ())
+    assert again.tools == UNIT_TOOLS
+
+
+async def test_a_servers_resources_and_prompts_are_listed_from_the_cache_while_it_hangs(tmp_path: Path) -> None:
+    store = CatalogStore(tmp_path / "catalog.sqlite3")
+    library = Library("library")
+    live = UpstreamSpec("library", InProcessUpstream(library.server), cache_key="k1")
+    async with Gateway([live], catalog_store=store) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+            resources = await gateway.content.resources()
+            templates = await gateway.content.resource_templates()
+            prompts = await gateway.content.prompts()
+    assert resources and templates and prompts
+
+    # The same configuration (the same key) today: a server that never finishes its handshake.
+    hanging = UpstreamSpec.from_config("library", StdioServerConfig.model_validate({**HANGING, "connectTimeout": 30}))
+    async with Gateway([dataclasses.replace(hanging, cache_key="k1")], catalog_store=store) as gateway:
+        with anyio.fail_after(2):  # well before its connect timeout
+            assert await gateway.content.resources() == resources
+            assert await gateway.content.resource_templates() == templates
+            assert await gateway.content.prompts() == prompts
+        assert gateway.upstream("library").status is Status.CONNECTING
+    # Its tools came back from the store as well, and the lists are still there for the next start.
+    kept = store.load({"library": "k1"})["library"]
+    assert kept.resources is not None and len(kept.resources) == len(resources)
+    assert kept.prompts is not None and len(kept.prompts) == len(prompts)

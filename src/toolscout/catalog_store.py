@@ -1,4 +1,5 @@
-"""The persistent catalog: each server's last known tools, kept in SQLite across restarts.
+"""The persistent catalog: each server's last known tools (and resources, templates and prompts,
+once listed), kept in SQLite across restarts.
 
 Entries are keyed by the server's name and a hash of its configuration entry
 (`config_hash`), so an entry is only ever served to the very configuration that listed it:
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 import mcp_types as types
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from toolscout.config.loader import user_cache_dir
 from toolscout.config.models import AnyServerConfig, CatalogCacheConfig
@@ -34,6 +35,7 @@ from toolscout.config.models import AnyServerConfig, CatalogCacheConfig
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 DEFAULT_FILE_NAME = "catalog.sqlite3"
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -56,13 +58,20 @@ CREATE TABLE IF NOT EXISTS catalog_v1 (
     description TEXT,
     instructions TEXT,
     protocol_version TEXT,
+    content TEXT,
     PRIMARY KEY (server, config_hash)
 )
 """
 _COLUMNS = (
     "server, config_hash, saved_at, tools, server_name, server_version, title, description, instructions, "
-    "protocol_version"
+    "protocol_version, content"
 )
+CONTENT_LISTS: dict[str, type[BaseModel]] = {
+    "resources": types.Resource,
+    "resource_templates": types.ResourceTemplate,
+    "prompts": types.Prompt,
+}
+"""The lists besides tools a snapshot may hold (the `content` column: a JSON object of those listed)."""
 
 
 def config_hash(config: AnyServerConfig) -> str:
@@ -93,6 +102,15 @@ class ServerSnapshot:
     description: str | None = None
     instructions: str | None = None
     protocol_version: str | None = None
+    resources: tuple[types.Resource, ...] | None = None
+    """As last listed live; None when never listed (the server answers for itself once connected)."""
+    resource_templates: tuple[types.ResourceTemplate, ...] | None = None
+    prompts: tuple[types.Prompt, ...] | None = None
+
+    def content(self) -> dict[str, tuple[BaseModel, ...]]:
+        """The lists besides tools that were listed, by name (see `CONTENT_LISTS`)."""
+        lists = {name: getattr(self, name) for name in CONTENT_LISTS}
+        return {name: items for name, items in lists.items() if items is not None}
 
 
 @dataclass(frozen=True)
@@ -150,9 +168,10 @@ class CatalogStore:
         def write(db: sqlite3.Connection) -> None:
             with db:  # one transaction for the batch
                 for s in snapshots:
-                    tools = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in s.tools]
+                    tools = [_dumped(t) for t in s.tools]
+                    content = {name: [_dumped(i) for i in items] for name, items in s.content().items()}
                     db.execute(
-                        f"INSERT OR REPLACE INTO catalog_v1 ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        f"INSERT OR REPLACE INTO catalog_v1 ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             s.server,
                             s.config_hash,
@@ -164,6 +183,7 @@ class CatalogStore:
                             s.description,
                             s.instructions,
                             s.protocol_version,
+                            json.dumps(content, separators=(",", ":"), ensure_ascii=False) if content else None,
                         ),
                     )
                     # Older configurations of this server beyond the few most recent: never served again.
@@ -231,6 +251,10 @@ class CatalogStore:
                 # WAL: readers never wait for a writer (another gateway's), a killed writer leaves the file whole.
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(_SCHEMA)
+                columns = {str(row[1]) for row in db.execute("PRAGMA table_info(catalog_v1)")}
+                if "content" not in columns:  # a file written before resources and prompts were kept
+                    with contextlib.suppress(sqlite3.OperationalError):  # another gateway added it just now
+                        db.execute("ALTER TABLE catalog_v1 ADD COLUMN content TEXT")
                 self._ready = True
         except BaseException:
             db.close()
@@ -261,13 +285,27 @@ def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
     return name in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or type(exc) is sqlite3.DatabaseError
 
 
+def _dumped(item: BaseModel) -> Any:
+    return item.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _items(raw: Any, model: type[ModelT]) -> tuple[ModelT, ...]:
+    if not isinstance(raw, list):
+        raise ValueError("not a list")
+    return tuple(model.model_validate(item) for item in cast(list[Any], raw))
+
+
 def _snapshot(row: Sequence[Any]) -> ServerSnapshot | None:
-    server, key, saved_at, tools_json, *identity = row
+    server, key, saved_at, tools_json, *identity, content_json = row
     try:
-        raw = json.loads(tools_json)
-        if not isinstance(raw, list):
-            raise ValueError("not a list")
-        tools = tuple(types.Tool.model_validate(t) for t in cast(list[Any], raw))
+        tools = _items(json.loads(tools_json), types.Tool)
+        content: dict[str, Any] = {}
+        if content_json is not None:
+            raw = json.loads(content_json)
+            if not isinstance(raw, dict):
+                raise ValueError("content is not an object")
+            lists = cast(dict[str, Any], raw)
+            content = {name: _items(lists[name], model) for name, model in CONTENT_LISTS.items() if name in lists}
     except (ValueError, ValidationError) as exc:
         logger.warning("catalog cache: ignoring the unreadable entry of %s: %s", server, exc)
         return None
@@ -283,6 +321,7 @@ def _snapshot(row: Sequence[Any]) -> ServerSnapshot | None:
         description=description,
         instructions=instructions,
         protocol_version=protocol,
+        **content,
     )
 
 

@@ -39,9 +39,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 from urllib.parse import quote, unquote
 
 import anyio
@@ -205,6 +205,11 @@ class ContentHub:
         """An upstream (re)connected: what it lists may differ from what it listed before."""
         self.changes.bump()
 
+    def use_stored(self, upstream: Upstream, lists: Mapping[str, Sequence[BaseModel]]) -> None:
+        """List what the persistent catalog kept of `upstream` until it lists its own."""
+        for name, items in lists.items():
+            self._listing(cast(ListName, name)).known[upstream.name] = list(items)
+
     def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
         """Have `listener(server, uri)` told of every `notifications/resources/updated` of an upstream."""
         self._update_listeners.append(listener)
@@ -264,7 +269,7 @@ class ContentHub:
         if upstream.status is not Status.CONNECTED or capabilities is None:
             return  # its last known list stands in for it
         if not listing.declared(capabilities):
-            self._store(listing, upstream.name, [])
+            self._store(listing, upstream, [])
             return
         done = listing.fetching.get(upstream.name)
         if done is None:
@@ -281,12 +286,12 @@ class ContentHub:
             while True:
                 generation = listing.generation.get(upstream.name, 0)
                 items = await upstream.request(listing.method, listing.all_pages, use=False)
-                self._store(listing, upstream.name, items)
+                self._store(listing, upstream, items)
                 if listing.generation.get(upstream.name, 0) == generation:
                     break
         except UpstreamError as exc:
             if exc.details.get("upstreamCode") == types.METHOD_NOT_FOUND:
-                self._store(listing, upstream.name, [])  # e.g. resources without templates
+                self._store(listing, upstream, [])  # e.g. resources without templates
             else:
                 logger.warning("%s", exc.message)
         except ToolscoutError as exc:  # not connected any more, or too slow even for its own timeout
@@ -297,10 +302,11 @@ class ContentHub:
             listing.fetching.pop(upstream.name, None)
             done.set()
 
-    def _store(self, listing: _Listing[ItemT], server: str, items: list[ItemT]) -> None:
-        if listing.known.get(server) != items:
-            listing.known[server] = items
+    def _store(self, listing: _Listing[ItemT], upstream: Upstream, items: list[ItemT]) -> None:
+        if listing.known.get(upstream.name) != items:
+            listing.known[upstream.name] = items
             self.changes.bump()
+        self._gateway.on_content_listed(upstream, listing.name, items)
 
     # Resources
 

@@ -6,6 +6,7 @@ and leaves turning them into MCP results or exit codes to them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVarTuple
 import anyio
 import anyio.abc
 import mcp_types as types
+from pydantic import BaseModel
 
 from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
 from toolscout.config.models import GatewayConfig
-from toolscout.content import ContentHub, without_hop_metadata
+from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
     ServerNotFound,
@@ -373,6 +375,7 @@ class Gateway:
                 protocol_version=snapshot.protocol_version or "",
             )
             upstream.use_offline_tools(snapshot.tools)
+            self.content.use_stored(upstream, snapshot.content())
         if self._snapshots:
             logger.info(
                 "catalog cache: %d of %d servers answer from it until connected", len(self._snapshots), len(keys)
@@ -386,6 +389,8 @@ class Gateway:
         if self._store is None or key is None:
             return
         identity = upstream.identity
+        previous = self._snapshots.get(upstream.name)
+        kept = previous if previous is not None and previous.config_hash == key else None
         snapshot = ServerSnapshot(
             server=upstream.name,
             config_hash=key,
@@ -397,10 +402,25 @@ class Gateway:
             description=identity.description if identity else None,
             instructions=identity.instructions if identity else None,
             protocol_version=identity.protocol_version if identity else None,
+            # Its resources and prompts as last listed stay until it lists them again.
+            resources=kept.resources if kept else None,
+            resource_templates=kept.resource_templates if kept else None,
+            prompts=kept.prompts if kept else None,
         )
         self._snapshots[upstream.name] = snapshot
         upstream.use_offline_tools(snapshot.tools)  # listed if the connection is lost later
-        self._unsaved[upstream.name] = snapshot
+        self._save(snapshot)
+
+    def on_content_listed(self, upstream: Upstream, name: ListName, items: Sequence[BaseModel]) -> None:
+        """A live list of resources, templates or prompts arrived: kept with the server's tools, and saved."""
+        snapshot = self._snapshots.get(upstream.name)
+        if snapshot is None or upstream.status is not Status.CONNECTED or getattr(snapshot, name) == tuple(items):
+            return  # (nothing is stored for a server without a live tool list of this run)
+        self._snapshots[upstream.name] = snapshot = dataclasses.replace(snapshot, **{name: tuple(items)})
+        self._save(snapshot)
+
+    def _save(self, snapshot: ServerSnapshot) -> None:
+        self._unsaved[snapshot.server] = snapshot
         self._save_wanted.set()
 
     async def _save_snapshots(self) -> None:
