@@ -117,7 +117,6 @@ class Gateway:
         """Held while the index is rebuilt (in a worker thread) or read: one at a time, off the event loop."""
         self._loading_index: anyio.CancelScope
         """Around the index built at start; cancelled when the gateway stops, not to wait for it."""
-        """Held while the index is rebuilt (in a worker thread) or read: one at a time, off the event loop."""
         self._min_relevance = min_relevance
         self._indexed_version = -1
         self._validator = ArgumentValidator()
