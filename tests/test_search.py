@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import mcp_types as types
+import pytest
 
 from toolscout.catalog import Catalog, CatalogTool, summarize
-from toolscout.search import BM25Backend
+from toolscout.search import BM25Backend, bm25
 from toolscout.search.text import split_identifier, terms
 
 
@@ -177,3 +178,32 @@ def test_hybrid_relevance_is_in_range_and_ordered() -> None:
     assert hits and all(0.0 <= h.relevance <= 1.0 for h in hits)
     assert [h.relevance for h in hits] == sorted((h.relevance for h in hits), reverse=True)
     assert {h.tool.server for h in backend.search("create", server="fs")} == {"fs"}
+
+
+def test_a_rebuild_tokenizes_only_what_is_new_and_ranks_as_a_fresh_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    tokenized: list[str] = []
+
+    def counted(text: str) -> list[str]:
+        tokenized.append(text)
+        return terms(text)
+
+    monkeypatch.setattr(bm25, "terms", counted)
+    catalog = Catalog()
+    catalog.set_server_tools("fs", [_tool("read_file", "Read the complete contents of a file.")])
+    context = {"fs": "Files on this machine.", "github": "Issues and pull requests."}
+    backend = BM25Backend()
+    backend.rebuild(catalog.tools(), context)
+    assert "Read the complete contents of a file." in tokenized
+
+    tokenized.clear()
+    catalog.set_server_tools("github", [_tool("create_issue", "Create a new issue in a GitHub repository.")])
+    backend.rebuild(catalog.tools(), context)
+    assert "Read the complete contents of a file." not in tokenized  # unchanged since the last rebuild
+    assert "Create a new issue in a GitHub repository." in tokenized
+
+    fresh = BM25Backend()
+    fresh.rebuild(catalog.tools(), context)
+    for query in ("open an issue", "read a file", "github"):
+        assert [(h.tool.name, h.relevance) for h in backend.search(query)] == [
+            (h.tool.name, h.relevance) for h in fresh.search(query)
+        ]

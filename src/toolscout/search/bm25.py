@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -55,7 +55,9 @@ def parameter_text(schema: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-def document_terms(tool: CatalogTool, weights: FieldWeights, context: str = "") -> list[str]:
+def document_terms(
+    tool: CatalogTool, weights: FieldWeights, context: str = "", tokenize: Callable[[str], list[str]] = terms
+) -> list[str]:
     """The terms BM25 indexes for one tool, each field repeated by its weight."""
     fields = (
         (tool.name, weights.name),
@@ -69,7 +71,7 @@ def document_terms(tool: CatalogTool, weights: FieldWeights, context: str = "") 
     out: list[str] = []
     for text, weight in fields:
         if text and weight > 0:
-            out.extend(terms(text) * weight)
+            out.extend(tokenize(text) * weight)
     return out
 
 
@@ -83,11 +85,23 @@ class BM25Backend:
         self._tools: list[CatalogTool] = []
         self._doc_terms: list[frozenset[str]] = []
         self._index: bm25s.BM25 | None = None
+        self._field_terms: dict[str, list[str]] = {}
+        """The terms of every field text of the last rebuild: a rebuild after one server's list
+        changed tokenizes only what is new (and a server's context once, not once per tool)."""
 
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
         context = servers or {}
-        corpus = [document_terms(t, self.weights, context.get(t.server, "")) or ["\x00"] for t in self._tools]
+        known, kept = self._field_terms, dict[str, list[str]]()
+
+        def tokenize(text: str) -> list[str]:
+            found = kept.get(text)
+            if found is None:
+                found = kept[text] = known.get(text) or terms(text)
+            return found
+
+        corpus = [document_terms(t, self.weights, context.get(t.server, ""), tokenize) or ["\x00"] for t in self._tools]
+        self._field_terms = kept
         self._doc_terms = [frozenset(doc) for doc in corpus]
         self._index = None
         if corpus:
