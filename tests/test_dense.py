@@ -66,9 +66,11 @@ def test_packaged_model_embeds_meaning_not_just_words() -> None:
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1
 
 
-def test_the_packaged_vectors_stay_half_precision_and_encode_as_widened_once() -> None:
+def test_the_packaged_vectors_stay_half_precision_and_encode_as_widened_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     model = StaticEmbedder.load()
-    texts = ["will it rain tomorrow", "convert 26.2 miles to kilometers", "x"]
+    texts = ["will it rain tomorrow", "", "convert 26.2 miles to kilometers", "x", "a longer text than a chunk"]
     widened = StaticEmbedder(
         model._tokenizer,  # pyright: ignore[reportPrivateUsage]
         model.vectors,
@@ -79,6 +81,10 @@ def test_the_packaged_vectors_stay_half_precision_and_encode_as_widened_once() -
     assert model.vectors.dtype == np.float32
     assert model._vectors.dtype == np.float16  # pyright: ignore[reportPrivateUsage]
     assert np.array_equal(model.encode(texts), widened.encode(texts))
+    # A few texts' tokens at a time (a text longer than a chunk alone): the same rows.
+    whole = widened.encode(texts)
+    monkeypatch.setattr(embedding_module, "CHUNK_TOKENS", 4)
+    assert np.array_equal(model.encode(texts), whole)
 
 
 def test_dense_search_ranks_by_meaning() -> None:

@@ -23,6 +23,8 @@ from tokenizers import Tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "model"
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
+CHUNK_TOKENS = 1 << 15
+"""Tokens whose vectors are gathered at once when encoding (a longer text goes alone)."""
 
 
 class StaticEmbedder:
@@ -106,14 +108,26 @@ class StaticEmbedder:
         """One row per text: the mean of its token vectors, L2-normalised if the model says so."""
         ids = self.tokenize(texts)
         out = np.zeros((len(ids), self.dims), dtype=np.float32)
+        # A chunk of texts at a time: the token rows gathered for the means stay a few MiB, where
+        # 10,000 tools at once gathered 700 MiB of them.
+        begin = 0
+        while begin < len(ids):
+            end, tokens = begin + 1, len(ids[begin])
+            while end < len(ids) and tokens + len(ids[end]) <= CHUNK_TOKENS:
+                tokens += len(ids[end])
+                end += 1
+            self._mean_into(ids[begin:end], out[begin:end])
+            begin = end
+        if self._normalize:
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            out /= np.maximum(norms, np.float32(1e-32))
+        return out
+
+    def _mean_into(self, ids: Sequence[Sequence[int]], out: npt.NDArray[np.float32]) -> None:
         lengths = np.fromiter((len(row) for row in ids), dtype=np.int64, count=len(ids))
         filled = np.flatnonzero(lengths)
         if filled.size:
             flat = np.fromiter((i for row in ids for i in row), dtype=np.int64, count=int(lengths.sum()))
             starts = np.concatenate(([0], np.cumsum(lengths[filled])[:-1]))
-            sums = np.add.reduceat(self._vectors[flat].astype(np.float32, copy=False), starts, axis=0)
+            sums = np.add.reduceat(self._vectors[flat], starts, axis=0, dtype=np.float32)
             out[filled] = sums / lengths[filled, None].astype(np.float32)
-        if self._normalize:
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            out /= np.maximum(norms, np.float32(1e-32))
-        return out
