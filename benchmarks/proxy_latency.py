@@ -10,8 +10,9 @@ process. For each transport, stdio and streamable HTTP, and each protocol era of
 * directly: to the upstream (over stdio, a child of its own; over HTTP, the one shared upstream process);
 * through `toolscout serve` (a child process, default settings, audit log and persistent catalog in a
   temporary directory) in discovery mode, calling `execute_tool`, and in passthrough mode, calling
-  the native `units__convert_units` (the like-for-like proxy call); and in discovery mode with the
-  server's `protocol: legacy`, so that toolscout speaks 2025-11-25 to `units` instead of 2026-07-28;
+  the native `units__convert_units` (the like-for-like proxy call); and in discovery mode speaking
+  the other protocol era to `units` than by default ("the other upstream era": `protocol: auto` on
+  stdio, 2026-07-28 instead of 2025-11-25; `protocol: legacy` over HTTP, the other way round);
 * through `benchmarks/bare_proxy.py`, the least a proxy built on the same SDK pieces can do (a
   low-level `Server` forwarding `tools/call` to one `mcp.Client`, at 2025-11-25 upstream, and
   nothing else): the floor under toolscout's added time;
@@ -178,12 +179,13 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             ("stdio", {"command": UPSTREAM[0], "args": UPSTREAM[1:]}),
             ("http", {"url": upstream_url}),
         ):
-            for protocol in ("auto", "legacy"):
+            for protocol in ("default", "auto", "legacy"):
                 configs[transport, protocol] = scratch / f"toolscout-{transport}-{protocol}.json"
+                entry = server if protocol == "default" else {**server, "protocol": protocol}
                 configs[transport, protocol].write_text(
                     json.dumps(
                         {
-                            "mcpServers": {"units": {**server, "protocol": protocol}},
+                            "mcpServers": {"units": entry},
                             "audit": {"path": str(scratch / f"audit-{transport}-{protocol}.jsonl")},
                             "catalogCache": {"path": str(scratch / f"catalog-{transport}-{protocol}.sqlite3")},
                         }
@@ -191,7 +193,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                     encoding="utf-8",
                 )
 
-        def gateway(transport: str, mode: str, protocol: str = "auto") -> list[str]:
+        def gateway(transport: str, mode: str, protocol: str = "default") -> list[str]:
             config = configs[transport, protocol]
             return [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
 
@@ -210,7 +212,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                 SERVE_READY,
             ),
             (
-                "toolscout execute_tool, upstream 2025-11-25",
+                "toolscout execute_tool, the other upstream era",
                 [*gateway("http", "discovery", "legacy"), *HTTP_ANY_PORT],
                 SERVE_READY,
             ),
@@ -228,7 +230,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
         stdio_commands = {
             "direct": UPSTREAM,
             "toolscout execute_tool": gateway("stdio", "discovery"),
-            "toolscout execute_tool, upstream 2025-11-25": gateway("stdio", "discovery", "legacy"),
+            "toolscout execute_tool, the other upstream era": gateway("stdio", "discovery", "auto"),
             "toolscout passthrough": gateway("stdio", "passthrough"),
             "bare SDK proxy": bare("stdio", UPSTREAM),
             "fastmcp create_proxy": fastmcp("stdio", "default", UPSTREAM),

@@ -51,8 +51,9 @@ class _ServerBase(_Model):
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0)
     """Seconds to start the server and finish the MCP handshake."""
     disabled: bool = False
-    protocol: Literal["auto", "legacy"] = "auto"
-    """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only."""
+    protocol: Literal["auto", "legacy"] | None = None
+    """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only
+    (`legacy`). Unset: `initialize` first on stdio (falling back to `auto` if refused), `auto` otherwise."""
     reconnect: bool = True
     """After a failure or a lost connection, connect again with backoff (1 s doubling to 60 s, jittered)."""
     connect: Literal["eager", "lazy"] = "eager"

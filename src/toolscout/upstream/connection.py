@@ -85,6 +85,8 @@ class UpstreamSpec:
     description: str | None = None
     disabled: bool = False
     protocol: str = "auto"
+    """`auto`: probe `server/discover` (2026-07-28), else `initialize`; `legacy`: `initialize` only;
+    `legacy-first`: `initialize`, and `auto` from then on if the server refuses it (stdio's default)."""
     reconnect: bool = True
     """Connect again (with backoff) after a failure or a lost connection."""
     lazy: bool = False
@@ -105,7 +107,7 @@ class UpstreamSpec:
             connect_timeout=config.connect_timeout,
             description=config.description,
             disabled=config.disabled,
-            protocol=config.protocol,
+            protocol=config.protocol or ("legacy-first" if config.kind == "stdio" else "auto"),
             reconnect=config.reconnect,
             lazy=config.connect == "lazy",
             idle_timeout=config.idle_timeout,
@@ -198,6 +200,9 @@ class Upstream:
         self._last_used = 0.0
         self._wanted = anyio.Event()
         self._wanted_flag = False
+        self._mode = "legacy" if spec.protocol == "legacy-first" else spec.protocol
+        """The era asked for when connecting (`legacy-first` turns to `auto` once refused)."""
+        self._fell_back = False
         self._connected_since: float | None = None
         self.retry_at: float | None = None
         """When the next connection attempt is due (epoch seconds), while waiting for it."""
@@ -226,6 +231,9 @@ class Upstream:
         while not self._stopping:
             attempt = anyio.current_time()
             idle = await self._connect_and_serve()
+            if self._fell_back:  # the handshake era was refused: the other one at once, no backoff
+                self._fell_back = False
+                continue
             if idle:
                 delay = BACKOFF_INITIAL
                 await self._stay_idle()
@@ -290,12 +298,13 @@ class Upstream:
         scope = anyio.CancelScope(deadline=anyio.current_time() + self.spec.connect_timeout)
         self._scope = scope
         failure: str | None = None
+        handshaking = False
         try:
             with scope:
                 async with AsyncExitStack() as stack:
                     client = Client(
                         self.spec.transport.target(self._on_closed),
-                        mode=self.spec.protocol,
+                        mode=self._mode,
                         client_info=CLIENT_INFO,
                         message_handler=self._on_message,
                         cache=None,
@@ -311,7 +320,9 @@ class Upstream:
                         # level is applied on the way out (SessionRelay.log).
                         log_level="debug",
                     )
+                    handshaking = True
                     await stack.enter_async_context(client)
+                    handshaking = False
                     idle = False
                     async with anyio.create_task_group() as tg:
                         if self._announces_changes(client):
@@ -329,11 +340,18 @@ class Upstream:
                         return True
                     failure = "connection closed by the server"
         except Exception as exc:
-            failure = describe_exception(exc)
+            refused = _json_rpc_error(exc) if handshaking else None
+            if refused is not None and self.spec.protocol == "legacy-first" and self._mode == "legacy":
+                # A server of the 2026-07-28 era only: ask the way that finds out, from now on.
+                logger.info("%s: initialize refused (%s); connecting with protocol auto", self.name, refused)
+                self._mode = "auto"
+                self._fell_back = True
+            else:
+                failure = describe_exception(exc)
         finally:
             self._client = None
             self._list_declared_tools()
-        if self._stopping:
+        if self._stopping or self._fell_back:
             return False
         if scope.cancel_called and self.status is Status.CONNECTING:
             failure = f"did not finish connecting within {self.spec.connect_timeout:g}s"
@@ -715,3 +733,15 @@ class Upstream:
         relay = self._relay_for("a log message")
         if not isinstance(relay, types.ErrorData):
             await relay.log(params)
+
+
+def _json_rpc_error(exc: BaseException) -> str | None:
+    """The message of the JSON-RPC error answer in `exc` (an exception group included), if any."""
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in cast(BaseExceptionGroup[BaseException], exc).exceptions:
+            found = _json_rpc_error(inner)
+            if found is not None:
+                return found
+    return None
