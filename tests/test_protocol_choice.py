@@ -24,7 +24,7 @@ def gateway(servers: dict[str, Any]) -> Gateway:
 
 
 async def test_a_stdio_server_is_spoken_to_in_the_handshake_era_unless_configured() -> None:
-    """The handshake era costs a stdio call 0.5-0.8 ms less (docs/BENCHMARKS.md); `protocol` still decides."""
+    """The handshake era costs a stdio call 0.1-0.8 ms less (docs/BENCHMARKS.md); `protocol` still decides."""
     async with gateway({"plain": UNITS, "auto": {**UNITS, "protocol": "auto"}}) as gw:
         with anyio.fail_after(30):
             await gw.settle()
