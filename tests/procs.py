@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -85,3 +86,16 @@ async def stop(process: anyio.abc.Process, grace: float = 10) -> int:
         await process.wait()
     assert process.returncode is not None
     return process.returncode
+
+
+async def exited(pid: int) -> None:
+    """Wait (bounded: 10 s, or the caller's scope) for process `pid` to end, told by a pidfd, no polling."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with anyio.fail_after(10):
+            await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)

@@ -5,7 +5,6 @@ Real stdio servers (tests/chatty.py writes its pid, so the test sees each proces
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
@@ -13,7 +12,7 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import PYTHON, ROOT
-from tests.procs import free_port, running, stop
+from tests.procs import exited, free_port, running, stop
 from tests.test_e2e_subprocess import UVICORN_READY
 from toolscout.config import GatewayConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
@@ -26,19 +25,6 @@ pytestmark = pytest.mark.anyio
 def chatty_spec(pid_file: Path, **options: object) -> UpstreamSpec:
     config = StdioServerConfig(command=PYTHON, args=["-m", "tests.chatty", str(pid_file)], cwd=str(ROOT))
     return UpstreamSpec("chatty", StdioUpstream("chatty", config), **options)  # type: ignore[arg-type]
-
-
-async def exited(pid: int) -> None:
-    """Wait (bounded) for a process to end: a pidfd becomes readable when it does."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        with anyio.fail_after(10):
-            await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
 
 
 async def until(upstream: Upstream, status: Status) -> None:

@@ -9,7 +9,6 @@ children go too (Linux: they are sent SIGTERM when it dies).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
 
 from tests.conftest import PYTHON, ROOT
-from tests.procs import stop
+from tests.procs import exited, stop
 from toolscout.upstream.transport import STDIN_CLOSE_GRACE, TERMINATE_GRACE
 
 pytestmark = pytest.mark.anyio
@@ -116,18 +115,6 @@ async def upstream_pid(gateway: Gateway) -> int:
         return int(await gateway.told())
 
 
-async def wait_gone(pid: int) -> None:
-    """Return once process `pid` has exited (bound it with a cancel scope); told by a pidfd, no polling."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        await anyio.wait_readable(pidfd)
-    finally:
-        os.close(pidfd)
-
-
 # Skipped off Linux only: these tests wait on the child's exit through a pidfd, and the last one
 # checks PR_SET_PDEATHSIG, both Linux only. CI runs on Linux, so in CI they always run.
 needs_pidfd = pytest.mark.skipif(
@@ -147,7 +134,7 @@ async def test_a_sigterm_while_stopping_does_not_leave_a_hanging_upstream_runnin
             # The gateway is stopping its upstreams when their stdin closes: signal it then.
             assert await gateway.told() == "stdin closed"
             gateway.process.send_signal(signal.SIGTERM)
-            await wait_gone(child)
+            await exited(child)
             gone = time.perf_counter() - closed
             code = await gateway.process.wait()
         print(f"upstream gone {gone:.2f} s after the gateway's stdin closed")
@@ -165,13 +152,13 @@ async def test_closing_stdin_stops_a_hanging_upstream_before_the_client_would_si
         closed = time.perf_counter()
         await gateway.process.stdin.aclose()
         with anyio.fail_after(STOP_BOUND):
-            await wait_gone(child)
+            await exited(child)
             gone = time.perf_counter() - closed
             code = await gateway.process.wait()
-        exited = time.perf_counter() - closed
-        print(f"upstream gone {gone:.2f} s, gateway exited {exited:.2f} s after its stdin closed")
+        stopped = time.perf_counter() - closed
+        print(f"upstream gone {gone:.2f} s, gateway exited {stopped:.2f} s after its stdin closed")
         assert code == 0, "\n".join(gateway.lines)
-        assert exited < CLIENT_SIGNALS_AFTER, "the client would have had to signal the gateway"
+        assert stopped < CLIENT_SIGNALS_AFTER, "the client would have had to signal the gateway"
 
 
 @needs_pidfd
@@ -180,4 +167,4 @@ async def test_upstreams_die_with_a_gateway_killed_outright(tmp_path: Path) -> N
         child = await upstream_pid(gateway)
         gateway.process.kill()
         with anyio.fail_after(10):
-            await wait_gone(child)
+            await exited(child)

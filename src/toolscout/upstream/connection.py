@@ -131,12 +131,18 @@ class ServerIdentity:
     protocol_version: str
 
 
-def describe_exception(exc: BaseException) -> str:
-    """A one-line reason for a failure, from the innermost meaningful exception."""
+def innermost(exc: BaseException) -> BaseException:
+    """The meaningful exception inside task groups' exception groups (the first that is not a cancellation)."""
     while isinstance(exc, BaseExceptionGroup):
         members: tuple[BaseException, ...] = cast(BaseExceptionGroup[BaseException], exc).exceptions
         cancelled = anyio.get_cancelled_exc_class()
         exc = next((e for e in members if not isinstance(e, cancelled)), members[0])
+    return exc
+
+
+def describe_exception(exc: BaseException) -> str:
+    """A one-line reason for a failure, from the innermost meaningful exception."""
+    exc = innermost(exc)
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc} (is it installed and on PATH?)"
     if isinstance(exc, PermissionError):
@@ -340,10 +346,11 @@ class Upstream:
                         return True
                     failure = "connection closed by the server"
         except Exception as exc:
-            refused = _json_rpc_error(exc) if handshaking else None
-            if refused is not None and self.spec.protocol == "legacy-first" and self._mode == "legacy":
+            refused = innermost(exc) if handshaking else None
+            if isinstance(refused, MCPError) and self.spec.protocol == "legacy-first" and self._mode == "legacy":
                 # A server of the 2026-07-28 era only: ask the way that finds out, from now on.
-                logger.info("%s: initialize refused (%s); connecting with protocol auto", self.name, refused)
+                message = refused.error.message
+                logger.info("%s: initialize refused (%s); connecting with protocol auto", self.name, message)
                 self._mode = "auto"
                 self._fell_back = True
             else:
@@ -733,15 +740,3 @@ class Upstream:
         relay = self._relay_for("a log message")
         if not isinstance(relay, types.ErrorData):
             await relay.log(params)
-
-
-def _json_rpc_error(exc: BaseException) -> str | None:
-    """The message of the JSON-RPC error answer in `exc` (an exception group included), if any."""
-    if isinstance(exc, MCPError):
-        return exc.error.message
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in cast(BaseExceptionGroup[BaseException], exc).exceptions:
-            found = _json_rpc_error(inner)
-            if found is not None:
-                return found
-    return None
