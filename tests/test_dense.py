@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import logging
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import mcp_types as types
 import numpy as np
@@ -196,3 +198,16 @@ def test_hybrid_says_nothing_matches_for_nonsense_but_not_for_synonyms() -> None
     # No word in common with "Send an e-mail message", yet close in meaning: found, and first.
     hits = backend.search("notify my colleague by email")
     assert hits[0].tool.name == "send"
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_weights_are_read_without_a_copy_as_np_load_reads_them(order: Literal["C", "F"]) -> None:
+    weights = np.arange(24, dtype=np.float16).reshape(4, 6, order=order)
+    buffer = io.BytesIO()
+    np.save(buffer, weights)
+    raw = buffer.getvalue()
+    view = embedding_module.npy_view(raw)
+    assert view.dtype == weights.dtype and np.array_equal(view, np.load(io.BytesIO(raw)))
+    assert not view.flags.writeable  # the file's bytes, shared: nothing may write through it
+    with pytest.raises(ValueError, match="smaller than requested"):  # a truncated file: lexical search only
+        embedding_module.npy_view(raw[:-8])

@@ -217,6 +217,40 @@ async def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         await stop(process)
 
 
+@pytest.mark.parametrize("stdin", ["/dev/null", "a file"])
+def test_stdio_from_devices_and_files_that_epoll_cannot_watch(tmp_path: Path, stdin: str) -> None:
+    # `serve < /dev/null > /dev/null` (a supervisor that gives it no terminal) once ended in a
+    # traceback: epoll refuses devices and regular files. Both now end at once, cleanly, at EOF.
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"mcpServers": {}}), encoding="utf-8")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "file", "version": "0"}},
+    }
+    source = Path(os.devnull)
+    if stdin == "a file":
+        source = tmp_path / "requests.jsonl"
+        source.write_text(json.dumps(initialize) + "\n", encoding="utf-8")
+    sink = Path(os.devnull) if stdin == "/dev/null" else tmp_path / "responses.jsonl"
+    with source.open("rb") as into, sink.open("wb") as out:
+        done = subprocess.run(
+            [PYTHON, "-m", "toolscout", "serve", "--config", str(config)],
+            stdin=into,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "TOOLSCOUT_CACHE_DIR": str(tmp_path / "cache")},
+            timeout=60,
+            check=False,
+        )
+    stderr = done.stderr.decode()
+    assert done.returncode == 0 and "Traceback" not in stderr, stderr
+    if stdin == "a file":
+        [response] = [json.loads(line) for line in sink.read_text(encoding="utf-8").splitlines()]
+        assert response["id"] == 1 and response["result"]["serverInfo"]["name"] == "toolscout"
+
+
 async def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
     """Speak raw JSON-RPC to `serve` and check every stdout line, with an upstream that prints junk to its stdout."""
     noisy = Path(__file__).parent / "fixtures" / "noisy_server.py"

@@ -50,6 +50,22 @@ async def test_a_never_listed_server_that_hangs_does_not_hold_the_first_search_f
     assert statuses == {"units": ("connecting", "cached"), "added": ("connecting", None)}
 
 
+async def test_with_a_cache_new_servers_are_waited_for_only_until_its_index_is_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Graces far longer than the bound below: only the index being ready can end the wait in time.
+    monkeypatch.setattr(gateway_module, "WARM_START_GRACE_SECONDS", 600.0)
+    added = {"command": PYTHON, "args": ["-c", "import time; time.sleep(61)"], "connectTimeout": 300}
+    config = cached_config(tmp_path, {"units": {**HANGING, "connectTimeout": 300}, "added": added})
+    remember(config, "units")
+    async with Gateway.from_config(config, startup_grace=600.0) as gateway:
+        with anyio.fail_after(30):
+            found = await meta(gateway, "search_tools", {"query": "convert miles to kilometers"})
+            await meta(gateway, "list_mcp_servers", {})
+    assert found["results"][0]["stale"] is True
+    assert found["connecting"] == ["added"]
+
+
 async def test_without_a_cache_the_first_search_waits_while_servers_arrive_not_for_one_that_hangs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -49,7 +49,8 @@ logger = logging.getLogger(__name__)
 STARTUP_GRACE_SECONDS = 10.0
 """The longest catalog questions wait after start for servers that have no catalog to show yet."""
 WARM_START_GRACE_SECONDS = 0.25
-"""How long after start they wait for those when the persistent catalog answers for other servers."""
+"""The longest they wait for those when the persistent catalog answers for other servers (and only
+until the index of the stored catalog is built: the first search is answered as soon as it can be)."""
 STARTUP_QUIET_SECONDS = 2.0
 """Without a persistent catalog, how long they wait for more servers after the last one listed its tools."""
 STARTUP_RECHECK_SECONDS = 0.1
@@ -117,6 +118,8 @@ class Gateway:
         """Held while the index is rebuilt (in a worker thread) or read: one at a time, off the event loop."""
         self._loading_index: anyio.CancelScope
         """Around the index built at start; cancelled when the gateway stops, not to wait for it."""
+        self._indexed_at_start: anyio.Event
+        """Set once the index built at start (of the stored catalog, if any) is ready, or failed."""
         self._min_relevance = min_relevance
         self._indexed_version = -1
         self._validator = ArgumentValidator()
@@ -164,11 +167,11 @@ class Gateway:
         self._task_group = await anyio.create_task_group().__aenter__()
         self._started_at = anyio.current_time()
         self._index_lock, self._loading_index = anyio.Lock(), anyio.CancelScope()
-        indexed = anyio.Event()
-        self._task_group.start_soon(self._load_search, indexed, name="search index")
+        self._indexed_at_start = anyio.Event()
+        self._task_group.start_soon(self._load_search, name="search index")
         if self._store is not None:
             self._task_group.start_soon(self._save_snapshots, name="catalog store")
-        self._task_group.start_soon(self._start_upstreams, indexed, self._task_group, name="upstreams")
+        self._task_group.start_soon(self._start_upstreams, self._task_group, name="upstreams")
         if self.audit is not None:
             self.audit.open()  # never raises: an unwritable log is a warning, not a reason not to serve
         return self
@@ -260,8 +263,9 @@ class Gateway:
         A server answering from the persistent catalog is never waited for. The others are waited
         for until none is connecting any more, but not past the first of:
 
-        * `WARM_START_GRACE_SECONDS` after start, when the persistent catalog answered for at least
-          one server: the first search is then answered from it at once, whatever the rest do;
+        * when the persistent catalog answered for at least one server, the index of it being ready,
+          or `WARM_START_GRACE_SECONDS` after start if that comes first: the first search is then
+          answered from it as soon as it can be, whatever the rest do;
         * `STARTUP_QUIET_SECONDS` after a server last listed its tools: while servers keep coming
           they are waited for, and one still connecting that long after the last is likely to hang;
         * the startup grace, `STARTUP_GRACE_SECONDS` after start (so with nothing stored and no
@@ -284,11 +288,17 @@ class Gateway:
             if not waiting or now >= deadline:
                 self._startup_over = True
                 break
+            if self._warm_start:
+                # Whether the new servers connect meanwhile or not, the index is what the answer needs.
+                with anyio.move_on_after(deadline - now):
+                    await self._indexed_at_start.wait()
+                self._startup_over = True
+                break
             # A server listing its tools changes the catalog; one failing does not, hence the recheck.
             with anyio.move_on_after(min(deadline - now, STARTUP_RECHECK_SECONDS)):
                 await self.catalog.changes.wait()
 
-    async def _load_search(self, indexed: anyio.Event) -> None:
+    async def _load_search(self) -> None:
         # At start, the index of the stored catalog is built while the client is still connecting,
         # so the first search is answered from it at once.
         try:
@@ -299,18 +309,30 @@ class Gateway:
         except Exception as exc:  # raised again where the backend is used, for the caller to report
             logger.warning("the search backend could not be built: %s", exc)
         finally:
-            indexed.set()
+            self._indexed_at_start.set()
 
-    async def _start_upstreams(self, indexed: anyio.Event, task_group: anyio.abc.TaskGroup) -> None:
-        if self._snapshots:
-            # The stored catalog answers until they connect, and its index is what the first search
-            # needs: on few cores, a hundred connections starting at once would slow it threefold.
-            with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
-                await indexed.wait()
+    async def _start_upstreams(self, task_group: anyio.abc.TaskGroup) -> None:
+        # Servers with a stored catalog start once its index is built: it answers for them until
+        # they connect, and it is what the first search needs (on few cores, a hundred connections
+        # starting at once would slow it threefold). The others have nothing to show until they
+        # connect: they start at once.
         if self._closing:
             return
+        later = [u for u in self._upstreams.values() if u.name in self._snapshots]
         for upstream in self._upstreams.values():
+            if upstream.name not in self._snapshots:
+                task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+        if not later:
+            return
+        with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
+            await self._indexed_at_start.wait()
+        for upstream in later:
+            if self._closing:
+                return
             task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+            # One at a time: the first search, woken by the same index, is not queued behind a
+            # hundred connections' first steps.
+            await anyio.lowlevel.checkpoint()
 
     async def _index(self, *, abandon_on_cancel: bool = False) -> SearchBackend:
         """The search backend with the catalog as it is now indexed, both built in a worker thread

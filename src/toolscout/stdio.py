@@ -26,6 +26,13 @@ from mcp.shared.message import SessionMessage
 _CHUNK = 65536
 
 
+def pollable(fd: int) -> bool:
+    """Whether epoll can watch `fd`: a pipe, socket or terminal can; a regular file or a device such
+    as /dev/null cannot (EPERM), and reading or writing one never blocks for long."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 class _LineReader:
     """Async iteration over the lines of a file descriptor, without a blocking thread for pipes and terminals."""
 
@@ -33,7 +40,7 @@ class _LineReader:
         self._fd = fd
         self._pending = bytearray()
         self._eof = False
-        self._regular_file = stat.S_ISREG(os.fstat(fd).st_mode)
+        self._pollable = pollable(fd)
 
     def __aiter__(self) -> _LineReader:
         return self
@@ -53,7 +60,7 @@ class _LineReader:
         return line.decode("utf-8", "replace")
 
     async def _read(self) -> bytes:
-        if self._regular_file:  # epoll cannot watch regular files; reading them never blocks for long
+        if not self._pollable:
             return await anyio.to_thread.run_sync(os.read, self._fd, _CHUNK)
         while True:
             await anyio.wait_readable(self._fd)
@@ -76,15 +83,15 @@ async def write_all(fd: int, data: bytes) -> None:
 class _LineWriter:
     """Writes whole lines to a file descriptor: straight from the event loop when it does not block
     (a pipe or terminal, made non-blocking: a worker thread per response costs more than the write),
-    else from a worker thread (a regular file, which epoll cannot watch)."""
+    else from a worker thread (a regular file or a device, which epoll cannot watch)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._regular_file = stat.S_ISREG(os.fstat(fd).st_mode)
+        self._pollable = pollable(fd)
 
     async def write(self, text: str) -> None:
         data = text.encode("utf-8")
-        if self._regular_file:
+        if not self._pollable:
             await anyio.to_thread.run_sync(self._write_all, data)
             return
         await write_all(self._fd, data)
@@ -111,9 +118,9 @@ async def serve_process_stdio() -> AsyncGenerator[
     os.close(null)
     os.dup2(2, 1)
     try:
-        if not stat.S_ISREG(os.fstat(wire_in).st_mode):
+        if pollable(wire_in):
             os.set_blocking(wire_in, False)
-        if not stat.S_ISREG(os.fstat(wire_out).st_mode):
+        if pollable(wire_out):
             os.set_blocking(wire_out, False)
         reader: Any = _LineReader(wire_in)
         writer: Any = _LineWriter(wire_out)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, cast
-
-from jsonschema import Draft3Validator, Draft202012Validator, SchemaError, ValidationError
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from typing import TYPE_CHECKING, Any, cast
 
 from toolscout.errors import ArgumentsInvalid
+
+if TYPE_CHECKING:
+    # jsonschema is imported with the first schema compiled: a third of the gateway's own import
+    # time, and the first search needs none of it.
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,9 @@ class ArgumentValidator:
         cached = self._compiled.get(id(schema))
         if cached is not None and cached[0] is schema:
             return cached[1], cached[2]
+        from jsonschema import Draft3Validator, Draft202012Validator, SchemaError
+        from jsonschema.validators import validator_for
+
         cls = validator_for(schema, default=Draft202012Validator)
         validator: Validator | None
         check: Check | None = None

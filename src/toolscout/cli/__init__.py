@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+from toolscout.cli.startup import defer_collection, startup_over
 
-# Typer 0.29 vendors click; its exceptions are only reachable here.
-from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
-
-from toolscout.cli import serve
-from toolscout.cli.common import EXIT_INVALID, exit_code_for
-from toolscout.errors import ToolscoutError
+if TYPE_CHECKING:
+    # typer and the commands are imported in `main` and `make_app`, not here: `main` first defers
+    # garbage collection for the imports that make up most of a start (see cli/startup.py).
+    import typer
 
 SERVE_COMMANDS = ("serve", "demo", "version")
 """The commands of cli/serve.py: run with only them registered, the others' modules are never imported."""
@@ -27,6 +25,10 @@ def make_app(command: str | None = None) -> typer.Typer:
     """The command line: every command, or only those of cli/serve.py when `command` is one of them,
     so that starting the gateway does not import what the other commands need (rich, the config
     editors, the client importers)."""
+    import typer
+
+    from toolscout.cli import serve
+
     app = typer.Typer(
         name="toolscout",
         help="An MCP gateway: agents see five meta-tools instead of every tool of every server.",
@@ -58,10 +60,29 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Entry point of the `toolscout` script."""
+    defer_collection()
+    try:
+        _main()
+    finally:
+        startup_over()
+
+
+def _main() -> None:
+    import typer
+
+    # Typer 0.29 vendors click; its exceptions are only reachable here.
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
+
+    from toolscout.cli.common import EXIT_INVALID, exit_code_for
+    from toolscout.errors import ToolscoutError
+
     # Commands report problems themselves; the library's warnings (a server that failed to
     # start) would only repeat them. `serve` sets up its own logging.
     logging.basicConfig(stream=sys.stderr, level=logging.CRITICAL)
-    app = make_app(sys.argv[1] if len(sys.argv) > 1 else None)
+    command = sys.argv[1] if len(sys.argv) > 1 else None
+    app = make_app(command)
+    if command != "serve":
+        startup_over()  # `serve` ends it once it serves; the others run with the collector on
     try:
         code = app(standalone_mode=False)
     except NoArgsIsHelpError as exc:

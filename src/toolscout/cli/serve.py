@@ -13,6 +13,7 @@ import typer
 
 from toolscout import __version__
 from toolscout.cli.common import EXIT_INVALID, ConfigOption, Output, load, run
+from toolscout.cli.startup import startup_over
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
@@ -114,6 +115,7 @@ async def _serve(
         # one that came while they are being stopped must not kill the gateway and leave them running.
         signals.start_soon(stop_on_signals, stop)
         async with gateway:
+            startup_over()  # everything is imported and the gateway is built: what follows is serving
             count = len(config.mcp_servers)
             if sock is None:
                 typer.echo(

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
 from dotenv import dotenv_values
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -30,7 +29,6 @@ from toolscout.config.models import (
     StdioServerConfig,
     ToolRule,
 )
-from toolscout.config.yaml12 import load_yaml
 from toolscout.errors import ConfigError
 
 CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
@@ -220,9 +218,9 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
 
 
 def _parse_text(text: str, fmt: str, origin: str) -> Any:
+    if fmt in ("yaml", "yml"):
+        return _parse_yaml(text, origin)
     try:
-        if fmt in ("yaml", "yml"):
-            return load_yaml(text) or {}
         if fmt == "toml":
             return tomllib.loads(text)
         # JSON may carry comments and trailing commas, as VS Code's settings do.
@@ -232,14 +230,24 @@ def _parse_text(text: str, fmt: str, origin: str) -> Any:
         raise ConfigError(
             f"Configuration error in {origin}: invalid JSON at line {exc.line}, column {exc.column}: {exc.reason}."
         ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Configuration error in {origin}: invalid TOML: {exc}.") from None
+
+
+def _parse_yaml(text: str, origin: str) -> Any:
+    # PyYAML is imported only for a YAML file: `serve` with a JSON config has no use for it.
+    import yaml
+
+    from toolscout.config.yaml12 import load_yaml
+
+    try:
+        return load_yaml(text) or {}
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(f"Configuration error in {origin}: invalid YAML{where}: {exc.problem or exc}.") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"Configuration error in {origin}: invalid YAML: {exc}.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"Configuration error in {origin}: invalid TOML: {exc}.") from None
 
 
 def interpolate(value: Any, env: Mapping[str, str]) -> Any:

@@ -38,8 +38,11 @@ class NameMatcher:
         self._by_name = {}
         self._by_qualified = {}
         self._by_server = {}
+        servers: dict[str, str] = {}  # a server's name normalised once, not once per tool
         for i, (tool, name) in enumerate(zip(self._tools, self._names, strict=True)):
-            server = normalized_name(tool.server)
+            server = servers.get(tool.server)
+            if server is None:
+                server = servers[tool.server] = normalized_name(tool.server)
             self._by_name.setdefault(name, []).append(i)
             self._by_qualified.setdefault(f"{server} {name}", []).append(i)
             self._by_server.setdefault(server, []).append(i)
