@@ -1,6 +1,6 @@
 """Cold start with 100 configured servers, one of them hanging: from launch to the first search answered.
 
-    .venv/bin/python -m benchmarks.cold_start [--runs 5] [--eval-dir ../shared/eval]
+    .venv/bin/python -m benchmarks.cold_start [--runs 5] [--eval-dir ../shared/eval] [--compare SRC]
 
 100 real upstreams: 99 LiveMCPTool catalog servers (its 70, then copies under new names) served over
 streamable HTTP by one `toolscout.demo.catalog_server` process, and one stdio server that starts and
@@ -21,6 +21,11 @@ process start and imports cost. Prints Markdown: median and worst per scenario, 
 search saw, how long the gateway took to exit once the client closed its stdin (the SDK's client
 sends SIGTERM after 2 s), and the target (first search ≤ 1 s from the persistent catalog whatever
 the upstreams do), counted from launch and from the end of the handshake.
+
+`--compare SRC`: every launch is made twice in a row, by this tree's gateway and by one run from
+another copy of the source tree (`SRC` holds the `toolscout` package, e.g. a checkout's `src/`; it
+goes first on `PYTHONPATH`), so that a change's before and after share the machine's noise. The
+caches are filled by this tree's gateway; the other must read the same catalog file format.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import date
@@ -73,19 +79,27 @@ class Start:
 
 
 async def start(
-    config: Path, cache: Path, log: Path, marker: str, *, search: bool = True, wait_connected: int = 0
+    config: Path,
+    cache: Path,
+    log: Path,
+    marker: str,
+    *,
+    search: bool = True,
+    wait_connected: int = 0,
+    source: Path | None = None,
 ) -> Start:
     """Launch the gateway on `config` with `cache` as its cache directory; time it to the first search.
 
     With `wait_connected`, keep it running after the search until that many servers are connected;
     without `search`, stop after the first `tools/list`. Upstreams still running once the gateway has
-    exited (their command line holds `marker`) are counted and stopped.
+    exited (their command line holds `marker`) are counted and stopped. `source`: run the gateway
+    from that copy of the source tree instead.
     """
+    env = {"TOOLSCOUT_CACHE_DIR": str(cache)}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     params = StdioServerParameters(
-        command=PYTHON,
-        args=["-m", "toolscout", "serve", "--config", str(config)],
-        env={"TOOLSCOUT_CACHE_DIR": str(cache)},
-        cwd=str(ROOT),
+        command=PYTHON, args=["-m", "toolscout", "serve", "--config", str(config)], env=env, cwd=str(ROOT)
     )
     with log.open("a", encoding="utf-8") as errlog:
         began = time.perf_counter()
@@ -137,7 +151,7 @@ def _row(label: str, starts: list[Start]) -> str:
     )
 
 
-async def measure(runs: int, eval_dir: Path) -> None:
+async def measure(runs: int, eval_dir: Path, compare: Path | None = None) -> None:
     live = load_catalog_servers(eval_dir / "catalog_livemcpbench.jsonl")
     upstreams = copies(live, SERVERS - 1)
     async with AsyncExitStack() as stack:
@@ -159,6 +173,9 @@ async def measure(runs: int, eval_dir: Path) -> None:
             )
         log = scratch / "gateway.log"
         rows: list[tuple[str, list[Start]]] = []
+        trees: list[tuple[str, Path | None]] = [("", None)]
+        if compare is not None:
+            trees = [(" — this tree", None), (f" — {compare}", compare)]
 
         every: list[Start] = []
 
@@ -167,20 +184,34 @@ async def measure(runs: int, eval_dir: Path) -> None:
             every.append(started)
             return started
 
-        alone = [await launch("alone", scratch / f"alone-{i}", search=False) for i in range(runs)]
-        rows.append(("baseline: the hanging server alone, no search", alone))
-        rows.append(("empty cache", [await launch("hanging", scratch / f"cold-{i}") for i in range(runs)]))
+        async def scenario(label: str, config: str, cache: Callable[[int, int], Path], *, search: bool = True) -> None:
+            """`runs` launches per tree, the trees alternating launch by launch."""
+            starts: list[list[Start]] = [[] for _ in trees]
+            for i in range(runs):
+                for k, (_, source) in enumerate(trees):
+                    started = await start(configs[config], cache(i, k), log, marker, search=search, source=source)
+                    every.append(started)
+                    starts[k].append(started)
+            rows.extend((label + suffix, found) for (suffix, _), found in zip(trees, starts, strict=True))
+
+        await scenario(
+            "baseline: the hanging server alone, no search",
+            "alone",
+            lambda i, k: scratch / f"alone-{i}-{k}",
+            search=False,
+        )
+        await scenario("empty cache", "hanging", lambda i, k: scratch / f"cold-{i}-{k}")
 
         warm = scratch / "warm"
         await launch("hanging", warm, wait_connected=SERVERS - 1)
         stored = len(CatalogStore(warm / DEFAULT_FILE_NAME).entries())
-        rows.append(("warm cache (hanging server never listed)", [await launch("hanging", warm) for _ in range(runs)]))
+        await scenario("warm cache (hanging server never listed)", "hanging", lambda i, k: warm)
 
         cached = scratch / "warm-all"
         await launch("flaky", cached, wait_connected=SERVERS)
         stored_all = len(CatalogStore(cached / DEFAULT_FILE_NAME).entries())
         flag.touch()
-        rows.append(("warm cache (hanging server cached)", [await launch("flaky", cached) for _ in range(runs)]))
+        await scenario("warm cache (hanging server cached)", "flaky", lambda i, k: cached)
         logged = log.read_text(encoding="utf-8")
 
     print(f"## Cold start — {date.today()}")
@@ -201,7 +232,7 @@ async def measure(runs: int, eval_dir: Path) -> None:
     for label, starts in rows:
         print(_row(label, starts))
     print()
-    for label, starts in rows[2:]:
+    for label, starts in rows[2 * len(trees) :]:
         for since, values in (
             ("from launch", [s.searched or 0.0 for s in starts]),
             ("after the handshake", [(s.searched or 0.0) - s.handshake for s in starts]),
@@ -222,8 +253,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
+    parser.add_argument("--compare", type=Path, default=None, help="also launch a gateway run from this source tree")
     args = parser.parse_args()
-    anyio.run(measure, args.runs, args.eval_dir)
+    anyio.run(measure, args.runs, args.eval_dir, args.compare)
 
 
 if __name__ == "__main__":
