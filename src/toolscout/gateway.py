@@ -263,9 +263,9 @@ class Gateway:
         A server answering from the persistent catalog is never waited for. The others are waited
         for until none is connecting any more, but not past the first of:
 
-        * when the persistent catalog answered for at least one server, the index of it being ready,
-          or `WARM_START_GRACE_SECONDS` after start if that comes first: the first search is then
-          answered from it as soon as it can be, whatever the rest do;
+        * when the persistent catalog answered for at least one server, the index of it being ready
+          (upstreams start connecting then), or `WARM_START_GRACE_SECONDS` after start if that comes
+          first: the first search is answered from it as soon as it can be, whatever the rest do;
         * `STARTUP_QUIET_SECONDS` after a server last listed its tools: while servers keep coming
           they are waited for, and one still connecting that long after the last is likely to hang;
         * the startup grace, `STARTUP_GRACE_SECONDS` after start (so with nothing stored and no
@@ -312,27 +312,21 @@ class Gateway:
             self._indexed_at_start.set()
 
     async def _start_upstreams(self, task_group: anyio.abc.TaskGroup) -> None:
-        # Servers with a stored catalog start once its index is built: it answers for them until
+        # With a stored catalog, servers start once its index is built: it answers for them until
         # they connect, and it is what the first search needs (on few cores, a hundred connections
-        # starting at once would slow it threefold). The others have nothing to show until they
-        # connect: they start at once.
-        if self._closing:
-            return
-        later = [u for u in self._upstreams.values() if u.name in self._snapshots]
-        for upstream in self._upstreams.values():
-            if upstream.name not in self._snapshots:
-                task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
-        if not later:
-            return
-        with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
-            await self._indexed_at_start.wait()
-        for upstream in later:
+        # starting with it slowed it threefold; new servers' processes would compete as well).
+        # Those with nothing stored go first; then one per event-loop turn, so that the first
+        # search, woken by the same index, is not queued behind a hundred connections' first steps.
+        if self._warm_start:
+            with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
+                await self._indexed_at_start.wait()
+        stored = set(self._snapshots)
+        for upstream in sorted(self._upstreams.values(), key=lambda u: u.name in stored):
             if self._closing:
                 return
             task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
-            # One at a time: the first search, woken by the same index, is not queued behind a
-            # hundred connections' first steps.
-            await anyio.lowlevel.checkpoint()
+            if self._warm_start:
+                await anyio.lowlevel.checkpoint()
 
     async def _index(self, *, abandon_on_cancel: bool = False) -> SearchBackend:
         """The search backend with the catalog as it is now indexed, both built in a worker thread
