@@ -179,8 +179,12 @@ async def measure(runs: int, eval_dir: Path, compare: Path | None = None) -> Non
 
         every: list[Start] = []
 
-        async def launch(config: str, cache: Path, *, search: bool = True, wait_connected: int = 0) -> Start:
-            started = await start(configs[config], cache, log, marker, search=search, wait_connected=wait_connected)
+        async def launch(
+            config: str, cache: Path, *, search: bool = True, wait_connected: int = 0, source: Path | None = None
+        ) -> Start:
+            started = await start(
+                configs[config], cache, log, marker, search=search, wait_connected=wait_connected, source=source
+            )
             every.append(started)
             return started
 
@@ -189,9 +193,7 @@ async def measure(runs: int, eval_dir: Path, compare: Path | None = None) -> Non
             starts: list[list[Start]] = [[] for _ in trees]
             for i in range(runs):
                 for k, (_, source) in enumerate(trees):
-                    started = await start(configs[config], cache(i, k), log, marker, search=search, source=source)
-                    every.append(started)
-                    starts[k].append(started)
+                    starts[k].append(await launch(config, cache(i, k), search=search, source=source))
             rows.extend((label + suffix, found) for (suffix, _), found in zip(trees, starts, strict=True))
 
         await scenario(

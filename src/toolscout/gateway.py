@@ -289,7 +289,8 @@ class Gateway:
                 self._startup_over = True
                 break
             if self._warm_start:
-                # Whether the new servers connect meanwhile or not, the index is what the answer needs.
+                # The servers with nothing stored start once the index is built (`_start_upstreams`):
+                # waiting for them past it would hold the answer the index can give.
                 with anyio.move_on_after(deadline - now):
                     await self._indexed_at_start.wait()
                 self._startup_over = True

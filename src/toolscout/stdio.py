@@ -34,13 +34,16 @@ def pollable(fd: int) -> bool:
 
 
 class _LineReader:
-    """Async iteration over the lines of a file descriptor, without a blocking thread for pipes and terminals."""
+    """Async iteration over the lines of a file descriptor, without a blocking thread for pipes and
+    terminals (made non-blocking here; the caller restores the descriptor's mode)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._pending = bytearray()
         self._eof = False
         self._pollable = pollable(fd)
+        if self._pollable:
+            os.set_blocking(fd, False)
 
     def __aiter__(self) -> _LineReader:
         return self
@@ -82,12 +85,14 @@ async def write_all(fd: int, data: bytes) -> None:
 
 class _LineWriter:
     """Writes whole lines to a file descriptor: straight from the event loop when it does not block
-    (a pipe or terminal, made non-blocking: a worker thread per response costs more than the write),
-    else from a worker thread (a regular file or a device, which epoll cannot watch)."""
+    (a pipe or terminal, made non-blocking here: a worker thread per response costs more than the
+    write), else from a worker thread (a regular file or a device, which epoll cannot watch)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._pollable = pollable(fd)
+        if self._pollable:
+            os.set_blocking(fd, False)
 
     async def write(self, text: str) -> None:
         data = text.encode("utf-8")
@@ -118,10 +123,6 @@ async def serve_process_stdio() -> AsyncGenerator[
     os.close(null)
     os.dup2(2, 1)
     try:
-        if pollable(wire_in):
-            os.set_blocking(wire_in, False)
-        if pollable(wire_out):
-            os.set_blocking(wire_out, False)
         reader: Any = _LineReader(wire_in)
         writer: Any = _LineWriter(wire_out)
         async with stdio_server(
