@@ -251,6 +251,44 @@ def test_stdio_from_devices_and_files_that_epoll_cannot_watch(tmp_path: Path, st
         assert response["id"] == 1 and response["result"]["serverInfo"]["name"] == "toolscout"
 
 
+def test_a_client_that_stops_reading_stdout_ends_the_gateway_cleanly(tmp_path: Path) -> None:
+    # A client that closes its end of our stdout while its stdin stays open: the next response
+    # meets EPIPE, which ends serving as stdin's EOF would, with no traceback.
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"mcpServers": {}}), encoding="utf-8")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "gone", "version": "0"}},
+    }
+    process = subprocess.Popen(
+        [PYTHON, "-m", "toolscout", "serve", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TOOLSCOUT_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    try:
+        process.stdin.write((json.dumps(initialize) + "\n").encode())
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1
+        process.stdout.close()
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        process.stdin.write((json.dumps(ping) + "\n").encode())
+        process.stdin.flush()
+        code = process.wait(timeout=60)
+        stderr = process.stderr.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdin.close()
+        process.stderr.close()
+    assert code == 0 and "Traceback" not in stderr, stderr
+
+
 async def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
     """Speak raw JSON-RPC to `serve` and check every stdout line, with an upstream that prints junk to its stdout."""
     noisy = Path(__file__).parent / "fixtures" / "noisy_server.py"

@@ -91,6 +91,25 @@ async def test_garbage_on_stdout_does_not_break_the_session(caplog: pytest.LogCa
     assert len(pieces) > 1 and max(map(len, pieces)) <= 16384 + 65536
 
 
+async def test_a_server_that_closes_its_stdin_fails_the_next_call_at_once() -> None:
+    # It stays alive with its stdout open, so only the write of the next request (a broken pipe)
+    # can tell: that call must fail at once, not after its timeout, and the session end.
+    config = StdioServerConfig(command=PYTHON, args=script("deaf_after_first_call.py"))
+    spec = UpstreamSpec("deaf", StdioUpstream("deaf", config), call_timeout=60)
+    async with Gateway([spec]) as gateway:
+        with anyio.fail_after(20):
+            await gateway.settle()
+        deaf = gateway.upstream("deaf")
+        assert deaf.status is Status.CONNECTED, deaf.error
+        first = await gateway.execute("deaf", "once", {})
+        assert first.content == [types.TextContent(text="heard")]
+        with anyio.fail_after(10), pytest.raises(ServerUnavailable):
+            await gateway.execute("deaf", "once", {})
+        with anyio.fail_after(10):
+            while deaf.status is Status.CONNECTED:
+                await deaf.wait_changed()
+
+
 async def test_a_server_dying_mid_session_turns_to_error_and_others_keep_working(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     # A real MCP server that writes its pid, so the test can kill it from outside.

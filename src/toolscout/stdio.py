@@ -1,29 +1,34 @@
-"""The process's stdin/stdout as the MCP stream, cancellable and guarded against stray output.
+"""JSON-RPC messages as lines on file descriptors: the process's own stdin/stdout, and a stdio child's pipes.
 
-The SDK's `stdio_server()` reads stdin in a worker thread that a cancellation
-cannot interrupt, so a SIGTERM would wait for the next line from the client.
-Here stdin is read without blocking, so shutdown is immediate, and responses are written from
-the event loop. As the SDK does,
-fd 0 and 1 are pointed at /dev/null and stderr while serving, so anything that
-writes to stdout by accident (a library, a child that inherits it) cannot
-corrupt the protocol stream.
+`MessageReader` and `MessageWriter` are the session's read and write streams themselves: a
+message is parsed in the task that asks for it and written by the task that sends it, with no
+reader or writer task in between. The SDK's `stdio_server()` and the memory streams it hands out
+put a task hop on each side of every message, which on a proxy's four crossings per call
+(client in, upstream out, upstream in, client out) cost more than the parsing.
+
+Pipes, sockets and terminals are used without blocking, so a cancellation (a SIGTERM, a stopping
+upstream) is immediate; a descriptor epoll cannot watch (a regular file, /dev/null) is read and
+written from a worker thread. As the SDK does, while the gateway serves on stdio fd 0 and 1 point
+at /dev/null and stderr, so anything that writes to stdout by accident (a library, a child that
+inherits it) cannot corrupt the protocol stream.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from types import TracebackType
 
 import anyio
 import anyio.to_thread
-from mcp.server.stdio import stdio_server
-from mcp.shared._stream_protocols import ReadStream, WriteStream
+import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 _CHUNK = 65536
+STDOUT_FLUSH_SECONDS = 0.5
+"""How long a response half-written to stdout may take to get out once serving ends."""
 
 
 def pollable(fd: int) -> bool:
@@ -33,88 +38,246 @@ def pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
-class _LineReader:
-    """Async iteration over the lines of a file descriptor, without a blocking thread for pipes and
-    terminals (made non-blocking here; the caller restores the descriptor's mode)."""
+def parse_message(line: bytes | str) -> SessionMessage | Exception:
+    """One line as a JSON-RPC message, or the error it is (handed on to the session, as the SDK does)."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
 
-    def __init__(self, fd: int) -> None:
+
+class MessageReader:
+    """The read stream of a session over a descriptor: each line is one message, parsed on `receive()`.
+
+    A pipe or terminal is made non-blocking here (the caller restores its mode). `end()` may be
+    called from another task (the writer, on a broken pipe): a `receive()` waiting for input then
+    ends the stream as EOF does.
+    """
+
+    def __init__(self, fd: int, parse: Callable[[bytes], SessionMessage | Exception] = parse_message) -> None:
         self._fd = fd
+        self._parse = parse
         self._pending = bytearray()
+        self._scanned = 0
         self._eof = False
+        self._closed = False
+        self._waiting: anyio.CancelScope | None = None
+        self._idle = anyio.Event()
+        self._idle.set()
         self._pollable = pollable(fd)
         if self._pollable:
             os.set_blocking(fd, False)
 
-    def __aiter__(self) -> _LineReader:
-        return self
+    async def receive(self) -> SessionMessage | Exception:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        line = await self._line()
+        if line is None:
+            raise anyio.EndOfStream
+        return self._parse(line)
 
-    async def __anext__(self) -> str:
-        scanned = 0  # only new bytes are searched for the end of the line: a long line costs linear time
-        while (end := self._pending.find(b"\n", scanned)) == -1 and not self._eof:
-            scanned = len(self._pending)
+    async def _line(self) -> bytes | None:
+        # Only new bytes are searched for the end of a line: a long line costs linear time.
+        while (end := self._pending.find(b"\n", self._scanned)) == -1:
+            self._scanned = len(self._pending)
+            if self._eof:
+                break
             chunk = await self._read()
+            if chunk is None:  # ended from elsewhere
+                self._eof = True
+                self._pending.clear()
+                return None
             self._eof = not chunk
             self._pending += chunk
         if not self._pending:
-            raise StopAsyncIteration
+            return None
         cut = len(self._pending) if end == -1 else end + 1
         line = bytes(self._pending[:cut])
         del self._pending[:cut]
-        return line.decode("utf-8", "replace")
+        self._scanned = 0
+        return line
 
-    async def _read(self) -> bytes:
+    async def _read(self) -> bytes | None:
+        """The next chunk (b"" at EOF), or None when `end()` or `aclose()` interrupted the wait."""
+        if self._eof:
+            return b""
         if not self._pollable:
             return await anyio.to_thread.run_sync(os.read, self._fd, _CHUNK)
+        try:
+            return os.read(self._fd, _CHUNK)
+        except BlockingIOError:
+            pass
+        self._idle = anyio.Event()
+        try:
+            with anyio.CancelScope() as self._waiting:
+                while True:
+                    await anyio.wait_readable(self._fd)
+                    try:
+                        return os.read(self._fd, _CHUNK)
+                    except BlockingIOError:
+                        continue
+            return None
+        finally:
+            self._waiting = None
+            self._idle.set()
+
+    def end(self) -> None:
+        """End the stream as if the peer had closed it (what is buffered is dropped)."""
+        self._eof = True
+        self._pending.clear()
+        self._scanned = 0
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    async def drain(self) -> None:
+        """Read and drop everything up to EOF: a peer blocked writing can then go on to its exit.
+        For after `aclose()`; only for a pollable descriptor."""
+        self.end()
+        await self._idle.wait()  # a receive() interrupted by end() has let go of the descriptor
         while True:
             await anyio.wait_readable(self._fd)
             try:
-                return os.read(self._fd, _CHUNK)
+                if not os.read(self._fd, _CHUNK):
+                    return
             except BlockingIOError:
                 continue
 
+    async def aclose(self) -> None:
+        self._closed = True
+        self.end()
 
-async def write_all(fd: int, data: bytes) -> None:
-    """Write `data` to a non-blocking pipe or terminal from the event loop, waiting while it is full."""
-    view = memoryview(data)
-    while view:
+    def __aiter__(self) -> MessageReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
         try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:  # the reader is not keeping up: wait, without blocking the loop
-            await anyio.wait_writable(fd)
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> MessageReader:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
 
 
-class _LineWriter:
-    """Writes whole lines to a file descriptor: straight from the event loop when it does not block
-    (a pipe or terminal, made non-blocking here: a worker thread per response costs more than the
-    write), else from a worker thread (a regular file or a device, which epoll cannot watch)."""
+class MessageWriter:
+    """The write stream of a session over a descriptor: `send()` writes the message's line itself.
 
-    def __init__(self, fd: int) -> None:
+    Lines stay whole: a line that the descriptor cannot take at once is finished before the next
+    one starts, even if its sender is cancelled meanwhile (only `abort()` cuts it). When the peer
+    has gone (EPIPE and the like) `on_broken` runs once and every send raises BrokenResourceError,
+    which the SDK turns into CONNECTION_CLOSED for a request and drops for a response.
+    """
+
+    def __init__(self, fd: int, on_broken: Callable[[], None]) -> None:
         self._fd = fd
+        self._on_broken = on_broken
+        self._closed = False
+        self._broken = False
+        self._busy: anyio.Event | None = None
+        self._finishing: anyio.CancelScope | None = None
         self._pollable = pollable(fd)
         if self._pollable:
             os.set_blocking(fd, False)
 
-    async def write(self, text: str) -> None:
-        data = text.encode("utf-8")
-        if not self._pollable:
-            await anyio.to_thread.run_sync(self._write_all, data)
-            return
-        await write_all(self._fd, data)
+    async def send(self, item: SessionMessage, /) -> None:
+        data = (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+        while self._busy is not None:  # another line is half-written
+            await self._busy.wait()
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        try:
+            if not self._pollable:
+                await self._in_thread(data)
+                return
+            try:
+                written = os.write(self._fd, data)
+            except BlockingIOError:
+                written = 0
+            if written < len(data):
+                await self._finish(memoryview(data)[written:])
+        except OSError as exc:
+            self._break()
+            raise anyio.BrokenResourceError from exc
 
-    async def flush(self) -> None:
-        return None
+    async def _finish(self, rest: memoryview) -> None:
+        busy = self._busy = anyio.Event()
+        try:
+            with anyio.CancelScope(shield=True) as self._finishing:
+                while rest:
+                    await anyio.wait_writable(self._fd)
+                    try:
+                        rest = rest[os.write(self._fd, rest) :]
+                    except BlockingIOError:
+                        continue
+            if rest:  # aborted
+                self._break()
+                raise anyio.BrokenResourceError
+        finally:
+            self._finishing = None
+            self._busy = None
+            busy.set()
+
+    async def _in_thread(self, data: bytes) -> None:
+        busy = self._busy = anyio.Event()
+        try:
+            await anyio.to_thread.run_sync(self._write_all, data)
+        finally:
+            self._busy = None
+            busy.set()
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
 
+    def _break(self) -> None:
+        if not self._broken:
+            self._broken = True
+            self._on_broken()
+
+    async def flushed(self) -> None:
+        """Return once no line is half-written."""
+        while self._busy is not None:
+            await self._busy.wait()
+
+    def abort(self) -> None:
+        """Stop finishing a half-written line (the descriptor is about to be closed)."""
+        self._closed = True
+        if self._finishing is not None:
+            self._finishing.cancel()
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> MessageWriter:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+def _parse_text(line: bytes) -> SessionMessage | Exception:
+    # As the SDK's stdio_server reads its stdin: undecodable bytes become U+FFFD, not an error.
+    return parse_message(line.decode("utf-8", "replace"))
+
 
 @asynccontextmanager
-async def serve_process_stdio() -> AsyncGenerator[
-    tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
-]:
-    """MCP streams over this process's stdin/stdout, restored when the block ends."""
+async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWriter]]:
+    """MCP streams over this process's stdin/stdout, restored when the block ends.
+
+    A client that stops reading our stdout (EPIPE) ends the read stream too, as its EOF would.
+    """
     wire_in, wire_out = os.dup(0), os.dup(1)
     was_blocking = os.get_blocking(wire_in)
     was_writing_blocking = os.get_blocking(wire_out)
@@ -123,15 +286,15 @@ async def serve_process_stdio() -> AsyncGenerator[
     os.close(null)
     os.dup2(2, 1)
     try:
-        reader: Any = _LineReader(wire_in)
-        writer: Any = _LineWriter(wire_out)
-        async with stdio_server(
-            stdin=cast(anyio.AsyncFile[str], reader), stdout=cast(anyio.AsyncFile[str], writer)
-        ) as (
-            read_stream,
-            write_stream,
-        ):
-            yield read_stream, write_stream
+        reader = MessageReader(wire_in, _parse_text)
+        writer = MessageWriter(wire_out, on_broken=reader.end)
+        try:
+            yield reader, writer
+        finally:
+            # A response cut in the middle would be garbage to the client; it gets a moment to take it.
+            with anyio.move_on_after(STDOUT_FLUSH_SECONDS, shield=True):
+                await writer.flushed()
+            writer.abort()
     finally:
         os.set_blocking(wire_in, was_blocking)
         os.set_blocking(wire_out, was_writing_blocking)

@@ -35,7 +35,6 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 import httpx2
-import mcp_types as types
 from mcp.client._transport import Transport, TransportStreams
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, get_default_environment
@@ -46,7 +45,7 @@ from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import AnyServerConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
-from toolscout.stdio import write_all
+from toolscout.stdio import MessageReader, MessageWriter, parse_message
 
 logger = logging.getLogger(__name__)
 
@@ -170,13 +169,14 @@ def _exit_with_gateway() -> Callable[[], None] | None:
     return hook
 
 
-def _parse(line: bytes, log: logging.Logger) -> SessionMessage | Exception:
-    """One line of a child's stdout as a message, or the error it is (handed on, as the SDK does)."""
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:
-        log.warning("not a JSON-RPC message on stdout: %r", line[:200].decode("utf-8", "replace"))
-        return exc
+def _parse_logged(log: logging.Logger) -> Callable[[bytes], SessionMessage | Exception]:
+    def parse(line: bytes) -> SessionMessage | Exception:
+        message = parse_message(line)
+        if isinstance(message, Exception):
+            log.warning("not a JSON-RPC message on stdout: %r", line[:200].decode("utf-8", "replace"))
+        return message
+
+    return parse
 
 
 def _group_alive(pgid: int) -> bool:
@@ -256,68 +256,21 @@ class _Child:
         finally:
             os.close(child_stdin)
             os.close(child_stdout)
-        os.set_blocking(self._to_child, False)
-        os.set_blocking(self._from_child, False)
-        self._messages_in, self.read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        self.write_stream, self._messages_out = anyio.create_memory_object_stream[SessionMessage](0)
-        self._writing = anyio.CancelScope()
-        self._written = anyio.Event()
-
-    async def read(self) -> None:
-        """Hand each line of the child's stdout to the session; once the session has gone, go on
-        reading (and dropping) it, so a child blocked writing can still get to its exit."""
-        fd, parts = self._from_child, list[bytes]()
-        delivering = True
-        async with self._messages_in:
-            while True:
-                await anyio.wait_readable(fd)
-                try:
-                    chunk = os.read(fd, _CHUNK)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    return
-                if not delivering:
-                    continue
-                start = 0
-                while (end := chunk.find(b"\n", start)) != -1:
-                    parts.append(chunk[start:end])
-                    start = end + 1
-                    line = b"".join(parts)
-                    parts.clear()
-                    try:
-                        await self._messages_in.send(_parse(line, self._log))
-                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                        delivering = False
-                        break
-                if delivering and start < len(chunk):
-                    parts.append(chunk[start:])
-
-    async def write(self) -> None:
-        """Write the session's messages to the child's stdin, one JSON line each."""
-        try:
-            with self._writing:
-                async with self._messages_out:
-                    async for message in self._messages_out:
-                        line = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                        await write_all(self._to_child, line.encode())
-        except OSError:
-            # It closed its stdin or exited, and may still be running: end the session's read
-            # stream, so that no request waits for an answer that cannot come.
-            await self._messages_in.aclose()
-        finally:
-            self._written.set()
+        self.read_stream = MessageReader(self._from_child, _parse_logged(log))
+        # A child that closed its stdin or exited ends the session's read stream too, so that no
+        # request waits for an answer that cannot come.
+        self.write_stream = MessageWriter(self._to_child, on_broken=self.read_stream.end)
 
     async def stop(self) -> None:
         """Let accepted messages out (briefly), close the child's stdin, and give it
         `STDIN_CLOSE_GRACE` seconds to exit; then terminate its process group (what is left of it,
         if it did exit): SIGTERM, `TERMINATE_GRACE` seconds, SIGKILL. Every wait is bounded."""
-        self.read_stream.close()  # from here on the reader drains
-        self.write_stream.close()
+        await self.read_stream.aclose()  # (the reader drains from here on: see _child_streams)
+        await self.write_stream.aclose()
         with anyio.move_on_after(WRITER_FLUSH_SECONDS):
-            await self._written.wait()
-        self._writing.cancel()
-        await self._written.wait()
+            await self.write_stream.flushed()
+        self.write_stream.abort()
+        await self.write_stream.flushed()
         os.close(self._to_child)
         self._to_child = -1
         process = self.process
@@ -349,14 +302,15 @@ async def _child_streams(child: _Child) -> AsyncGenerator[TransportStreams]:
     cancelled or not."""
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(child.read, name=f"stdout of {child.process.pid}")
-            tg.start_soon(child.write, name=f"stdin of {child.process.pid}")
             try:
                 yield child.read_stream, child.write_stream
             finally:
+                # Once the session has gone, the child's stdout is still read (and dropped), so a
+                # child blocked writing can still get to its exit.
+                tg.start_soon(child.read_stream.drain, name=f"stdout of {child.process.pid}")
                 with anyio.CancelScope(shield=True):
                     await child.stop()
-                tg.cancel_scope.cancel()  # the reader, if something outside the group holds its stdout
+                tg.cancel_scope.cancel()  # the drain, if something outside the group holds its stdout
     finally:
         child.close()
 
@@ -423,7 +377,7 @@ class StdioUpstream:
             while True:
                 await anyio.wait_readable(fd)
                 try:
-                    chunk = os.read(fd, 65536)
+                    chunk = os.read(fd, _CHUNK)
                 except BlockingIOError:
                     continue
                 if not chunk:
