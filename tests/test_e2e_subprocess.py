@@ -29,6 +29,8 @@ from tests.test_upstream_failures import _alive  # pyright: ignore[reportPrivate
 pytestmark = pytest.mark.anyio
 
 META_TOOL_NAMES = ["list_mcp_servers", "search_tools", "list_tools", "get_tool_details", "execute_tool"]
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+PING = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
 UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
 SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
 PID_WRITER = (
@@ -231,8 +233,10 @@ def test_stdio_from_devices_and_files_that_epoll_cannot_watch(tmp_path: Path, st
     }
     source = Path(os.devnull)
     if stdin == "a file":
+        # What was read before EOF is answered before serving ends (it used to be cancelled).
         source = tmp_path / "requests.jsonl"
-        source.write_text(json.dumps(initialize) + "\n", encoding="utf-8")
+        requests = [initialize, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, PING]
+        source.write_text("".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8")
     sink = Path(os.devnull) if stdin == "/dev/null" else tmp_path / "responses.jsonl"
     with source.open("rb") as into, sink.open("wb") as out:
         done = subprocess.run(
@@ -247,8 +251,50 @@ def test_stdio_from_devices_and_files_that_epoll_cannot_watch(tmp_path: Path, st
     stderr = done.stderr.decode()
     assert done.returncode == 0 and "Traceback" not in stderr, stderr
     if stdin == "a file":
-        [response] = [json.loads(line) for line in sink.read_text(encoding="utf-8").splitlines()]
-        assert response["id"] == 1 and response["result"]["serverInfo"]["name"] == "toolscout"
+        responses = {r["id"]: r for r in map(json.loads, sink.read_text(encoding="utf-8").splitlines())}
+        assert sorted(responses) == [1, 2, 3]
+        assert responses[1]["result"]["serverInfo"]["name"] == "toolscout"
+        assert [t["name"] for t in responses[2]["result"]["tools"]] == META_TOOL_NAMES
+        assert responses[3]["result"] == {}
+
+
+def test_requests_read_before_eof_are_answered_and_a_hanging_one_does_not_keep_the_gateway(tmp_path: Path) -> None:
+    # A client that writes its requests and closes stdin at once gets every answer that can come;
+    # a call to a server that never answers is given up (EOF_ANSWER_SECONDS) and the gateway exits.
+    # (Before, EOF cancelled every request still in flight, answerable or not.)
+    config = tmp_path / "config.json"
+    stuck = {"command": PYTHON, "args": ["-c", "import time; time.sleep(3600)"]}
+    config.write_text(json.dumps({"mcpServers": {"stuck": stuck}}), encoding="utf-8")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "eof", "version": "0"}},
+    }
+    hang: dict[str, Any] = {"server": "stuck", "tool": "anything", "arguments": {}}
+    requests: list[dict[str, Any]] = [
+        initialize,
+        INITIALIZED,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_tool", "arguments": hang}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        {**PING, "id": 4},
+    ]
+    done = subprocess.run(
+        [PYTHON, "-m", "toolscout", "serve", "--config", str(config)],
+        input="".join(json.dumps(r) + "\n" for r in requests).encode(),
+        capture_output=True,
+        env={**os.environ, "TOOLSCOUT_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=60,
+        check=False,
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 0 and "Traceback" not in stderr, stderr
+    responses = {r["id"]: r for r in map(json.loads, done.stdout.decode().splitlines())}
+    assert sorted(responses) == [1, 2, 3, 4], responses
+    assert [t["name"] for t in responses[3]["result"]["tools"]] == META_TOOL_NAMES
+    assert responses[4]["result"] == {}
+    # The call to `stuck` could not be answered: the SDK tells the client so as serving ends.
+    assert responses[2]["error"]["message"] == "Connection closed", responses[2]
 
 
 def test_a_client_that_stops_reading_stdout_ends_the_gateway_cleanly(tmp_path: Path) -> None:
@@ -296,7 +342,7 @@ async def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
     config.write_text(f"mcpServers:\n  noisy:\n    command: {PYTHON}\n    args: ['{noisy}']\n", encoding="utf-8")
     process = await anyio.open_process([PYTHON, "-m", "toolscout", "serve", "--config", str(config)])
     assert process.stdin is not None and process.stdout is not None
-    requests = [
+    requests: list[dict[str, Any]] = [
         {
             "jsonrpc": "2.0",
             "id": 1,

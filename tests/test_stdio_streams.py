@@ -199,3 +199,28 @@ async def test_drain_reads_to_eof_after_the_session_has_gone() -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(reader.drain)
                 await anyio.to_thread.run_sync(peer)  # returns only if the drain keeps reading
+
+
+async def test_before_eof_runs_once_at_the_peers_eof_and_not_when_ended_from_here() -> None:
+    waited: list[str] = []
+
+    async def before_eof() -> None:
+        waited.append("eof")
+
+    with pipe() as (read_end, write_end):
+        reader = MessageReader(read_end, before_eof=before_eof)
+        os.write(write_end, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        os.close(write_end)
+        with anyio.fail_after(BOUND):
+            assert isinstance(await reader.receive(), SessionMessage)
+            assert waited == []
+            for _ in range(2):
+                with pytest.raises(anyio.EndOfStream):
+                    await reader.receive()
+        assert waited == ["eof"]
+    with pipe() as (read_end, _write_end):
+        reader = MessageReader(read_end, before_eof=before_eof)
+        reader.end()  # a broken pipe on the other side: nobody is left to answer
+        with anyio.fail_after(BOUND), pytest.raises(anyio.EndOfStream):
+            await reader.receive()
+        assert waited == ["eof"]

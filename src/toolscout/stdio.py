@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
 
@@ -29,6 +29,10 @@ from mcp.shared.message import SessionMessage
 _CHUNK = 65536
 STDOUT_FLUSH_SECONDS = 0.5
 """How long a response half-written to stdout may take to get out once serving ends."""
+EOF_ANSWER_SECONDS = 2.0
+"""How long, once stdin has ended, the requests already read may take to be answered before serving
+ends (and cancels what is left): `serve < requests.jsonl` gets its answers. An MCP client that
+closes stdin to stop the gateway signals it after about as long (the SDK's client: 2 s)."""
 
 
 def pollable(fd: int) -> bool:
@@ -54,9 +58,21 @@ class MessageReader:
     ends the stream as EOF does.
     """
 
-    def __init__(self, fd: int, parse: Callable[[bytes], SessionMessage | Exception] = parse_message) -> None:
+    def __init__(
+        self,
+        fd: int,
+        parse: Callable[[bytes], SessionMessage | Exception] = parse_message,
+        *,
+        on_message: Callable[[SessionMessage], None] | None = None,
+        before_eof: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """`on_message` sees each message as it is received; `before_eof` is awaited once before the
+        peer's EOF ends the stream (not when `end()` does)."""
         self._fd = fd
         self._parse = parse
+        self._on_message = on_message
+        self._before_eof = before_eof
+        self._ended = False
         self._pending = bytearray()
         self._scanned = 0
         self._eof = False
@@ -73,8 +89,14 @@ class MessageReader:
             raise anyio.ClosedResourceError
         line = await self._line()
         if line is None:
+            if self._before_eof is not None and not self._ended:
+                before_eof, self._before_eof = self._before_eof, None
+                await before_eof()
             raise anyio.EndOfStream
-        return self._parse(line)
+        message = self._parse(line)
+        if self._on_message is not None and isinstance(message, SessionMessage):
+            self._on_message(message)
+        return message
 
     async def _line(self) -> bytes | None:
         # Only new bytes are searched for the end of a line: a long line costs linear time.
@@ -123,7 +145,7 @@ class MessageReader:
 
     def end(self) -> None:
         """End the stream as if the peer had closed it (what is buffered is dropped)."""
-        self._eof = True
+        self._eof = self._ended = True
         self._pending.clear()
         self._scanned = 0
         if self._waiting is not None:
@@ -174,9 +196,13 @@ class MessageWriter:
     which the SDK turns into CONNECTION_CLOSED for a request and drops for a response.
     """
 
-    def __init__(self, fd: int, on_broken: Callable[[], None]) -> None:
+    def __init__(
+        self, fd: int, on_broken: Callable[[], None], *, on_sent: Callable[[SessionMessage], None] | None = None
+    ) -> None:
+        """`on_sent` sees each message once its line is written."""
         self._fd = fd
         self._on_broken = on_broken
+        self._on_sent = on_sent
         self._closed = False
         self._broken = False
         self._busy: anyio.Event | None = None
@@ -196,16 +222,18 @@ class MessageWriter:
         try:
             if not self._pollable:
                 await self._in_thread(data)
-                return
-            try:
-                written = os.write(self._fd, data)
-            except BlockingIOError:
-                written = 0
-            if written < len(data):
-                await self._finish(memoryview(data)[written:])
+            else:
+                try:
+                    written = os.write(self._fd, data)
+                except BlockingIOError:
+                    written = 0
+                if written < len(data):
+                    await self._finish(memoryview(data)[written:])
         except OSError as exc:
             self._break()
             raise anyio.BrokenResourceError from exc
+        if self._on_sent is not None:
+            self._on_sent(item)
 
     async def _finish(self, rest: memoryview) -> None:
         busy = self._busy = anyio.Event()
@@ -267,6 +295,40 @@ class MessageWriter:
         return None
 
 
+class _Unanswered:
+    """The requests read from the client and not yet answered, so that its EOF can wait for them."""
+
+    def __init__(self) -> None:
+        self._ids: set[types.RequestId] = set()
+        self._none = anyio.Event()
+        self._none.set()
+
+    def read(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest):
+            if not self._ids:
+                self._none = anyio.Event()
+            self._ids.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            # A cancelled request gets no answer (the spec): there is nothing to wait for.
+            self._answered((message.params or {}).get("requestId"))
+
+    def sent(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._answered(message.id)
+
+    def _answered(self, request_id: object) -> None:
+        if isinstance(request_id, int | str) and request_id in self._ids:
+            self._ids.discard(request_id)
+            if not self._ids:
+                self._none.set()
+
+    async def wait(self) -> None:
+        with anyio.move_on_after(EOF_ANSWER_SECONDS):
+            await self._none.wait()
+
+
 def _parse_text(line: bytes) -> SessionMessage | Exception:
     # As the SDK's stdio_server reads its stdin: undecodable bytes become U+FFFD, not an error.
     return parse_message(line.decode("utf-8", "replace"))
@@ -276,7 +338,8 @@ def _parse_text(line: bytes) -> SessionMessage | Exception:
 async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWriter]]:
     """MCP streams over this process's stdin/stdout, restored when the block ends.
 
-    A client that stops reading our stdout (EPIPE) ends the read stream too, as its EOF would.
+    A client that stops reading our stdout (EPIPE) ends the read stream too, as its EOF would. At
+    stdin's EOF, the requests already read are answered first (for up to `EOF_ANSWER_SECONDS`).
     """
     wire_in, wire_out = os.dup(0), os.dup(1)
     was_blocking = os.get_blocking(wire_in)
@@ -286,8 +349,9 @@ async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWr
     os.close(null)
     os.dup2(2, 1)
     try:
-        reader = MessageReader(wire_in, _parse_text)
-        writer = MessageWriter(wire_out, on_broken=reader.end)
+        unanswered = _Unanswered()
+        reader = MessageReader(wire_in, _parse_text, on_message=unanswered.read, before_eof=unanswered.wait)
+        writer = MessageWriter(wire_out, on_broken=reader.end, on_sent=unanswered.sent)
         try:
             yield reader, writer
         finally:
