@@ -297,6 +297,26 @@ def test_requests_read_before_eof_are_answered_and_a_hanging_one_does_not_keep_t
     assert responses[2]["error"]["message"] == "Connection closed", responses[2]
 
 
+async def test_an_open_listen_stream_does_not_hold_the_gateway_at_eof(tmp_path: Path) -> None:
+    # `subscriptions/listen` is answered only when the client ends it: a 2026-07-28 client that
+    # closes stdin with one open must not wait for it (it did, until the client's SIGTERM 2 s later).
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"mcpServers": {}}), encoding="utf-8")
+    log = tmp_path / "gateway.log"
+    params = StdioServerParameters(
+        command=PYTHON,
+        args=["-m", "toolscout", "serve", "--config", str(config), "--mode", "dynamic"],
+        env={**os.environ, "TOOLSCOUT_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    with log.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            listen = client.listen(tools_list_changed=True)
+            await listen.__aenter__()  # left open: the client goes away with the stream still listening
+    text = log.read_text(encoding="utf-8")
+    assert "serving MCP on stdio" in text and "received SIGTERM" not in text, text
+
+
 def test_a_client_that_stops_reading_stdout_ends_the_gateway_cleanly(tmp_path: Path) -> None:
     # A client that closes its end of our stdout while its stdin stays open: the next response
     # meets EPIPE, which ends serving as stdin's EOF would, with no traceback.

@@ -295,6 +295,10 @@ class MessageWriter:
         return None
 
 
+_OPEN_ENDED = frozenset({"subscriptions/listen"})
+"""Requests that are answered only when the client ends them: never waited for at EOF."""
+
+
 class _Unanswered:
     """The requests read from the client and not yet answered, so that its EOF can wait for them."""
 
@@ -306,6 +310,8 @@ class _Unanswered:
     def read(self, item: SessionMessage) -> None:
         message = item.message
         if isinstance(message, types.JSONRPCRequest):
+            if message.method in _OPEN_ENDED:
+                return
             if not self._ids:
                 self._none = anyio.Event()
             self._ids.add(message.id)
