@@ -39,6 +39,13 @@ PID_WRITER = (
 )
 
 
+def initialize_request(client: str) -> dict[str, Any]:
+    """A raw 2025-11-25 `initialize` (id 1) from a client named `client`."""
+    info = {"name": client, "version": "0"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info}
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+
+
 @asynccontextmanager
 async def config_with_remote_demos(tmp_path: Path) -> AsyncGenerator[Path]:
     """A config fronting notes (stdio, reporting its pid), units (stdio), text (HTTP) and files (SSE)."""
@@ -225,12 +232,7 @@ def test_stdio_from_devices_and_files_that_epoll_cannot_watch(tmp_path: Path, st
     # traceback: epoll refuses devices and regular files. Both now end at once, cleanly, at EOF.
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"mcpServers": {}}), encoding="utf-8")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "file", "version": "0"}},
-    }
+    initialize = initialize_request("file")
     source = Path(os.devnull)
     if stdin == "a file":
         # What was read before EOF is answered before serving ends (it used to be cancelled).
@@ -265,12 +267,7 @@ def test_requests_read_before_eof_are_answered_and_a_hanging_one_does_not_keep_t
     config = tmp_path / "config.json"
     stuck = {"command": PYTHON, "args": ["-c", "import time; time.sleep(3600)"]}
     config.write_text(json.dumps({"mcpServers": {"stuck": stuck}}), encoding="utf-8")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "eof", "version": "0"}},
-    }
+    initialize = initialize_request("eof")
     hang: dict[str, Any] = {"server": "stuck", "tool": "anything", "arguments": {}}
     requests: list[dict[str, Any]] = [
         initialize,
@@ -322,12 +319,7 @@ def test_a_client_that_stops_reading_stdout_ends_the_gateway_cleanly(tmp_path: P
     # meets EPIPE, which ends serving as stdin's EOF would, with no traceback.
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"mcpServers": {}}), encoding="utf-8")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "gone", "version": "0"}},
-    }
+    initialize = initialize_request("gone")
     process = subprocess.Popen(
         [PYTHON, "-m", "toolscout", "serve", "--config", str(config)],
         stdin=subprocess.PIPE,

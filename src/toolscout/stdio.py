@@ -20,6 +20,7 @@ import stat
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
+from typing import Self
 
 import anyio
 import anyio.to_thread
@@ -50,7 +51,39 @@ def parse_message(line: bytes | str) -> SessionMessage | Exception:
         return exc
 
 
-class MessageReader:
+class AsyncClosing:
+    """`async with` closes the stream, as the SDK's stream protocols expect of a stream."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class ReceiveIteration(AsyncClosing):
+    """Async iteration over `receive()`, up to its EndOfStream."""
+
+    async def receive(self) -> SessionMessage | Exception:
+        raise NotImplementedError
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+
+class MessageReader(ReceiveIteration):
     """The read stream of a session over a descriptor: each line is one message, parsed on `receive()`.
 
     A pipe or terminal is made non-blocking here (the caller restores its mode). `end()` may be
@@ -105,9 +138,7 @@ class MessageReader:
             if self._eof:
                 break
             chunk = await self._read()
-            if chunk is None:  # ended from elsewhere
-                self._eof = True
-                self._pending.clear()
+            if chunk is None:  # end() interrupted the wait, and has dropped what was buffered
                 return None
             self._eof = not chunk
             self._pending += chunk
@@ -168,26 +199,8 @@ class MessageReader:
         self._closed = True
         self.end()
 
-    def __aiter__(self) -> MessageReader:
-        return self
 
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> MessageReader:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class MessageWriter:
+class MessageWriter(AsyncClosing):
     """The write stream of a session over a descriptor: `send()` writes the message's line itself.
 
     Lines stay whole: a line that the descriptor cannot take at once is finished before the next
@@ -284,15 +297,6 @@ class MessageWriter:
 
     async def aclose(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> MessageWriter:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 _OPEN_ENDED = frozenset({"subscriptions/listen"})

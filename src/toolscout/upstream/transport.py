@@ -29,7 +29,6 @@ import sys
 import threading
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
-from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
@@ -45,7 +44,7 @@ from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import AnyServerConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
-from toolscout.stdio import MessageReader, MessageWriter, parse_message
+from toolscout.stdio import MessageReader, MessageWriter, ReceiveIteration, parse_message
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ class UpstreamTransport(Protocol):
         ...
 
 
-class _WatchedReadStream:
+class _WatchedReadStream(ReceiveIteration):
     """Delegates to a read stream and reports its end of stream once."""
 
     def __init__(self, inner: ReadStream[SessionMessage | Exception], on_end: Callable[[], None]) -> None:
@@ -107,24 +106,6 @@ class _WatchedReadStream:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 @contextlib.asynccontextmanager
