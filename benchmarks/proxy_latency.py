@@ -26,7 +26,8 @@ connections are opened first, each is warmed up, then the configurations are mea
 batches (in a shuffled order each round), so machine noise falls on all of them alike. Prints Markdown:
 median and p99 per configuration, ratio to the direct call's median, added time (median − direct
 median), and the issue's targets: execute_tool ≤ 1.3× the direct median, and toolscout's added time
-at most half of FastMCP's.
+at most half of FastMCP's (also round by round: the ratio of each round's medians, whose spread
+shows whether the run's verdict stands clear of the machine's drift).
 """
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ class Route:
     tool: str
     arguments: dict[str, Any]
     samples: list[float] = field(default_factory=list[float])
+    rounds: list[list[float]] = field(default_factory=list[list[float]])
+    """The samples again, one list per round: every route's batch of a round ran within seconds of the others'."""
 
 
 def install_fastmcp(venv: Path, version: str) -> None:
@@ -159,6 +162,29 @@ def fastmcp_version(python: Path) -> str:
         )
     fm, sdk = done.stdout.split()
     return f"fastmcp {fm} (mcp {sdk})"
+
+
+def _round_ratios(ours: Route, peer: Route, direct: Route) -> list[float]:
+    """Our added time over the peer's, round by round (each from the medians of that round's batches).
+
+    The machine's speed drifts over a run; within one round the three batches ran back to back, so the
+    spread of these ratios shows how firmly the ratio of the whole run's medians stands.
+    """
+    ratios: list[float] = []
+    for mine, theirs, base in zip(ours.rounds, peer.rounds, direct.rounds, strict=True):
+        reference = statistics.median(base)
+        peer_added = statistics.median(theirs) - reference
+        if peer_added > 0:
+            ratios.append((statistics.median(mine) - reference) / peer_added)
+    return ratios
+
+
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    if len(values) < 2:
+        value = values[0] if values else math.nan
+        return value, value, value
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
 
 
 def _p99(samples: list[float]) -> float:
@@ -275,8 +301,10 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             order = routes[:]
             rng.shuffle(order)
             for route in order:
-                for _ in range(min(batch, calls[route.era] - len(route.samples))):
-                    route.samples.append(await call(route))
+                taken = [await call(route) for _ in range(min(batch, calls[route.era] - len(route.samples)))]
+                if taken:
+                    route.samples += taken
+                    route.rounds.append(taken)
         took = time.perf_counter() - started
 
     print(f"## Proxy latency — {date.today()}")
@@ -315,7 +343,13 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
         for peer_label in ("fastmcp create_proxy", "fastmcp reused session"):
             theirs = statistics.median(by_label[peer_label].samples) - direct
             verdict = "met" if added <= theirs / 2 else "missed"
-            cells.append(f"{added:.2f} vs {theirs:.2f} ms ({added / theirs:.2f}) — {verdict}")
+            rounds = _round_ratios(by_label["toolscout execute_tool"], by_label[peer_label], by_label["direct"])
+            low, middle, high = _quartiles(rounds)
+            cells.append(
+                f"{added:.2f} vs {theirs:.2f} ms ({added / theirs:.2f}) — {verdict}; "
+                f"{len(rounds)} rounds: median {middle:.2f}, middle half {low:.2f}–{high:.2f}, "
+                f"≤ 0.5 in {sum(r <= 0.5 for r in rounds)}"
+            )
         floor = statistics.median(by_label["bare SDK proxy"].samples)
         cells += [f"{floor / direct:.2f}×", f"{ours - floor:+.2f} ms"]
         print(f"| {era} | {transport} | " + " | ".join(cells) + " |")
