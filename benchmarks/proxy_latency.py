@@ -16,6 +16,8 @@ process. For each transport, stdio and streamable HTTP, and each protocol era of
 * through `benchmarks/bare_proxy.py`, the least a proxy built on the same SDK pieces can do (a
   low-level `Server` forwarding `tools/call` to one `mcp.Client`, at 2025-11-25 upstream, and
   nothing else): the floor under toolscout's added time;
+* through `benchmarks/byte_relay.py`, one more process that copies bytes without reading a message
+  (stdio lines; TCP connections): the floor of any proxy, MCP handling left out;
 * through a FastMCP proxy (`fastmcp` from PyPI, in its own venv, run as a child process): the
   documented `create_proxy(target)`, and `create_proxy(connected_client)`, which reuses one backend
   session for every request (FastMCP logs that this may mix request contexts; over HTTP it is much faster).
@@ -66,6 +68,7 @@ UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
 SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
 FASTMCP_READY = r"fastmcp proxy at (http://\S+/mcp)"
 BARE_READY = r"bare proxy at (http://\S+/mcp)"
+RELAY_READY = r"byte relay at (http://\S+/mcp)"
 HTTP_ANY_PORT = ["--transport", "http", "--port", "0"]
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 
@@ -226,6 +229,9 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
         def bare(transport: str, target: list[str]) -> list[str]:
             return [PYTHON, "-m", "benchmarks.bare_proxy", transport, *target]
 
+        def relay(transport: str, target: list[str]) -> list[str]:
+            return [PYTHON, "-m", "benchmarks.byte_relay", transport, *target]
+
         def fastmcp(transport: str, variant: str, target: list[str]) -> list[str]:
             return [fm, "-c", FASTMCP_PROXY, transport, variant, *target]
 
@@ -248,6 +254,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                 SERVE_READY,
             ),
             ("bare SDK proxy", bare("http", [upstream_url]), BARE_READY),
+            ("byte relay (no MCP)", relay("http", [upstream_url]), RELAY_READY),
             ("fastmcp create_proxy", fastmcp("http", "default", [upstream_url]), FASTMCP_READY),
             ("fastmcp reused session", fastmcp("http", "reused", [upstream_url]), FASTMCP_READY),
         ):
@@ -259,6 +266,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             "toolscout execute_tool, the other upstream era": gateway("stdio", "discovery", "auto"),
             "toolscout passthrough": gateway("stdio", "passthrough"),
             "bare SDK proxy": bare("stdio", UPSTREAM),
+            "byte relay (no MCP)": relay("stdio", UPSTREAM),
             "fastmcp create_proxy": fastmcp("stdio", "default", UPSTREAM),
             "fastmcp reused session": fastmcp("stdio", "reused", UPSTREAM),
         }
@@ -332,9 +340,10 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
     print()
     print(
         "| era | transport | execute_tool ≤ 1.3× direct median | execute_tool added ≤ ½ FastMCP create_proxy's "
-        "| … ≤ ½ FastMCP reused session's | the SDK's floor: bare proxy × direct | execute_tool − bare proxy |"
+        "| … ≤ ½ FastMCP reused session's | the SDK's floor: bare proxy × direct | execute_tool − bare proxy "
+        "| the hop's floor: byte relay × direct |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for (era, transport), by_label in groups.items():
         direct = statistics.median(by_label["direct"].samples)
         ours = statistics.median(by_label["toolscout execute_tool"].samples)
@@ -351,7 +360,8 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                 f"≤ 0.5 in {sum(r <= 0.5 for r in rounds)}"
             )
         floor = statistics.median(by_label["bare SDK proxy"].samples)
-        cells += [f"{floor / direct:.2f}×", f"{ours - floor:+.2f} ms"]
+        hop = statistics.median(by_label["byte relay (no MCP)"].samples)
+        cells += [f"{floor / direct:.2f}×", f"{ours - floor:+.2f} ms", f"{hop / direct:.2f}×"]
         print(f"| {era} | {transport} | " + " | ".join(cells) + " |")
 
 
