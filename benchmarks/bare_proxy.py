@@ -47,7 +47,9 @@ async def main(transport: str, target: list[str]) -> None:
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             return
-        sock = socket.socket()
+        # IPPROTO_TCP, not socket.socket()'s 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
+        # and without it a response written in two pieces waits out the client's delayed ACK (40 ms).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
         print(f"bare proxy at http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
