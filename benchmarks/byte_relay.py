@@ -21,12 +21,20 @@ from urllib.parse import urlsplit
 LINE_LIMIT = 1 << 26
 
 
-async def _copy_lines(reader: asyncio.StreamReader, write: Callable[[bytes], object]) -> None:
+Transform = Callable[[bytes], bytes]
+
+
+def _as_is(line: bytes) -> bytes:
+    return line
+
+
+async def _copy_lines(reader: asyncio.StreamReader, write: Callable[[bytes], object], transform: Transform) -> None:
     while line := await reader.readline():
-        write(line)
+        write(transform(line))
 
 
-async def relay_stdio(command: list[str]) -> None:
+async def relay_stdio(command: list[str], down: Transform = _as_is, up: Transform = _as_is) -> None:
+    """Start `command` and copy lines: stdin → its stdin through `down`, its stdout → stdout through `up`."""
     child = await asyncio.create_subprocess_exec(
         *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT
     )
@@ -40,7 +48,7 @@ async def relay_stdio(command: list[str]) -> None:
             view = view[os.write(1, view) :]
 
     try:
-        await asyncio.gather(_copy_lines(stdin, child.stdin.write), _copy_lines(child.stdout, to_stdout))
+        await asyncio.gather(_copy_lines(stdin, child.stdin.write, down), _copy_lines(child.stdout, to_stdout, up))
     finally:
         if child.returncode is None:
             child.terminate()

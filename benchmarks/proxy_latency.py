@@ -18,6 +18,9 @@ process. For each transport, stdio and streamable HTTP, and each protocol era of
   nothing else): the floor under toolscout's added time;
 * through `benchmarks/byte_relay.py`, one more process that copies bytes without reading a message
   (stdio lines; TCP connections): the floor of any proxy, MCP handling left out;
+* through `benchmarks/message_relay.py`, one more process that parses and re-serialises every
+  message without the SDK (stdio: request ids mapped; HTTP: uvicorn in front, httpx2 behind, as in
+  toolscout): the floor of any proxy that reads the messages, in Python with this project's HTTP stack;
 * through a FastMCP proxy (`fastmcp` from PyPI, in its own venv, run as a child process): the
   documented `create_proxy(target)`, and `create_proxy(connected_client)`, which reuses one backend
   session for every request (FastMCP logs that this may mix request contexts; over HTTP it is much faster).
@@ -69,6 +72,7 @@ SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
 FASTMCP_READY = r"fastmcp proxy at (http://\S+/mcp)"
 BARE_READY = r"bare proxy at (http://\S+/mcp)"
 RELAY_READY = r"byte relay at (http://\S+/mcp)"
+MESSAGE_RELAY_READY = r"message relay at (http://\S+/mcp)"
 HTTP_ANY_PORT = ["--transport", "http", "--port", "0"]
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 
@@ -230,8 +234,8 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
         def bare(transport: str, target: list[str]) -> list[str]:
             return [PYTHON, "-m", "benchmarks.bare_proxy", transport, *target]
 
-        def relay(transport: str, target: list[str]) -> list[str]:
-            return [PYTHON, "-m", "benchmarks.byte_relay", transport, *target]
+        def relay(transport: str, target: list[str], kind: str = "byte") -> list[str]:
+            return [PYTHON, "-m", f"benchmarks.{kind}_relay", transport, *target]
 
         def fastmcp(transport: str, variant: str, target: list[str]) -> list[str]:
             return [fm, "-c", FASTMCP_PROXY, transport, variant, *target]
@@ -256,6 +260,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             ),
             ("bare SDK proxy", bare("http", [upstream_url]), BARE_READY),
             ("byte relay (no MCP)", relay("http", [upstream_url]), RELAY_READY),
+            ("message relay (no SDK)", relay("http", [upstream_url], "message"), MESSAGE_RELAY_READY),
             ("fastmcp create_proxy", fastmcp("http", "default", [upstream_url]), FASTMCP_READY),
             ("fastmcp reused session", fastmcp("http", "reused", [upstream_url]), FASTMCP_READY),
         ):
@@ -268,6 +273,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             "toolscout passthrough": gateway("stdio", "passthrough"),
             "bare SDK proxy": bare("stdio", UPSTREAM),
             "byte relay (no MCP)": relay("stdio", UPSTREAM),
+            "message relay (no SDK)": relay("stdio", UPSTREAM, "message"),
             "fastmcp create_proxy": fastmcp("stdio", "default", UPSTREAM),
             "fastmcp reused session": fastmcp("stdio", "reused", UPSTREAM),
         }
@@ -342,9 +348,9 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
     print(
         "| era | transport | execute_tool ≤ 1.3× direct median | execute_tool added ≤ ½ FastMCP create_proxy's "
         "| … ≤ ½ FastMCP reused session's | the SDK's floor: bare proxy × direct | execute_tool − bare proxy "
-        "| the hop's floor: byte relay × direct |"
+        "| the hop's floor: byte relay × direct | reading every message: message relay × direct |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for (era, transport), by_label in groups.items():
         direct = statistics.median(by_label["direct"].samples)
         ours = statistics.median(by_label["toolscout execute_tool"].samples)
@@ -362,7 +368,13 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             )
         floor = statistics.median(by_label["bare SDK proxy"].samples)
         hop = statistics.median(by_label["byte relay (no MCP)"].samples)
-        cells += [f"{floor / direct:.2f}×", f"{ours - floor:+.2f} ms", f"{hop / direct:.2f}×"]
+        reading = statistics.median(by_label["message relay (no SDK)"].samples)
+        cells += [
+            f"{floor / direct:.2f}×",
+            f"{ours - floor:+.2f} ms",
+            f"{hop / direct:.2f}×",
+            f"{reading / direct:.2f}×",
+        ]
         print(f"| {era} | {transport} | " + " | ".join(cells) + " |")
 
 
