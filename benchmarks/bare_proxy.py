@@ -13,7 +13,6 @@ toolscout adds above this floor is its own.
 
 from __future__ import annotations
 
-import socket
 import sys
 from typing import Any
 
@@ -24,6 +23,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+
+from toolscout.server import bind
 
 
 async def main(transport: str, target: list[str]) -> None:
@@ -47,11 +48,9 @@ async def main(transport: str, target: list[str]) -> None:
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             return
-        # IPPROTO_TCP, not socket.socket()'s 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
-        # and without it a response written in two pieces waits out the client's delayed ACK (40 ms).
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
+        # toolscout's own listening socket: made through getaddrinfo, so its proto says TCP and asyncio
+        # sets TCP_NODELAY (socket.socket()'s proto 0 left responses waiting for a delayed ACK, 40 ms).
+        sock = bind("127.0.0.1", 0)
         print(f"bare proxy at http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
         app = server.streamable_http_app()
         await uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve(sockets=[sock])

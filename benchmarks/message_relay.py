@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -29,6 +28,7 @@ import httpx2
 import uvicorn
 
 from benchmarks import byte_relay
+from toolscout.server import bind
 
 # Hop-by-hop headers, and the length that re-serialising changes.
 NOT_FORWARDED = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
@@ -113,11 +113,9 @@ def http_app(url: str, client: httpx2.AsyncClient) -> Callable[[Scope, Receive, 
 
 
 async def relay_http(url: str) -> None:
-    # IPPROTO_TCP, not socket.socket()'s 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
-    # and without it a response written in two pieces waits out the client's delayed ACK (40 ms).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
+    # toolscout's own listening socket: made through getaddrinfo, so its proto says TCP and asyncio
+    # sets TCP_NODELAY (socket.socket()'s proto 0 left responses waiting for a delayed ACK, 40 ms).
+    sock = bind("127.0.0.1", 0)
     async with httpx2.AsyncClient(timeout=None) as client:
         print(f"message relay at http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
         config = uvicorn.Config(http_app(url, client), log_level="warning", access_log=False)
