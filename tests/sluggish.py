@@ -2,12 +2,15 @@
 
 python -m tests.sluggish --start-after 10    # sleeps 10 s before reading stdin, then serves
 python -m tests.sluggish --hang-listing      # answers `initialize`, never answers `tools/list`
+python -m tests.sluggish --fail-first FILE   # the first start (no FILE yet) exits at once; later ones hang
+python -m tests.sluggish --start-when FILE   # serves once FILE exists (the test decides when it is up)
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -43,7 +46,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--start-after", type=float, default=0, help="seconds to sleep before serving")
     parser.add_argument("--hang-listing", action="store_true", help="never answer tools/list")
+    parser.add_argument("--fail-first", type=Path, help="exit at once when FILE is missing (creating it), else hang")
+    parser.add_argument("--start-when", type=Path, help="sleep until FILE exists, then serve")
     args = parser.parse_args()
+    while args.start_when is not None and not args.start_when.exists():
+        time.sleep(0.05)
+    if args.fail_first is not None:
+        if not args.fail_first.exists():
+            args.fail_first.touch()
+            raise SystemExit(1)
+        time.sleep(3600)  # a retry that never finishes connecting
     # The slow start is the point of this server: it is the upstream that sleeps, not the test.
     time.sleep(args.start_after)
     anyio.run(serve, args.hang_listing)

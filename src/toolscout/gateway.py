@@ -46,17 +46,11 @@ if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a work
 
 logger = logging.getLogger(__name__)
 
-STARTUP_GRACE_SECONDS = 10.0
-"""The longest catalog questions wait after start for servers that have no catalog to show yet."""
-WARM_START_GRACE_SECONDS = 0.25
-"""The longest they wait for those when the persistent catalog answers for other servers (and only
-until the index of the stored catalog is built: the first search is answered as soon as it can be)."""
-STARTUP_QUIET_SECONDS = 2.0
-"""Without a persistent catalog, how long they wait for more servers after the last one listed its tools."""
-STARTUP_RECHECK_SECONDS = 0.1
-"""How often a catalog question waiting at start looks again at servers that failed meanwhile."""
 WARM_INDEX_FIRST_SECONDS = 1.0
-"""With a stored catalog, how long upstreams wait at start for its search index to be built first."""
+"""With a stored catalog, how long its servers wait at start for its search index to be built first."""
+STOP_MARGIN_SECONDS = 5.0
+"""Beyond a server's connect timeout, how long a catalog question at start waits for its first attempt
+to end: the attempt itself gives up at the timeout, and tearing a hung stdio child down takes ~1 s."""
 
 
 CACHE_LOAD_BUDGET_SECONDS = 2.0
@@ -80,7 +74,6 @@ class Gateway:
         search: SearchBackend | None = None,
         search_factory: Callable[[], SearchBackend] | None = None,
         min_relevance: float = 0.0,
-        startup_grace: float = STARTUP_GRACE_SECONDS,
         max_output_chars: int | None = None,
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
@@ -123,15 +116,9 @@ class Gateway:
         self._min_relevance = min_relevance
         self._indexed_version = -1
         self._validator = ArgumentValidator()
-        self._startup_grace = startup_grace
         self.max_output_chars = max_output_chars
         """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
         self._started_at = 0.0
-        self._warm_start = False
-        """Whether the persistent catalog answered for some server at start (see `settle_startup`)."""
-        self._last_listed: float | None = None
-        """When a server last listed its tools live."""
-        self._startup_over = False
         self._task_group: anyio.abc.TaskGroup | None = None
         self.audit = audit
         """Where every execution is recorded (None: nowhere); opened and closed with the gateway."""
@@ -163,7 +150,6 @@ class Gateway:
         # Before any upstream starts: from here on, catalog questions about a server with a stored
         # catalog are answered at once, whatever its connection does.
         await self._load_snapshots()
-        self._warm_start = bool(self._snapshots)
         self._task_group = await anyio.create_task_group().__aenter__()
         self._started_at = anyio.current_time()
         self._index_lock, self._loading_index = anyio.Lock(), anyio.CancelScope()
@@ -256,48 +242,25 @@ class Gateway:
             await upstream.wait_settled()
 
     async def settle_startup(self) -> None:
-        """Before a catalog question (a search, the server list, a surface's tools), give servers
-        that are still connecting with no catalog to show a chance to finish, within bounds.
-        (The search index is built at start from the stored catalog, and by `search` when it changed.)
+        """Before a catalog question (a search, the server list, a surface's tools), wait for the
+        servers whose tools would otherwise be missing from the answer.
 
-        A server answering from the persistent catalog is never waited for. The others are waited
-        for until none is connecting any more, but not past the first of:
-
-        * when the persistent catalog answered for at least one server, the index of it being ready
-          (upstreams start connecting then), or `WARM_START_GRACE_SECONDS` after start if that comes
-          first: the first search is answered from it as soon as it can be, whatever the rest do;
-        * `STARTUP_QUIET_SECONDS` after a server last listed its tools: while servers keep coming
-          they are waited for, and one still connecting that long after the last is likely to hang;
-        * the startup grace, `STARTUP_GRACE_SECONDS` after start (so with nothing stored and no
-          server answering at all, the first question waits that long).
-
-        Once the wait has ended it is over for every later question. Servers still connecting are
-        named in the answers (`connecting` in search_tools, their status in list_mcp_servers), and
-        their tools join the catalog when they connect.
+        Decided by each server's own state, never by a clock: a configured server that is on its
+        first attempt to connect is waited for until that attempt ends (connected, failed, or gone
+        idle on purpose), which its connect timeout bounds, unless the persistent catalog already
+        answers for it. So on a loaded machine a server that takes a few seconds to import is still
+        in the first answer, a hanging one costs at most its connect timeout, once, and a server
+        that failed is not waited for again while it retries. Servers still connecting when an
+        answer is given are named in it (`connecting` in search_tools, their status in list_mcp_servers).
         """
-        while not self._startup_over:
-            deadline = self._started_at + self._startup_grace
-            if self._warm_start:
-                deadline = min(deadline, self._started_at + WARM_START_GRACE_SECONDS)
-            if self._last_listed is not None:
-                deadline = min(deadline, self._last_listed + STARTUP_QUIET_SECONDS)
-            now = anyio.current_time()
-            waiting = any(
-                u.status is Status.CONNECTING and self.cached_at(u.name) is None for u in self._upstreams.values()
-            )
-            if not waiting or now >= deadline:
-                self._startup_over = True
-                break
-            if self._warm_start:
-                # The servers with nothing stored start once the index is built (`_start_upstreams`):
-                # waiting for them past it would hold the answer the index can give.
-                with anyio.move_on_after(deadline - now):
-                    await self._indexed_at_start.wait()
-                self._startup_over = True
-                break
-            # A server listing its tools changes the catalog; one failing does not, hence the recheck.
-            with anyio.move_on_after(min(deadline - now, STARTUP_RECHECK_SECONDS)):
-                await self.catalog.changes.wait()
+        for upstream in self._upstreams.values():
+            if upstream.name in self._snapshots or upstream.first_attempt_over:
+                continue
+            # The attempt bounds itself; this bound only guards against a task that never got to run.
+            delay = WARM_INDEX_FIRST_SECONDS if self._snapshots else 0.0
+            deadline = self._started_at + delay + upstream.spec.connect_timeout + STOP_MARGIN_SECONDS
+            with anyio.move_on_after(deadline - anyio.current_time()):
+                await upstream.wait_first_attempt()
 
     async def _load_search(self) -> None:
         # At start, the index of the stored catalog is built while the client is still connecting,
@@ -313,21 +276,24 @@ class Gateway:
             self._indexed_at_start.set()
 
     async def _start_upstreams(self, task_group: anyio.abc.TaskGroup) -> None:
-        # With a stored catalog, servers start once its index is built: it answers for them until
-        # they connect, and it is what the first search needs (on few cores, a hundred connections
-        # starting with it slowed it threefold; new servers' processes would compete as well).
-        # Those with nothing stored go first; then one per event-loop turn, so that the first
-        # search, woken by the same index, is not queued behind a hundred connections' first steps.
-        if self._warm_start:
-            with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
-                await self._indexed_at_start.wait()
-        stored = set(self._snapshots)
-        for upstream in sorted(self._upstreams.values(), key=lambda u: u.name in stored):
+        # Servers with nothing stored start at once: the first catalog question waits for them
+        # (`settle_startup`). Those the stored catalog answers for start once its index is built,
+        # since it is what the first search needs (on few cores, a hundred connections starting
+        # with it slowed it threefold), then one per event-loop turn, so that the first search,
+        # woken by the same index, is not queued behind a hundred connections' first steps.
+        stored = [u for u in self._upstreams.values() if u.name in self._snapshots]
+        for upstream in self._upstreams.values():
+            if upstream.name not in self._snapshots:
+                task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+        if not stored:
+            return
+        with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
+            await self._indexed_at_start.wait()
+        for upstream in stored:
             if self._closing:
                 return
             task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
-            if self._warm_start:
-                await anyio.lowlevel.checkpoint()
+            await anyio.lowlevel.checkpoint()
 
     async def _index(self, *, abandon_on_cancel: bool = False) -> SearchBackend:
         """The search backend with the catalog as it is now indexed, both built in a worker thread
@@ -399,7 +365,6 @@ class Gateway:
 
     def _on_tools_listed(self, upstream: Upstream, tools: Sequence[types.Tool]) -> None:
         """A live list arrived (connect, list_changed): it is the one to fall back on, and to save."""
-        self._last_listed = anyio.current_time()
         self.content.upstream_connected(upstream)  # (or its tools changed): its other lists may have too
         key = upstream.spec.cache_key
         if self._store is None or key is None:

@@ -194,6 +194,8 @@ class Upstream:
         """The resources subscribed to on this server for the gateway's clients (watch.py)."""
         self._client: Client | None = None
         self._settled = anyio.Event()
+        self._first_attempt = anyio.Event()
+        """Set once the first attempt to connect has ended (see `wait_first_attempt`); never cleared."""
         self._changed = anyio.Event()
         self._wake = anyio.Event()
         self._lost = False
@@ -213,7 +215,7 @@ class Upstream:
         self.retry_at: float | None = None
         """When the next connection attempt is due (epoch seconds), while waiting for it."""
         if spec.disabled:
-            self._settled.set()
+            self._settle()
         else:
             self._list_declared_tools()
 
@@ -280,7 +282,7 @@ class Upstream:
         """Disconnected on purpose until `want()` or `stop()`."""
         if not self._wanted_flag:
             self.status = Status.IDLE
-            self._settled.set()
+            self._settle()
             self._notify_changed()
             logger.info("%s: idle, connects on the next call", self.name)
             with anyio.CancelScope() as waiting:
@@ -382,6 +384,7 @@ class Upstream:
     def stop(self) -> None:
         """End the connection; the run task tears everything down."""
         self._stopping = True
+        self._first_attempt.set()  # nobody is to wait for a server that will not connect
         if self._scope is not None:
             self._scope.cancel()
         self._drop_calls()
@@ -389,6 +392,21 @@ class Upstream:
     async def wait_settled(self) -> None:
         """Wait until the server is connected, has failed, or is disabled (bound it with a cancel scope)."""
         await self._settled.wait()
+
+    @property
+    def first_attempt_over(self) -> bool:
+        """Whether the first attempt to connect has ended, however (or the server never tries)."""
+        return self._first_attempt.is_set()
+
+    async def wait_first_attempt(self) -> None:
+        """Wait until the first attempt to connect has ended: connected, failed (its connect timeout
+        bounds that), idle on purpose, disabled or stopped. Later attempts (reconnecting after a
+        failure) are not waited for."""
+        await self._first_attempt.wait()
+
+    def _settle(self) -> None:
+        self._settled.set()
+        self._first_attempt.set()
 
     async def wait_changed(self) -> None:
         """Wait for the next change of status (connected, failed) or of the tool list."""
@@ -571,7 +589,7 @@ class Upstream:
         self._list_live_tools(tools)
         self.status = Status.CONNECTED
         self.error = None
-        self._settled.set()
+        self._settle()
         self._notify_changed()
         logger.info(
             "%s: connected (%s, protocol %s), %d tools",
@@ -659,7 +677,7 @@ class Upstream:
         detail = self.spec.transport.diagnostics()
         self.error = f"{reason}; last output: {detail}" if detail else reason
         self.status = Status.ERROR
-        self._settled.set()
+        self._settle()
         self._notify_changed()
         logger.warning("%s: %s (%s)", self.name, self.error, self.spec.transport.label)
 
