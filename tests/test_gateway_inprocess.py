@@ -323,7 +323,7 @@ async def test_timeout_cancels_the_call_upstream(era: str) -> None:
         error = error_of(result)
         assert error["code"] == "TIMEOUT"
         assert error["timeoutSeconds"] == 0.5
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             await kitchen.cancelled.wait()
         # The session survives: the next call works.
         ok = await client.call_tool(
@@ -358,7 +358,7 @@ async def test_downstream_cancellation_reaches_the_upstream() -> None:
     async with connected("legacy") as (client, kitchen):
         with anyio.move_on_after(0.5):
             await client.call_tool("execute_tool", {"server": "kitchen", "tool": "wait_forever"})
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             await kitchen.cancelled.wait()
 
 

@@ -197,6 +197,8 @@ def sha256(text: str) -> str:
 async def test_a_50_mb_result_arrives_whole_and_the_gateway_keeps_answering(tmp_path: Path, upstream: str) -> None:
     big: list[types.CallToolResult] = []
     small: list[float] = []
+    meanwhile = 0
+    """Other calls answered while the big result was still on its way."""
     done = anyio.Event()
     async with big_result_config(tmp_path, upstream) as config:
         command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"]
@@ -217,11 +219,13 @@ async def test_a_50_mb_result_arrives_whole_and_the_gateway_keeps_answering(tmp_
 
             async def keep_asking() -> None:
                 # Other calls on the same session keep being answered while the big one is on its way.
+                nonlocal meanwhile
                 while not done.is_set():
                     asked = time.perf_counter()
                     result = await client.call_tool("execute_tool", CONVERT)
                     assert cast(dict[str, Any], result.structured_content)["result"] == 1000
                     small.append(time.perf_counter() - asked)
+                    meanwhile += not done.is_set()
 
             started = time.perf_counter()
             with anyio.fail_after(100):
@@ -239,8 +243,8 @@ async def test_a_50_mb_result_arrives_whole_and_the_gateway_keeps_answering(tmp_
     assert isinstance(block, types.TextContent)
     assert len(block.text) == BIG
     assert sha256(block.text) == sha256(expected_text(BIG, "seed-1"))
-    assert small, "no other call was answered while the big result was on its way"
-    assert max(small) < 10, f"another call waited {max(small):.1f}s behind the big result"
+    # Answered before the big result was: a gateway that queued them behind it would answer none.
+    assert meanwhile, "no other call was answered while the big result was on its way"
     assert cast(dict[str, Any], after.structured_content)["result"] == 1000
 
 
