@@ -14,7 +14,7 @@ import mcp_types as types
 from pydantic import Field
 
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
-from toolscout.errors import LoadLimitReached
+from toolscout.errors import AGENT_STEPS, LoadLimitReached, Phrasing
 from toolscout.gateway import Gateway
 from toolscout.meta_tools import BY_NAME, META_TOOLS, ArgsModel, ToolSpec, parse_arguments, run_meta_tool, tool_result
 from toolscout.passthrough import NativeNames
@@ -39,6 +39,7 @@ class DynamicSurface:
     """Discovery's five meta-tools, `load_tools`, `unload_tools`, and whatever this client loaded."""
 
     per_client = True
+    next_steps: Phrasing = AGENT_STEPS
 
     instructions = (
         "toolscout fronts many MCP servers. search_tools finds tools; load_tools adds them to your tool list "

@@ -6,22 +6,52 @@ only the edges (the MCP face and the CLI) turn them into MCP results or exit cod
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+NextStep = Literal["find_tool", "list_servers", "tool_details"]
+"""What to do after an error, said by each edge in its reader's words (`Phrasing`)."""
+Phrasing = Mapping[NextStep, str]
+"""Each next step as a sentence for one kind of reader; `{server}` and `{tool}` are filled in."""
+
+AGENT_STEPS: Phrasing = {
+    "find_tool": "Call search_tools or list_tools to find the right name.",
+    "list_servers": "Call list_mcp_servers to see the configured servers.",
+    "tool_details": "Call get_tool_details for the parameters, then retry.",
+}
+"""The next steps for an agent with the meta-tools (discovery and dynamic modes)."""
 
 
 class ToolscoutError(Exception):
-    """Base of every error toolscout raises on purpose."""
+    """Base of every error toolscout raises on purpose.
+
+    `message` says what went wrong; `next_step`, if any, what to do about it, which each edge
+    words for its reader (`explain`): an agent is told which meta-tool to call, a person at the
+    terminal which command to run.
+    """
 
     code: ClassVar[str] = "TOOLSCOUT_ERROR"
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, *, next_step: NextStep | None = None, **details: Any) -> None:
         super().__init__(message)
         self.message = message
+        self.next_step: NextStep | None = next_step
         self.details: dict[str, Any] = {k: v for k, v in details.items() if v is not None}
 
-    def to_dict(self) -> dict[str, Any]:
-        """The error as the `error` object of a failed meta-tool result."""
-        return {"code": self.code, "message": self.message, **self.details}
+    def explain(self, phrasing: Phrasing = AGENT_STEPS) -> str:
+        """The message with its next step, in the words of `phrasing`'s reader."""
+        step = phrasing.get(self.next_step) if self.next_step is not None else None
+        if not step:
+            return self.message
+        names = {"server": self.details.get("server", "SERVER"), "tool": self.details.get("tool", "TOOL")}
+        return f"{self.message} {step.format_map(names)}"
+
+    def to_dict(self, phrasing: Phrasing = AGENT_STEPS) -> dict[str, Any]:
+        """The error as the `error` object of a failed meta-tool result (or of a command's --json)."""
+        return {"code": self.code, "message": self.explain(phrasing), **self.details}
+
+    def __str__(self) -> str:
+        return self.explain()
 
 
 class ConfigError(ToolscoutError):

@@ -601,8 +601,8 @@ class Gateway:
         suggestions = suggestions[:MAX_SUGGESTIONS]
         hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"
         return ToolNotFound(
-            f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''} "
-            f"Call search_tools or list_tools to find the right name.",
+            f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''}",
+            next_step="find_tool",
             server=server,
             tool=name,
             suggestions=suggestions or None,
@@ -619,7 +619,8 @@ def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:
     """The error for an unknown server name, with the closest configured names."""
     close = closest(name, known)
     return ServerNotFound(
-        f"No server named {name!r}.{did_you_mean(close)} Call list_mcp_servers to see the configured servers.",
+        f"No server named {name!r}.{did_you_mean(close)}",
+        next_step="list_servers",
         server=name,
         suggestions=close or None,
     )

@@ -17,6 +17,7 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.catalog import Catalog, CatalogTool
+from toolscout.errors import Phrasing
 from toolscout.gateway import Gateway
 from toolscout.routing import only_owner
 from toolscout.sessions import ClientState
@@ -109,10 +110,18 @@ class NativeNames:
         return entry.tool.model_copy(update={"name": self.name(entry.server, entry.name)})
 
 
+PASSTHROUGH_STEPS: Phrasing = {
+    "find_tool": "tools/list names every tool this gateway offers.",
+    "list_servers": "tools/list names every tool this gateway offers, after its server.",
+    "tool_details": "Its inputSchema in tools/list says what it takes.",
+}
+
+
 class PassthroughSurface:
     """The enabled tools themselves: description, schemas and annotations as their server gave them."""
 
     per_client = False
+    next_steps: Phrasing = PASSTHROUGH_STEPS
 
     instructions = (
         "toolscout passes through the tools of several MCP servers; each tool is named server__tool "

@@ -29,8 +29,10 @@ from toolscout.completions import complete
 from toolscout.config.models import ModeName
 from toolscout.content import LIST_NAMES, ListName, digest
 from toolscout.errors import (
+    AGENT_STEPS,
     AmbiguousName,
     InvalidRequest,
+    Phrasing,
     PromptDisabled,
     PromptNotFound,
     ResourceDisabled,
@@ -55,9 +57,9 @@ CHANGE_QUIET_SECONDS = 0.2
 """How long catalog changes are gathered before clients are told about them."""
 
 
-def error_result(error: ToolscoutError, **context: str) -> types.CallToolResult:
-    """A failed meta-tool call as the agent sees it."""
-    payload = {**{k: v for k, v in context.items() if k not in error.details}, **error.to_dict()}
+def error_result(error: ToolscoutError, next_steps: Phrasing = AGENT_STEPS, **context: str) -> types.CallToolResult:
+    """A failed meta-tool call as the agent sees it (`next_steps` in terms of the tools it has)."""
+    payload = {**{k: v for k, v in context.items() if k not in error.details}, **error.to_dict(next_steps)}
     return types.CallToolResult(
         content=[types.TextContent(text=render.error_text(payload))],
         structured_content={"success": False, "error": payload},
@@ -84,7 +86,7 @@ def mcp_error(error: ToolscoutError) -> MCPError:
         code = upstream
     else:
         code = types.INVALID_PARAMS if isinstance(error, _INVALID_PARAMS_ERRORS) else types.INTERNAL_ERROR
-    return MCPError(code=code, message=error.message, data=error.to_dict())
+    return MCPError(code=code, message=error.explain(), data=error.to_dict())
 
 
 @contextmanager
@@ -209,14 +211,16 @@ def build_server(
         try:
             outcome = await relayed(ctx, client, params, lambda: surface.call(client, params.name, arguments))
         except ToolscoutError as exc:
-            return error_result(exc, **context)
+            return error_result(exc, surface.next_steps, **context)
         except MCPError:  # a protocol error of the request itself (rounds.py)
             raise
         except Exception as exc:
             # A bug of ours must not take the session down; the agent gets a clear failure instead.
             logger.exception("%s failed unexpectedly", params.name)
             return error_result(
-                ToolscoutError(f"Internal error in {params.name}: {type(exc).__name__}: {exc}"), **context
+                ToolscoutError(f"Internal error in {params.name}: {type(exc).__name__}: {exc}"),
+                surface.next_steps,
+                **context,
             )
         finally:
             await clients.announce(ctx, client)

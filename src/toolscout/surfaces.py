@@ -24,6 +24,7 @@ from pydantic import Field, field_validator
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName
 from toolscout.dynamic import DynamicSurface
+from toolscout.errors import AGENT_STEPS, Phrasing
 from toolscout.gateway import Gateway
 from toolscout.listing import model_text
 from toolscout.meta_tools import (
@@ -46,6 +47,8 @@ class Surface(Protocol):
     """The tools of one mode and the routing of their calls."""
 
     instructions: str
+    next_steps: Phrasing
+    """How an error tells this surface's agent what to do next, in terms of the tools it has."""
     per_client: bool
     """Whether two clients may see different tools (else one list serves them all)."""
 
@@ -62,6 +65,7 @@ class DiscoverySurface:
     """The five meta-tools: list servers, search, list a server's tools, details, execute."""
 
     per_client = False
+    next_steps: Phrasing = AGENT_STEPS
 
     instructions = (
         "toolscout fronts many MCP servers. To use one of their tools: search_tools with what you want to do, "
@@ -94,10 +98,18 @@ class ExecArgs(ArgsModel):
     _forgive = field_validator("arguments", mode="before")(forgive_arguments)
 
 
+COMPACT_STEPS: Phrasing = {
+    "find_tool": "Call inspect with server_name {server!r} to see its tools.",
+    "list_servers": "inspect's description lists every server.",
+    "tool_details": "Call inspect with server_name and tool_name for its parameters, then retry.",
+}
+
+
 class CompactSurface:
     """`inspect` + `exec`; `inspect`'s description is the catalog, regenerated on every `tools/list`."""
 
     per_client = False
+    next_steps: Phrasing = COMPACT_STEPS
 
     instructions = (
         "toolscout fronts many MCP servers. inspect's description lists every server and tool; "

@@ -78,8 +78,8 @@ class ArgumentValidator:
         violations = [_violation(e) for e in errors]
         listing = "; ".join(f"{v['path']}: {v['message']}" for v in violations)
         raise ArgumentsInvalid(
-            f"Arguments for {server}.{tool} do not match its input schema: {listing}. "
-            f"Call get_tool_details for the parameters, then retry.",
+            f"Arguments for {server}.{tool} do not match its input schema: {listing}.",
+            next_step="tool_details",
             server=server,
             tool=tool,
             violations=violations,

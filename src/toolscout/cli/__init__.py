@@ -73,7 +73,7 @@ def _main() -> None:
     # Typer 0.29 vendors click; its exceptions are only reachable here.
     from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
 
-    from toolscout.cli.common import EXIT_INVALID, exit_code_for
+    from toolscout.cli.common import CLI_STEPS, EXIT_INVALID, exit_code_for
     from toolscout.errors import ToolscoutError
 
     # Commands report problems themselves; the library's warnings (a server that failed to
@@ -100,6 +100,6 @@ def _main() -> None:
     except ToolscoutError as exc:
         # Commands report their own errors; this catches one raised where none expected it
         # (say, while the gateway is built), so that a user's mistake never ends in a traceback.
-        typer.echo(f"✗ {exc.message}", err=True)
+        typer.echo(f"✗ {exc.explain(CLI_STEPS)}", err=True)
         code = exit_code_for(exc)
     sys.exit(code if isinstance(code, int) else 0)

@@ -19,6 +19,7 @@ from toolscout.errors import (
     ArgumentsInvalid,
     ConfigError,
     InvalidRequest,
+    Phrasing,
     ServerNotFound,
     ToolDisabled,
     ToolNotFound,
@@ -51,6 +52,13 @@ ConfigOption = Annotated[
         "./toolscout.{json,yaml,yml,toml}, then the user config directory.",
     ),
 ]
+CLI_STEPS: Phrasing = {
+    "find_tool": "Run `toolscout tools {server}` to see its tools, or `toolscout search` with what you want to do.",
+    "list_servers": "Run `toolscout list` to see the configured servers.",
+    "tool_details": "Run `toolscout inspect {server} {tool}` for its parameters, then try again.",
+}
+"""What an error tells a person at the terminal to do next (the agent's version names meta-tools)."""
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 
@@ -98,11 +106,11 @@ class Output:
     def fail(self, error: ToolscoutError, code: int | None = None) -> NoReturn:
         """Report `error` (JSON on stdout with --json, a line on stderr otherwise) and exit."""
         if self.json_mode:
-            self.data({"success": False, "error": error.to_dict()})
+            self.data({"success": False, "error": error.to_dict(CLI_STEPS)})
         else:
             from rich.markup import escape
 
-            self.err.print(f"[red]✗[/red] {escape(error.message)}")
+            self.err.print(f"[red]✗[/red] {escape(error.explain(CLI_STEPS))}")
         raise typer.Exit(exit_code_for(error) if code is None else code)
 
 
