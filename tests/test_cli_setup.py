@@ -268,7 +268,7 @@ def test_config_commands(sandbox: Sandbox) -> None:
     )
     valid = sandbox.run("config", "validate")
     assert valid.returncode == 0
-    assert "is valid: 2 servers, 1 tool rules." in valid.stdout
+    assert "is valid: 2 servers, 1 tool rule." in valid.stdout
     assert "no server named 'nowhere'" in valid.stdout
     assert "'definitely-not-installed-xyz' is not on PATH" in valid.stdout
 
@@ -354,3 +354,77 @@ def test_init_never_overwrites_silently(sandbox: Sandbox) -> None:
     assert replaced.returncode == 0, replaced.stderr
     backups = list(existing.parent.glob("config.json.*.bak"))
     assert backups and "mine" in backups[0].read_text()
+
+
+# How people write their client files: objects on one line, their own indentation. Restored byte for byte.
+HAND_WRITTEN_CLIENT = f"""{{
+  "mcpServers": {{
+    "notes": {{"command": "{PYTHON}", "args": ["-m", "toolscout.demo.notes"]}},
+    "units": {{
+      "command": "{PYTHON}",
+      "args": ["-m", "toolscout.demo.units"]
+    }}
+  }},
+  "globalShortcut": "Alt+Space"
+}}
+"""
+
+
+def test_round_trips_keep_one_backup_per_change_and_restore_the_client_byte_for_byte(sandbox: Sandbox) -> None:
+    client_file = claude_desktop_file(sandbox)
+    client_file.parent.mkdir(parents=True)
+    client_file.write_text(HAND_WRITTEN_CLIENT)
+    assert sandbox.run("init", "--from", "cursor").returncode == 0  # an empty starting config
+    config = sandbox.user_config / "config.json"
+
+    for _ in range(3):
+        assert sandbox.run("install", "--client", "claude-desktop", "--replace").returncode == 0
+        undone = sandbox.run("uninstall", "--client", "claude-desktop")
+        assert undone.returncode == 0, undone.stderr
+        assert client_file.read_text() == HAND_WRITTEN_CLIENT  # not the same JSON reformatted: the same bytes
+
+    # Two versions of the client file ever existed besides the current one (as written, with toolscout),
+    # and toolscout's config changed once (the servers moved in): one backup per real change.
+    client_backups = sorted(p.read_text() for p in client_file.parent.glob("claude_desktop_config.json.*.bak"))
+    assert len(client_backups) == 2 and HAND_WRITTEN_CLIENT in client_backups
+    assert len(list(config.parent.glob("config.json.*.bak"))) == 1
+
+    # Installing twice in a row changes nothing the second time: no new backup either.
+    assert sandbox.run("install", "--client", "claude-desktop").returncode == 0
+    assert sandbox.run("install", "--client", "claude-desktop").returncode == 0
+    assert len(list(client_file.parent.glob("claude_desktop_config.json.*.bak"))) == 2
+
+
+def test_uninstall_after_the_user_edited_the_file_keeps_their_edit(sandbox: Sandbox) -> None:
+    client_file = claude_desktop_file(sandbox)
+    client_file.parent.mkdir(parents=True)
+    client_file.write_text(HAND_WRITTEN_CLIENT)
+    assert sandbox.run("init", "--from", "cursor").returncode == 0
+    assert sandbox.run("install", "--client", "claude-desktop", "--replace").returncode == 0
+    edited = json.loads(client_file.read_text())
+    edited["globalShortcut"] = "Ctrl+Space"  # changed by hand since toolscout wrote the file
+    client_file.write_text(json.dumps(edited, indent=2))
+
+    assert sandbox.run("uninstall", "--client", "claude-desktop").returncode == 0
+    restored = json.loads(client_file.read_text())
+    assert restored["globalShortcut"] == "Ctrl+Space"  # not the file as it was before the install
+    assert set(restored["mcpServers"]) == {"notes", "units"}
+
+
+def test_init_without_any_client_says_so_and_suggests_no_install(sandbox: Sandbox) -> None:
+    done = sandbox.run("init")
+    assert done.returncode == 0, done.stderr
+    assert "No MCP servers were found in the clients on this machine" in done.stdout
+    assert "install --client" not in done.stdout
+    assert json.loads((sandbox.user_config / "config.json").read_text()) == {"mcpServers": {}}
+
+
+def test_init_suggests_installing_into_the_client_the_servers_came_from(sandbox: Sandbox) -> None:
+    cursor = sandbox.home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text(
+        json.dumps({"mcpServers": {"units": {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]}}})
+    )
+    done = sandbox.run("init")
+    assert done.returncode == 0, done.stderr
+    assert "`toolscout install --client cursor`" in done.stdout

@@ -9,6 +9,7 @@ can put it back.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import sys
 from collections.abc import Mapping
@@ -93,8 +94,9 @@ def install(fmt: ClientFormat, config: Path, place: Place, *, replace: bool, ext
     servers = document.get(list(fmt.servers_key))
     if isinstance(servers, dict):
         outcome.remaining = [str(name) for name in cast(dict[str, Any], servers) if name != ENTRY_NAME]
+    original = document.raw
     outcome.client_backup = document.save()
-    _remember(fmt.id, target, moved_raw)
+    _remember(fmt.id, target, moved_raw, original, target.read_bytes())
     return outcome
 
 
@@ -119,6 +121,8 @@ def uninstall(fmt: ClientFormat, place: Place) -> Uninstalled:
     if not target.is_file():
         raise ConfigError(f"{target} does not exist; there is no toolscout to remove from {fmt.display_name}.")
     document = ConfigDocument.load(target)
+    original = record.get("original")
+    untouched = document.raw is not None and _digest(document.raw) == record.get("installedSha256")
     outcome = Uninstalled(target, None, document.delete([*fmt.servers_key, ENTRY_NAME]))
     for name, raw in cast(dict[str, Any], record.get("moved") or {}).items():
         if document.get([*fmt.servers_key, name]) is None:
@@ -128,6 +132,10 @@ def uninstall(fmt: ClientFormat, place: Place) -> Uninstalled:
             outcome.kept.append(name)
     if not outcome.removed_entry and not outcome.restored:
         raise ConfigError(f"toolscout is not installed in {target}; nothing to remove.")
+    if isinstance(original, str) and untouched:
+        # Nobody changed the file since toolscout wrote it: put back exactly what was there before,
+        # byte for byte, instead of the same servers in the editor's layout.
+        document = document.rewritten(original)
     outcome.client_backup = document.save()
     _forget(fmt.id)
     return outcome
@@ -143,18 +151,37 @@ def _state() -> dict[str, Any]:
     return ConfigDocument.load(path).data() if path.is_file() else {}
 
 
-def _remember(client: str, target: Path, moved: dict[str, Any]) -> None:
+def _digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def _remember(client: str, target: Path, moved: dict[str, Any], original: bytes | None, written: bytes) -> None:
+    """Note what `install` did to `target`: the servers it moved, the file as it was before the first
+    install (to restore byte for byte), and a digest of what it wrote (to know whether it is untouched)."""
     document = ConfigDocument.load_or_new(state_file())
     previous = cast(dict[str, Any], document.get([client]) or {})
-    # A second install keeps what the first one moved: uninstall must still restore it.
+    # A second install keeps what the first one moved, and the file as it was before toolscout.
     all_moved = {**cast(dict[str, Any], previous.get("moved") or {}), **moved}
-    document.set(
-        [client],
-        {"file": str(target), "moved": all_moved, "installedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
-    )
+    record: dict[str, Any] = {
+        "file": str(target),
+        "moved": all_moved,
+        "installedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "installedSha256": _digest(written),
+    }
+    before = previous.get("original") if "original" in previous else _text_or_none(original)
+    if before is not None:
+        record["original"] = before
+    document.set([client], record)
     document.save(backup=False)
     # It holds the moved entries as the client had them, secrets included.
     state_file().chmod(0o600)
+
+
+def _text_or_none(content: bytes | None) -> str | None:
+    try:
+        return content.decode("utf-8") if content is not None else None
+    except UnicodeDecodeError:  # never read as a config then; restored by editing instead
+        return None
 
 
 def _forget(client: str) -> None:

@@ -21,6 +21,7 @@ back where they belong.
 from __future__ import annotations
 
 import contextlib
+import glob
 import itertools
 import os
 import secrets
@@ -163,6 +164,16 @@ class ConfigDocument:
         path = Path(path)
         return cls.load(path) if path.exists() else cls.new(path)
 
+    def rewritten(self, text: str) -> ConfigDocument:
+        """This file with `text` as its whole content instead: saved byte for byte over what was read
+        (so a file that changed on disk since is still refused)."""
+        return ConfigDocument(self.path, text, self._snapshot)
+
+    @property
+    def raw(self) -> bytes | None:
+        """The file's bytes as read (None: it did not exist)."""
+        return self._snapshot
+
     def data(self) -> dict[str, Any]:
         """The whole document as plain Python values."""
         return self._backend.whole()
@@ -230,9 +241,15 @@ class ConfigDocument:
             raise ConfigError(f"{self.path} changed on disk since it was read; run the command again.")
 
     def save(self, *, backup: bool = True) -> Path | None:
-        """Write atomically (temp file, fsync, rename); returns the backup of the old content, if made."""
+        """Write atomically (temp file, fsync, rename); returns the backup of the old content, if made.
+
+        A document that would be written as it was read is not written at all, and gets no backup;
+        nor does content that one of the file's backups already holds (a round trip of edits)."""
         text = self.text()
         content = text.encode("utf-8")
+        if content == self._snapshot:
+            self._dirty = False
+            return None
         # Write through a symlink (dotfile managers) rather than replace the link with a file.
         target = Path(os.path.realpath(self.path))
         self._check_unchanged(target)
@@ -268,6 +285,9 @@ class ConfigDocument:
 
     @staticmethod
     def _write_backup(target: Path, previous: bytes, access: os.stat_result) -> Path:
+        kept = _backup_holding(target, previous)
+        if kept is not None:
+            return kept
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for counter in itertools.count():
             candidate = target.with_name(f"{target.name}.{stamp}{f'-{counter}' if counter else ''}.bak")
@@ -278,6 +298,20 @@ class ConfigDocument:
             _copy_access(candidate, access)  # no more readable than the file it backs up
             return candidate
         raise AssertionError("unreachable")
+
+
+MAX_BACKUPS_COMPARED = 50
+"""How many of a file's newest backups are compared with the content about to be backed up."""
+
+
+def _backup_holding(target: Path, content: bytes) -> Path | None:
+    """The newest backup of `target` that holds exactly `content`, if any (among the latest few)."""
+    backups = sorted(target.parent.glob(f"{glob.escape(target.name)}.*.bak"), reverse=True)
+    for path in backups[:MAX_BACKUPS_COMPARED]:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size == len(content) and path.read_bytes() == content:
+                return path
+    return None
 
 
 def _copy_access(path: Path, access: os.stat_result) -> None:
