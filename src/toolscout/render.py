@@ -13,13 +13,19 @@ from typing import Any, cast
 STALE_NOTE = " (cached: the server is not connected)"
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 server`, `3 servers`: a count with its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def servers_text(data: Mapping[str, Any]) -> str:
     servers = cast(Sequence[Mapping[str, Any]], data["servers"])
-    lines = [f"{len(servers)} servers, {data['enabledTools']} tools enabled of {data['totalTools']}."]
+    enabled = counted(data["enabledTools"], "tool")
+    lines = [f"{counted(len(servers), 'server')}, {enabled} enabled of {data['totalTools']}."]
     for s in servers:
         head = f"- {s['name']} [{s['status']}]"
         cached = s.get("catalog") == "cached"
@@ -47,7 +53,7 @@ def search_text(data: Mapping[str, Any]) -> str:
     asked = repr(query) if isinstance(query, str) else " + ".join(repr(q) for q in cast(list[str], query))
     if not results:
         return f"No tools match {asked}.{note} Try other words, or list_tools(server)."
-    lines = [f"{len(results)} tools for {asked}:"]
+    lines = [f"{counted(len(results), 'tool')} for {asked}:"]
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         stale = ", cached" if r.get("stale") else ""
@@ -60,7 +66,7 @@ def search_text(data: Mapping[str, Any]) -> str:
 
 def tools_text(data: Mapping[str, Any]) -> str:
     tools = cast(Sequence[Mapping[str, Any]], data["tools"])
-    lines = [f"{data['server']}: {len(tools)} tools" + (STALE_NOTE if data.get("stale") else "")]
+    lines = [f"{data['server']}: {counted(len(tools), 'tool')}" + (STALE_NOTE if data.get("stale") else "")]
     for t in tools:
         flag = "" if t["enabled"] else " (disabled)"
         tags = f" [{', '.join(t['tags'])}]" if t["tags"] else ""

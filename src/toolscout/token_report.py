@@ -25,6 +25,8 @@ from toolscout.server import build_server
 from toolscout.surfaces import SurfaceOptions
 from toolscout.tokens import tool_tokens
 
+COUNTED_ERA = "2025-11-25"
+"""The protocol era every figure is counted in (its `tools/list` as such a client receives it)."""
 MODES: tuple[ModeName, ...] = get_args(ModeName)
 """Every exposure mode, in the order `ModeName` declares them."""
 
@@ -86,7 +88,8 @@ async def mode_tokens(
 
     `options` as configured: dynamic mode's `load_tools` states the configured limit.
     The caller decides how long upstreams may take to connect (`Gateway.settle`); modes whose
-    list is the catalog (compact, passthrough) wait at most the gateway's startup grace.
+    list is the catalog (compact, passthrough) wait for servers on their first attempt to connect
+    (`Gateway.settle_startup`).
     """
     costs: list[ModeCost] = []
     for mode in modes:

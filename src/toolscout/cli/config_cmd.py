@@ -22,6 +22,7 @@ from toolscout.config import (
 from toolscout.config.loader import candidate_paths, environment_for, read_raw
 from toolscout.config.secrets import mask_server
 from toolscout.errors import ConfigError
+from toolscout.render import counted
 
 _KINDS = {StdioServerConfig: "stdio", HttpServerConfig: "http", SseServerConfig: "sse"}
 
@@ -128,9 +129,9 @@ def validate(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         )
         return
     output.print(
-        f"[green]✓[/green] {escape(str(source.path))} is valid: {len(gateway_config.mcp_servers)} servers"
+        f"[green]✓[/green] {escape(str(source.path))} is valid: {counted(len(gateway_config.mcp_servers), 'server')}"
         + (f" ({disabled} disabled)" if disabled else "")
-        + f", {len(gateway_config.tool_rules)} tool rules."
+        + f", {counted(len(gateway_config.tool_rules), 'tool rule')}."
     )
     for warning in warnings:
         output.print(f"[yellow]![/yellow] {escape(warning)}")

@@ -378,7 +378,7 @@ def tokens(
     """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
     from toolscout.meta_tools import META_TOOLS
     from toolscout.surfaces import SurfaceOptions
-    from toolscout.token_report import mode_tokens, server_costs
+    from toolscout.token_report import COUNTED_ERA, mode_tokens, server_costs
     from toolscout.tokens import ENCODING, tool_tokens
 
     output = Output(as_json)
@@ -393,6 +393,7 @@ def tokens(
         total = sum(row["tokens"] for row in per_server)
         summary: dict[str, Any] = {
             "encoding": ENCODING,
+            "protocolVersion": COUNTED_ERA,
             "servers": per_server,
             "direct": {"tools": sum(row["tools"] for row in per_server), "tokens": total},
             "toolscout": {"tools": len(META_TOOLS), "tokens": meta},
@@ -402,7 +403,10 @@ def tokens(
         if as_json:
             output.data(summary)
             return
-        table = Table(title=f"Tokens an agent carries in every request ({ENCODING})", title_justify="left")
+        table = Table(
+            title=f"Tokens an agent carries in every request ({ENCODING}, protocol {COUNTED_ERA})",
+            title_justify="left",
+        )
         table.add_column("exposed directly")
         table.add_column("status")
         table.add_column("tools", justify="right")
@@ -412,7 +416,9 @@ def tokens(
         table.add_row("[bold]all servers[/bold]", "", str(summary["direct"]["tools"]), f"[bold]{total}[/bold]")
         table.add_row("[bold]toolscout meta-tools[/bold]", "", str(len(META_TOOLS)), f"[bold]{meta}[/bold]")
         output.out.print(table)
-        by_mode = Table(title="toolscout's tools/list in each mode, as a client receives it", title_justify="left")
+        by_mode = Table(
+            title=f"toolscout's tools/list in each mode, as a {COUNTED_ERA} client receives it", title_justify="left"
+        )
         by_mode.add_column("mode")
         by_mode.add_column("tools", justify="right")
         by_mode.add_column("tokens", justify="right")

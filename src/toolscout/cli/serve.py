@@ -17,6 +17,7 @@ from toolscout.cli.startup import startup_over
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
+from toolscout.render import counted
 
 
 class Transport(StrEnum):
@@ -119,7 +120,8 @@ async def _serve(
             count = len(config.mcp_servers)
             if sock is None:
                 typer.echo(
-                    f"toolscout {__version__}: serving MCP on stdio ({count} upstream servers, {config.mode} mode)",
+                    f"toolscout {__version__}: serving MCP on stdio "
+                    f"({counted(count, 'upstream server')}, {config.mode} mode)",
                     err=True,
                 )
                 await serve_stdio(gateway, config.mode, SurfaceOptions.from_config(config), stop=stop)

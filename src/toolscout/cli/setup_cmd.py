@@ -17,6 +17,7 @@ from toolscout.config.loader import user_config_dir
 from toolscout.errors import ConfigError, ToolscoutError
 from toolscout.importer import ImportPlan, apply_import, existing_env, plan_import, read_sources
 from toolscout.installer import Place, install, uninstall
+from toolscout.render import counted
 
 FromOption = Annotated[
     list[str] | None,
@@ -112,7 +113,8 @@ def _import_into(
     dry_run: bool,
     extract: bool,
     create: bool = False,
-) -> None:
+) -> ImportPlan:
+    """Import `sources` into `target` and report it; exit 2 when a source was unreadable."""
     found, problems = read_sources(sources)
     try:
         from toolscout.config.edit import ConfigDocument
@@ -149,6 +151,7 @@ def _import_into(
             output.note(f"Secrets written to {escape(str(applied.env_file))} ({', '.join(sorted(plan.secrets))}).")
     if plan.problems:
         raise typer.Exit(EXIT_CONFIG)
+    return plan
 
 
 def import_command(
@@ -198,14 +201,29 @@ def init(
             backup = old.save()
         except ToolscoutError as exc:
             output.fail(exc)
-    _import_into(output, target, sources, dry_run=False, extract=extract, create=True)
+    plan = _import_into(output, target, sources, dry_run=False, extract=extract, create=True)
     if backup is not None:
         output.note(f"The previous config is kept in {escape(str(backup))}.")
-    if not as_json:
+    if as_json:
+        return
+    imported = [d for d in plan.decisions if d.action != "skip"]
+    if not imported:
         output.print(
-            '\nNext: `toolscout list` to check the servers, `toolscout search "..."` to find a tool, '
-            "`toolscout install --client claude-desktop` to put toolscout in front of them."
+            f"\nNo MCP servers were found in the clients on this machine, so {escape(str(target))} has none yet. "
+            'Add yours under "mcpServers" there (see the README, "Configure it by hand"), or import a file '
+            "with `toolscout config import --file FILE`; `toolscout serve --demo` tries toolscout with its "
+            "bundled demo servers meanwhile."
         )
+        return
+    # Put toolscout in front of a client the servers came from (the first that toolscout can install into).
+    installable = [
+        d.server.client for d in imported if d.server.client in CLIENTS and CLIENTS[d.server.client].installable
+    ]
+    target_client = installable[0] if installable else "claude-desktop"
+    output.print(
+        '\nNext: `toolscout list` to check the servers, `toolscout search "..."` to find a tool, '
+        f"`toolscout install --client {target_client}` to put toolscout in front of them."
+    )
 
 
 def install_command(
@@ -249,11 +267,13 @@ def install_command(
     output.print(f"{verb} toolscout in {escape(fmt.display_name)}'s config: {escape(str(done.client_file))}")
     if done.moved:
         output.print(
-            f"Moved {len(done.moved)} servers into {escape(str(source.path))}: {escape(', '.join(done.moved))}"
+            f"Moved {counted(len(done.moved), 'server')} into {escape(str(source.path))}: "
+            + escape(", ".join(done.moved))
         )
     if done.remaining:
         output.print(
-            f"{escape(fmt.display_name)} still starts its own {len(done.remaining)} servers beside toolscout "
+            f"{escape(fmt.display_name)} still starts its own {counted(len(done.remaining), 'server')} "
+            "beside toolscout "
             f"({escape(', '.join(done.remaining))}); `toolscout install --client {fmt.id} --replace` "
             "moves them behind toolscout."
         )
@@ -287,7 +307,7 @@ def uninstall_command(client_id: ClientOption, as_json: JsonOption = False) -> N
     if done.removed_entry:
         output.print(f"Removed toolscout from {escape(str(done.client_file))}.")
     if done.restored:
-        output.print(f"Restored {len(done.restored)} servers: {escape(', '.join(done.restored))}")
+        output.print(f"Restored {counted(len(done.restored), 'server')}: {escape(', '.join(done.restored))}")
     if done.kept:
         output.print(f"Left as they are (the client has them again already): {escape(', '.join(done.kept))}")
     if done.client_backup:

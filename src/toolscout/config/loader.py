@@ -33,6 +33,7 @@ from toolscout.errors import ConfigError
 
 CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
 CACHE_ENV_VAR = "TOOLSCOUT_CACHE_DIR"
+STATE_ENV_VAR = "TOOLSCOUT_STATE_DIR"
 EXTENSIONS = ("json", "yaml", "yml", "toml")
 
 
@@ -80,8 +81,12 @@ def user_log_dir() -> Path:
     """The per-user directory for logs toolscout keeps (the audit log); always absolute.
 
     On Linux that is XDG's state directory, which the spec names as the place for logs and
-    history: unlike a cache, it must not be deleted at will.
+    history: unlike a cache, it must not be deleted at will. `$TOOLSCOUT_STATE_DIR` replaces it
+    on every platform (the demo keeps its log in a temporary directory this way).
     """
+    override = os.environ.get(STATE_ENV_VAR, "")
+    if override:
+        return Path(override).expanduser().absolute()
     if sys.platform == "win32":
         return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "toolscout" / "Logs"
     if sys.platform == "darwin":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import copy
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast
 
@@ -19,14 +20,33 @@ SSE_PATH = "/sse"
 
 
 def tool_doc(fn: _F) -> _F:
-    """Dedent ``fn``'s docstring so it reads cleanly as a tool description.
+    """Make ``fn``'s docstring read cleanly as a tool description: dedented, and each paragraph on
+    one line (list items keep their own lines).
 
-    The SDK publishes ``fn.__doc__`` verbatim, and before Python 3.13 that keeps the
-    source indentation of every line after the first. Apply it below ``@mcp.tool()``.
+    The SDK publishes ``fn.__doc__`` verbatim: before Python 3.13 that keeps the source
+    indentation of every line after the first, and always the line breaks the source was
+    wrapped at, which a client then shows in the middle of sentences. Apply it below ``@mcp.tool()``.
     """
     if fn.__doc__:
-        fn.__doc__ = inspect.cleandoc(fn.__doc__)
+        fn.__doc__ = unwrap(inspect.cleandoc(fn.__doc__))
     return fn
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
+
+
+def unwrap(text: str) -> str:
+    """`text` with the line breaks inside each paragraph undone; blank lines and list items stay."""
+    paragraphs: list[str] = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines: list[str] = []
+        for line in block.splitlines():
+            if lines and not _LIST_ITEM.match(line):
+                lines[-1] = f"{lines[-1]} {line.strip()}"
+            else:
+                lines.append(line.rstrip())
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
 
 
 def parse_args(

@@ -11,8 +11,9 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, cast
+from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
@@ -21,8 +22,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from toolscout.demo.config import DEMO_SERVERS
+from toolscout.config.loader import CACHE_ENV_VAR, STATE_ENV_VAR
+from toolscout.demo.config import DEMO_SERVERS, demo_config
+from toolscout.meta_tools import META_TOOLS
+from toolscout.token_report import COUNTED_ERA, ServerCost, server_costs
 from toolscout.tokens import ENCODING, tool_tokens
+
+CONNECT_BOUND = 120
+"""The longest the demo waits for its servers to connect (each also has its own connect timeout)."""
 
 
 def _text_of(result: types.CallToolResult) -> str:
@@ -46,27 +53,15 @@ class _Demo:
         return result
 
 
-async def _upstream_catalog(client: Client) -> dict[str, list[types.Tool]]:
-    """Every enabled upstream tool as the server defined it, fetched through the meta-tools."""
-    catalog: dict[str, list[types.Tool]] = {}
-    for server in DEMO_SERVERS:
-        listing = await client.call_tool("list_tools", {"server": server})
-        tools: list[types.Tool] = []
-        for entry in cast(dict[str, Any], listing.structured_content)["tools"]:
-            details = await client.call_tool("get_tool_details", {"server": server, "tool": entry["name"]})
-            d = cast(dict[str, Any], details.structured_content)
-            tools.append(
-                types.Tool(
-                    name=d["tool"],
-                    title=d.get("title"),
-                    description=d["description"] or None,
-                    input_schema=d["inputSchema"],
-                    output_schema=d.get("outputSchema"),
-                    annotations=types.ToolAnnotations.model_validate(d["annotations"]) if "annotations" in d else None,
-                )
-            )
-        catalog[server] = tools
-    return catalog
+async def _direct_costs() -> list[ServerCost]:
+    """What each demo server's enabled tools cost exposed directly: counted as `toolscout tokens --demo`
+    counts them (the same code, on the servers' own definitions), so the two always agree."""
+    from toolscout.gateway import Gateway
+
+    async with Gateway.from_config(demo_config()) as gateway:
+        with anyio.fail_after(CONNECT_BOUND):
+            await gateway.settle()
+        return server_costs(gateway)
 
 
 async def run_demo() -> None:
@@ -75,14 +70,19 @@ async def run_demo() -> None:
         "[bold]toolscout demo[/bold]: an MCP client starts [cyan]toolscout serve --demo[/cyan] over stdio; "
         f"behind it run {len(DEMO_SERVERS)} demo MCP servers ({', '.join(DEMO_SERVERS)}) as child processes.\n"
     )
-    # The SDK passes a child only a few variables; toolscout's own settings ($TOOLSCOUT_CACHE_DIR) go along.
-    own = {k: v for k, v in os.environ.items() if k.startswith("TOOLSCOUT_")}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "toolscout", "serve", "--demo", "--log-level", "warning"],
-        env={**get_default_environment(), **own},
-    )
-    with tempfile.TemporaryFile("w+") as gateway_log:
+    # The SDK passes a child only a few variables; toolscout's own settings go along. The catalog,
+    # embeddings and audit log of the demo live in a directory of its own, deleted at the end:
+    # the demo leaves the user's home as it found it.
+    with tempfile.TemporaryDirectory(prefix="toolscout-demo-") as scratch, tempfile.TemporaryFile("w+") as gateway_log:
+        private = {CACHE_ENV_VAR: os.path.join(scratch, "cache"), STATE_ENV_VAR: os.path.join(scratch, "state")}
+        own = {k: v for k, v in os.environ.items() if k.startswith("TOOLSCOUT_")} | private
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "toolscout", "serve", "--demo", "--log-level", "warning"],
+            env={**get_default_environment(), **own},
+        )
+        before = {name: os.environ.get(name) for name in private}
+        os.environ.update(private)  # for the gateway this process measures the tokens with, too
         try:
             async with Client(stdio_client(params, errlog=gateway_log)) as client:
                 await _walk(_Demo(client, console))
@@ -90,15 +90,24 @@ async def run_demo() -> None:
             gateway_log.seek(0)
             console.print(Panel(Text(gateway_log.read() or "(no output)"), title="gateway log", border_style="red"))
             raise
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 async def _walk(demo: _Demo) -> None:
     client, console = demo.client, demo.console
     listed = await client.list_tools()
     meta_cost = tool_tokens(listed.tools)
+    era = client.protocol_version
+    # The eras serialise schemas with their keys in another order, which shifts the count a little.
+    other = "" if era == COUNTED_ERA else f"; {tool_tokens([t.definition() for t in META_TOOLS])} at {COUNTED_ERA}"
     console.print(
-        f"The agent's tools/list: {len(listed.tools)} tools, [bold]{meta_cost} tokens[/bold] "
-        f"({', '.join(t.name for t in listed.tools)}).\n"
+        f"The agent's tools/list: {len(listed.tools)} tools, [bold]{meta_cost} tokens[/bold] at protocol {era}"
+        f"{other} ({', '.join(t.name for t in listed.tools)}).\n"
     )
     await demo.call("list_mcp_servers", {})
     await demo.call("search_tools", {"query": "convert a marathon distance from miles to kilometers", "limit": 3})
@@ -119,21 +128,26 @@ async def _walk(demo: _Demo) -> None:
         "execute_tool", {"server": "notes", "tool": "delete_note", "arguments": {"id": "1"}}, "disabled by toolRules"
     )
 
-    catalog = await _upstream_catalog(client)
-    table = Table(title=f"What the agent carries in every request ({ENCODING} tokens)", title_justify="left")
+    costs = await _direct_costs()
+    # Counted in one era (the eras serialise schemas differently): the meta-tools as `toolscout tokens` counts them.
+    meta = tool_tokens([t.definition() for t in META_TOOLS])
+    table = Table(
+        title=f"What the agent carries in every request ({ENCODING} tokens, protocol {COUNTED_ERA})",
+        title_justify="left",
+    )
     table.add_column("exposed directly")
     table.add_column("tools", justify="right")
     table.add_column("tokens", justify="right")
-    for server, tools in catalog.items():
-        table.add_row(server, str(len(tools)), str(tool_tokens(tools)))
-    all_tools = [t for tools in catalog.values() for t in tools]
-    direct = tool_tokens(all_tools)
-    table.add_row("[bold]all servers[/bold]", str(len(all_tools)), f"[bold]{direct}[/bold]")
-    table.add_row("[bold]toolscout meta-tools[/bold]", str(len(listed.tools)), f"[bold]{meta_cost}[/bold]")
+    for cost in costs:
+        table.add_row(cost.server, str(cost.tools), str(cost.tokens))
+    tools, direct = sum(c.tools for c in costs), sum(c.tokens for c in costs)
+    table.add_row("[bold]all servers[/bold]", str(tools), f"[bold]{direct}[/bold]")
+    table.add_row("[bold]toolscout meta-tools[/bold]", str(len(listed.tools)), f"[bold]{meta}[/bold]")
     console.print()
     console.print(table)
-    saved = 1 - meta_cost / direct if direct else 0.0
+    saved = 1 - meta / direct if direct else 0.0
     console.print(
-        f"With {len(all_tools)} enabled tools the meta-tools cost {meta_cost} instead of {direct} tokens "
-        f"({saved:.0%} less); the gap grows with every server you add, while the meta-tools stay {meta_cost}."
+        f"With {tools} enabled tools the meta-tools cost {meta} instead of {direct} tokens "
+        f"({saved:.0%} less); the gap grows with every server you add, while the meta-tools stay {meta}. "
+        "`toolscout tokens` measures your own servers, in every mode."
     )
