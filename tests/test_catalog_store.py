@@ -342,7 +342,8 @@ async def test_the_index_is_built_off_the_event_loop_first_from_the_stored_catal
                 await gateway.upstream("fresh").wait_settled()
             assert gateway.upstream("fresh").status is Status.CONNECTED
             if stored:
-                assert names == ["convert_units", "calculate"]
+                # The stored catalog is in the first index (`fresh`, starting at once, may be too).
+                assert {"convert_units", "calculate"} <= set(names)
                 # The server the stored catalog answers for waits for its index, the first search's.
                 assert upstream.status is Status.CONNECTING
             else:

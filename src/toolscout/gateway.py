@@ -256,9 +256,9 @@ class Gateway:
         for upstream in self._upstreams.values():
             if upstream.name in self._snapshots or upstream.first_attempt_over:
                 continue
-            # The attempt bounds itself; this bound only guards against a task that never got to run.
-            delay = WARM_INDEX_FIRST_SECONDS if self._snapshots else 0.0
-            deadline = self._started_at + delay + upstream.spec.connect_timeout + STOP_MARGIN_SECONDS
+            # The attempt bounds itself (these servers start at once); this bound only guards against
+            # a task that never got to run.
+            deadline = self._started_at + upstream.spec.connect_timeout + STOP_MARGIN_SECONDS
             with anyio.move_on_after(deadline - anyio.current_time()):
                 await upstream.wait_first_attempt()
 
