@@ -53,7 +53,7 @@ class _ServerBase(_Model):
     disabled: bool = False
     protocol: Literal["auto", "legacy"] | None = None
     """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only
-    (`legacy`). Unset: `initialize` first on stdio (falling back to `auto` if refused), `auto` otherwise."""
+    (`legacy`). Unset: `initialize` first on every transport, falling back to `auto` if refused."""
     reconnect: bool = True
     """After a failure or a lost connection, connect again with backoff (1 s doubling to 60 s, jittered)."""
     connect: Literal["eager", "lazy"] = "eager"
