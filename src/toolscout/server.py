@@ -3,7 +3,8 @@ resources and prompts (content.py, the same in every mode), over stdio or stream
 
 This is the edge where `ToolscoutError`s become `isError` results with
 `structuredContent: {"success": false, "error": {...}}` (tools), or MCP errors with the error as
-`data` (resources and prompts: an upstream's own error keeps its code).
+`data` (resources and prompts: an upstream's own error keeps its code). An upstream's protocol error
+on one of its own tools (passthrough, a loaded tool) is passed on as the same MCP error.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from toolscout.errors import (
     ResourceNotFound,
     ServerNotFound,
     ToolscoutError,
+    UpstreamRefused,
 )
 from toolscout.gateway import Gateway
 from toolscout.relay import relaying
@@ -85,6 +87,16 @@ def mcp_error(error: ToolscoutError) -> MCPError:
     else:
         code = types.INVALID_PARAMS if isinstance(error, _INVALID_PARAMS_ERRORS) else types.INTERNAL_ERROR
     return MCPError(code=code, message=error.message, data=error.to_dict())
+
+
+def passed_on(error: UpstreamRefused) -> MCPError:
+    """An upstream's own protocol error on one of its tools, as that upstream sent it (code, message, data)."""
+    code = error.details.get("upstreamCode")
+    return MCPError(
+        code=code if isinstance(code, int) else types.INTERNAL_ERROR,
+        message=error.upstream_message,
+        data=error.details.get("upstreamData"),
+    )
 
 
 @contextmanager
@@ -208,6 +220,10 @@ def build_server(
         client = clients.state(ctx)
         try:
             outcome = await relayed(ctx, client, params, lambda: surface.call(client, params.name, arguments))
+        except UpstreamRefused as exc:
+            if surface.native(params.name):
+                raise passed_on(exc) from None
+            return error_result(exc, **context)
         except ToolscoutError as exc:
             return error_result(exc, **context)
         except MCPError:  # a protocol error of the request itself (rounds.py)

@@ -36,7 +36,7 @@ from toolscout import __version__
 from toolscout.catalog import Catalog
 from toolscout.catalog_store import config_hash
 from toolscout.config.models import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, AnyServerConfig
-from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError
+from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError, UpstreamRefused
 from toolscout.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.transport import UpstreamTransport, transport_for
 from toolscout.upstream.watch import ResourceWatch
@@ -442,11 +442,13 @@ class Upstream:
                     # The SDK's word for a transport that is gone (an HTTP server that went away).
                     self._on_closed()
                     raise self._gone(tool, exc.error.message) from None
-                raise UpstreamError(
+                raise UpstreamRefused(
                     f"{self.name}.{tool} failed: {exc.error.message} (MCP error {exc.error.code})",
+                    upstream_message=exc.error.message,
                     server=self.name,
                     tool=tool,
                     upstreamCode=exc.error.code,
+                    upstreamData=exc.error.data,
                 ) from None
             except Exception as exc:
                 if self._lost:
@@ -493,7 +495,7 @@ class Upstream:
 
         It fails as a call does: `ServerUnavailable` when not connected or when the connection goes,
         `CallTimeout` after `within` seconds (default: the server's `timeout`; cancelled upstream), and the
-        upstream's own error as `UpstreamError` with `upstreamCode` (and `upstreamData`). `what` names
+        upstream's own error as `UpstreamRefused` with `upstreamCode` (and `upstreamData`). `what` names
         the request in messages. `use=False` (listings) leaves the `idleTimeout` clock alone.
         """
         client = self._client
@@ -519,8 +521,9 @@ class Upstream:
                 if _session_expired(exc) or exc.error.code == types.CONNECTION_CLOSED:
                     self._on_closed()
                     raise self._gone_during(what, exc.error.message) from None
-                raise UpstreamError(
+                raise UpstreamRefused(
                     f"{self.name}: {what} failed: {exc.error.message}",
+                    upstream_message=exc.error.message,
                     server=self.name,
                     upstreamCode=exc.error.code,
                     upstreamData=exc.error.data,
