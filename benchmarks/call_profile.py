@@ -10,7 +10,7 @@ The upstream is the bundled demo server `units` (`convert_units`, next to no wor
 
 Default (`toolscout serve`): one `mcp.Client` in this process talks to `units` directly (a child of
 its own) and to `toolscout serve` (a child, default settings: INFO log to a file, audit log on, in
-discovery mode calling `execute_tool`, or in passthrough mode calling `units__convert_units`),
+discovery mode calling `execute_tool`, or in passthrough mode calling `convert_units` by its own name),
 which talks to its own `units` child. Both are warmed up, then measured alternately in batches of
 100 calls; each round prints the median (and p90) of both, the difference, and the CPU time each
 child spent per call (user + system, from /proc: Linux only; on 2 shared cores the gateway's CPU
@@ -79,8 +79,8 @@ def gateway_config(scratch: Path, protocol: str = "auto") -> Path:
 
 def call_of(mode: str) -> tuple[str, dict[str, Any]]:
     """The tool the client calls on the gateway in `mode`, and its arguments."""
-    if mode == "passthrough":
-        return f"units__{TOOL}", ARGUMENTS
+    if mode == "passthrough":  # in front of one server, its tools keep their own names
+        return TOOL, ARGUMENTS
     return "execute_tool", {"server": "units", "tool": TOOL, "arguments": ARGUMENTS}
 
 

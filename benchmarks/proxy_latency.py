@@ -10,9 +10,10 @@ process. For each transport, stdio and streamable HTTP, and each protocol era of
 * directly: to the upstream (over stdio, a child of its own; over HTTP, the one shared upstream process);
 * through `toolscout serve` (a child process, default settings, audit log and persistent catalog in a
   temporary directory) in discovery mode, calling `execute_tool`, and in passthrough mode, calling
-  the native `units__convert_units` (the like-for-like proxy call); and in discovery mode speaking
-  the other protocol era to `units` than by default ("the other upstream era": `protocol: auto` on
-  stdio, 2026-07-28 instead of 2025-11-25; `protocol: legacy` over HTTP, the other way round);
+  the native `convert_units` (the like-for-like proxy call; in front of one server passthrough keeps
+  its tools' own names); and in discovery mode speaking the other protocol era to `units` than by
+  default ("the other upstream era": `protocol: auto`, 2026-07-28 instead of the handshake era's
+  2025-11-25, on either transport);
 * through `benchmarks/bare_proxy.py`, the least a proxy built on the same SDK pieces can do (a
   low-level `Server` forwarding `tools/call` to one `mcp.Client`, at 2025-11-25 upstream, and
   nothing else): the floor under toolscout's added time;
@@ -213,7 +214,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             ("stdio", {"command": UPSTREAM[0], "args": UPSTREAM[1:]}),
             ("http", {"url": upstream_url}),
         ):
-            for protocol in ("default", "auto", "legacy"):
+            for protocol in ("default", "auto"):
                 configs[transport, protocol] = scratch / f"toolscout-{transport}-{protocol}.json"
                 entry = server if protocol == "default" else {**server, "protocol": protocol}
                 configs[transport, protocol].write_text(
@@ -250,7 +251,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             ),
             (
                 "toolscout execute_tool, the other upstream era",
-                [*gateway("http", "discovery", "legacy"), *HTTP_ANY_PORT],
+                [*gateway("http", "discovery", "auto"), *HTTP_ANY_PORT],
                 SERVE_READY,
             ),
             (
@@ -292,9 +293,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                         raise SystemExit(f"{transport} {label}: negotiated {client.protocol_version}, not {ERAS[era]}")
                     if label.startswith("toolscout execute_tool"):
                         tool, arguments = "execute_tool", {"server": "units", "tool": TOOL, "arguments": ARGUMENTS}
-                    elif label == "toolscout passthrough":
-                        tool, arguments = f"units__{TOOL}", ARGUMENTS
-                    else:
+                    else:  # passthrough in front of one server: the tool's own name
                         tool, arguments = TOOL, ARGUMENTS
                     routes.append(Route(ERAS[era], transport, label, client, tool, arguments))
 

@@ -22,8 +22,11 @@ async def call_in_mode(
         case "compact":
             return await client.call_tool("exec", {"server_name": server, "tool_name": tool, "arguments": arguments})
         case "passthrough":
-            assert native in {t.name for t in (await client.list_tools()).tools}
-            return await client.call_tool(native, arguments)
+            listed = {t.name for t in (await client.list_tools()).tools}
+            # `server__tool` in front of several servers, the tool's own name in front of one (`toolNames: auto`).
+            name = native if native in listed else tool
+            assert name in listed, (name, listed)
+            return await client.call_tool(name, arguments)
         case "dynamic":
             loaded = await client.call_tool("load_tools", {"tools": [{"server": server, "tool": tool}]})
             assert not loaded.is_error, loaded

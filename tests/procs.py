@@ -14,6 +14,11 @@ import anyio
 import anyio.abc
 from anyio.streams.text import TextReceiveStream
 
+UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
+"""What uvicorn prints once it serves (port 0: the port it picked)."""
+SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
+"""What `toolscout serve --transport http` prints on start: its URL."""
+
 
 @dataclass
 class Running:

@@ -1,123 +1,154 @@
 """The official MCP conformance suite, run against an upstream directly and through the gateway.
 
-The rule (issue "Nothing lost through the gateway"): every server scenario the upstream passes,
-toolscout in passthrough mode in front of it passes too. The upstreams are tests/conformance_server.py,
-which offers what the scenarios ask for (so it passes them all), and `server-everything` over
-streamable HTTP, which has tools of its own and passes the protocol-level scenarios; the suite is
-`@modelcontextprotocol/conformance` from tools/npm, on its pinned Node 22.
+The rule (issue "Nothing lost through the gateway", and issue 18): every server scenario the upstream
+passes, `toolscout serve --mode passthrough` in front of it passes too, configured as a user would
+(`{"url": ...}`) or with the handshake era pinned (`protocol: legacy`), in every suite: 0.1.16's
+default suite and `--suite all` (a 2025-11-25 client), and the 0.2.0 prerelease's 2026-07-28 scenarios
+(a 2026-07-28 client). With `protocol: auto` the gateway speaks 2026-07-28 to the upstream, where a
+server written for the handshake era cannot ask its client anything nor take subscriptions: exactly
+those scenarios are lost, which is why it is not the default. The suites, upstreams and gateway
+configurations are in tests/helpers/conformance.py; benchmarks/conformance.py prints the same
+comparison as the table of docs/BENCHMARKS.md.
+
+The 2026-07-28 scenarios of the prerelease do not cover sampling, elicitation or resource
+subscriptions in the form this upstream offers them (its input-required scenarios want tools of
+their own), so an SDK client at 2026-07-28 checks those through the gateway below.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
 
-from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
-from tests.procs import free_port, running
-from tests.test_e2e_subprocess import SERVE_READY, UVICORN_READY
-from tests.test_public_servers import node_path
+from tests.conformance_server import SEP1034_SCHEMA, SEP1330_SCHEMA
+from tests.helpers.conformance import (
+    SUITES,
+    ConfigName,
+    Suite,
+    SuiteRun,
+    UpstreamName,
+    passthrough_gateway,
+    run_suite,
+    upstream_server,
+)
 
 pytestmark = pytest.mark.anyio
 
-SUITE_TIMEOUT = 120
-SUMMARY_LINE = re.compile(r"^([✓✗]) (\S+): (\d+) passed, (\d+) failed", re.MULTILINE)
-RESULT_DIR = re.compile(r"^server-(.+)-\d{4}-\d{2}-\d{2}T")
+BACK_CHANNEL = [
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "tools-call-elicitation",
+    "tools-call-sampling",
+]
+"""What a server written for the handshake era (sampling and elicitation as requests of its own,
+`resources/subscribe`) cannot do when spoken to at 2026-07-28: lost with `protocol: auto`."""
+EXPECTED_LOSSES: dict[tuple[UpstreamName, ConfigName], dict[Suite, list[str]]] = {
+    ("conformance", "auto"): {"active": BACK_CHANNEL, "all": BACK_CHANNEL}
+}
+MUST_PASS: dict[UpstreamName, int] = {"conformance": 30, "everything": 3}
+"""How many scenarios of the default suite the upstream must pass itself for the comparison to be
+worth making: tests/conformance_server.py offers what every scenario asks for; server-everything has
+tools of its own and passes the protocol-level ones."""
 
 
-@dataclass
-class SuiteRun:
-    verdicts: dict[str, bool]
-    """Each scenario run, and whether it passed (no failed check), as the suite's summary says."""
-    failures: dict[str, list[str]]
-    """The failed checks of each scenario that failed: `id: message`."""
-    output: str
-
-    @property
-    def passed(self) -> set[str]:
-        return {name for name, ok in self.verdicts.items() if ok}
-
-
-def failed_checks(out: Path) -> dict[str, list[str]]:
-    """The failed checks of each scenario with any, from its `checks.json` under `out`."""
-    failures: dict[str, list[str]] = {}
-    for result in sorted(out.iterdir()) if out.is_dir() else []:
-        match = RESULT_DIR.match(result.name)
-        checks_file = result / "checks.json"
-        if match is None or not checks_file.is_file():
-            continue
-        checks = cast(list[dict[str, Any]], json.loads(checks_file.read_text(encoding="utf-8")))
-        failed = [
-            f"{c.get('id')}: {c.get('errorMessage') or c.get('description')}"
-            for c in checks
-            if c.get("status") == "FAILURE"
-        ]
-        if failed:
-            failures[match.group(1)] = failed
-    return failures
-
-
-async def run_suite(url: str, out: Path) -> SuiteRun:
-    """`conformance server --url URL` (the default, active suite), its verdicts and failed checks."""
-    conformance = npm_tool("conformance")
-    env = {**os.environ, "PATH": f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    with anyio.fail_after(SUITE_TIMEOUT):
-        done = await anyio.run_process(
-            [str(conformance), "server", "--url", url, "-o", str(out)], env=env, cwd=ROOT / "tools" / "npm", check=False
-        )
-    output = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
-    verdicts = {m.group(2): m.group(1) == "✓" for m in SUMMARY_LINE.finditer(output)}
-    assert verdicts, f"no scenario summary in the conformance suite's output (exit {done.returncode}):\n{output}"
-    return SuiteRun(verdicts, failed_checks(out), output)
-
-
-@asynccontextmanager
-async def upstream_server(name: str) -> AsyncGenerator[tuple[str, int]]:
-    """The upstream's URL, and how many scenarios it must pass itself for the comparison to be worth making."""
-    if name == "conformance":
-        command = [PYTHON, "-m", "tests.conformance_server", "--port", "0"]
-        async with running(command, ready=UVICORN_READY) as upstream:
-            yield f"http://127.0.0.1:{upstream.match.group(1)}/mcp", 25
-    else:
-        port = free_port()
-        env = {**os.environ, "PATH": node_path(), "PORT": str(port)}
-        command = [str(npm_tool("mcp-server-everything")), "streamableHttp"]
-        async with running(command, ready="listening on port", env=env):
-            yield f"http://127.0.0.1:{port}/mcp", 3  # it offers its own tools, not the suite's
-
-
-@pytest.mark.parametrize("upstream_name", ["conformance", "everything"])
-async def test_passthrough_passes_every_scenario_its_upstream_passes(tmp_path: Path, upstream_name: str) -> None:
-    async with upstream_server(upstream_name) as (upstream_url, baseline):
-        direct = await run_suite(upstream_url, tmp_path / "direct")
-        # The baseline is only worth comparing against when the upstream passes enough of it.
-        assert len(direct.passed) >= baseline, f"the upstream itself fails the suite:\n{direct.output}"
-
-        config = tmp_path / "toolscout.json"
-        # The suite's client speaks 2025-11-25, so the gateway speaks that era to the upstream too: the
-        # same conversation as the direct run, one hop longer.
-        upstream_entry = {"url": upstream_url, "protocol": "legacy"}
-        config.write_text(json.dumps({"mcpServers": {upstream_name: upstream_entry}}), encoding="utf-8")
-        serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", "passthrough"]
-        # Ready once the upstream is connected; the URL was printed before that (it is printed on start).
-        ready = rf"{upstream_name}: connected"
-        async with running([*serve, "--transport", "http", "--port", "0"], ready=ready) as gateway:
-            url = next(m.group(1) for line in gateway.stderr if (m := re.search(SERVE_READY, line)))
-            through = await run_suite(url, tmp_path / "gateway")
-
-    lost = sorted(direct.passed - through.passed)
-    report = "\n".join(
-        f"  {name}: " + "; ".join(through.failures.get(name, ["(not run through the gateway)"]))[:250] for name in lost
+def report(lost: list[str], through: SuiteRun) -> str:
+    return "\n".join(
+        f"    {name}: " + "; ".join(through.failures.get(name, ["(not run through the gateway)"]))[:250]
+        for name in lost
     )
-    assert not lost, (
-        f"{len(lost)} of the {len(direct.passed)} scenarios the upstream passes fail through toolscout "
-        f"(passthrough):\n{report}"
-    )
+
+
+@pytest.mark.parametrize("config", ["default", "legacy", "auto"])
+@pytest.mark.parametrize("upstream", ["conformance", "everything"])
+async def test_passthrough_passes_every_scenario_its_upstream_passes(
+    tmp_path: Path, upstream: UpstreamName, config: ConfigName
+) -> None:
+    async with upstream_server(upstream) as upstream_url:
+        direct = {suite: await run_suite(suite, upstream_url, tmp_path / "direct" / suite) for suite in SUITES}
+        passed = len(direct["active"].passed)
+        assert passed >= MUST_PASS[upstream], f"the upstream itself fails the suite:\n{direct['active'].output}"
+        async with passthrough_gateway(tmp_path, upstream, upstream_url, config) as url:
+            through = {suite: await run_suite(suite, url, tmp_path / config / suite) for suite in SUITES}
+
+    expected = EXPECTED_LOSSES.get((upstream, config), {})
+    unexpected: list[str] = []
+    for suite in SUITES:
+        lost = sorted(direct[suite].passed - through[suite].passed)
+        if lost != expected.get(suite, []):
+            unexpected.append(
+                f"  suite {suite}: {len(lost)} of the {len(direct[suite].passed)} scenarios the upstream passes "
+                f"fail through toolscout (expected {expected.get(suite, [])}):\n{report(lost, through[suite])}"
+            )
+    assert not unexpected, f"passthrough in front of {upstream}, config {config}:\n" + "\n".join(unexpected)
+
+
+class Asked:
+    """A 2026-07-28 client's model and user: answer what the upstream asks, and remember it."""
+
+    def __init__(self) -> None:
+        self.sampled: list[types.CreateMessageRequestParams] = []
+        self.elicited: list[types.ElicitRequestParams] = []
+
+    async def sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.sampled.append(params)
+        reply = types.TextContent(text="hello from the model")
+        return types.CreateMessageResult(role="assistant", content=reply, model="test-model", stop_reason="endTurn")
+
+    async def elicit(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.elicited.append(params)
+        return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
+
+
+def said(result: types.CallToolResult) -> str:
+    assert not result.is_error, result
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def schema_of(params: types.ElicitRequestParams) -> dict[str, Any]:
+    assert isinstance(params, types.ElicitRequestFormParams)
+    return params.requested_schema
+
+
+@pytest.mark.parametrize("config", ["default", "legacy"])
+async def test_a_2026_client_is_asked_and_subscribes_through_the_gateway(tmp_path: Path, config: ConfigName) -> None:
+    """Sampling, elicitation (defaults, every kind of enum) and resource subscriptions of the conformance
+    upstream, for a client at 2026-07-28: the gateway puts the upstream's requests to it as
+    input-required rounds, and passes its subscription on as `resources/subscribe`."""
+    asked = Asked()
+    async with (
+        upstream_server("conformance") as upstream_url,
+        passthrough_gateway(tmp_path, "conformance", upstream_url, config) as url,
+        Client(url, mode="auto", sampling_callback=asked.sample, elicitation_callback=asked.elicit) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        with anyio.fail_after(60):
+            sampled = await client.call_tool("test_sampling", {"prompt": "What is 2+2?"})
+            assert said(sampled) == "LLM response: hello from the model"
+            [question] = asked.sampled
+            assert question.messages[0].content == types.TextContent(text="What is 2+2?")
+
+            elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+            answer = 'content={"username": "ada", "email": "ada@example.com"}'
+            assert said(elicited) == f"User response: action=accept, {answer}"
+            assert (await client.call_tool("test_elicitation_sep1034_defaults", {})).is_error is False
+            assert (await client.call_tool("test_elicitation_sep1330_enums", {})).is_error is False
+            plain, defaults, enums = (schema_of(p) for p in asked.elicited)
+            assert plain["required"] == ["username", "email"]
+            assert defaults["properties"] == SEP1034_SCHEMA["properties"]  # every default, as the upstream sent it
+            assert enums["properties"] == SEP1330_SCHEMA["properties"]  # titled, untitled and legacy enums alike
+
+            listed = {str(r.uri) for r in (await client.list_resources()).resources}
+            watched = "toolscout://conformance/test://watched-resource"
+            assert watched in listed
+            async with client.listen(resource_subscriptions=[watched]) as subscription:
+                assert subscription.honored.resource_subscriptions == [watched]

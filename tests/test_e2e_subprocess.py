@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.conftest import PYTHON
-from tests.procs import free_port, running, stop
+from tests.procs import SERVE_READY, UVICORN_READY, free_port, running, stop
 from tests.test_dynamic import ListWatcher, watched_client
 from tests.test_upstream_failures import _alive  # pyright: ignore[reportPrivateUsage]
 
@@ -31,8 +31,6 @@ pytestmark = pytest.mark.anyio
 META_TOOL_NAMES = ["list_mcp_servers", "search_tools", "list_tools", "get_tool_details", "execute_tool"]
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 PING = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
-UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
-SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
 PID_WRITER = (
     "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
     "sys.argv = ['notes']; from toolscout.demo.notes import main; main()"

@@ -257,7 +257,7 @@ async def test_upstream_errors_pass_through(era: str) -> None:
 
         protocol = await client.call_tool("execute_tool", {"server": "kitchen", "tool": "protocol_error"})
         error = error_of(protocol)
-        assert error["code"] == "TOOL_EXECUTION_ERROR"
+        assert error["code"] == "TOOL_EXECUTION_ERROR" and error["upstreamCode"] == types.INTERNAL_ERROR
         assert "kitchen on fire" in error["message"]
         assert (error["server"], error["tool"]) == ("kitchen", "protocol_error")
 

@@ -16,10 +16,11 @@ from mcp import Client
 
 from tests.kitchen import Kitchen
 from tests.test_dynamic import ListWatcher, http_gateway, watched_client
-from tests.test_gateway_inprocess import ERAS
+from tests.test_gateway_inprocess import ERAS, notes_server
 from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
 from toolscout.server import build_server
+from toolscout.surfaces import SurfaceOptions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -40,8 +41,8 @@ async def learn_a_trick(client: Client, mode: ModeName) -> None:
     if mode == "compact":
         args = {"server_name": "kitchen", "tool_name": "learn_trick", "arguments": LEARN["arguments"]}
         result = await client.call_tool("exec", args)
-    elif mode == "passthrough":
-        result = await client.call_tool("kitchen__learn_trick", LEARN["arguments"])
+    elif mode == "passthrough":  # in front of one server, its tools keep their own names
+        result = await client.call_tool("learn_trick", LEARN["arguments"])
     else:
         result = await client.call_tool("execute_tool", LEARN)
     assert not result.is_error, result
@@ -51,7 +52,7 @@ async def sees_juggle(client: Client, mode: ModeName) -> bool:
     listed = (await client.list_tools()).tools
     if mode == "compact":
         return "    - juggle: A new trick." in (listed[0].description or "")
-    return "kitchen__juggle" in {t.name for t in listed}
+    return ("juggle" if mode == "passthrough" else "kitchen__juggle") in {t.name for t in listed}
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -100,3 +101,30 @@ async def test_over_http_too(era: str) -> None:
         await learn_a_trick(client, "passthrough")
         await watcher.wait_for(1)
         assert await sees_juggle(client, "passthrough")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_namesake_arriving_later_renames_both_tools_and_clients_are_told(era: str) -> None:
+    """`toolNames: bare-when-unique`: a tool keeps its own name until another server brings one of the
+    same name; then both are `server__tool`, every client is told its list changed, and the bare name
+    answers with the names to call instead."""
+    watcher = ListWatcher()
+    specs = [
+        UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),
+        UpstreamSpec("notes", InProcessUpstream(notes_server())),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        server = build_server(gateway, "passthrough", SurfaceOptions(tool_names="bare-when-unique"))
+        async with watched_client(server, era, watcher) as client:
+            assert "create_note" in {t.name for t in (await client.list_tools()).tools}
+            # The kitchen learns a trick called create_note: now two servers have that name.
+            learned = await client.call_tool("learn_trick", {"name": "create_note"})
+            assert not learned.is_error, learned
+            await watcher.wait_for(1)
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert {"kitchen__create_note", "notes__create_note"} <= listed and "create_note" not in listed
+            stale = await client.call_tool("create_note", {"title": "x"})
+            assert stale.is_error and "notes__create_note" in str(stale.structured_content)
+            assert "noted" in str((await client.call_tool("notes__create_note", {"title": "x"})).content)

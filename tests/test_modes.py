@@ -18,10 +18,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from tests.conformance_server import build_server as conformance_upstream
 from tests.kitchen import TINY_PNG, TOOLS, WEATHER_OUTPUT_SCHEMA, Kitchen
 from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
 from toolscout.config import GatewayConfig, ToolRule
-from toolscout.config.models import ModeName
+from toolscout.config.models import ModeName, ToolNaming
 from toolscout.gateway import Gateway
 from toolscout.listing import listing_text, tabular
 from toolscout.passthrough import native_names
@@ -213,3 +214,139 @@ def test_surface_options_come_from_the_config() -> None:
     assert SurfaceOptions.from_config(GatewayConfig()) == SurfaceOptions()
     with pytest.raises(ValidationError, match="listingFormat"):
         GatewayConfig.model_validate({"listingFormat": "yaml"})
+
+
+def test_bare_names_are_the_tools_own_unless_two_servers_share_one() -> None:
+    pairs = [
+        ("github", "create_issue"),
+        ("gitlab", "create_issue"),  # a namesake: both prefixed
+        ("github", "search"),
+        ("files", "read.file"),  # made valid, and still its own
+        ("files", "x" * 80),  # too long for a bare name: shortened with a hash
+        ("a", "b__c"),  # bare, it reads like the prefixed name of b's `c`...
+        ("b", "c"),  # ...which is bare itself, so there is no clash
+    ]
+    names = native_names(pairs, bare=True)
+    assert names[("github", "create_issue")] == "github__create_issue"
+    assert names[("gitlab", "create_issue")] == "gitlab__create_issue"
+    assert names[("github", "search")] == "search"
+    assert names[("files", "read.file")] == "read_file"
+    assert (names[("a", "b__c")], names[("b", "c")]) == ("b__c", "c")
+    assert len(names[("files", "x" * 80)]) == 64 and names[("files", "x" * 80)].startswith("xxxx")
+    assert all(NAME_RULE.match(n) for n in names.values()) and len(set(names.values())) == len(pairs)
+    # A prefixed name that a bare one happens to equal: both get a hash, so neither is taken from the other.
+    clash = native_names([("a", "b__c"), ("b", "c"), ("z", "c")], bare=True)
+    assert len(set(clash.values())) == 3 and all(NAME_RULE.match(n) for n in clash.values())
+
+
+@given(st.lists(st.tuples(st.text(max_size=40), st.text(max_size=80)), max_size=30))
+def test_bare_names_hold_for_any_names(pairs: list[tuple[str, str]]) -> None:
+    names = native_names(pairs, bare=True)
+    assert set(names) == set(pairs)
+    assert all(NAME_RULE.match(n) for n in names.values())
+    assert len(set(names.values())) == len(names)
+
+
+@asynccontextmanager
+async def passthrough(
+    era: str, naming: ToolNaming, *, servers: tuple[str, ...] = ("kitchen", "notes")
+) -> AsyncGenerator[tuple[Client, Gateway]]:
+    """Passthrough in front of `servers` (the kitchen and the notes server), tools named by `naming`, no rules."""
+    upstreams = {"kitchen": lambda: Kitchen().server, "notes": notes_server}
+    specs = [UpstreamSpec(name, InProcessUpstream(upstreams[name]())) for name in servers]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        server = build_server(gateway, "passthrough", SurfaceOptions(tool_names=naming))
+        async with Client(server, mode=era) as client:
+            yield client, gateway
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_passthrough_in_front_of_one_server_lists_its_tools_under_their_own_names(era: str) -> None:
+    """`toolNames: auto` (the default): nothing to tell apart, so nothing renamed (issue 18: a client
+    looking for the upstream's own tool name found `server__tool` instead)."""
+    async with passthrough(era, "auto", servers=("kitchen",)) as (client, _):
+        listed = [t.name for t in (await client.list_tools()).tools]
+        assert listed == [t.name for t in TOOLS]
+        assert client.instructions is not None and "keeps its own name" in client.instructions
+        weather = await client.call_tool("get_weather", {"city": "Oslo"})
+        assert weather.structured_content == {"city": "Oslo", "celsius": 21.5}
+        # The prefixed name still reaches it, for a client written against it.
+        again = await client.call_tool("kitchen__get_weather", {"city": "Oslo"})
+        assert again.structured_content == weather.structured_content
+    async with passthrough(era, "prefixed", servers=("kitchen",)) as (client, _):
+        assert [t.name for t in (await client.list_tools()).tools] == [f"kitchen__{t.name}" for t in TOOLS]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_bare_when_unique_prefixes_only_the_names_two_servers_share(era: str) -> None:
+    async with passthrough(era, "bare-when-unique") as (client, _):
+        listed = {t.name for t in (await client.list_tools()).tools}
+        kitchen_only = {t.name for t in TOOLS} - {"get_weather"}
+        assert listed == kitchen_only | {"kitchen__get_weather", "notes__get_weather", "create_note"}
+        assert text(await client.call_tool("create_note", {"title": "x"})) == "noted"
+        notes_weather = await client.call_tool("notes__get_weather", {})
+        assert text(notes_weather) == "noted"
+        # The shared name alone is ambiguous: the answer names what to call instead.
+        ambiguous = error_of(await client.call_tool("get_weather", {"city": "Oslo"}))
+        assert ambiguous["code"] == "AMBIGUOUS_NAME"
+        assert "kitchen__get_weather" in ambiguous["message"] and "notes__get_weather" in ambiguous["message"]
+    async with passthrough(era, "auto") as (client, _):  # several servers: `server__tool`, as by spec 002
+        listed = {t.name for t in (await client.list_tools()).tools}
+        assert listed == {f"kitchen__{t.name}" for t in TOOLS} | {"notes__create_note", "notes__get_weather"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("mode", ["passthrough", "dynamic"])
+async def test_an_upstream_protocol_error_on_its_own_tool_reaches_the_client_as_that_error(
+    era: str, mode: ModeName
+) -> None:
+    """A native tool answers as it would without the gateway: the upstream's JSON-RPC error, not an
+    `isError` result (issue 18: `-32602 Unknown tool` came back as a tool result)."""
+    async with Gateway([UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway, mode), mode=era) as client:
+            if mode == "dynamic":
+                loaded = await client.call_tool(
+                    "load_tools", {"tools": [{"server": "kitchen", "tool": "protocol_error"}]}
+                )
+                assert not loaded.is_error, text(loaded)
+            name = "protocol_error" if mode == "passthrough" else "kitchen__protocol_error"
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool(name, {})
+            assert (raised.value.error.code, raised.value.error.message) == (types.INTERNAL_ERROR, "kitchen on fire")
+            if mode == "dynamic":  # toolscout's own execute_tool reports it as its failure, with the upstream's code
+                error = error_of(
+                    await client.call_tool("execute_tool", {"server": "kitchen", "tool": "protocol_error"})
+                )
+                assert (error["code"], error["upstreamCode"]) == ("TOOL_EXECUTION_ERROR", types.INTERNAL_ERROR)
+                assert "kitchen on fire" in error["message"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_passthrough_in_front_of_the_conformance_upstream_is_the_upstream(era: str) -> None:
+    """The two scenarios of the conformance suite's `--suite all` that passthrough failed in front of one
+    server (issue 18): json-schema-2020-12 looks the tool up by its own name, and server-sse-polling
+    calls a tool the server does not have and expects the server's own -32602."""
+    upstream = UpstreamSpec("conformance", InProcessUpstream(conformance_upstream()))
+    async with Gateway([upstream]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway, "passthrough"), mode=era) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            schema = listed["json_schema_2020_12_tool"].input_schema
+            assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema" and "$defs" in schema
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("test_reconnection", {})
+            error = raised.value.error
+            assert (error.code, error.message) == (types.INVALID_PARAMS, "Unknown tool: test_reconnection")
+
+
+def test_tool_names_come_from_the_config() -> None:
+    config = GatewayConfig.model_validate({"toolNames": "bare-when-unique"})
+    assert SurfaceOptions.from_config(config).tool_names == "bare-when-unique"
+    assert GatewayConfig().tool_names == "auto"
+    with pytest.raises(ValidationError, match="toolNames"):
+        GatewayConfig.model_validate({"toolNames": "bare"})

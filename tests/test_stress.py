@@ -163,9 +163,9 @@ CONVERT = {"server": "units", "tool": "convert_units", "arguments": {"value": 1,
 async def big_result_config(tmp_path: Path, upstream: str, **extra: Any) -> AsyncGenerator[Path]:
     """A config fronting tests/big_result.py and the units demo (stdio).
 
-    `upstream` is how the gateway reaches big_result: `stdio`, `http` (2026-07-28, where the SDK
-    answers a call with plain JSON) or `http-legacy` (the handshake era, where it answers with an
-    SSE stream, as most HTTP servers do)."""
+    `upstream` is how the gateway reaches big_result: `stdio`, `http` (`protocol: auto`, so 2026-07-28,
+    where the SDK answers a call with plain JSON) or `http-legacy` (the handshake era, the default,
+    where it answers with an SSE stream, as most HTTP servers do)."""
     async with contextlib.AsyncExitStack() as stack:
         if upstream == "stdio":
             big: dict[str, Any] = {"command": PYTHON, "args": ["-m", "tests.big_result"], "cwd": str(ROOT)}
@@ -174,8 +174,7 @@ async def big_result_config(tmp_path: Path, upstream: str, **extra: Any) -> Asyn
                 running([PYTHON, "-m", "tests.big_result", "--http", "--port", "0"], ready=UVICORN_READY)
             )
             big = {"url": f"http://127.0.0.1:{served.match.group(1)}/mcp"}
-            if upstream == "http-legacy":
-                big["protocol"] = "legacy"
+            big["protocol"] = "legacy" if upstream == "http-legacy" else "auto"
         config = {
             "mcpServers": {
                 "big": {**big, "timeout": 120},

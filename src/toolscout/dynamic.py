@@ -84,6 +84,9 @@ class DynamicSurface:
         # A loaded tool its server has since dropped gets TOOL_NOT_FOUND (with suggestions), not "unknown tool".
         return await self.gateway.execute(route[0], route[1], arguments)
 
+    def native(self, name: str) -> bool:
+        return name not in BY_NAME and name not in (self._load.name, self._unload.name)
+
     async def _run_load(self, client: ClientState, args: LoadToolsArgs) -> types.CallToolResult:
         # Every tool is checked before any is loaded: a call either loads all it names or none.
         wanted: dict[tuple[str, str], None] = {}

@@ -96,6 +96,18 @@ class UpstreamError(ToolscoutError):
     code = "TOOL_EXECUTION_ERROR"
 
 
+class UpstreamRefused(UpstreamError):
+    """The upstream answered the request with a JSON-RPC error of its own.
+
+    `upstreamCode` (and `upstreamData`, when it sent any) are in the details; `upstream_message` is its
+    own message, so that a tool that stands for the upstream's (passthrough) can pass the same error on.
+    """
+
+    def __init__(self, message: str, *, upstream_message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.upstream_message = upstream_message
+
+
 class CallTimeout(ToolscoutError):
     """The upstream did not answer within the server's `timeout`."""
 

@@ -1,4 +1,12 @@
-"""Passthrough mode: every enabled upstream tool exposed natively as `server__tool`.
+"""Passthrough mode: every enabled upstream tool exposed natively, under a name every client accepts.
+
+A tool's name is `server__tool` (reference spec 002), or its own name where the configuration's
+`toolNames` allows it (`ToolNaming`): `auto`, the default, leaves names bare in front of a single
+server and prefixes them in front of several; `bare-when-unique` leaves bare every name that no
+other server's tool shares; `prefixed` always prefixes. Names depend on the catalog alone, never
+on the client, so every client sees the same list (2026-07-28 requires it); when a server that
+arrives later brings a tool whose name another server has, both become `server__tool` and clients
+are told the list changed.
 
 Names must be valid for every major client: at most 64 characters of `[a-zA-Z0-9_-]` (the
 strictest common rule; Claude, OpenAI and Gemini all accept it). Anything else is replaced by
@@ -17,6 +25,7 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.catalog import Catalog, CatalogTool
+from toolscout.config.models import ToolNaming
 from toolscout.errors import Phrasing
 from toolscout.gateway import Gateway
 from toolscout.routing import only_owner
@@ -31,23 +40,40 @@ def _hash(server: str, tool: str, length: int) -> str:
     return hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:length]
 
 
+def _clean(name: str) -> str:
+    return _INVALID.sub("_", name)
+
+
 def _plain(server: str, tool: str) -> str:
-    return _INVALID.sub("_", server) + SEPARATOR + _INVALID.sub("_", tool)
+    return _clean(server) + SEPARATOR + _clean(tool)
 
 
-def _hashed(server: str, tool: str, length: int) -> str:
-    suffix = "_" + _hash(server, tool, length)
-    return _plain(server, tool)[: MAX_NAME - len(suffix)] + suffix
+def _hashed(base: str, pair: tuple[str, str], length: int) -> str:
+    suffix = "_" + _hash(*pair, length)
+    return base[: MAX_NAME - len(suffix)] + suffix
 
 
-def native_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """A unique, client-valid name for each `(server, tool)`; the same set always gets the same names."""
+def native_names(pairs: Iterable[tuple[str, str]], *, bare: bool = False) -> dict[tuple[str, str], str]:
+    """A unique, client-valid name for each `(server, tool)`; the same set always gets the same names.
+
+    `bare`: a tool's own name (made valid) where no other server has a tool of that name; the
+    others, and every name with `bare` false, are `server__tool`.
+    """
     unique = sorted(set(pairs))
+    owners: defaultdict[str, set[str]] = defaultdict(set)
+    if bare:
+        for server, tool in unique:
+            owners[_clean(tool)].add(server)
+
+    def base(pair: tuple[str, str]) -> str:
+        own = _clean(pair[1])
+        return own if bare and own and len(owners[own]) == 1 else _plain(*pair)
+
     names: dict[tuple[str, str], str] = {}
     groups: defaultdict[str, list[tuple[str, str]]] = defaultdict(list)
-    for pair in unique:
-        plain = _plain(*pair)
-        groups[plain if len(plain) <= MAX_NAME else _hashed(*pair, 8)].append(pair)
+    bases = {pair: base(pair) for pair in unique}
+    for pair, name in bases.items():
+        groups[name if len(name) <= MAX_NAME else _hashed(name, pair, 8)].append(pair)
     taken = {name for name, members in groups.items() if len(members) == 1}
     for name, members in groups.items():
         if len(members) == 1:
@@ -56,10 +82,10 @@ def native_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]
         # Several tools would share a name: each gets its own hash, longer until none collide.
         for pair in members:
             length = 8
-            candidate = _hashed(*pair, length)
+            candidate = _hashed(bases[pair], pair, length)
             while candidate in taken:
                 length += 4
-                candidate = _hashed(*pair, length)
+                candidate = _hashed(bases[pair], pair, length)
             taken.add(candidate)
             names[pair] = candidate
     return names
@@ -68,33 +94,42 @@ def native_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]
 class NativeNames:
     """The client-valid name of every catalog tool, recomputed only when the catalog changes.
 
-    Disabled tools get names too, so that disabling one never renames another.
+    Disabled tools get names too, so that disabling one never renames another. `bare`: as in
+    `native_names`.
     """
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, *, bare: bool = False) -> None:
         self._catalog = catalog
+        self._bare = bare
         self._version = -1
         self._names: dict[tuple[str, str], str] = {}
         self._routes: dict[str, tuple[str, str]] = {}
+        self._prefixed: dict[str, tuple[str, str]] = {}
+        """With bare names, what `server__tool` stands for: such a name keeps working (a client written
+        against prefixed names, a tool renamed when a namesake arrived, or back)."""
 
     def _fresh(self) -> None:
         if self._version != self._catalog.version:
-            self._names = native_names((e.server, e.name) for e in self._catalog.tools(include_disabled=True))
+            pairs = [(e.server, e.name) for e in self._catalog.tools(include_disabled=True)]
+            self._names = native_names(pairs, bare=self._bare)
             self._routes = {name: pair for pair, name in self._names.items()}
+            if self._bare:
+                self._prefixed = {name: pair for pair, name in native_names(pairs).items()}
             self._version = self._catalog.version
 
     def name(self, server: str, tool: str) -> str:
         """The native name of `server`'s `tool` (also for a tool the catalog does not hold)."""
         self._fresh()
-        return self._names.get((server, tool)) or native_names([(server, tool)])[(server, tool)]
+        return self._names.get((server, tool)) or native_names([(server, tool)], bare=self._bare)[(server, tool)]
 
     def route(self, name: str) -> tuple[str, str] | None:
-        """The `(server, tool)` a native name stands for, or an upstream's own tool name (routing.py).
+        """The `(server, tool)` a native name stands for, its `server__tool` name when names are bare, or
+        an upstream's own tool name (routing.py), in that order.
 
         A bare name that several servers' enabled tools share raises `AmbiguousName`.
         """
         self._fresh()
-        route = self._routes.get(name)
+        route = self._routes.get(name) or self._prefixed.get(name)
         if route is not None:
             return route
         # An enabled tool wins over disabled namesakes; only a disabled one gets TOOL_DISABLED.
@@ -117,20 +152,29 @@ PASSTHROUGH_STEPS: Phrasing = {
 }
 
 
+def bare_names(naming: ToolNaming, gateway: Gateway) -> bool:
+    """Whether passthrough leaves names bare where no two servers share them, for `naming` in front of `gateway`."""
+    if naming == "auto":
+        # One server has nothing to tell apart; the set of servers is the configuration's, so this never changes.
+        return len([u for u in gateway.upstreams if not u.spec.disabled]) <= 1
+    return naming == "bare-when-unique"
+
+
 class PassthroughSurface:
     """The enabled tools themselves: description, schemas and annotations as their server gave them."""
 
     per_client = False
     next_steps: Phrasing = PASSTHROUGH_STEPS
 
-    instructions = (
-        "toolscout passes through the tools of several MCP servers; each tool is named server__tool "
-        "(a tool's own name works too when one server has it)."
-    )
-
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, *, naming: ToolNaming = "auto") -> None:
         self.gateway = gateway
-        self.names = NativeNames(gateway.catalog)
+        bare = bare_names(naming, gateway)
+        self.names = NativeNames(gateway.catalog, bare=bare)
+        self.instructions = "toolscout passes through the tools of its MCP servers; " + (
+            "each keeps its own name, unless two servers have a tool of that name: then it is named server__tool."
+            if bare
+            else "each tool is named server__tool (a tool's own name works too when one server has it)."
+        )
 
     async def tools(self, client: ClientState) -> list[types.Tool]:
         await self.gateway.settle_startup()
@@ -149,3 +193,6 @@ class PassthroughSurface:
                 return None
             return await self.gateway.execute(servers[0], name, arguments, unlisted=True)
         return await self.gateway.execute(route[0], route[1], arguments)
+
+    def native(self, name: str) -> bool:
+        return True  # every tool here is an upstream's own

@@ -3,7 +3,8 @@ resources and prompts (content.py, the same in every mode), over stdio or stream
 
 This is the edge where `ToolscoutError`s become `isError` results with
 `structuredContent: {"success": false, "error": {...}}` (tools), or MCP errors with the error as
-`data` (resources and prompts: an upstream's own error keeps its code).
+`data` (resources and prompts: an upstream's own error keeps its code). An upstream's protocol error
+on one of its own tools (passthrough, a loaded tool) is passed on as the same MCP error.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from toolscout.errors import (
     ResourceNotFound,
     ServerNotFound,
     ToolscoutError,
+    UpstreamRefused,
 )
 from toolscout.gateway import Gateway
 from toolscout.relay import relaying
@@ -57,7 +59,7 @@ CHANGE_QUIET_SECONDS = 0.2
 """How long catalog changes are gathered before clients are told about them."""
 
 
-def error_result(error: ToolscoutError, next_steps: Phrasing = AGENT_STEPS, **context: str) -> types.CallToolResult:
+def error_result(error: ToolscoutError, next_steps: Phrasing = AGENT_STEPS, /, **context: str) -> types.CallToolResult:
     """A failed meta-tool call as the agent sees it (`next_steps` in terms of the tools it has)."""
     payload = {**{k: v for k, v in context.items() if k not in error.details}, **error.to_dict(next_steps)}
     return types.CallToolResult(
@@ -87,6 +89,16 @@ def mcp_error(error: ToolscoutError) -> MCPError:
     else:
         code = types.INVALID_PARAMS if isinstance(error, _INVALID_PARAMS_ERRORS) else types.INTERNAL_ERROR
     return MCPError(code=code, message=error.explain(), data=error.to_dict())
+
+
+def passed_on(error: UpstreamRefused) -> MCPError:
+    """An upstream's own protocol error on one of its tools, as that upstream sent it (code, message, data)."""
+    code = error.details.get("upstreamCode")
+    return MCPError(
+        code=code if isinstance(code, int) else types.INTERNAL_ERROR,
+        message=error.upstream_message,
+        data=error.details.get("upstreamData"),
+    )
 
 
 @contextmanager
@@ -210,6 +222,10 @@ def build_server(
         client = clients.state(ctx)
         try:
             outcome = await relayed(ctx, client, params, lambda: surface.call(client, params.name, arguments))
+        except UpstreamRefused as exc:
+            if surface.native(params.name):
+                raise passed_on(exc) from None
+            return error_result(exc, surface.next_steps, **context)
         except ToolscoutError as exc:
             return error_result(exc, surface.next_steps, **context)
         except MCPError:  # a protocol error of the request itself (rounds.py)

@@ -1,7 +1,8 @@
 """What the agent sees of the gateway, one surface per `mode`: the tools it lists and how calls route.
 
 * `discovery` (default): the five meta-tools of `meta_tools.py`.
-* `passthrough`: every enabled upstream tool as itself, named `server__tool` (passthrough.py).
+* `passthrough`: every enabled upstream tool as itself, named `server__tool` or by its own name
+  (`toolNames`, passthrough.py).
 * `dynamic`: the meta-tools plus `load_tools`/`unload_tools`; loaded tools join that client's
   own list as native tools (dynamic.py).
 * `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
@@ -22,7 +23,7 @@ import mcp_types as types
 from pydantic import Field, field_validator
 
 from toolscout.config import GatewayConfig
-from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName
+from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName, ToolNaming
 from toolscout.dynamic import DynamicSurface
 from toolscout.errors import AGENT_STEPS, Phrasing
 from toolscout.gateway import Gateway
@@ -60,6 +61,15 @@ class Surface(Protocol):
         """The result of `client` calling `name`, or None when this surface has no such tool."""
         ...
 
+    def native(self, name: str) -> bool:
+        """Whether `name` stands for an upstream's own tool rather than one of toolscout's.
+
+        An upstream's protocol error (`UpstreamRefused`) on a native tool reaches the client as that
+        same JSON-RPC error, as it would without the gateway; on toolscout's own tools it is a failed
+        result, with the upstream's code in it.
+        """
+        ...
+
 
 class DiscoverySurface:
     """The five meta-tools: list servers, search, list a server's tools, details, execute."""
@@ -82,6 +92,9 @@ class DiscoverySurface:
 
     async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
+
+    def native(self, name: str) -> bool:
+        return False
 
 
 class InspectArgs(ArgsModel):
@@ -152,6 +165,9 @@ class CompactSurface:
     async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(self._by_name, self.gateway, name, arguments)
 
+    def native(self, name: str) -> bool:
+        return False
+
     async def _run_inspect(self, gateway: Gateway, args: InspectArgs) -> types.CallToolResult:
         if args.tool_name is None:
             entries = await gateway.tools(args.server_name)
@@ -187,10 +203,15 @@ class SurfaceOptions:
 
     max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
     listing_format: ListingFormat = "text"
+    tool_names: ToolNaming = "auto"
 
     @classmethod
     def from_config(cls, config: GatewayConfig) -> SurfaceOptions:
-        return cls(max_loaded_tools=config.max_loaded_tools, listing_format=config.listing_format)
+        return cls(
+            max_loaded_tools=config.max_loaded_tools,
+            listing_format=config.listing_format,
+            tool_names=config.tool_names,
+        )
 
 
 def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | None = None) -> Surface:
@@ -202,6 +223,6 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
         case "compact":
             return CompactSurface(gateway)
         case "passthrough":
-            return PassthroughSurface(gateway)
+            return PassthroughSurface(gateway, naming=options.tool_names)
         case "dynamic":
             return DynamicSurface(gateway, max_loaded=options.max_loaded_tools, listing_format=options.listing_format)

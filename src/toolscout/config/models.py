@@ -26,6 +26,10 @@ or the meta-tools plus the tools a client loads."""
 
 DEFAULT_MAX_LOADED_TOOLS = 20
 
+ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
+"""Passthrough's tool names: `server__tool` in front of several servers and the tool's own in front of one
+(`auto`), always `server__tool` (`prefixed`), or the tool's own wherever no other server has that name."""
+
 ListingFormat = Literal["text", "toon"]
 """How listings read for the model: toolscout's line format, or TOON / compact JSON (spec 001 §4.2)."""
 
@@ -53,7 +57,7 @@ class _ServerBase(_Model):
     disabled: bool = False
     protocol: Literal["auto", "legacy"] | None = None
     """How to pick the protocol era: probe `server/discover` and fall back (`auto`), or `initialize` only
-    (`legacy`). Unset: `initialize` first on stdio (falling back to `auto` if refused), `auto` otherwise."""
+    (`legacy`). Unset: `initialize` first on every transport, falling back to `auto` if refused."""
     reconnect: bool = True
     """After a failure or a lost connection, connect again with backoff (1 s doubling to 60 s, jittered)."""
     connect: Literal["eager", "lazy"] = "eager"
@@ -251,6 +255,8 @@ class GatewayConfig(_Model):
     """Default cap on the text of a tool's result, cut with a notice; a call may ask for more."""
     max_loaded_tools: int = Field(default=DEFAULT_MAX_LOADED_TOOLS, ge=1, le=500)
     """Dynamic mode: how many tools one client may have loaded into its tool list at once."""
+    tool_names: ToolNaming = "auto"
+    """Passthrough mode: how tools are named (see `ToolNaming`)."""
     listing_format: ListingFormat = "text"
     """The text of list_mcp_servers, search_tools and list_tools: `text` (one line per entry, the
     fewest tokens) or `toon` (TOON when it is fewer tokens than compact JSON, else compact JSON)."""

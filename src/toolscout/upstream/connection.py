@@ -36,7 +36,7 @@ from toolscout import __version__
 from toolscout.catalog import Catalog
 from toolscout.catalog_store import config_hash
 from toolscout.config.models import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, AnyServerConfig
-from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError
+from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError, UpstreamRefused
 from toolscout.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.transport import UpstreamTransport, transport_for
 from toolscout.upstream.watch import ResourceWatch
@@ -86,7 +86,8 @@ class UpstreamSpec:
     disabled: bool = False
     protocol: str = "auto"
     """`auto`: probe `server/discover` (2026-07-28), else `initialize`; `legacy`: `initialize` only;
-    `legacy-first`: `initialize`, and `auto` from then on if the server refuses it (stdio's default)."""
+    `legacy-first`: `initialize`, and `auto` if the server refuses it, kept for as long as the server is
+    then reached at 2026-07-28 (what a configured server gets unless its entry says otherwise)."""
     reconnect: bool = True
     """Connect again (with backoff) after a failure or a lost connection."""
     lazy: bool = False
@@ -107,7 +108,10 @@ class UpstreamSpec:
             connect_timeout=config.connect_timeout,
             description=config.description,
             disabled=config.disabled,
-            protocol=config.protocol or ("legacy-first" if config.kind == "stdio" else "auto"),
+            # The handshake era unless configured, whatever the transport: a server that speaks both eras
+            # keeps its requests to the client (sampling, elicitation) and resources/subscribe there,
+            # which a server written for the handshake era has no way to offer at 2026-07-28.
+            protocol=config.protocol or "legacy-first",
             reconnect=config.reconnect,
             lazy=config.connect == "lazy",
             idle_timeout=config.idle_timeout,
@@ -209,7 +213,8 @@ class Upstream:
         self._wanted = anyio.Event()
         self._wanted_flag = False
         self._mode = "legacy" if spec.protocol == "legacy-first" else spec.protocol
-        """The era asked for when connecting (`legacy-first` turns to `auto` once refused)."""
+        """The era asked for when connecting (`legacy-first`: `auto` once `initialize` is refused, for as
+        long as the server is then reached at 2026-07-28; the handshake first again otherwise)."""
         self._fell_back = False
         self._connected_since: float | None = None
         self.retry_at: float | None = None
@@ -331,6 +336,11 @@ class Upstream:
                     handshaking = True
                     await stack.enter_async_context(client)
                     handshaking = False
+                    if self.spec.protocol == "legacy-first":
+                        # `auto` is kept only for a server that refused `initialize` and then spoke
+                        # 2026-07-28: one that refused it for another reason (an HTTP error of the
+                        # moment) is asked in the handshake era again next time.
+                        self._mode = "auto" if client.protocol_version in MODERN_PROTOCOL_VERSIONS else "legacy"
                     idle = False
                     async with anyio.create_task_group() as tg:
                         if self._announces_changes(client):
@@ -350,7 +360,7 @@ class Upstream:
         except Exception as exc:
             refused = innermost(exc) if handshaking else None
             if isinstance(refused, MCPError) and self.spec.protocol == "legacy-first" and self._mode == "legacy":
-                # A server of the 2026-07-28 era only: ask the way that finds out, from now on.
+                # Perhaps a server of the 2026-07-28 era only: ask the way that finds out, at once.
                 message = refused.error.message
                 logger.info("%s: initialize refused (%s); connecting with protocol auto", self.name, message)
                 self._mode = "auto"
@@ -360,6 +370,8 @@ class Upstream:
         finally:
             self._client = None
             self._list_declared_tools()
+        if handshaking and not self._fell_back and self.spec.protocol == "legacy-first":
+            self._mode = "legacy"  # not reached in either era: no reason to skip the handshake next time
         if self._stopping or self._fell_back:
             return False
         if scope.cancel_called and self.status is Status.CONNECTING:
@@ -448,11 +460,13 @@ class Upstream:
                     # The SDK's word for a transport that is gone (an HTTP server that went away).
                     self._on_closed()
                     raise self._gone(tool, exc.error.message) from None
-                raise UpstreamError(
+                raise UpstreamRefused(
                     f"{self.name}.{tool} failed: {exc.error.message} (MCP error {exc.error.code})",
+                    upstream_message=exc.error.message,
                     server=self.name,
                     tool=tool,
                     upstreamCode=exc.error.code,
+                    upstreamData=exc.error.data,
                 ) from None
             except Exception as exc:
                 if self._lost:
@@ -499,7 +513,7 @@ class Upstream:
 
         It fails as a call does: `ServerUnavailable` when not connected or when the connection goes,
         `CallTimeout` after `within` seconds (default: the server's `timeout`; cancelled upstream), and the
-        upstream's own error as `UpstreamError` with `upstreamCode` (and `upstreamData`). `what` names
+        upstream's own error as `UpstreamRefused` with `upstreamCode` (and `upstreamData`). `what` names
         the request in messages. `use=False` (listings) leaves the `idleTimeout` clock alone.
         """
         client = self._client
@@ -525,8 +539,9 @@ class Upstream:
                 if _session_expired(exc) or exc.error.code == types.CONNECTION_CLOSED:
                     self._on_closed()
                     raise self._gone_during(what, exc.error.message) from None
-                raise UpstreamError(
+                raise UpstreamRefused(
                     f"{self.name}: {what} failed: {exc.error.message}",
+                    upstream_message=exc.error.message,
                     server=self.name,
                     upstreamCode=exc.error.code,
                     upstreamData=exc.error.data,

@@ -1,0 +1,1 @@
+"""Helpers shared by test modules and benchmarks (no test module imports another)."""
