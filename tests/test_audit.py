@@ -400,7 +400,13 @@ def test_cli_execute_is_audited(sandbox: Sandbox) -> None:
 @pytest.mark.anyio
 async def test_tail_follow_prints_new_records_across_rotations(sandbox: Sandbox) -> None:
     path = sandbox.root / "log" / "audit.jsonl"
-    command = [PYTHON, "-m", "toolscout", "audit", "tail", "--follow", "--json", "-n", "1"]
+    # Ctrl-C as at a terminal: a test run started in the background (a CI runner, `cmd &` in a script)
+    # has SIGINT ignored, which a child inherits, and a process that ignores Ctrl-C never sees it.
+    tail = ["-m", "toolscout", "audit", "tail", "--follow", "--json", "-n", "1"]
+    as_at_a_terminal = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    command = [PYTHON, "-c", as_at_a_terminal, PYTHON, *tail]
     # Enough backups that no file rotates away before the follower (it polls) has read it, however
     # slow the machine: this is about following rotations, not about losing old backups.
     async with AuditLog(path, max_bytes=1024, backups=100) as log:
