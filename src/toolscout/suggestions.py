@@ -1,10 +1,16 @@
-"""Did-you-mean suggestions for names a user or a model got slightly wrong."""
+"""Did-you-mean suggestions for names a user or a model got slightly wrong, and the errors that carry them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz, process
+
+from toolscout.errors import ServerNotFound, ToolNotFound
+
+if TYPE_CHECKING:
+    from toolscout.catalog import Catalog
 
 MAX_SUGGESTIONS = 3
 
@@ -18,3 +24,32 @@ def closest(name: str, choices: Sequence[str], limit: int = MAX_SUGGESTIONS) -> 
 def did_you_mean(close: Sequence[str]) -> str:
     """` Did you mean 'a', 'b'?`, or nothing when there is nothing close."""
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+
+
+def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:
+    """The error for an unknown server name, with the closest configured names."""
+    close = closest(name, known)
+    return ServerNotFound(
+        f"No server named {name!r}.{did_you_mean(close)} Call list_mcp_servers to see the configured servers.",
+        server=name,
+        suggestions=close or None,
+    )
+
+
+def tool_not_found(catalog: Catalog, server: str, name: str) -> ToolNotFound:
+    """The error for a tool `server` does not have, with the closest of its tools and the other
+    servers that have one of that name."""
+    suggestions = [{"server": server, "tool": t} for t in closest(name, [t.name for t in catalog.tools(server)])]
+    for other in catalog.servers_with_tool(name):
+        entry = catalog.get(other, name)
+        if other != server and entry is not None and entry.enabled:
+            suggestions.insert(0, {"server": other, "tool": name})
+    suggestions = suggestions[:MAX_SUGGESTIONS]
+    hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"
+    return ToolNotFound(
+        f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''} "
+        f"Call search_tools or list_tools to find the right name.",
+        server=server,
+        tool=name,
+        suggestions=suggestions or None,
+    )
