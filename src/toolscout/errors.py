@@ -112,3 +112,19 @@ class AmbiguousName(ToolscoutError):
     """An upstream's own tool, prompt or resource name that several servers have: the gateway's name is needed."""
 
     code = "AMBIGUOUS_NAME"
+
+
+def error_from_dict(data: dict[str, Any]) -> ToolscoutError:
+    """The error a failed result's `error` object describes (`to_dict`'s output, read back on the
+    other side of MCP), as the class of its code; an unknown code becomes a plain `ToolscoutError`."""
+    by_code: dict[str, type[ToolscoutError]] = {}
+    pending: list[type[ToolscoutError]] = [ToolscoutError]
+    while pending:
+        kind = pending.pop()
+        if "code" in vars(kind):  # (a subclass without a code of its own is not what a code names)
+            by_code[kind.code] = kind
+        pending.extend(kind.__subclasses__())
+    code, message = data.get("code"), data.get("message")
+    details = {k: v for k, v in data.items() if k not in ("code", "message")}
+    kind = by_code.get(code, ToolscoutError) if isinstance(code, str) else ToolscoutError
+    return kind(message if isinstance(message, str) else "the request failed", **details)
