@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,18 @@ async def cli(sandbox: Sandbox, *args: str, expect: int = 0) -> Any:
     return await anyio.to_thread.run_sync(lambda: sandbox.json(*args, expect=expect))
 
 
-async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Path, transport: str) -> None:
     sandbox = make_sandbox(tmp_path)
     log = tmp_path / "units.log"
     config = write_config(sandbox, log)
-    command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"]
-    async with running(command, ready=SERVE_READY, env=sandbox.env()) as serve:
+    command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", transport]
+    if transport == "http":
+        command += ["--port", "0"]
+    ready = SERVE_READY if transport == "http" else r"serving MCP on stdio"
+    # A stdio serve runs as long as its client keeps its stdin open: here, as long as the test.
+    stdin = subprocess.PIPE if transport == "stdio" else subprocess.DEVNULL
+    async with running(command, ready=ready, env=sandbox.env(), stdin=stdin) as serve:
         # The first call waits (within its connect timeout) for the serve's own connection to it.
         done = await cli(sandbox, "execute", "units", "convert_units", "--args", CONVERT)
         assert done["success"] is True and done["result"]["structuredContent"]["result"] == 2000
