@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rapidfuzz import fuzz, process
-
 from toolscout.errors import ServerNotFound, ToolNotFound
 
 if TYPE_CHECKING:
@@ -17,6 +15,8 @@ MAX_SUGGESTIONS = 3
 
 def closest(name: str, choices: Sequence[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
     """Up to `limit` of `choices` that look like `name`, best first."""
+    from rapidfuzz import fuzz, process  # (here: only a name not found needs it, and commands start faster)
+
     matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=limit, score_cutoff=60)
     return [m[0] for m in matches]
 
