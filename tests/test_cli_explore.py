@@ -75,7 +75,7 @@ def test_list_shows_servers_counts_and_errors(sandbox: Sandbox) -> None:
     assert stored["broken"]["status"] == "error" and "failedAt" in stored["broken"]  # remembered, not retried
     assert stored["broken"]["error"].startswith("command not found: definitely-not-installed-xyz")
     human = sandbox.run("list").stdout
-    assert "Status: Not connected — tools as listed " in human and " ago (--refresh connects)" in human
+    assert "Status: Not connected — tools as listed " in human and " (--refresh connects)" in human
     assert "command not found: definitely-not-installed-xyz (is it installed and on PATH?) (" in human
     assert "; --refresh tries again)" in human
 
