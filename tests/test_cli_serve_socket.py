@@ -21,8 +21,10 @@ import pytest
 from tests.cli_helpers import Sandbox, make_sandbox
 from tests.conftest import PYTHON
 from tests.procs import running, stop
+from toolscout.cli.answers import META_SEARCH_LIMIT
 from toolscout.config import GatewayConfig, load_config
 from toolscout.local_socket import listen, release, runtime_dir, serving, socket_mode, socket_path
+from toolscout.meta_tools import SearchToolsArgs
 
 pytestmark = pytest.mark.anyio
 
@@ -90,6 +92,11 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
         (row,) = (await cli(sandbox, "list"))["servers"]  # answered without it, at once
         assert row["status"] == "connected" and starts(log) == 3
         assert not sock.exists()  # the stale socket was removed
+
+
+def test_the_longest_search_asked_of_a_serve_is_the_meta_tools_own() -> None:
+    # (A longer one is answered by the command itself: search_tools would refuse it.)
+    assert SearchToolsArgs.model_json_schema()["properties"]["limit"]["maximum"] == META_SEARCH_LIMIT
 
 
 def test_a_socket_has_the_config_files_permissions_and_one_serve_per_config(tmp_path: Path) -> None:

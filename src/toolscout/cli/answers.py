@@ -1,10 +1,11 @@
 """Where `list`, `search`, `tools`, `inspect` and `execute` get their answers.
 
-From a running `toolscout serve` of the same config when there is one on this machine (its local
-socket, local_socket.py): its discovery meta-tools, asked with the SDK's client over streamable
-HTTP, so that no upstream is started twice. Otherwise from the catalog view (catalog_view.py:
-the persistent catalog, and the servers it knows nothing of connected now). Both give the same
-JSON-ready data, in the shapes `--json` prints.
+From the persistent catalog when it has every server a command is about (catalog_view.py: no
+server is started, nor the SDK imported). Else, rather than starting servers, from a running
+`toolscout serve` of the same config when there is one on this machine: its discovery meta-tools
+on its local socket (local_socket.py), asked with the SDK's client over streamable HTTP. Else from
+the catalog view with the servers it lacks connected now. All give the same JSON-ready data, in
+the shapes `--json` prints. `execute` asks the serve, or connects its one server.
 """
 
 from __future__ import annotations
