@@ -61,6 +61,9 @@ class Bench:
     root: Path
     marker: str
     compare: Path | None
+    commands: int = 0
+    leaked: int = 0
+    """Commands after which a hanging server of theirs was still running (stopped here)."""
 
     def env(self, cache: Path, source: Path | None) -> dict[str, str]:
         env = {**os.environ, "TOOLSCOUT_CACHE_DIR": str(cache), "XDG_RUNTIME_DIR": str(self.root / "run")}
@@ -94,7 +97,8 @@ class Bench:
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        reap(self.marker)
+        self.commands += 1
+        self.leaked += reap(self.marker) > 0
         return Run(wall, cpu, done.returncode)
 
 
@@ -180,7 +184,6 @@ def measure(runs: int, compare: Path | None, importtime: bool) -> None:
         scenario("cold: nothing stored, no serve", search, plain)
         costs = import_costs(bench, plain, warm) if importtime else []
         load_after = os.getloadavg()
-        leaked = reap(bench.marker)
 
     print(f"## CLI latency — {date.today()}")
     print()
@@ -213,7 +216,10 @@ def measure(runs: int, compare: Path | None, importtime: bool) -> None:
         f"- with a hanging server configured, no slower: {hang_median:.2f} s against {warm_median:.2f} s "
         f"({hang_median / warm_median:.2f}x)"
     )
-    print(f"- hanging servers left running after a command: {leaked} (this benchmark stopped them)")
+    print(
+        f"- commands after which a hanging server was still running: {bench.leaked} of {bench.commands} "
+        "(this benchmark stopped them)"
+    )
     if costs:
         shown = ", ".join(f"{name} {ms:.0f}" for name, ms in costs[:14])
         total = sum(ms for _, ms in costs)
