@@ -77,8 +77,8 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
         assert starts(log) == 1
 
         # Its socket is the config file's: owner-only, as the config is.
-        (sock,) = runtime_dir().glob("*.sock")
-        assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+        sock = socket_path(config, load_config(config))  # (other tests' serves may have left theirs)
+        assert sock is not None and stat.S_IMODE(sock.stat().st_mode) == 0o600
 
         # The same file with other contents is another config: that serve is never asked.
         write_config(sandbox, log, description="Unit conversion")
@@ -99,13 +99,19 @@ def test_the_longest_search_asked_of_a_serve_is_the_meta_tools_own() -> None:
     assert SearchToolsArgs.model_json_schema()["properties"]["limit"]["maximum"] == META_SEARCH_LIMIT
 
 
-def test_a_socket_has_the_config_files_permissions_and_one_serve_per_config(tmp_path: Path) -> None:
+def test_a_socket_has_the_config_files_permissions_and_one_serve_per_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config_file = tmp_path / "toolscout.json"
     config_file.write_text(json.dumps({"mcpServers": {}}))
     config = load_config(config_file)
     path = socket_path(config_file, config)
     assert path is not None and path.parent == runtime_dir()
     assert path != socket_path(config_file, GatewayConfig.model_validate({"mcpServers": {}, "mode": "compact"}))
+    # A serve started by a desktop client may see another environment: defaults drawn from it (the
+    # audit log's path under $XDG_STATE_HOME) do not make it another config.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "elsewhere"))
+    assert socket_path(config_file, load_config(config_file)) == path
 
     for config_mode, expected in ((0o600, 0o600), (0o640, 0o640), (0o644, 0o644), (0o400, 0o600)):
         config_file.chmod(config_mode)

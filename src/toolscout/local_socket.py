@@ -54,7 +54,9 @@ def socket_path(config_file: Path, config: GatewayConfig) -> Path | None:
     (no Unix sockets, or a path too long for one)."""
     if not hasattr(socket, "AF_UNIX"):
         return None
-    identity = f"{config_file.resolve()}\0{config.model_dump_json(by_alias=True)}"
+    # What the file says (after `${VAR}`s): defaults drawn from the environment (the audit log's
+    # path) would tell apart a serve and a command whose servers and rules are the same.
+    identity = f"{config_file.resolve()}\0{config.model_dump_json(by_alias=True, exclude_defaults=True)}"
     path = runtime_dir() / f"{hashlib.sha256(identity.encode()).hexdigest()[:24]}.sock"
     return path if len(os.fsencode(path)) <= _MAX_PATH else None
 
