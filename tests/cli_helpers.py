@@ -35,6 +35,8 @@ class Sandbox:
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.home / ".config"),
             "PATH": f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            # Where `toolscout serve` listens for the command line (conftest.py keeps it the tests' own).
+            "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],
             "COLUMNS": "200",
             "TERM": "dumb",
         }

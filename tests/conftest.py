@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import mcp.client.stdio as mcp_stdio
@@ -24,6 +27,17 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Gateways built from a config write an audit log to the user state directory: keep the
     tests' executions out of the developer's own (children started by tests inherit this too)."""
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_runtime_dir() -> Iterator[None]:
+    """`toolscout serve` listens for this machine's command line on a socket in the user runtime
+    directory (local_socket.py): the tests' are kept out of the developer's. In the temporary
+    directory, as pytest's own would make socket paths too long."""
+    runtime = tempfile.mkdtemp(prefix="ts-run-")
+    os.environ["XDG_RUNTIME_DIR"] = runtime
+    yield
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

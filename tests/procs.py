@@ -40,11 +40,15 @@ async def running(
     ready: str,
     env: Mapping[str, str] | None = None,
     startup_timeout: float = 60,
+    stdin: int = subprocess.DEVNULL,
 ) -> AsyncGenerator[Running]:
-    """Start `command`, wait until a stderr line matches `ready`, and stop it (SIGTERM, then SIGKILL) afterwards."""
+    """Start `command`, wait until a stderr line matches `ready`, and stop it (SIGTERM, then SIGKILL) afterwards.
+
+    `stdin=subprocess.PIPE` keeps its stdin open (and silent) while it runs: a stdio server's.
+    """
     pattern = re.compile(ready)
     process = await anyio.open_process(
-        list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        list(command), stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     lines: list[str] = []
     decided = anyio.Event()  # the ready line arrived, or stderr closed without it

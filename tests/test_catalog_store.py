@@ -24,7 +24,7 @@ from tests.kitchen import Kitchen
 from tests.test_resources_prompts import Library
 from toolscout import gateway as gateway_module
 from toolscout.catalog import Catalog, CatalogTool
-from toolscout.catalog_store import VERSIONS_PER_SERVER, CatalogStore, ServerSnapshot, config_hash
+from toolscout.catalog_store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot, config_hash
 from toolscout.config import GatewayConfig
 from toolscout.config.loader import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
@@ -95,6 +95,21 @@ def test_round_trip_keeps_tools_and_identity(tmp_path: Path) -> None:
     assert [e.server for e in again.entries()] == ["notes"]
     assert again.clear() == 1
     assert again.entries() == []
+
+
+def test_a_failed_connection_is_remembered_until_the_server_lists_its_tools(tmp_path: Path) -> None:
+    store = CatalogStore(tmp_path / "catalog.sqlite3")
+    hung = Failure("hang", "h1", time.time(), "did not finish connecting within 30s")
+    store.save_failures([hung, Failure("units", "h2", time.time(), "command not found: units")])
+
+    again = CatalogStore(store.path)  # the next command
+    found = again.load_failures({"hang": "h1", "units": "h2"})
+    assert set(found) == {"hang", "units"} and found["hang"] == hung
+    assert again.load_failures({"hang": "another config"}) == {}
+    again.save([snapshot("units", "h2")])  # it connected since
+    assert set(again.load_failures({"hang": "h1", "units": "h2"})) == {"hang"}
+    assert again.clear("hang") == 0  # no catalog entry of it, but its failure goes too
+    assert again.load_failures({"hang": "h1"}) == {}
 
 
 def test_only_the_latest_configurations_of_a_server_are_kept(tmp_path: Path) -> None:

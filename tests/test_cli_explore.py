@@ -52,8 +52,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
 
 
 def test_list_shows_servers_counts_and_errors(sandbox: Sandbox) -> None:
+    # The first command of this module: nothing is stored yet, every server is connected.
     done = sandbox.run("list", "--status", "--tools")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # a server in error
     out = done.stdout
     assert "MCP Servers (4 configured):" in out
     assert "✓ notes (5 tools, 1 disabled)" in out
@@ -62,10 +63,21 @@ def test_list_shows_servers_counts_and_errors(sandbox: Sandbox) -> None:
     assert "protocol 2025-11-25" in out  # server-everything speaks the handshake era
     assert "Tools: " in out and "convert_units" in out
 
-    data = sandbox.json("list")
-    servers = {s["name"]: s for s in data["servers"]}
-    assert servers["everything"]["status"] == "connected" and servers["everything"]["toolCount"] > 10
-    assert servers["broken"]["status"] == "error"
+    live = {s["name"]: s for s in sandbox.json("list", "--refresh", expect=3)["servers"]}
+    assert live["everything"]["status"] == "connected" and live["everything"]["toolCount"] > 10
+    assert "stale" not in live["everything"] and live["broken"]["status"] == "error"
+
+    # From now on this module's commands answer from the persistent catalog, marked stale.
+    stored = {s["name"]: s for s in sandbox.json("list", expect=3)["servers"]}
+    assert stored["everything"]["status"] == "idle" and stored["everything"]["stale"] is True
+    assert stored["everything"]["toolCount"] == live["everything"]["toolCount"]
+    assert stored["everything"]["cachedAt"].endswith("+00:00")
+    assert stored["broken"]["status"] == "error" and "failedAt" in stored["broken"]  # remembered, not retried
+    assert stored["broken"]["error"].startswith("command not found: definitely-not-installed-xyz")
+    human = sandbox.run("list").stdout
+    assert "Status: Not connected — tools as listed " in human and " (--refresh connects)" in human
+    assert "command not found: definitely-not-installed-xyz (is it installed and on PATH?) (" in human
+    assert "; --refresh tries again)" in human
 
 
 def test_search_ranks_and_exits_2_when_nothing_matches(sandbox: Sandbox) -> None:
@@ -237,7 +249,7 @@ def test_progress_is_shown_on_a_terminal_only(sandbox: Sandbox) -> None:
     controller, terminal = pty.openpty()
     try:
         done = subprocess.run(
-            [PYTHON, "-m", "toolscout", "list"],
+            [PYTHON, "-m", "toolscout", "list", "--refresh"],  # (without it, nothing is connected)
             cwd=sandbox.cwd,
             env={**sandbox.env(), "TERM": "xterm", "PATH": f"{NPM_BIN}{os.pathsep}{os.environ['PATH']}"},
             stdin=subprocess.DEVNULL,
@@ -261,13 +273,13 @@ def test_progress_is_shown_on_a_terminal_only(sandbox: Sandbox) -> None:
         if terminal != -1:
             os.close(terminal)
         os.close(controller)
-    assert done.returncode == 0
+    assert done.returncode == 3  # (the broken server)
     text = seen.decode(errors="replace")
     assert "connecting" in text
     assert "command not found" in text
     assert "connecting" not in done.stdout
     # Without a terminal nothing but the result is printed.
-    assert "connecting" not in sandbox.run("list").stderr
+    assert "connecting" not in sandbox.run("list", "--refresh").stderr
 
 
 def test_usage_errors_exit_1_not_2(sandbox: Sandbox) -> None:

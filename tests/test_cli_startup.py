@@ -20,7 +20,8 @@ import gc, sys
 import toolscout.server as server
 original = server.serve_stdio
 async def serve_stdio(*args, **kwargs):
-    print("serving:", gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)
+    # One string: the gateway's log thread writes to stderr too, between two parts of a print.
+    print(f"serving: {gc.isenabled()} {gc.get_freeze_count() > 0}", file=sys.stderr)
     return await original(*args, **kwargs)
 server.serve_stdio = serve_stdio
 from toolscout.cli import main
@@ -28,7 +29,7 @@ sys.argv = ["toolscout", *sys.argv[1:]]
 try:
     main()
 finally:
-    print("after:", gc.isenabled(), file=sys.stderr)
+    print(f"after: {gc.isenabled()}", file=sys.stderr)
 """
 
 

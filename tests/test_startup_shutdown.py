@@ -29,11 +29,15 @@ from tests.procs import exited, stop
 pytestmark = pytest.mark.anyio
 
 # A stdio server that never answers: it tells the test (on a Unix socket) its pid, reads its stdin
-# to the end, says so, and hangs on regardless, as a server stuck in a blocking call would.
+# to the end, says so, and hangs on regardless, as a server stuck in a blocking call would. It logs
+# one line on stdout first: a server that never sent anything is not given time to exit on its own.
 HANGING = """
-import os, socket, sys, time
+import json, os, socket, sys, time
 report = socket.socket(socket.AF_UNIX)
 report.connect(sys.argv[1])
+log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "starting"}}
+sys.stdout.write(json.dumps(log) + "\\n")
+sys.stdout.flush()
 report.sendall(f"{os.getpid()}\\n".encode())
 sys.stdin.buffer.read()
 report.sendall(b"stdin closed\\n")

@@ -17,7 +17,7 @@ from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway import Gateway
 from toolscout.server import build_server
-from toolscout.upstream import Status, StdioUpstream, UpstreamSpec
+from toolscout.upstream import Status, StdioUpstream, UpstreamSpec, transport
 
 pytestmark = pytest.mark.anyio
 
@@ -73,6 +73,21 @@ async def test_server_that_never_answers_times_out_without_delaying_others() -> 
         assert silent.error == "did not finish connecting within 8s"
         result = await gateway.execute("time", "get_current_time", {"timezone": "UTC"})
         assert not result.is_error
+
+
+async def test_a_server_that_never_answered_is_not_given_the_stdin_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hung server costs its connect timeout and no more: once that has passed without a word
+    from it, it is terminated at once instead of being given time to exit on its own."""
+    # Waited for, the grace would outlast the bound below (the stop is shielded: it would run to
+    # its end, and the bound fail then).
+    monkeypatch.setattr(transport, "STDIN_CLOSE_GRACE", 40.0)
+    # Reads its stdin to the end, then hangs on: only a signal ends it.
+    hung = ["-c", "import sys, time; sys.stdin.buffer.read(); time.sleep(3600)"]
+    gateway = Gateway([stdio_spec("hung", hung, connect_timeout=1)])
+    with anyio.fail_after(30):
+        async with gateway:
+            await gateway.upstream("hung").wait_settled()
+            assert gateway.upstream("hung").error == "did not finish connecting within 1s"
 
 
 async def test_garbage_on_stdout_does_not_break_the_session(caplog: pytest.LogCaptureFixture) -> None:

@@ -6,6 +6,8 @@ Entries are keyed by the server's name and a hash of its configuration entry
 change a server's command, arguments, URL, environment or headers and its old catalog is
 never shown again. The gateway reads the matching entries before it starts connecting, lists
 them (marked stale) until each server's live list replaces them, and saves every live list.
+The command line also remembers a server's failed connection under the same key (`Failure`),
+so that a server that hangs is not waited for by every command; a live list of it clears that.
 
 The store never stops the gateway: an unreadable or corrupt database is logged, moved aside
 (`<file>.corrupt`) and started afresh; any other failure only costs the cache. Several gateways
@@ -59,6 +61,15 @@ CREATE TABLE IF NOT EXISTS catalog_v1 (
     instructions TEXT,
     protocol_version TEXT,
     content TEXT,
+    PRIMARY KEY (server, config_hash)
+)
+"""
+_FAILURE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS failure_v1 (
+    server TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    failed_at REAL NOT NULL,
+    reason TEXT NOT NULL,
     PRIMARY KEY (server, config_hash)
 )
 """
@@ -123,6 +134,17 @@ class StoredEntry:
     tool_count: int
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A server's last connection attempt, which failed (no live list of it came since)."""
+
+    server: str
+    config_hash: str
+    failed_at: float
+    """Seconds since the epoch."""
+    reason: str
+
+
 class SnapshotStore(Protocol):
     """Where the gateway keeps catalogs between runs.
 
@@ -139,6 +161,23 @@ class SnapshotStore(Protocol):
     def clear(self, server: str | None = None) -> int:
         """Delete every entry (or those of `server`); how many were deleted."""
         ...
+
+
+class LiveListsOnly:
+    """A `SnapshotStore` for a gateway that connects its servers to have their live lists: those are
+    saved to `store`, none is answered from it (the gateway would otherwise start from it)."""
+
+    def __init__(self, store: SnapshotStore) -> None:
+        self._store = store
+
+    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
+        return {}
+
+    def save(self, snapshots: Sequence[ServerSnapshot]) -> None:
+        self._store.save(snapshots)
+
+    def clear(self, server: str | None = None) -> int:
+        return self._store.clear(server)
 
 
 class CatalogStore:
@@ -164,6 +203,35 @@ class CatalogStore:
 
         return self._run("read", read, {}) if keys else {}
 
+    def load_failures(self, keys: Mapping[str, str]) -> dict[str, Failure]:
+        """The remembered failures of the servers in `keys` (name → config hash) under that hash."""
+
+        def read(db: sqlite3.Connection) -> dict[str, Failure]:
+            found: dict[str, Failure] = {}
+            for server, key in keys.items():
+                row = db.execute(
+                    "SELECT failed_at, reason FROM failure_v1 WHERE server = ? AND config_hash = ?", (server, key)
+                ).fetchone()
+                if row is not None:
+                    found[server] = Failure(server, key, float(row[0]), str(row[1]))
+            return found
+
+        return self._run("read", read, {}) if keys else {}
+
+    def save_failures(self, failures: Sequence[Failure]) -> None:
+        """Remember failed connections (each replaces the server's earlier one under the same hash)."""
+
+        def write(db: sqlite3.Connection) -> None:
+            with db:
+                db.executemany(
+                    "INSERT OR REPLACE INTO failure_v1 (server, config_hash, failed_at, reason) VALUES (?, ?, ?, ?)",
+                    [(f.server, f.config_hash, f.failed_at, f.reason) for f in failures],
+                )
+                db.execute("DELETE FROM failure_v1 WHERE failed_at < ?", (time.time() - MAX_AGE_SECONDS,))
+
+        if failures:
+            self._run("write", write, None)
+
     def save(self, snapshots: Sequence[ServerSnapshot]) -> None:
         def write(db: sqlite3.Connection) -> None:
             with db:  # one transaction for the batch
@@ -186,6 +254,8 @@ class CatalogStore:
                             json.dumps(content, separators=(",", ":"), ensure_ascii=False) if content else None,
                         ),
                     )
+                    # It listed its tools: whatever failed before under this configuration is over.
+                    db.execute("DELETE FROM failure_v1 WHERE server = ? AND config_hash = ?", (s.server, s.config_hash))
                     # Older configurations of this server beyond the few most recent: never served again.
                     db.execute(
                         "DELETE FROM catalog_v1 WHERE server = ? AND config_hash NOT IN "
@@ -199,9 +269,11 @@ class CatalogStore:
 
     def clear(self, server: str | None = None) -> int:
         def delete(db: sqlite3.Connection) -> int:
-            with db:
+            with db:  # (remembered failures go too; only catalog entries are counted)
                 if server is None:
+                    db.execute("DELETE FROM failure_v1")
                     return db.execute("DELETE FROM catalog_v1").rowcount
+                db.execute("DELETE FROM failure_v1 WHERE server = ?", (server,))
                 return db.execute("DELETE FROM catalog_v1 WHERE server = ?", (server,)).rowcount
 
         return self._run("clear", delete, 0)
@@ -251,6 +323,7 @@ class CatalogStore:
                 # WAL: readers never wait for a writer (another gateway's), a killed writer leaves the file whole.
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(_SCHEMA)
+                db.execute(_FAILURE_SCHEMA)
                 columns = {str(row[1]) for row in db.execute("PRAGMA table_info(catalog_v1)")}
                 if "content" not in columns:  # a file written before resources and prompts were kept
                     with contextlib.suppress(sqlite3.OperationalError):  # another gateway added it just now

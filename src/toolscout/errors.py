@@ -48,7 +48,8 @@ class ToolscoutError(Exception):
 
     def to_dict(self, phrasing: Phrasing = AGENT_STEPS) -> dict[str, Any]:
         """The error as the `error` object of a failed meta-tool result (or of a command's --json)."""
-        return {"code": self.code, "message": self.explain(phrasing), **self.details}
+        step = {"nextStep": self.next_step} if self.next_step is not None else {}
+        return {"code": self.code, "message": self.explain(phrasing), **step, **self.details}
 
     def __str__(self) -> str:
         return self.explain()
@@ -154,3 +155,34 @@ class AmbiguousName(ToolscoutError):
     """An upstream's own tool, prompt or resource name that several servers have: the gateway's name is needed."""
 
     code = "AMBIGUOUS_NAME"
+
+
+def error_from_dict(data: dict[str, Any]) -> ToolscoutError:
+    """The error a failed result's `error` object describes (`to_dict`'s output, read back on the
+    other side of MCP), as the class of its code; an unknown code becomes a plain `ToolscoutError`."""
+    by_code: dict[str, type[ToolscoutError]] = {}
+    pending: list[type[ToolscoutError]] = [ToolscoutError]
+    while pending:
+        kind = pending.pop()
+        if "code" in vars(kind):  # (a subclass without a code of its own is not what a code names)
+            by_code[kind.code] = kind
+        pending.extend(kind.__subclasses__())
+    code, message, step = data.get("code"), data.get("message"), data.get("nextStep")
+    details = {k: v for k, v in data.items() if k not in ("code", "message", "nextStep")}
+    kind = by_code.get(code, ToolscoutError) if isinstance(code, str) else ToolscoutError
+    text = message if isinstance(message, str) else "the request failed"
+    if step not in AGENT_STEPS:
+        return kind(text, **details)
+    # Worded for an agent on the other side: the reader here gets the step in its own words instead.
+    return _without_agent_step(kind(text, next_step=step, **details))
+
+
+def _without_agent_step(error: ToolscoutError) -> ToolscoutError:
+    """`error` whose message still ends with its next step in an agent's words, without that sentence."""
+    step = AGENT_STEPS.get(error.next_step) if error.next_step is not None else None
+    if step:
+        names = {"server": error.details.get("server", "SERVER"), "tool": error.details.get("tool", "TOOL")}
+        sentence = " " + step.format_map(names)
+        if error.message.endswith(sentence):
+            error.message = error.message[: -len(sentence)]
+    return error

@@ -28,7 +28,6 @@ from toolscout.config.models import GatewayConfig
 from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
-    ServerNotFound,
     ServerUnavailable,
     ToolDisabled,
     ToolNotFound,
@@ -37,7 +36,7 @@ from toolscout.errors import (
 from toolscout.output_cap import cap_output
 from toolscout.relay import current_relay
 from toolscout.rules import RuleSet
-from toolscout.suggestions import MAX_SUGGESTIONS, closest, did_you_mean
+from toolscout.suggestions import server_not_found, tool_not_found
 from toolscout.upstream import ServerIdentity, Status, Upstream, UpstreamSpec
 from toolscout.validation import ArgumentValidator
 
@@ -124,13 +123,21 @@ class Gateway:
         """Where every execution is recorded (None: nowhere); opened and closed with the gateway."""
 
     @classmethod
-    def from_config(cls, config: GatewayConfig, *, only: Collection[str] | None = None, **kwargs: Any) -> Gateway:
-        """A gateway for the configured servers (or just those named in `only`)."""
+    def from_config(
+        cls, config: GatewayConfig, *, only: Collection[str] | None = None, reconnect: bool | None = None, **kwargs: Any
+    ) -> Gateway:
+        """A gateway for the configured servers (or just those named in `only`).
+
+        `reconnect=False`: one connection attempt per server, whatever the config says (for a
+        command that ends once it has its answer, a server trying again would only be waited for).
+        """
         specs = [
             UpstreamSpec.from_config(name, server)
             for name, server in config.mcp_servers.items()
             if only is None or name in only
         ]
+        if reconnect is not None:
+            specs = [dataclasses.replace(spec, reconnect=reconnect) for spec in specs]
         build = functools.partial(_make_backend, config.search.backend, config.search.model)
         if config.search.model == "minilm":
             # Built here, as ever: a missing extra must stop `serve` at once with its config error.
@@ -431,34 +438,22 @@ class Gateway:
 
         The catalog is searched as it is when the call starts (the index is rebuilt first if it changed).
         """
-        queries = [query] if isinstance(query, str) else list(query)
-        if not queries or not all(q.strip() for q in queries):
-            raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
-        if limit < 1:
-            raise InvalidRequest(f"limit must be at least 1, got {limit}.")
+        from toolscout.search.base import check_queries, search_steps
+
+        queries = check_queries(query, limit)
         if server is not None:
             self.upstream(server)
         async with self._index_lock:
             backend = await self._index()
-            rankings = [
-                [h for h in backend.search(q, server=server, limit=limit) if h.relevance >= self._min_relevance]
-                for q in queries
-            ]
-        if len(rankings) == 1:
-            return rankings[0]
-        from toolscout.search.base import interleave
-
-        return interleave(rankings, limit)
+            return search_steps(backend, queries, server=server, limit=limit, min_relevance=self._min_relevance)
 
     def _server_context(self) -> dict[str, str]:
-        # What each server says about itself is context for all its tools in the search index.
-        context: dict[str, str] = {}
-        for up in self._upstreams.values():
-            parts = [up.description or ""]
-            if up.identity is not None and up.identity.instructions:
-                parts.append(up.identity.instructions)
-            context[up.name] = " ".join(p for p in parts if p)
-        return context
+        from toolscout.search.base import server_context
+
+        return {
+            up.name: server_context(up.description, up.identity.instructions if up.identity else None)
+            for up in self._upstreams.values()
+        }
 
     async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
         """The tools of one server (waiting for it if it is still connecting and has no stored catalog)."""
@@ -591,36 +586,10 @@ class Gateway:
             )
 
     def _tool_not_found(self, server: str, name: str) -> ToolNotFound:
-        suggestions = [
-            {"server": server, "tool": t} for t in closest(name, [t.name for t in self.catalog.tools(server)])
-        ]
-        for other in self.catalog.servers_with_tool(name):
-            entry = self.catalog.get(other, name)
-            if other != server and entry is not None and entry.enabled:
-                suggestions.insert(0, {"server": other, "tool": name})
-        suggestions = suggestions[:MAX_SUGGESTIONS]
-        hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"
-        return ToolNotFound(
-            f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''}",
-            next_step="find_tool",
-            server=server,
-            tool=name,
-            suggestions=suggestions or None,
-        )
+        return tool_not_found(self.catalog, server, name)
 
 
 def _make_backend(name: str = "hybrid", model: str = "static") -> SearchBackend:
     from toolscout.search import make_backend
 
     return make_backend(name, model=model)
-
-
-def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:
-    """The error for an unknown server name, with the closest configured names."""
-    close = closest(name, known)
-    return ServerNotFound(
-        f"No server named {name!r}.{did_you_mean(close)}",
-        next_step="list_servers",
-        server=name,
-        suggestions=close or None,
-    )

@@ -475,13 +475,14 @@ async def serve_http(
     *,
     host: str,
     stateless: bool = False,
-    log_level: str = "warning",
+    log_level: str | None = "warning",
     mode: ModeName = "discovery",
     options: SurfaceOptions | None = None,
     stop: anyio.Event | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
-    `stop`: until a stop signal arrives, as `serve_stdio`)."""
+    `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
+    loggers as they are (they are global: a second server in the process must not reset them)."""
     server = build_server(gateway, mode, options)
     app = server.streamable_http_app(stateless_http=stateless, host=host)
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them

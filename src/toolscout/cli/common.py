@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncGenerator, Collection
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import cached_property
 from pathlib import Path
@@ -31,7 +31,10 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from toolscout.catalog import CatalogTool
+    from toolscout.catalog_store import CatalogStore
     from toolscout.gateway import Gateway
+    from toolscout.search import SearchHit
 
 # Exit codes of the reference CLI spec (003): 1 invalid arguments, 2 configuration error, server or
 # tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules.
@@ -159,21 +162,30 @@ def _progress(gateway: Gateway) -> Table:
 
 @asynccontextmanager
 async def connected(
-    config: GatewayConfig, output: Output, *, only: Collection[str] | None = None
+    config: GatewayConfig, output: Output, *, only: Collection[str] | None = None, live: bool = False
 ) -> AsyncGenerator[Gateway]:
-    """A gateway whose upstreams (all, or `only` these) have connected or failed.
+    """A gateway whose upstreams (all, or `only` these) have connected or failed, each tried once.
 
-    While they connect, a terminal on stderr shows one live line per server.
+    `live`: none is answered from the persistent catalog (the gateway would start from it and wait
+    for its search index); their live lists are saved to it, and their failures remembered
+    (catalog_store.py's `Failure`); the gateway is not searched (it builds no index). While they
+    connect, a terminal on stderr shows one live line per server.
     """
     # Imported here: the SDK and the search index are the slow part of starting the CLI,
     # and commands that never connect should not pay for them.
-    from toolscout.gateway import Gateway, server_not_found
+    from toolscout.catalog_store import CatalogStore, LiveListsOnly, store_path
+    from toolscout.gateway import Gateway
+    from toolscout.suggestions import server_not_found
 
     for name in only or ():
         if name not in config.mcp_servers:
             raise server_not_found(name, list(config.mcp_servers))
+    store = CatalogStore(store_path(config.catalog_cache)) if live and config.catalog_cache.enabled else None
+    options: dict[str, Any] = {"search": _NotSearched()} if live else {}
+    if store is not None:
+        options["catalog_store"] = LiveListsOnly(store)
     try:
-        gateway_context = Gateway.from_config(config, only=only)
+        gateway_context = Gateway.from_config(config, only=only, reconnect=False, **options)
     except ToolscoutError as exc:  # e.g. a search model whose extra is not installed
         output.fail(exc)
     async with gateway_context as gateway:
@@ -184,7 +196,36 @@ async def connected(
                 await gateway.settle()
         else:
             await gateway.settle()
+        if store is not None:
+            _remember_failures(gateway, store)
         yield gateway
+
+
+class _NotSearched:
+    """The search backend of a gateway a command does not search (it runs one tool, or hands its
+    servers' lists to the catalog view): building the real one would only compete with the servers
+    starting."""
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        pass  # nothing to index: nothing will be searched
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        raise RuntimeError("this command's gateway is not searched; search its catalog view")
+
+
+def _remember_failures(gateway: Gateway, store: CatalogStore) -> None:
+    import time
+
+    from toolscout.catalog_store import Failure
+    from toolscout.upstream import Status
+
+    store.save_failures(
+        [
+            Failure(up.name, up.spec.cache_key, time.time(), up.error or "failed to connect")
+            for up in gateway.upstreams
+            if up.status is Status.ERROR and up.spec.cache_key is not None
+        ]
+    )
 
 
 def run(function: Any, *args: Any) -> Any:

@@ -15,6 +15,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from toolscout.cli.answers import META_SEARCH_LIMIT, answers, serve_answers
+from toolscout.cli.catalog_view import ago
 from toolscout.cli.common import (
     EXIT_FAILED,
     EXIT_NO_RESULTS,
@@ -27,15 +29,22 @@ from toolscout.cli.common import (
 )
 from toolscout.errors import InvalidRequest, ToolscoutError, UpstreamError
 from toolscout.render import hint_labels
-from toolscout.schemas import example_arguments, parameters
+from toolscout.schemas import example_arguments
 
 if TYPE_CHECKING:
     import mcp_types as types
 
-    from toolscout.catalog import CatalogTool
-    from toolscout.gateway import Gateway
-
 _STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
+_STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting"}
+
+RefreshOption = Annotated[
+    bool,
+    typer.Option(
+        "--refresh",
+        help="Connect to the servers and list their tools now, instead of answering from the catalog "
+        "stored when they were last listed (a running `toolscout serve` of this config answers live anyway).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -47,56 +56,76 @@ def register(app: typer.Typer) -> None:
     app.command()(tokens)
 
 
-def _server_rows(gateway: Gateway) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for up in gateway.upstreams:
-        row = gateway.server_status(up)
-        if "serverInfo" in row:
-            row["transport"] = up.spec.transport.label
-        row["tools"] = [t.name for t in gateway.catalog.tools(up.name)]
-        rows.append(row)
-    return rows
+def _age(iso: str) -> str:
+    from datetime import datetime
+
+    return ago(datetime.fromisoformat(iso).timestamp())
+
+
+def _stale_note(cached: dict[str, str]) -> str:
+    """`[dim](units, notes: as listed 12 min ago; --refresh asks the servers)[/dim]` for stored answers."""
+    by_age: dict[str, list[str]] = {}
+    for server, iso in cached.items():
+        by_age.setdefault(_age(iso), []).append(server)
+    parts = "; ".join(f"{escape(', '.join(names))}: as listed {age}" for age, names in by_age.items())
+    them = "the server" if len(cached) == 1 else "the servers"
+    return f"[dim]({parts}, from the stored catalog; --refresh asks {them})[/dim]"
 
 
 def list_servers(
     config: ConfigOption = None,
     status: Annotated[bool, typer.Option("--status", help="Show how each server is connected, and why not.")] = False,
     show_tools: Annotated[bool, typer.Option("--tools", help="List each server's enabled tools.")] = False,
+    refresh: RefreshOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """List the configured servers with their status and tool counts."""
+    """List the configured servers with their status and tool counts (exit 3 when one is in error)."""
     output = Output(as_json)
-    gateway_config, _ = load(config, output)
+    gateway_config, source = load(config, output)
 
     async def body() -> None:
-        async with connected(gateway_config, output) as gateway:
-            rows = _server_rows(gateway)
+        try:
+            async with answers(gateway_config, source and source.path, output, refresh=refresh) as found:
+                rows = await found.servers()
+        except ToolscoutError as exc:
+            output.fail(exc)
         if as_json:
             output.data({"servers": rows})
-            return
-        output.print(f"MCP Servers ({len(rows)} configured):")
-        for row in rows:
-            counts = f" ({row['enabledCount']} tools" + (
-                f", {row['toolCount'] - row['enabledCount']} disabled)"
-                if row["toolCount"] != row["enabledCount"]
-                else ")"
-            )
-            output.print(f"\n{_STATUS_MARK.get(row['status'], '·')} [bold]{escape(row['name'])}[/bold]{counts}")
-            if row["description"]:
-                output.print(f"  {escape(row['description'])}")
-            output.print(
-                f"  Status: {row['status'].capitalize()}" + (f" — {escape(row['error'])}" if "error" in row else "")
-            )
-            if status and "serverInfo" in row:
-                info = row["serverInfo"]
-                output.print(
-                    f"  Server: {escape(info.get('name', '?'))} {escape(info.get('version', ''))}, "
-                    f"protocol {row['protocolVersion']}, {escape(row['transport'])}"
-                )
-            if show_tools and row["tools"]:
-                output.print("  Tools: " + escape(", ".join(row["tools"])))
+        else:
+            _print_servers(output, rows, status=status, show_tools=show_tools)
+        if any(row["status"] == "error" for row in rows):
+            raise typer.Exit(EXIT_FAILED)
 
     run(body)
+
+
+def _print_servers(output: Output, rows: list[dict[str, Any]], *, status: bool, show_tools: bool) -> None:
+    output.print(f"MCP Servers ({len(rows)} configured):")
+    for row in rows:
+        counts = f" ({row['enabledCount']} tools" + (
+            f", {row['toolCount'] - row['enabledCount']} disabled)" if row["toolCount"] != row["enabledCount"] else ")"
+        )
+        output.print(f"\n{_STATUS_MARK.get(row['status'], '·')} [bold]{escape(row['name'])}[/bold]{counts}")
+        if row["description"]:
+            output.print(f"  {escape(row['description'])}")
+        state: str = _STATUS_TEXT.get(row["status"]) or str(row["status"]).capitalize()
+        if "error" in row:
+            state += f" — {escape(row['error'])}"
+        if "failedAt" in row:
+            state += f" ({_age(row['failedAt'])}; --refresh tries again)"
+        if row.get("stale"):
+            listed = f"tools as listed {_age(row['cachedAt'])}"
+            state += f" — {listed} (--refresh connects)" if row["status"] == "idle" else f"; {listed}"
+        output.print(f"  Status: {state}")
+        if status and "serverInfo" in row:
+            info = row["serverInfo"]
+            how = f", {escape(row['transport'])}" if "transport" in row else ""
+            output.print(
+                f"  Server: {escape(info.get('name', '?'))} {escape(info.get('version', ''))}, "
+                f"protocol {row['protocolVersion']}{how}"
+            )
+        if show_tools and row["tools"]:
+            output.print("  Tools: " + escape(", ".join(row["tools"])))
 
 
 def search(
@@ -104,28 +133,27 @@ def search(
     config: ConfigOption = None,
     server: Annotated[str | None, typer.Option(help="Only search this server.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=100, help="Max results.")] = 10,
+    refresh: RefreshOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Search tools across all servers (exit 2 when nothing matches)."""
     output = Output(as_json)
-    gateway_config, _ = load(config, output)
+    gateway_config, source = load(config, output)
 
     async def body() -> None:
         try:
-            async with connected(gateway_config, output, only=[server] if server else None) as gateway:
-                hits = await gateway.search(query, server=server, limit=limit)
+            async with answers(
+                gateway_config,
+                source and source.path,
+                output,
+                [server] if server else None,
+                refresh=refresh,
+                retry_failed=server is not None,
+                serve_can_answer=limit <= META_SEARCH_LIMIT,
+            ) as found:
+                results = await found.search(query, server=server, limit=limit)
         except ToolscoutError as exc:
             output.fail(exc)
-        results: list[dict[str, Any]] = [
-            {
-                "server": h.tool.server,
-                "tool": h.tool.name,
-                "summary": h.tool.summary,
-                "relevance": h.relevance,
-                "tags": list(h.tool.tags),
-            }
-            for h in hits
-        ]
         if as_json:
             output.data({"query": query, "results": results})
         elif results:
@@ -137,6 +165,9 @@ def search(
                 output.print(f"   {escape(r['summary'])}")
                 if r["tags"]:
                     output.print(f"   Tags: {escape(', '.join(r['tags']))}")
+            cached = {r["server"]: r["cachedAt"] for r in results if "cachedAt" in r}
+            if cached:
+                output.print("\n" + _stale_note(cached))
         else:
             output.note(f'No tools found for "{escape(query)}". Try other words, or `toolscout tools SERVER`.')
         if not results:
@@ -150,60 +181,39 @@ def tools(
     config: ConfigOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Include tools disabled by toolRules.")] = False,
     show_tags: Annotated[bool, typer.Option("--tags", help="Show tags.")] = False,
+    refresh: RefreshOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """List one server's tools (exit 2 when the server does not exist)."""
     output = Output(as_json)
-    gateway_config, _ = load(config, output)
+    gateway_config, source = load(config, output)
 
     async def body() -> None:
         try:
-            async with connected(gateway_config, output, only=[server]) as gateway:
-                entries = await gateway.tools(server, include_disabled=True)
+            async with answers(
+                gateway_config, source and source.path, output, [server], refresh=refresh, retry_failed=True
+            ) as found:
+                listed = await found.tools(server)
         except ToolscoutError as exc:
             output.fail(exc)
-        enabled = sum(1 for t in entries if t.enabled)
-        shown = [t for t in entries if show_all or t.enabled]
+        entries: list[dict[str, Any]] = listed["tools"]
+        enabled = sum(1 for t in entries if t["enabled"])
+        shown = [t for t in entries if show_all or t["enabled"]]
         if as_json:
-            output.data(
-                {
-                    "server": server,
-                    "tools": [
-                        {"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)}
-                        for t in shown
-                    ],
-                }
-            )
+            output.data({**listed, "tools": shown})
             return
         output.print(f"Tools from {escape(server)} ({enabled} enabled, {len(entries) - enabled} disabled):")
         for t in shown:
-            mark = "[green]✓[/green]" if t.enabled else "[red]✗[/red]"
-            output.print(f"\n{mark} [bold]{escape(t.name)}[/bold]" + ("" if t.enabled else " (disabled)"))
-            if t.summary:
-                output.print(f"  {escape(t.summary)}")
-            if show_tags and t.tags:
-                output.print(f"  Tags: {escape(', '.join(t.tags))}")
+            mark = "[green]✓[/green]" if t["enabled"] else "[red]✗[/red]"
+            output.print(f"\n{mark} [bold]{escape(t['name'])}[/bold]" + ("" if t["enabled"] else " (disabled)"))
+            if t["summary"]:
+                output.print(f"  {escape(t['summary'])}")
+            if show_tags and t["tags"]:
+                output.print(f"  Tags: {escape(', '.join(t['tags']))}")
+        if "cachedAt" in listed:
+            output.print("\n" + _stale_note({server: listed["cachedAt"]}))
 
     run(body)
-
-
-def _details(entry: CatalogTool) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "server": entry.server,
-        "tool": entry.name,
-        "title": entry.title,
-        "description": entry.description,
-        "enabled": entry.enabled,
-        "tags": list(entry.tags),
-        "parameters": parameters(entry.input_schema),
-        "inputSchema": entry.input_schema,
-        "outputSchema": entry.output_schema,
-        "annotations": entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
-        if entry.tool.annotations
-        else None,
-        "examples": [{"description": "Required arguments", "arguments": example_arguments(entry.input_schema)}],
-    }
-    return {k: v for k, v in data.items() if v is not None}
 
 
 def inspect(
@@ -211,30 +221,33 @@ def inspect(
     tool: Annotated[str, typer.Argument(help="Tool name.")],
     config: ConfigOption = None,
     examples: Annotated[bool, typer.Option("--examples", help="Show example arguments.")] = False,
+    refresh: RefreshOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Show a tool's description, parameters and hints (exit 2 when the server or tool does not exist)."""
     output = Output(as_json)
-    gateway_config, _ = load(config, output)
+    gateway_config, source = load(config, output)
 
     async def body() -> None:
         try:
-            async with connected(gateway_config, output, only=[server]) as gateway:
-                entry = await gateway.tool(server, tool, include_disabled=True)
+            async with answers(
+                gateway_config, source and source.path, output, [server], refresh=refresh, retry_failed=True
+            ) as found:
+                data = await found.details(server, tool)
         except ToolscoutError as exc:
             output.fail(exc)
-        data = _details(entry)
-        if not examples:
-            data.pop("examples")
+        schema: dict[str, Any] = data["inputSchema"]
+        if examples:
+            data["examples"] = [{"description": "Required arguments", "arguments": example_arguments(schema)}]
         if as_json:
             output.data(data)
             return
-        state = "" if entry.enabled else " [red](disabled by toolRules)[/red]"
+        state = "" if data["enabled"] else " [red](disabled by toolRules)[/red]"
         output.print(f"Tool: [bold]{escape(server)}:{escape(tool)}[/bold]{state}")
-        if entry.title:
-            output.print(f"Title: {escape(entry.title)}")
+        if data.get("title"):
+            output.print(f"Title: {escape(data['title'])}")
         output.print("\nDescription:")
-        for line in (entry.description or "(none)").strip().splitlines():
+        for line in (data["description"] or "(none)").strip().splitlines():
             output.print(f"  {escape(line)}")
         output.print("\nParameters:" if data["parameters"] else "\nParameters: none")
         for p in data["parameters"]:
@@ -246,14 +259,16 @@ def inspect(
         labels = hint_labels(cast(dict[str, Any], data.get("annotations") or {}))
         if labels:
             output.print(f"\nHints: {', '.join(labels)}")
-        if entry.output_schema is not None:
+        if "outputSchema" in data:
             output.print("\nReturns structured content (see --json for the output schema).")
-        if entry.tags:
-            output.print(f"\nTags: {escape(', '.join(entry.tags))}")
+        if data["tags"]:
+            output.print(f"\nTags: {escape(', '.join(data['tags']))}")
         if examples:
-            arguments = json.dumps(example_arguments(entry.input_schema), ensure_ascii=False)
+            arguments = json.dumps(example_arguments(schema), ensure_ascii=False)
             output.print("\nExamples:\n  Required arguments:")
             output.print(f"    toolscout execute {escape(server)} {escape(tool)} --args '{escape(arguments)}'")
+        if "cachedAt" in data:
+            output.print("\n" + _stale_note({server: data["cachedAt"]}))
 
     run(body)
 
@@ -338,13 +353,17 @@ def execute(
 ) -> None:
     """Run a tool (exit 3 when it fails, 4 when toolRules disable it, 2 when it does not exist)."""
     output = Output(as_json)
-    gateway_config, _ = load(config, output)
+    gateway_config, source = load(config, output)
 
     async def body() -> None:
         try:
             arguments = _read_args(args)
-            async with connected(gateway_config, output, only=[server]) as gateway:
-                result = await gateway.execute(server, tool, arguments)
+            async with serve_answers(gateway_config, source and source.path, output) as serve:
+                if serve is not None:  # a running serve of this config: its connection to the server
+                    result = await serve.execute(server, tool, arguments)
+                else:  # this one server, connected now (none other)
+                    async with connected(gateway_config, output, only=[server], live=True) as gateway:
+                        result = await gateway.execute(server, tool, arguments)
         except ToolscoutError as exc:
             output.fail(exc)
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")

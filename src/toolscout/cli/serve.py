@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from enum import StrEnum
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
@@ -18,6 +22,9 @@ from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.render import counted
+
+if TYPE_CHECKING:
+    from toolscout.gateway import Gateway
 
 
 class Transport(StrEnum):
@@ -85,7 +92,15 @@ def serve(
     """Run the gateway as an MCP server."""
     setup_logging(log_level, background=True)
     output = Output()
-    gateway_config, _ = load(config, output, demo=demo)
+    gateway_config, source = load(config, output, demo=demo)
+    # Where this machine's command line asks this gateway instead of starting the servers itself
+    # (local_socket.py): worked out from the config as loaded, whatever --mode shows the clients.
+    answering: tuple[Path, Path] | None = None
+    if source is not None:
+        from toolscout.local_socket import socket_path
+
+        cli_path = socket_path(source.path, gateway_config)
+        answering = (cli_path, source.path) if cli_path is not None else None
     if mode is not None:
         gateway_config = gateway_config.model_copy(update={"mode": mode})
     sock: socket.socket | None = None
@@ -99,11 +114,16 @@ def serve(
                 ToolscoutError(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port."),
                 EXIT_INVALID,
             )
-    run(_serve, gateway_config, sock, host, stateless, log_level)
+    run(_serve, gateway_config, sock, host, stateless, log_level, answering)
 
 
 async def _serve(
-    config: GatewayConfig, sock: socket.socket | None, host: str, stateless: bool, level: LogLevel
+    config: GatewayConfig,
+    sock: socket.socket | None,
+    host: str,
+    stateless: bool,
+    level: LogLevel,
+    answering: tuple[Path, Path] | None,
 ) -> None:
     from toolscout.gateway import Gateway
     from toolscout.server import serve_http, serve_stdio, stop_on_signals
@@ -115,7 +135,7 @@ async def _serve(
         # Stop signals are handled from before the first upstream starts until the last has stopped:
         # one that came while they are being stopped must not kill the gateway and leave them running.
         signals.start_soon(stop_on_signals, stop)
-        async with gateway:
+        async with gateway, _answering_the_command_line(gateway, config, answering, stop):
             startup_over()  # everything is imported and the gateway is built: what follows is serving
             count = len(config.mcp_servers)
             if sock is None:
@@ -145,6 +165,41 @@ async def _serve(
                 )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _answering_the_command_line(
+    gateway: Gateway, config: GatewayConfig, answering: tuple[Path, Path] | None, stop: anyio.Event
+) -> AsyncGenerator[None]:
+    """While serving, also serve the discovery meta-tools on the command line's local socket (see
+    local_socket.py), when one could be made: stateless streamable HTTP, until `stop` is set."""
+    from toolscout.local_socket import SOCKET_HOST, listen, release
+    from toolscout.server import serve_http
+    from toolscout.surfaces import SurfaceOptions
+
+    listening = listen(*answering) if answering is not None else None
+    if answering is None or listening is None:
+        yield
+        return
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                functools.partial(
+                    serve_http,
+                    gateway,
+                    listening,
+                    host=SOCKET_HOST,
+                    stateless=True,
+                    # uvicorn's loggers are the process's: left as set up for `serve` (and its HTTP server).
+                    log_level=None,
+                    options=SurfaceOptions.from_config(config),
+                    stop=stop,
+                )
+            )
+            yield
+            stop.set()  # serving is over: the socket's server ends too
+    finally:
+        release(answering[0], listening)
 
 
 def demo() -> None:

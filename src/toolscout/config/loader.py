@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from dotenv import dotenv_values
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
-from rapidfuzz import process
 
 from toolscout.config import jsonc
 from toolscout.config.models import (
@@ -166,6 +164,8 @@ def environment_for(path: Path, env: Mapping[str, str] | None = None) -> dict[st
     dotenv = path.parent / ".env"
     if not dotenv.is_file():
         return base
+    from dotenv import dotenv_values  # (here: most configs have no .env, and every command loads one)
+
     try:
         values = dotenv_values(dotenv, encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -322,6 +322,8 @@ _KNOWN_KEYS: dict[str, set[str]] = {
 
 
 def _describe(err: ErrorDetails) -> str:
+    from rapidfuzz import process  # (here: only a config with a mistake needs it)
+
     loc = list(err["loc"])
     # The server union adds its tag ("stdio", "http", "sse") after the server name; users never wrote it.
     if len(loc) >= 3 and loc[0] == "mcpServers" and loc[2] in SERVER_KIND_TAGS:

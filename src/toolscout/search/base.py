@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from toolscout.catalog import CatalogTool
+from toolscout.errors import InvalidRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +91,32 @@ def interleave(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[Sear
                     if len(merged) >= limit:
                         return merged
     return merged
+
+
+def server_context(description: str | None, instructions: str | None) -> str:
+    """What a server says about itself (its description, its instructions): context in the index for
+    all of its tools (`SearchBackend.rebuild`)."""
+    return " ".join(p for p in (description, instructions) if p)
+
+
+def check_queries(query: str | Sequence[str], limit: int) -> list[str]:
+    """The queries of a search (one, or one per step of a task), or `InvalidRequest` saying what is wrong."""
+    queries = [query] if isinstance(query, str) else list(query)
+    if not queries or not all(q.strip() for q in queries):
+        raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
+    if limit < 1:
+        raise InvalidRequest(f"limit must be at least 1, got {limit}.")
+    return queries
+
+
+def search_steps(
+    backend: SearchBackend, queries: Sequence[str], *, server: str | None, limit: int, min_relevance: float
+) -> list[SearchHit]:
+    """What a search answers (the gateway's, and the command line's from the stored catalog): each
+    query ranked by `backend` without the hits below `min_relevance`; several merged round-robin."""
+    rankings = [
+        [h for h in backend.search(q, server=server, limit=limit) if h.relevance >= min_relevance] for q in queries
+    ]
+    if len(rankings) == 1:
+        return rankings[0]
+    return interleave(rankings, limit)

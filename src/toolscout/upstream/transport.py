@@ -237,15 +237,23 @@ class _Child:
         finally:
             os.close(child_stdin)
             os.close(child_stdout)
-        self.read_stream = MessageReader(self._from_child, _parse_logged(log))
+        self.answered = False
+        """Whether it has sent a message yet (one that never did is not waited for when stopped)."""
+        self.read_stream = MessageReader(self._from_child, _parse_logged(log), on_message=self._on_message)
         # A child that closed its stdin or exited ends the session's read stream too, so that no
         # request waits for an answer that cannot come.
         self.write_stream = MessageWriter(self._to_child, on_broken=self.read_stream.end)
 
+    def _on_message(self, _: SessionMessage) -> None:
+        self.answered = True
+
     async def stop(self) -> None:
         """Let accepted messages out (briefly), close the child's stdin, and give it
         `STDIN_CLOSE_GRACE` seconds to exit; then terminate its process group (what is left of it,
-        if it did exit): SIGTERM, `TERMINATE_GRACE` seconds, SIGKILL. Every wait is bounded."""
+        if it did exit): SIGTERM, `TERMINATE_GRACE` seconds, SIGKILL. Every wait is bounded.
+
+        A child that never sent a message gets no grace: it has no session to end, and one that
+        did not answer within its connect timeout (a hung server) would only add the grace to it."""
         await self.read_stream.aclose()  # (the reader drains from here on: see _child_streams)
         await self.write_stream.aclose()
         with anyio.move_on_after(WRITER_FLUSH_SECONDS):
@@ -255,7 +263,8 @@ class _Child:
         os.close(self._to_child)
         self._to_child = -1
         process = self.process
-        await _exited(process, STDIN_CLOSE_GRACE)
+        if self.answered:
+            await _exited(process, STDIN_CLOSE_GRACE)
         # The leader's pid is the group's id (start_new_session); never getpgid(), which fails once
         # the leader is reaped while others of its group live on.
         pgid = process.pid

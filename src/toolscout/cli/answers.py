@@ -1,0 +1,317 @@
+"""Where `list`, `search`, `tools`, `inspect` and `execute` get their answers.
+
+From the persistent catalog when it has every server a command is about (catalog_view.py: no
+server is started, nor the SDK imported). Else, rather than starting servers, from a running
+`toolscout serve` of the same config when there is one on this machine: its discovery meta-tools
+on its local socket (local_socket.py), asked with the SDK's client over streamable HTTP. Else from
+the catalog view with the servers it lacks connected now. All give the same JSON-ready data, in
+the shapes `--json` prints. `execute` asks the serve, or connects its one server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from toolscout.cli.catalog_view import CatalogView, catalog_view, plan_catalog, when
+from toolscout.config import GatewayConfig
+from toolscout.errors import ToolDisabled, ToolscoutError, UpstreamError, error_from_dict
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp import Client
+
+    from toolscout.catalog import CatalogTool
+    from toolscout.cli.common import Output
+
+logger = logging.getLogger(__name__)
+
+META_SEARCH_LIMIT = 50
+"""The most results `search_tools` gives (meta_tools.SearchToolsArgs): a longer search is answered here."""
+
+
+class Answers(Protocol):
+    """The catalog questions of the command line, answered as `--json` prints them."""
+
+    async def servers(self) -> list[dict[str, Any]]:
+        """Every configured server: `list_mcp_servers`'s row, with `tools` (enabled tools' names)."""
+        ...
+
+    async def search(self, query: str, *, server: str | None, limit: int) -> list[dict[str, Any]]:
+        """Ranked hits: server, tool, summary, relevance, tags (and `stale`, `cachedAt` from the store)."""
+        ...
+
+    async def tools(self, server: str) -> dict[str, Any]:
+        """`server` and its `tools` (name, summary, enabled, tags), disabled ones too."""
+        ...
+
+    async def details(self, server: str, tool: str) -> dict[str, Any]:
+        """One tool, enabled or not: `get_tool_details`'s keys."""
+        ...
+
+
+def _staleness(row: dict[str, Any]) -> dict[str, Any]:
+    """`stale` and `cachedAt` of a server answered from the persistent catalog (a serve's row: `catalog: cached`)."""
+    return {"stale": True, "cachedAt": row["cachedAt"]} if row.get("catalog") == "cached" else {}
+
+
+class ViewAnswers:
+    """`Answers` from a `CatalogView`."""
+
+    def __init__(self, view: CatalogView) -> None:
+        self.view = view
+
+    def _stale(self, server: str) -> dict[str, Any]:
+        cached_at = self.view.server(server).cached_at
+        return {"stale": True, "cachedAt": when(cached_at)} if cached_at is not None else {}
+
+    async def servers(self) -> list[dict[str, Any]]:
+        return [self.view.row(s) for s in self.view.servers]
+
+    async def search(self, query: str, *, server: str | None, limit: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "server": h.tool.server,
+                "tool": h.tool.name,
+                "summary": h.tool.summary,
+                "relevance": h.relevance,
+                "tags": list(h.tool.tags),
+                **self._stale(h.tool.server),
+            }
+            for h in self.view.search(query, server=server, limit=limit)
+        ]
+
+    async def tools(self, server: str) -> dict[str, Any]:
+        entries = self.view.tools(server)
+        listed = [{"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)} for t in entries]
+        return {"server": server, "tools": listed, **self._stale(server)}
+
+    async def details(self, server: str, tool: str) -> dict[str, Any]:
+        return {**tool_details(self.view.tool(server, tool)), **self._stale(server)}
+
+
+def tool_details(entry: CatalogTool) -> dict[str, Any]:
+    """A tool as `get_tool_details` gives it (without its signature)."""
+    from toolscout.schemas import parameters
+
+    data: dict[str, Any] = {
+        "server": entry.server,
+        "tool": entry.name,
+        "title": entry.title,
+        "description": entry.description,
+        "parameters": parameters(entry.input_schema),
+        "inputSchema": entry.input_schema,
+        "outputSchema": entry.output_schema,
+        "enabled": entry.enabled,
+        "tags": list(entry.tags),
+        "annotations": entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
+        if entry.tool.annotations
+        else None,
+    }
+    return {k: v for k, v in data.items() if v is not None}
+
+
+class ServeAnswers:
+    """`Answers` from a running `toolscout serve`'s meta-tools (see the module's doc).
+
+    Should the serve stop answering, a catalog question is answered by the catalog view instead
+    (an execution is not tried again: it may have run).
+    """
+
+    def __init__(self, client: Client, config: GatewayConfig, output: Output, path: Path) -> None:
+        self._client = client
+        self._config = config
+        self._output = output
+        self._path = path
+        self._fallback: ViewAnswers | None = None
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A meta-tool's `structuredContent`, or the error it reported, raised."""
+        result = await self._ask(name, arguments)
+        data = cast(dict[str, Any], result.structured_content or {})
+        if result.is_error:
+            raise error_from_dict(cast(dict[str, Any], data.get("error") or {"message": _text(result)}))
+        return data
+
+    async def _ask(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        import httpx2
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            return await self._client.call_tool(name, arguments)
+        except (MCPError, httpx2.HTTPError, OSError) as exc:
+            raise _ServeGone(f"the toolscout serve at {self._path} stopped answering ({exc})") from None
+
+    async def _local(self, server: str | None = None) -> ViewAnswers:
+        """The catalog view's answers, for what the serve did not answer (all servers, or `server`'s)."""
+        if self._fallback is None or server is None:
+            scope = [server] if server is not None else None
+            view = await catalog_view(self._config, self._output, scope, retry_failed=server is not None)
+            self._fallback = ViewAnswers(view)
+        return self._fallback
+
+    async def execute(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """The tool's own result (`isError` when it failed); an error of the gateway's, raised."""
+        try:
+            result = await self._ask("execute_tool", {"server": server, "tool": tool, "arguments": arguments})
+        except _ServeGone as exc:
+            raise UpstreamError(f"{exc}; the call may or may not have run.", server=server, tool=tool) from None
+        data = cast(dict[str, Any], result.structured_content or {})
+        error = data.get("error") if result.is_error and data.get("success") is False else None
+        if isinstance(error, dict) and "code" in error:
+            raise error_from_dict(cast(dict[str, Any], error))
+        return result
+
+    async def servers(self) -> list[dict[str, Any]]:
+        try:
+            return await self._servers()
+        except _ServeGone as exc:
+            logger.warning("%s; answering without it", exc)
+            return await (await self._local()).servers()
+
+    async def _servers(self) -> list[dict[str, Any]]:
+        import anyio
+
+        from toolscout.upstream import transport_for
+
+        rows = cast(list[dict[str, Any]], (await self.call("list_mcp_servers", {}))["servers"])
+        names: dict[str, list[str]] = {}
+
+        async def tools_of(server: str) -> None:
+            try:
+                listed = cast(list[dict[str, Any]], (await self.call("list_tools", {"server": server}))["tools"])
+            except ToolscoutError:  # (say, it failed meanwhile: no tools of it to name)
+                listed = []
+            names[server] = [t["name"] for t in listed]
+
+        async with anyio.create_task_group() as tg:
+            for row in rows:
+                if row["enabledCount"]:
+                    tg.start_soon(tools_of, row["name"])
+        for row in rows:
+            if "serverInfo" in row and row["name"] in self._config.mcp_servers:
+                row["transport"] = transport_for(row["name"], self._config.mcp_servers[row["name"]]).label
+            row.update(_staleness(row))
+            row["tools"] = names.get(row["name"], [])
+        return rows
+
+    async def search(self, query: str, *, server: str | None, limit: int) -> list[dict[str, Any]]:
+        arguments: dict[str, Any] = {"query": query, "limit": limit}
+        if server is not None:
+            arguments["server"] = server
+        try:
+            hits = cast(list[dict[str, Any]], (await self.call("search_tools", arguments))["results"])
+            stale = await self._stale_servers() if any(h.get("stale") for h in hits) else {}
+        except _ServeGone as exc:
+            logger.warning("%s; answering without it", exc)
+            return await (await self._local()).search(query, server=server, limit=limit)
+        keys = ("server", "tool", "summary", "relevance", "tags")
+        return [{**{k: h[k] for k in keys}, **(stale.get(h["server"], {}) if h.get("stale") else {})} for h in hits]
+
+    async def tools(self, server: str) -> dict[str, Any]:
+        try:
+            listed = await self.call("list_tools", {"server": server, "includeDisabled": True})
+            stale = await self._stale_servers() if listed.get("stale") else {}
+        except _ServeGone as exc:
+            logger.warning("%s; answering without it", exc)
+            return await (await self._local(server)).tools(server)
+        return {**listed, **stale.get(server, {})}
+
+    async def details(self, server: str, tool: str) -> dict[str, Any]:
+        try:
+            data = await self.call("get_tool_details", {"server": server, "tool": tool, "format": "json"})
+            stale = await self._stale_servers() if data.get("stale") else {}
+        except (_ServeGone, ToolDisabled):
+            # (`get_tool_details` shows enabled tools only; the command shows the others too.)
+            return await (await self._local(server)).details(server, tool)
+        data.pop("signature", None)
+        return {**data, **stale.get(server, {})}
+
+    async def _stale_servers(self) -> dict[str, dict[str, Any]]:
+        rows = (await self.call("list_mcp_servers", {}))["servers"]
+        return {r["name"]: _staleness(r) for r in rows if r.get("catalog") == "cached"}
+
+
+class _ServeGone(Exception):
+    """The serve asked stopped answering (it was stopped, or it failed)."""
+
+
+def _text(result: types.CallToolResult) -> str:
+    return " ".join(getattr(b, "text", "") for b in result.content) or "the request failed"
+
+
+@asynccontextmanager
+async def serve_answers(
+    config: GatewayConfig, config_file: Path | None, output: Output
+) -> AsyncGenerator[ServeAnswers | None]:
+    """A running `toolscout serve` of `config` (loaded from `config_file`) to ask, or None when none runs."""
+    from toolscout.local_socket import serving, socket_path
+
+    path = socket_path(config_file, config) if config_file is not None else None
+    if path is None or not serving(path):
+        yield None
+        return
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+    from mcp_types import Implementation
+    from mcp_types.version import LATEST_MODERN_VERSION
+
+    from toolscout import __version__
+    from toolscout.local_socket import SOCKET_HOST
+
+    try:
+        async with AsyncExitStack() as stack:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    transport=httpx2.AsyncHTTPTransport(uds=str(path)),
+                    timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+                )
+            )
+            transport = streamable_http_client(f"http://{SOCKET_HOST}/mcp", http_client=http, terminate_on_close=False)
+            # The stateless era, adopted at once: each question is one request, no handshake first.
+            client = Client(
+                transport,
+                mode=LATEST_MODERN_VERSION,
+                client_info=Implementation(name="toolscout-cli", version=__version__),
+            )
+            await stack.enter_async_context(client)
+            logger.info("asking the toolscout serve at %s", path)
+            yield ServeAnswers(client, config, output, path)
+    except BaseExceptionGroup as group:
+        # The client's task groups wrap what the command raised while it was open: a
+        # `ToolscoutError` (or `typer.Exit`) is the command's to report as it is.
+        from toolscout.upstream.connection import innermost
+
+        raise innermost(group) from None
+
+
+@asynccontextmanager
+async def answers(
+    config: GatewayConfig,
+    config_file: Path | None,
+    output: Output,
+    scope: Sequence[str] | None = None,
+    *,
+    refresh: bool = False,
+    retry_failed: bool = False,
+    serve_can_answer: bool = True,
+) -> AsyncGenerator[Answers]:
+    """The answers for a command about the servers in `scope` (all by default; see `plan_catalog`
+    for `refresh` and `retry_failed`): from the persistent catalog when it has every one of them;
+    else from a running serve of this config, when there is one, rather than starting servers; else
+    from the catalog view, the servers it lacks connected now.
+
+    `serve_can_answer=False`: a question the meta-tools cannot answer (a search longer than `META_SEARCH_LIMIT`).
+    """
+    plan = plan_catalog(config, scope, refresh=refresh, retry_failed=retry_failed)
+    if plan.wanted and serve_can_answer:
+        async with serve_answers(config, config_file, output) as serve:
+            if serve is not None:
+                yield serve
+                return
+    yield ViewAnswers(await plan.view(output))
