@@ -6,6 +6,7 @@ The gateway raises one error; each edge words its next step (errors.py `next_ste
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 
 import anyio
@@ -89,3 +90,12 @@ async def test_an_agent_is_told_which_of_its_own_tools_to_call() -> None:
     assert wrong.endswith("Call inspect with server_name and tool_name for its parameters, then retry.")
     for message in (compact, unknown, wrong):
         assert "search_tools" not in message and "get_tool_details" not in message
+
+
+def test_list_without_servers_says_how_to_add_some(tmp_path: Path) -> None:
+    box = make_sandbox(tmp_path)
+    config = box.write("work/toolscout.json", '{"mcpServers": {}}')
+    done = box.run("list")
+    assert done.returncode == 0, done.stderr
+    assert f"No MCP servers are configured in {config}." in done.stdout
+    assert "toolscout init" in done.stdout

@@ -91,6 +91,12 @@ def list_servers(
             output.fail(exc)
         if as_json:
             output.data({"servers": rows})
+        elif not rows:
+            where = escape(str(source.path)) if source is not None else "the configuration"
+            output.print(
+                f"No MCP servers are configured in {where}. `toolscout init` imports the ones your MCP "
+                'clients use, `toolscout config import --file FILE` those of a file; or add them under "mcpServers".'
+            )
         else:
             _print_servers(output, rows, status=status, show_tools=show_tools)
         if any(row["status"] == "error" for row in rows):
