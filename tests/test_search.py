@@ -209,8 +209,9 @@ def test_a_rebuild_tokenizes_only_what_is_new_and_ranks_as_a_fresh_index(monkeyp
         ]
 
 
-# --- query expansion -----------------------------------------------------------------------------
+# --- query expansion, steps -----------------------------------------------------------------------
 
+from toolscout.search.base import SearchHit, merge_steps  # noqa: E402
 from toolscout.search.expansion import expand, implied_words, with_implied_words  # noqa: E402
 
 
@@ -267,3 +268,40 @@ def test_parameter_descriptions_are_searched() -> None:
     backend = BM25Backend()
     backend.rebuild(catalog.tools())
     assert [h.tool.name for h in backend.search("convert miles")][:1] == ["convert_units"]
+
+
+def _hits(*names: str) -> list[SearchHit]:
+    tools = {t.name: t for t in _catalog_tools()}
+    return [SearchHit(tools[name], 0.5) for name in names]
+
+
+def test_every_step_gets_its_best_tool_before_any_step_gets_a_second() -> None:
+    rankings = [
+        _hits("read_file", "write_file", "get_file_info"),
+        _hits("create_issue", "search"),
+        _hits("forecast"),
+        _hits("listPullRequests"),
+    ]
+    merged = merge_steps(rankings, limit=2)  # more steps than the limit: one tool per step
+    assert [(h.tool.name, h.steps) for h in merged] == [
+        ("read_file", (0,)),
+        ("create_issue", (1,)),
+        ("forecast", (2,)),
+        ("listPullRequests", (3,)),
+    ]
+    roomy = merge_steps(rankings, limit=6)  # then round-robin: the second of each, the third, ...
+    assert [h.tool.name for h in roomy] == [
+        "read_file",
+        "create_issue",
+        "forecast",
+        "listPullRequests",
+        "write_file",
+        "search",
+    ]
+    # One tool answering two steps is listed once, with both; an empty step is left out.
+    shared = merge_steps([_hits("read_file", "write_file"), [], _hits("read_file", "forecast")], limit=3)
+    assert [(h.tool.name, h.steps) for h in shared] == [
+        ("read_file", (0, 2)),
+        ("write_file", (0,)),
+        ("forecast", (2,)),
+    ]

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
-from toolscout.config.models import GatewayConfig
+from toolscout.config.models import DEFAULT_MIN_RELEVANCE, GatewayConfig
 from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
@@ -79,7 +79,7 @@ class Gateway:
         rules: RuleSet | None = None,
         search: SearchBackend | None = None,
         search_factory: Callable[[], SearchBackend] | None = None,
-        min_relevance: float = 0.0,
+        min_relevance: float = DEFAULT_MIN_RELEVANCE,
         startup_grace: float = STARTUP_GRACE_SECONDS,
         max_output_chars: int | None = None,
         audit: AuditLog | None = None,
@@ -209,6 +209,11 @@ class Gateway:
     @property
     def upstreams(self) -> list[Upstream]:
         return list(self._upstreams.values())
+
+    @property
+    def min_relevance(self) -> float:
+        """The relevance below which `search` leaves hits out unless asked otherwise."""
+        return self._min_relevance
 
     async def live_upstream(self, server: str) -> Upstream:
         """The upstream `server`, connected (woken when idle, waited for while connecting), or why not."""
@@ -460,30 +465,39 @@ class Gateway:
     # Tools
 
     async def search(
-        self, query: str | Sequence[str], *, server: str | None = None, limit: int = 10
+        self,
+        query: str | Sequence[str],
+        *,
+        server: str | None = None,
+        limit: int = 10,
+        min_relevance: float | None = None,
     ) -> list[SearchHit]:
-        """Enabled tools ranked for `query`; several queries (the steps of a task) are merged round-robin.
+        """Enabled tools ranked for `query`, none below `min_relevance` (default: the config's).
 
-        The catalog is searched as it is when the call starts (the index is rebuilt first if it changed).
+        A list is the steps of a task: each step is ranked on its own, and every step's best tool
+        is in the answer whatever its relevance and even with more steps than `limit`
+        (`merge_steps`); the hits say which steps they answer. The catalog is searched as it is
+        when the call starts (the index is rebuilt first if it changed).
         """
         queries = [query] if isinstance(query, str) else list(query)
         if not queries or not all(q.strip() for q in queries):
             raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
         if limit < 1:
             raise InvalidRequest(f"limit must be at least 1, got {limit}.")
+        floor = self._min_relevance if min_relevance is None else min_relevance
+        if not 0.0 <= floor <= 1.0:
+            raise InvalidRequest(f"minRelevance must be between 0 and 1 (0 keeps every match), got {floor}.")
         if server is not None:
             self.upstream(server)
         async with self._index_lock:
             backend = await self._index()
-            rankings = [
-                [h for h in backend.search(q, server=server, limit=limit) if h.relevance >= self._min_relevance]
-                for q in queries
-            ]
-        if len(rankings) == 1:
-            return rankings[0]
-        from toolscout.search.base import interleave
+            rankings = [backend.search(q, server=server, limit=limit) for q in queries]
+        if isinstance(query, str):
+            return [h for h in rankings[0] if h.relevance >= floor]
+        from toolscout.search.base import merge_steps
 
-        return interleave(rankings, limit)
+        # The floor cuts each step's tail, never its best tool: a step keeps the answer it has.
+        return merge_steps([r[:1] + [h for h in r[1:] if h.relevance >= floor] for r in rankings], limit)
 
     def _server_context(self) -> dict[str, str]:
         # What each server says about itself is context for all its tools in the search index.

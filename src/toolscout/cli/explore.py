@@ -104,6 +104,16 @@ def search(
     config: ConfigOption = None,
     server: Annotated[str | None, typer.Option(help="Only search this server.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=100, help="Max results.")] = 10,
+    min_relevance: Annotated[
+        float | None,
+        typer.Option(
+            "--min-relevance",
+            min=0.0,
+            max=1.0,
+            help="Leave out results below this relevance (0-1; 0 shows every match). Default: the config's "
+            "search.minRelevance.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Search tools across all servers (exit 2 when nothing matches)."""
@@ -113,7 +123,12 @@ def search(
     async def body() -> None:
         try:
             async with connected(gateway_config, output, only=[server] if server else None) as gateway:
-                hits = await gateway.search(query, server=server, limit=limit)
+                hits = await gateway.search(query, server=server, limit=limit, min_relevance=min_relevance)
+                floor = gateway.min_relevance if min_relevance is None else min_relevance
+                # Nothing above the floor: is there anything below it? (Say so, and how to see it.)
+                weaker = (
+                    [] if hits or not floor else await gateway.search(query, server=server, limit=1, min_relevance=0)
+                )
         except ToolscoutError as exc:
             output.fail(exc)
         results: list[dict[str, Any]] = [
@@ -138,7 +153,14 @@ def search(
                 if r["tags"]:
                     output.print(f"   Tags: {escape(', '.join(r['tags']))}")
         else:
-            output.note(f'No tools found for "{escape(query)}". Try other words, or `toolscout tools SERVER`.')
+            closest = f"{escape(weaker[0].tool.server)}:{escape(weaker[0].tool.name)}" if weaker else ""
+            below = (
+                f" at relevance {floor:g} or more; the closest is {closest} ({weaker[0].relevance:.1%} match), "
+                "and --min-relevance 0 lists the weaker ones"
+                if weaker
+                else ""
+            )
+            output.note(f'No tools found for "{escape(query)}"{below}. Try other words, or `toolscout tools SERVER`.')
         if not results:
             raise typer.Exit(EXIT_NO_RESULTS)
 

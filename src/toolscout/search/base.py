@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -13,10 +13,14 @@ from toolscout.catalog import CatalogTool
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A tool found for a query. `relevance` is in [0, 1], higher is better."""
+    """A tool found for a query. `relevance` is in [0, 1], higher is better.
+
+    `steps`: for a query given as a list of steps, the indexes (from 0) of the steps it answers.
+    """
 
     tool: CatalogTool
     relevance: float
+    steps: tuple[int, ...] = ()
 
 
 class SearchBackend(Protocol):
@@ -71,22 +75,32 @@ def top_hits(
     ]
 
 
-def interleave(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[SearchHit]:
-    """Several queries' hits merged round-robin (first of each, then second of each, ...), each tool once.
+def merge_steps(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[SearchHit]:
+    """The rankings of a task's steps as one list, each tool once, tagged with the steps it answers.
 
-    Round-robin rather than by relevance, so that every query's best tools surface even when
-    another query's scores run higher.
+    Every step's best tool comes first, in step order, even when there are more steps than
+    `limit` (the list then has one tool per step): a step is never left out. The rest is filled
+    round-robin (second of each step, then third, ...) up to `limit`, so that every step's tools
+    surface even when another step's scores run higher. A tool reached from several steps is
+    listed once, with all of them in `steps`.
     """
-    seen: set[tuple[str, str]] = set()
-    merged: list[SearchHit] = []
-    for rank_index in range(max((len(r) for r in rankings), default=0)):
-        for ranking in rankings:
+    merged: dict[tuple[str, str], SearchHit] = {}
+
+    def take(step: int, hit: SearchHit) -> None:
+        key = (hit.tool.server, hit.tool.name)
+        found = merged.get(key)
+        if found is None:
+            merged[key] = replace(hit, steps=(step,))
+        elif step not in found.steps:
+            merged[key] = replace(found, steps=(*found.steps, step))
+
+    for step, ranking in enumerate(rankings):
+        if ranking:
+            take(step, ranking[0])
+    for rank_index in range(1, max((len(r) for r in rankings), default=0)):
+        for step, ranking in enumerate(rankings):
+            if len(merged) >= limit:
+                return list(merged.values())
             if rank_index < len(ranking):
-                hit = ranking[rank_index]
-                key = (hit.tool.server, hit.tool.name)
-                if key not in seen:
-                    seen.add(key)
-                    merged.append(hit)
-                    if len(merged) >= limit:
-                        return merged
-    return merged
+                take(step, ranking[rank_index])
+    return list(merged.values())
