@@ -53,7 +53,7 @@ class FusionWeights:
     # the best of a few unrelated tools is still a weak cosine (nonsense: below 0.30, as above),
     # and dividing by it would make that tool read as a perfect semantic match ("zebra migration
     # patterns" scored `echo` at cosine 0.11 as 1.0). Rankings barely move (train MRR 0.774 ->
-    # 0.773, dev within noise); the relevance of junk in small catalogs drops tenfold.
+    # 0.772 on benchmarks/search_train.py, dev within noise); junk in small catalogs reads 5-10x lower.
     dense_reference: float = 0.4
 
 
