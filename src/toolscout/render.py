@@ -52,12 +52,21 @@ def search_text(data: Mapping[str, Any]) -> str:
     query: Any = data["query"]
     asked = repr(query) if isinstance(query, str) else " + ".join(repr(q) for q in cast(list[str], query))
     if not results:
+        closest = cast(Mapping[str, Any] | None, data.get("closest"))
+        if closest is not None:
+            return (
+                f"No tools match {asked} above relevance {data['minRelevance']}; the closest is "
+                f"{closest['server']} / {closest['tool']} ({closest['relevance']:.3f}), and minRelevance: 0 "
+                f"lists the weaker matches.{note} Or try other words, or list_tools(server)."
+            )
         return f"No tools match {asked}.{note} Try other words, or list_tools(server)."
     lines = [f"{counted(len(results), 'tool')} for {asked}:"]
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         stale = ", cached" if r.get("stale") else ""
-        lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}{stale}){tags}: {r['summary']}")
+        steps = cast(Sequence[int], r.get("steps", ()))
+        step = f", step {'+'.join(str(n) for n in steps)}" if steps else ""
+        lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
         if r.get("signature"):
             lines.append(f"  {r['signature']}")
     lines.append("Next: get_tool_details(server, tool), then execute_tool." + note)

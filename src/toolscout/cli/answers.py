@@ -40,8 +40,11 @@ class Answers(Protocol):
         """Every configured server: `list_mcp_servers`'s row, with `tools` (enabled tools' names)."""
         ...
 
-    async def search(self, query: str, *, server: str | None, limit: int) -> list[dict[str, Any]]:
-        """Ranked hits: server, tool, summary, relevance, tags (and `stale`, `cachedAt` from the store)."""
+    async def search(
+        self, query: str, *, server: str | None, limit: int, min_relevance: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Ranked hits, none below `min_relevance` (default: the config's): server, tool, summary,
+        relevance, tags (and `stale`, `cachedAt` from the store)."""
         ...
 
     async def tools(self, server: str) -> dict[str, Any]:
@@ -71,7 +74,9 @@ class ViewAnswers:
     async def servers(self) -> list[dict[str, Any]]:
         return [self.view.row(s) for s in self.view.servers]
 
-    async def search(self, query: str, *, server: str | None, limit: int) -> list[dict[str, Any]]:
+    async def search(
+        self, query: str, *, server: str | None, limit: int, min_relevance: float | None = None
+    ) -> list[dict[str, Any]]:
         return [
             {
                 "server": h.tool.server,
@@ -81,7 +86,7 @@ class ViewAnswers:
                 "tags": list(h.tool.tags),
                 **self._stale(h.tool.server),
             }
-            for h in self.view.search(query, server=server, limit=limit)
+            for h in self.view.search(query, server=server, limit=limit, min_relevance=min_relevance)
         ]
 
     async def tools(self, server: str) -> dict[str, Any]:
@@ -198,16 +203,20 @@ class ServeAnswers:
             row["tools"] = names.get(row["name"], [])
         return rows
 
-    async def search(self, query: str, *, server: str | None, limit: int) -> list[dict[str, Any]]:
+    async def search(
+        self, query: str, *, server: str | None, limit: int, min_relevance: float | None = None
+    ) -> list[dict[str, Any]]:
         arguments: dict[str, Any] = {"query": query, "limit": limit}
         if server is not None:
             arguments["server"] = server
+        if min_relevance is not None:
+            arguments["minRelevance"] = min_relevance
         try:
             hits = cast(list[dict[str, Any]], (await self.call("search_tools", arguments))["results"])
             stale = await self._stale_servers() if any(h.get("stale") for h in hits) else {}
         except _ServeGone as exc:
             logger.warning("%s; answering without it", exc)
-            return await (await self._local()).search(query, server=server, limit=limit)
+            return await (await self._local()).search(query, server=server, limit=limit, min_relevance=min_relevance)
         keys = ("server", "tool", "summary", "relevance", "tags")
         return [{**{k: h[k] for k in keys}, **(stale.get(h["server"], {}) if h.get("stale") else {})} for h in hits]
 

@@ -126,20 +126,24 @@ class CatalogView:
             reason = f": {server.error}" if server.error else "."
             raise ServerUnavailable(f"Server {name!r} is {server.status}{reason}", server=name, status=server.status)
 
-    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
-        """The enabled tools ranked for `query`, as the gateway's search ranks them."""
+    def search(
+        self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
+    ) -> list[SearchHit]:
+        """The enabled tools ranked for `query`, as the gateway's search ranks them (none below
+        `min_relevance`, default the config's)."""
         from toolscout.search import make_backend
         from toolscout.search.base import check_queries, search_steps, server_context
 
-        queries = check_queries(query, limit)
+        search = self._config.search
+        floor = search.min_relevance if min_relevance is None else min_relevance
+        check_queries(query, limit, floor)
         if server is not None:
             self.server(server)
-        search = self._config.search
         backend = make_backend(search.backend, model=search.model)
         backend.rebuild(
             self.catalog.tools(), {s.name: server_context(s.description, s.instructions) for s in self.servers}
         )
-        return search_steps(backend, queries, server=server, limit=limit, min_relevance=search.min_relevance)
+        return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
 
     def tools(self, server: str) -> list[CatalogTool]:
         """Every tool of `server`, those the rules disable too."""

@@ -139,6 +139,16 @@ def search(
     config: ConfigOption = None,
     server: Annotated[str | None, typer.Option(help="Only search this server.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=100, help="Max results.")] = 10,
+    min_relevance: Annotated[
+        float | None,
+        typer.Option(
+            "--min-relevance",
+            min=0.0,
+            max=1.0,
+            help="Leave out results below this relevance (0-1; 0 shows every match). Default: the config's "
+            "search.minRelevance.",
+        ),
+    ] = None,
     refresh: RefreshOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -157,7 +167,12 @@ def search(
                 retry_failed=server is not None,
                 serve_can_answer=limit <= META_SEARCH_LIMIT,
             ) as found:
-                results = await found.search(query, server=server, limit=limit)
+                results = await found.search(query, server=server, limit=limit, min_relevance=min_relevance)
+                floor = gateway_config.search.min_relevance if min_relevance is None else min_relevance
+                # Nothing above the floor: is there anything below it? (Say so, and how to see it.)
+                weaker = (
+                    [] if results or not floor else await found.search(query, server=server, limit=1, min_relevance=0.0)
+                )
         except ToolscoutError as exc:
             output.fail(exc)
         if as_json:
@@ -175,7 +190,14 @@ def search(
             if cached:
                 output.print("\n" + _stale_note(cached))
         else:
-            output.note(f'No tools found for "{escape(query)}". Try other words, or `toolscout tools SERVER`.')
+            closest = f"{escape(weaker[0]['server'])}:{escape(weaker[0]['tool'])}" if weaker else ""
+            below = (
+                f" at relevance {floor:g} or more; the closest is {closest} ({weaker[0]['relevance']:.1%} match), "
+                "and --min-relevance 0 lists the weaker ones"
+                if weaker
+                else ""
+            )
+            output.note(f'No tools found for "{escape(query)}"{below}. Try other words, or `toolscout tools SERVER`.')
         if not results:
             raise typer.Exit(EXIT_NO_RESULTS)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,10 +14,14 @@ from toolscout.errors import InvalidRequest
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A tool found for a query. `relevance` is in [0, 1], higher is better."""
+    """A tool found for a query. `relevance` is in [0, 1], higher is better.
+
+    `steps`: for a query given as a list of steps, the indexes (from 0) of the steps it answers.
+    """
 
     tool: CatalogTool
     relevance: float
+    steps: tuple[int, ...] = ()
 
 
 class SearchBackend(Protocol):
@@ -72,25 +76,35 @@ def top_hits(
     ]
 
 
-def interleave(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[SearchHit]:
-    """Several queries' hits merged round-robin (first of each, then second of each, ...), each tool once.
+def merge_steps(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[SearchHit]:
+    """The rankings of a task's steps as one list, each tool once, tagged with the steps it answers.
 
-    Round-robin rather than by relevance, so that every query's best tools surface even when
-    another query's scores run higher.
+    Every step's best tool comes first, in step order, even when there are more steps than
+    `limit` (the list then has one tool per step): a step is never left out. The rest is filled
+    round-robin (second of each step, then third, ...) up to `limit`, so that every step's tools
+    surface even when another step's scores run higher. A tool reached from several steps is
+    listed once, with all of them in `steps`.
     """
-    seen: set[tuple[str, str]] = set()
-    merged: list[SearchHit] = []
-    for rank_index in range(max((len(r) for r in rankings), default=0)):
-        for ranking in rankings:
+    merged: dict[tuple[str, str], SearchHit] = {}
+
+    def take(step: int, hit: SearchHit) -> None:
+        key = (hit.tool.server, hit.tool.name)
+        found = merged.get(key)
+        if found is None:
+            merged[key] = replace(hit, steps=(step,))
+        elif step not in found.steps:
+            merged[key] = replace(found, steps=(*found.steps, step))
+
+    for step, ranking in enumerate(rankings):
+        if ranking:
+            take(step, ranking[0])
+    for rank_index in range(1, max((len(r) for r in rankings), default=0)):
+        for step, ranking in enumerate(rankings):
+            if len(merged) >= limit:
+                return list(merged.values())
             if rank_index < len(ranking):
-                hit = ranking[rank_index]
-                key = (hit.tool.server, hit.tool.name)
-                if key not in seen:
-                    seen.add(key)
-                    merged.append(hit)
-                    if len(merged) >= limit:
-                        return merged
-    return merged
+                take(step, ranking[rank_index])
+    return list(merged.values())
 
 
 def server_context(description: str | None, instructions: str | None) -> str:
@@ -99,24 +113,33 @@ def server_context(description: str | None, instructions: str | None) -> str:
     return " ".join(p for p in (description, instructions) if p)
 
 
-def check_queries(query: str | Sequence[str], limit: int) -> list[str]:
+def check_queries(query: str | Sequence[str], limit: int, min_relevance: float) -> list[str]:
     """The queries of a search (one, or one per step of a task), or `InvalidRequest` saying what is wrong."""
     queries = [query] if isinstance(query, str) else list(query)
     if not queries or not all(q.strip() for q in queries):
         raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
     if limit < 1:
         raise InvalidRequest(f"limit must be at least 1, got {limit}.")
+    if not 0.0 <= min_relevance <= 1.0:
+        raise InvalidRequest(f"minRelevance must be between 0 and 1 (0 keeps every match), got {min_relevance}.")
     return queries
 
 
 def search_steps(
-    backend: SearchBackend, queries: Sequence[str], *, server: str | None, limit: int, min_relevance: float
+    backend: SearchBackend,
+    query: str | Sequence[str],
+    *,
+    server: str | None,
+    limit: int,
+    min_relevance: float,
 ) -> list[SearchHit]:
-    """What a search answers (the gateway's, and the command line's from the stored catalog): each
-    query ranked by `backend` without the hits below `min_relevance`; several merged round-robin."""
-    rankings = [
-        [h for h in backend.search(q, server=server, limit=limit) if h.relevance >= min_relevance] for q in queries
-    ]
-    if len(rankings) == 1:
-        return rankings[0]
-    return interleave(rankings, limit)
+    """What a search answers (the gateway's, and the command line's from the stored catalog).
+
+    One query: its ranking without the hits below `min_relevance`. A list is the steps of a task:
+    each step is ranked on its own and the floor cuts each step's tail, never its best tool, so a
+    step keeps the answer it has (`merge_steps`).
+    """
+    if isinstance(query, str):
+        return [h for h in backend.search(query, server=server, limit=limit) if h.relevance >= min_relevance]
+    rankings = [backend.search(q, server=server, limit=limit) for q in query]
+    return merge_steps([r[:1] + [h for h in r[1:] if h.relevance >= min_relevance] for r in rankings], limit)

@@ -14,6 +14,7 @@ import numpy as np
 
 from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit, top_hits
+from toolscout.search.expansion import with_implied_words
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,11 @@ class Embedder(Protocol):
 def tool_text(tool: CatalogTool) -> str:
     """What a tool's vector is made from: where it lives, its name and what it says it does."""
     return " ".join(part for part in (tool.server, tool.name, tool.title or "", tool.description) if part)
+
+
+def summary_text(tool: CatalogTool) -> str:
+    """The same with only the description's first sentence: what the tool is for."""
+    return " ".join(part for part in (tool.server, tool.name, tool.title or "", tool.summary) if part)
 
 
 class VectorCache:
@@ -84,7 +90,13 @@ def _key(text: str) -> str:
 
 
 class DenseBackend:
-    """Ranks tools by the cosine of their vector with the query's; relevance is that cosine, clipped to [0, 1]."""
+    """Ranks tools by the cosine of their vector with the query's; relevance is that cosine, clipped to [0, 1].
+
+    A tool's vector is the mean of its full text's and its summary's (`tool_text`, `summary_text`),
+    renormalised: an average of token vectors drowns what a tool does in the details of a long
+    description ("convert miles": `convert_units`, with a paragraph of supported units, fell below
+    `list_units`), while the summary alone loses the words only the details carry.
+    """
 
     def __init__(self, embedder: Embedder, cache: VectorCache | None = None) -> None:
         self.embedder = embedder
@@ -94,9 +106,9 @@ class DenseBackend:
 
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
-        texts = [tool_text(t) for t in self._tools]
+        texts = [tool_text(t) for t in self._tools] + [summary_text(t) for t in self._tools]
         keys = [_key(text) for text in texts]
-        text_of = dict(zip(keys, texts, strict=True))
+        text_of = dict(zip(keys, texts, strict=True))  # a one-sentence description: one text, one vector
         model = self.embedder.model_id
         known = self.cache.load(model)
         missing = [k for k in text_of if k not in known]
@@ -105,12 +117,15 @@ class DenseBackend:
             encoded = self.embedder.encode([text_of[k] for k in missing])
             fresh = {k: encoded[i] for i, k in enumerate(missing)}
         vectors = {**known, **fresh}
-        if keys:
-            self._matrix = np.stack([vectors[k] for k in keys]).astype(np.float32)
+        if self._tools:
+            both = np.stack([vectors[k] for k in keys]).astype(np.float32)
+            mixed = both[: len(self._tools)] + both[len(self._tools) :]
+            norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+            self._matrix = (mixed / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
         else:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
         if fresh:
-            self.cache.save(model, {k: vectors[k] for k in keys}, known)
+            self.cache.save(model, {k: vectors[k] for k in text_of}, known)
 
     def scores(self, query: str) -> Vectors:
         """The cosine of every indexed tool with the query."""
@@ -120,7 +135,8 @@ class DenseBackend:
         """One row per query: the cosine of every indexed tool with it (embedded in one batch)."""
         if not self._tools:
             return np.zeros((len(queries), 0), dtype=np.float32)
-        return self.embedder.encode(queries) @ self._matrix.T
+        # The words a query implies ("what time is it": current) are embedded with it.
+        return self.embedder.encode([with_implied_words(q) for q in queries]) @ self._matrix.T
 
     def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
         scores = np.clip(self.scores(query), 0.0, 1.0)

@@ -11,12 +11,13 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
 import mcp_types as types
+import numpy as np
 
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.errors import ConfigError
@@ -47,9 +48,35 @@ class Report:
     p95_ms: float
     max_ms: float
     build_s: float
+    per_query: Mapping[str, tuple[float, ...]] = field(default_factory=dict[str, tuple[float, ...]], repr=False)
+    """Each metric (`recall_1`, `recall_5`, `hit_1`, `hit_5`, `ndcg_10`, `mrr`) per query, in query
+    order: for bootstrap intervals and paired comparisons (`bootstrap_interval`)."""
+    top_hits: tuple[tuple[tuple[float, bool], ...], ...] = field(default=(), repr=False)
+    """Each query's first `limit` hits as (relevance, whether it is one of the query's tools)."""
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+
+
+def bootstrap_interval(
+    values: Sequence[float], *, level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of `values` (one per query; queries resampled).
+
+    For a paired comparison of two runs over the same queries, pass the per-query differences.
+    """
+    data = np.asarray(values, dtype=np.float64)
+    if not data.size:
+        return (0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    means: list[np.ndarray[Any, np.dtype[np.float64]]] = []
+    chunk = max(1, 2_000_000 // data.size)  # resamples drawn a chunk at a time: bounded memory
+    for start in range(0, resamples, chunk):
+        picks = rng.integers(0, data.size, size=(min(chunk, resamples - start), data.size))
+        means.append(data[picks].mean(axis=1))
+    spread = np.concatenate(means)
+    tail = (1 - level) / 2 * 100
+    return (float(np.percentile(spread, tail)), float(np.percentile(spread, 100 - tail)))
 
 
 def _rows(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -154,6 +181,7 @@ def evaluate(
     h5: list[float] = []
     ndcg: list[float] = []
     rr: list[float] = []
+    top: list[tuple[tuple[float, bool], ...]] = []
     latencies: list[float] = []
     for done, query in enumerate(queries, 1):
         started = time.perf_counter()
@@ -161,6 +189,7 @@ def evaluate(
         latencies.append((time.perf_counter() - started) * 1000)
         hits = backend.search(query.text, limit=len(tools))
         found = [i for i, h in enumerate(hits) if (h.tool.server, h.tool.name) in query.relevant]
+        top.append(tuple((h.relevance, i in found) for i, h in enumerate(hits[:limit])))
         r1.append(sum(1 for i in found if i < 1) / len(query.relevant))
         r5.append(sum(1 for i in found if i < 5) / len(query.relevant))
         h1.append(1.0 if found and found[0] < 1 else 0.0)
@@ -185,4 +214,13 @@ def evaluate(
         p95_ms=_percentile(latencies, 0.95),
         max_ms=latencies[-1],
         build_s=build_s,
+        per_query={
+            "recall_1": tuple(r1),
+            "recall_5": tuple(r5),
+            "hit_1": tuple(h1),
+            "hit_5": tuple(h5),
+            "ndcg_10": tuple(ndcg),
+            "mrr": tuple(rr),
+        },
+        top_hits=tuple(top),
     )

@@ -30,7 +30,8 @@ _STEP_WORD = re.compile(r"^(?:and\s+)?(?:then|after that|afterwards|finally|next
 class FusionWeights:
     """How the rankers combine; tuned on the dev sets of `../shared/eval` (benchmarks/search.py).
 
-    The fused score is `dense × cosine / best cosine + lexical × bm25 / best bm25`; each step of a
+    The fused score is `dense × cosine / max(best cosine, dense_reference) + lexical × bm25 / best
+    bm25` (BM25 with the query's implied words and synonyms, `expansion`); each step of a
     long task adds its own fused scores × `steps`, so every step's tools surface. The relevance of a
     hit is a logistic curve of its fused score (averaged over query and steps), fitted by log loss
     on the top-10 hits of the dev queries: roughly the chance that the hit is a tool the query
@@ -48,10 +49,17 @@ class FusionWeights:
     # ("zebra migration patterns", "asdf") peaks near 0.30 on the dev catalogs, while every dev
     # query has a BM25 match and is unaffected.
     dense_floor: float = 0.35
+    # The cosines are divided by the best one only when it is at least this: in a small catalog
+    # the best of a few unrelated tools is still a weak cosine (nonsense: below 0.30, as above),
+    # and dividing by it would make that tool read as a perfect semantic match ("zebra migration
+    # patterns" scored `echo` at cosine 0.11 as 1.0). Rankings barely move (train MRR 0.774 ->
+    # 0.772 on benchmarks/search_train.py, dev within noise); junk in small catalogs reads 5-10x lower.
+    dense_reference: float = 0.4
 
 
 # The real MiniLM ranks well enough on its own to deserve more weight (tuned and fitted the same way).
-MINILM_WEIGHTS = FusionWeights(dense=0.7, lexical=0.3, slope=10.5, midpoint=0.91)
+# Its cosines run on another scale, not measured for `dense_reference`: divided by the best, as before.
+MINILM_WEIGHTS = FusionWeights(dense=0.7, lexical=0.3, slope=10.5, midpoint=0.91, dense_reference=0.0)
 
 
 def split_steps(query: str, min_terms: int) -> list[str]:
@@ -61,9 +69,9 @@ def split_steps(query: str, min_terms: int) -> list[str]:
     return steps if len(steps) >= 2 else []
 
 
-def _by_best(scores: Scores) -> Scores:
-    """Scores divided by the best one (all zero when nothing matched)."""
-    best = float(scores.max()) if scores.size else 0.0
+def _by_best(scores: Scores, reference: float = 0.0) -> Scores:
+    """Scores divided by the best one, or by `reference` when that is higher (all zero when nothing matched)."""
+    best = max(float(scores.max()) if scores.size else 0.0, reference)
     return (scores / best).astype(np.float32) if best > 0 else np.zeros_like(scores)
 
 
@@ -95,7 +103,10 @@ class HybridBackend:
         # One batch for the query and its steps: a transformer embeds them for the price of one.
         dense = np.clip(self.dense.scores_many(texts), 0.0, None)
         matched = matched or (dense.size > 0 and float(dense.max()) >= w.dense_floor)
-        fused = [(w.lexical * lex + w.dense * _by_best(dense[i])).astype(np.float32) for i, lex in enumerate(lexical)]
+        fused = [
+            (w.lexical * lex + w.dense * _by_best(dense[i], w.dense_reference)).astype(np.float32)
+            for i, lex in enumerate(lexical)
+        ]
         return fused, matched
 
     def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:

@@ -1,0 +1,195 @@
+"""Search quality on the training pairs of `../shared/train`: the set search settings are tuned on.
+
+    .venv/bin/python -m benchmarks.search_train [--train-dir ../shared/train] [--queries 400]
+        [--backend hybrid] [--set fusion.dense_reference=0] [--set fields.parameters=0]
+        [--set synonym_weight=0]
+
+The dev sets of `../shared/eval` measure; this set is for choosing (weights, synonyms, floors),
+so that the dev figures stay a fair test. Only the MIT and Apache-2.0 sources of the corpus are
+read (what the package may ship a setting derived from): the CC-BY-SA Schema-Guided Dialogue rows
+(`sgd*`) are left out. Each group of sources becomes a catalog of its distinct tools, and each
+query (rows grouped by `qid`) a labelled query of its gold tools. Two settings per group:
+
+* full: the group's whole catalog (26 to 2,600 tools);
+* small: each query against a catalog of 30 tools, the tools of its gold tools' servers and random
+  others of the group (fixed seed): what a person with a few servers has, where one incidental
+  word or a normalisation by the best of a few tools decides the ranking.
+
+It prints R@1 and MRR per group and their mean over groups. `--set` changes one setting for the
+run: `fields.<name>` of BM25's `FieldWeights`, `fusion.<name>` of `FusionWeights`,
+`synonym_weight` and `synonym_max_terms` (`toolscout.search.expansion`). With PYTHONPATH at an
+older checkout's `src` it measures that code (without `--set`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+import mcp_types as types
+
+from toolscout.catalog import Catalog, CatalogTool
+from toolscout.search import HybridBackend, SearchBackend, bm25, make_backend
+from toolscout.search.evaluation import LabelledQuery, evaluate
+
+DEFAULT_TRAIN_DIR = Path(
+    os.environ.get("TOOLSCOUT_TRAIN_DIR") or Path(__file__).resolve().parents[2] / "shared" / "train"
+)
+# Groups of sources (by `source` prefix), MIT or Apache-2.0 only (see the corpus README).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "api_bank": ("api_bank",),
+    "tooltalk": ("tooltalk",),
+    "toolalpaca": ("toolalpaca",),
+    "nestful": ("nestful_",),
+    "bfcl": ("bfcl_",),
+    "seal_tools": ("seal_tools",),
+    "stabletoolbench": ("stabletoolbench", "toolbench_example"),
+}
+SMALL = 30
+
+
+def load_groups(train_dir: Path, max_queries: int) -> dict[str, tuple[list[CatalogTool], list[LabelledQuery]]]:
+    """Each group's catalog and (up to `max_queries`, shuffled with a fixed seed) labelled queries."""
+    with gzip.open(train_dir / "retrieval_pairs.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [cast(dict[str, Any], json.loads(line)) for line in handle]
+    out: dict[str, tuple[list[CatalogTool], list[LabelledQuery]]] = {}
+    for group, prefixes in GROUPS.items():
+        picked = [r for r in rows if str(r["source"]).startswith(prefixes)]
+        by_server: dict[str, dict[str, types.Tool]] = defaultdict(dict)
+        key_of: dict[str, tuple[str, str]] = {}
+        for row in picked:
+            tool = cast(dict[str, Any], row["tool"])
+            if row["tool_id"] in key_of:
+                continue
+            server, name = str(tool["server"] or group), str(tool["name"])
+            key_of[row["tool_id"]] = (server, name)
+            if name not in by_server[server]:  # two ids under one name: the first one's definition
+                schema = tool.get("input_schema")
+                by_server[server][name] = types.Tool(
+                    name=name,
+                    description=tool.get("description"),
+                    input_schema=cast(dict[str, Any], schema) if isinstance(schema, dict) else {"type": "object"},
+                )
+        catalog = Catalog()
+        for server, tools in by_server.items():
+            catalog.set_server_tools(server, list(tools.values()))
+        gold: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        text: dict[str, str] = {}
+        for row in picked:
+            gold[row["qid"]].add(key_of[row["tool_id"]])
+            text[row["qid"]] = row["query"]
+        queries = [LabelledQuery(text[q], frozenset(tools)) for q, tools in gold.items()]
+        random.Random(0).shuffle(queries)
+        out[group] = (catalog.tools(include_disabled=True), queries[:max_queries])
+    return out
+
+
+def small_catalog(
+    tools: list[CatalogTool], by_server: dict[str, list[CatalogTool]], query: LabelledQuery, rng: random.Random
+) -> list[CatalogTool]:
+    """The query's gold servers' tools (gold first if they are too many) and random others: SMALL in all."""
+    own = [t for server in sorted({s for s, _ in query.relevant}) for t in by_server[server]]
+    if len(own) > SMALL:
+        gold = [t for t in own if (t.server, t.name) in query.relevant]
+        rest = [t for t in own if (t.server, t.name) not in query.relevant]
+        own = gold + rng.sample(rest, max(0, SMALL - len(gold)))
+    have = {(t.server, t.name) for t in own}
+    others = [t for t in rng.sample(tools, min(len(tools), SMALL * 2)) if (t.server, t.name) not in have]
+    catalog = own + others[: max(0, SMALL - len(own))]
+    rng.shuffle(catalog)
+    return catalog
+
+
+def measure_small(
+    make: Callable[[], SearchBackend], tools: list[CatalogTool], queries: list[LabelledQuery]
+) -> tuple[float, float]:
+    """R@1 and MRR of every query against its own small catalog."""
+    rng = random.Random(0)
+    by_server: dict[str, list[CatalogTool]] = defaultdict(list)
+    for tool in tools:
+        by_server[tool.server].append(tool)
+    backend = make()
+    r1: list[float] = []
+    rr: list[float] = []
+    for query in queries:
+        catalog = small_catalog(tools, by_server, query, rng)
+        backend.rebuild(catalog)
+        hits = backend.search(query.text, limit=len(catalog))
+        found = [i for i, h in enumerate(hits) if (h.tool.server, h.tool.name) in query.relevant]
+        r1.append(sum(1 for i in found if i < 1) / len(query.relevant))
+        rr.append(1 / (found[0] + 1) if found else 0.0)
+    return statistics.fmean(r1), statistics.fmean(rr)
+
+
+def backend_factory(name: str, settings: list[str]) -> Callable[[], SearchBackend]:
+    fields: dict[str, int] = {}
+    fusion: dict[str, float] = {}
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        if key.startswith("fields."):
+            fields[key.removeprefix("fields.")] = int(value)
+        elif key.startswith("fusion."):
+            fusion[key.removeprefix("fusion.")] = float(value)
+        elif key == "synonym_weight":
+            # Read by BM25Backend.scores at each search: the module's constant is the setting.
+            bm25.SYNONYM_WEIGHT = float(value)
+        elif key == "synonym_max_terms":
+            from toolscout.search import expansion  # imported here: the script also measures older code
+
+            expansion.SYNONYM_MAX_TERMS = int(value)
+        else:
+            raise SystemExit(f"unknown setting {key!r}: fields.<name>, fusion.<name> or synonym_weight")
+
+    def make() -> SearchBackend:
+        backend = make_backend(name, use_cache=False)
+        lexical = backend.lexical if isinstance(backend, HybridBackend) else backend
+        if fields and isinstance(lexical, bm25.BM25Backend):
+            lexical.weights = replace(lexical.weights, **fields)
+        if fusion and isinstance(backend, HybridBackend):
+            backend.weights = replace(backend.weights, **fusion)
+        return backend
+
+    return make
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--train-dir", type=Path, default=DEFAULT_TRAIN_DIR)
+    parser.add_argument("--queries", type=int, default=400, help="Queries per group (shuffled, fixed seed).")
+    parser.add_argument("--backend", default="hybrid")
+    parser.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
+    args = parser.parse_args()
+    make = backend_factory(args.backend, args.settings)
+    started = time.perf_counter()
+    full: list[tuple[float, float]] = []
+    small: list[tuple[float, float]] = []
+    print("| group | tools | queries | full R@1 | full MRR | small R@1 | small MRR |")
+    print("|---|---|---|---|---|---|---|")
+    for group, (tools, queries) in load_groups(args.train_dir, args.queries).items():
+        report = evaluate(make(), tools, queries)
+        full.append((report.recall_1, report.mrr))
+        small.append(measure_small(make, tools, queries))
+        print(
+            f"| {group} | {len(tools)} | {len(queries)} | {full[-1][0]:.3f} | {full[-1][1]:.3f} "
+            f"| {small[-1][0]:.3f} | {small[-1][1]:.3f} |",
+            flush=True,
+        )
+    print(
+        f"| mean | | | {statistics.fmean(f[0] for f in full):.3f} | {statistics.fmean(f[1] for f in full):.3f} "
+        f"| {statistics.fmean(s[0] for s in small):.3f} | {statistics.fmean(s[1] for s in small):.3f} |"
+    )
+    print(f"({args.backend}{''.join(' --set ' + s for s in args.settings)}; {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
