@@ -23,6 +23,7 @@ from tests.conftest import PYTHON
 from tests.procs import running, stop
 from toolscout.cli.answers import META_SEARCH_LIMIT
 from toolscout.config import GatewayConfig, load_config
+from toolscout.config.models import DEFAULT_MIN_RELEVANCE
 from toolscout.local_socket import listen, release, runtime_dir, serving, socket_mode, socket_path
 from toolscout.meta_tools import SearchToolsArgs
 
@@ -70,6 +71,12 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
         assert row["status"] == "connected" and "convert_units" in row["tools"]
         found = (await cli(sandbox, "search", "convert kilometers to miles"))["results"]
         assert found[0]["tool"] == "convert_units" and "stale" not in found[0]
+        # The relevance floor reaches the serve: 0 gives back the weak matches it leaves out by default.
+        weak = "what time is it"  # (nothing of the units server's is about the time)
+        floored = (await cli(sandbox, "search", weak))["results"]
+        every = (await cli(sandbox, "search", weak, "--min-relevance", "0"))["results"]
+        assert all(r["relevance"] >= DEFAULT_MIN_RELEVANCE for r in floored)
+        assert any(r["relevance"] < DEFAULT_MIN_RELEVANCE for r in every)
         assert "calculate" in [t["name"] for t in (await cli(sandbox, "tools", "units"))["tools"]]
         assert (await cli(sandbox, "inspect", "units", "convert_units"))["parameters"][0]["name"] == "value"
         refused = await cli(sandbox, "execute", "units", "nope", expect=2)  # its errors keep their codes
