@@ -24,18 +24,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import PYTHON, ROOT
+from tests.kitchen import Kitchen
 from tests.procs import SERVE_READY, running
 from toolscout.audit import AuditLog
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName, StdioServerConfig
+from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
 from toolscout.routing import template_matches
 from toolscout.rules import RuleSet
 from toolscout.server import build_server
-from toolscout.upstream import UpstreamSpec
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
 from toolscout.upstream.transport import StdioUpstream
 
 LOOSE = ROOT / "tests" / "loose_server.py"
@@ -301,3 +304,54 @@ async def test_toolscout_serve_refuses_other_spellings_on_both_faces(tmp_path: P
             async with running([*command, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway:
                 await _serve_and_call(command, era, gateway.match.group(1), tmp_path / "gateway.log")
     assert [r["name"] for r in asked(log)] == ["list_items"]
+
+
+class HeldKitchen(Kitchen):
+    """The kitchen, whose tool listings wait for `release` once it is set (a slow list after a change)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release: anyio.Event | None = None
+        self.listing = anyio.Event()
+        """Set when a held listing has started."""
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        if self.release is not None:
+            self.listing.set()
+            await self.release.wait()
+        return await super()._list_tools(ctx, params)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_a_call_waits_for_the_tool_list_its_server_announced(protocol: str) -> None:
+    """A server drops a tool and says its list changed: a call to that tool made before the new
+    list arrives is decided on the new list (refused), never sent on the old one."""
+    kitchen = HeldKitchen()
+    spec = UpstreamSpec("kitchen", InProcessUpstream(kitchen.server), protocol=protocol)
+    async with Gateway([spec]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        kitchen.tools = [t for t in kitchen.tools if t.name != "get_weather"]
+        kitchen.release = anyio.Event()
+        await gateway.execute("kitchen", "learn_trick", {"name": "juggle"})  # announces the change
+        with anyio.fail_after(10):
+            await kitchen.listing.wait()
+        outcome: list[str] = []
+
+        async def call() -> None:
+            try:
+                await gateway.execute("kitchen", "get_weather", {"city": "Oslo"})
+                outcome.append("ran")
+            except ToolscoutError as exc:
+                outcome.append(exc.code)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await anyio.wait_all_tasks_blocked()  # the call has gone as far as it goes before the list
+                kitchen.release.set()
+        assert outcome == ["TOOL_NOT_FOUND"]
+        assert "get_weather" not in [name for name, _ in kitchen.calls]
