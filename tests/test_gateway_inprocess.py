@@ -307,7 +307,7 @@ async def test_meta_tool_argument_mistakes_are_explained(era: str) -> None:
             await client.call_tool("execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": [1]})
         )
         assert not_an_object["code"] == "INVALID_ARGUMENTS"
-        assert "arguments: Input should be a valid dictionary" in not_an_object["message"]
+        assert "arguments: expected an object, got [1] (an array)" in not_an_object["message"]
 
         empty = error_of(await client.call_tool("search_tools", {"query": "   "}))
         assert empty["code"] == "INVALID_ARGUMENTS"

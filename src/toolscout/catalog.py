@@ -10,7 +10,9 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.changes import Changes
+from toolscout.errors import ToolDisabled
 from toolscout.rules import RuleSet
+from toolscout.suggestions import tool_not_found
 
 SUMMARY_LIMIT = 160
 
@@ -103,6 +105,24 @@ class Catalog:
 
     def get(self, server: str, name: str) -> CatalogTool | None:
         return self._servers.get(server, {}).get(name)
+
+    def admit(self, server: str, name: str) -> CatalogTool:
+        """`server`'s tool called exactly `name`, if its server listed it and `toolRules` enable it;
+        else `ToolNotFound` (with the closest enabled names) or `ToolDisabled`.
+
+        The one rule for a call to reach an upstream: the gateway asks it before validating the
+        arguments, and `Upstream.call_tool` again before sending, so no path can call a tool the
+        server did not list under that very name (an upstream whose own lookup is loose, say
+        case-insensitive, would otherwise run a disabled tool under another spelling of its name).
+        """
+        entry = self.get(server, name)
+        if entry is None:
+            raise tool_not_found(self, server, name)
+        if not entry.enabled:
+            raise ToolDisabled(
+                f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
+            )
+        return entry
 
     def counts(self, server: str) -> tuple[int, int]:
         """(all tools, enabled tools) of `server`."""

@@ -28,11 +28,11 @@ async def complete(gateway: Gateway, params: types.CompleteRequestParams) -> typ
     upstream_ref: types.PromptReference | types.ResourceTemplateReference
     if isinstance(ref, types.PromptReference):
         server, prompt = await content.find_prompt(ref.name)
-        content.require_enabled("prompt", server, prompt)
+        await content.admit("prompt", server, prompt)
         upstream_ref = ref.model_copy(update={"name": prompt})
     else:
         server, template = await content.route_template(ref.uri)
-        content.require_enabled("resource", server, template)
+        await content.admit("template", server, template)
         upstream_ref = ref.model_copy(update={"uri": template})
     upstream = await gateway.live_upstream(server)
     capabilities = upstream.server_capabilities

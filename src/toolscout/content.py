@@ -56,10 +56,11 @@ from toolscout.errors import (
     ResourceDisabled,
     ResourceNotFound,
     ServerNotFound,
+    ServerUnavailable,
     ToolscoutError,
     UpstreamError,
 )
-from toolscout.routing import only_owner, uri_owners
+from toolscout.routing import only_owner, template_matches, uri_owners
 from toolscout.rules import RuleKind
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Status, Upstream
@@ -77,6 +78,8 @@ LIST_WAIT_SECONDS = 5.0
 MAX_PAGES = 100
 
 ListName = Literal["resources", "resource_templates", "prompts"]
+AdmitKind = Literal["resource", "template", "prompt"]
+"""What `ContentHub.admit` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""
 LIST_NAMES: tuple[ListName, ...] = ("resources", "resource_templates", "prompts")
 _FOLLOWS: dict[ListKind, tuple[ListName, ...]] = {
     "resources": ("resources", "resource_templates"),
@@ -333,15 +336,85 @@ class ContentHub:
             server = same[0]
         return server, original, False
 
-    def require_enabled(self, kind: RuleKind, server: str, name: str) -> None:
-        """Refuse `server`'s resource (URI or URI template) or prompt `name` when `toolRules` disable it."""
-        if self._gateway.rules.verdict(server, name, kind).enabled:
+    async def admit(self, kind: AdmitKind, server: str, name: str) -> None:
+        """Refuse unless `server` listed `name` and `toolRules` enable it: the one check every
+        resource read or subscription (`resource`: a URI it lists, or one that matches an enabled
+        template it lists), completion of a template (`template`: one it lists) and prompt
+        (`prompt`) passes before anything reaches the upstream.
+
+        A name not in the lists known is looked for once more in the server's list as it is now;
+        a server whose list is still unknown gets a `SERVER_UNAVAILABLE` to retry. Never forwarded
+        on trust: an upstream whose own lookup is loose (case, Unicode forms) would hand out what
+        the rules keep back under another spelling.
+        """
+        rule_kind: RuleKind = "prompt" if kind == "prompt" else "resource"
+        if not self._gateway.rules.verdict(server, name, rule_kind).enabled:
+            if kind == "prompt":
+                message = f"Prompt {name!r} of {server!r} is disabled by toolRules and cannot be used."
+                raise PromptDisabled(message, server=server, prompt=name)
+            message = f"Resource {name!r} of {server!r} is disabled by toolRules and cannot be used."
+            raise ResourceDisabled(message, server=server, uri=name)
+        listed = self._listed(kind, server, name)
+        if not listed:
+            upstream = await self._gateway.live_upstream(server)  # (woken if idle, waited for if connecting)
+            if kind == "prompt":
+                await self._refresh(self._prompts, upstream)
+            else:
+                await self._refresh(self._resources, upstream)
+                await self._refresh(self._templates, upstream)
+            listed = self._listed(kind, server, name)
+        if listed:
             return
+        if listed is None:
+            raise ServerUnavailable(
+                f"Server {server!r} has not listed its {'prompts' if kind == 'prompt' else 'resources'} yet; "
+                "try again shortly.",
+                server=server,
+            )
+        raise self._not_listed(kind, server, name)
+
+    def _listed(self, kind: AdmitKind, server: str, name: str) -> bool | None:
+        """Whether `server`'s lists have `name` (None: it has listed none of them yet)."""
         if kind == "prompt":
-            message = f"Prompt {name!r} of {server!r} is disabled by toolRules and cannot be used."
-            raise PromptDisabled(message, server=server, prompt=name)
-        message = f"Resource {name!r} of {server!r} is disabled by toolRules and cannot be used."
-        raise ResourceDisabled(message, server=server, uri=name)
+            prompts = self._prompts.known.get(server)
+            return None if prompts is None else any(p.name == name for p in prompts)
+        resources = self._resources.known.get(server)
+        templates = self._templates.known.get(server)
+        if resources is None and templates is None:
+            return None
+        if kind == "template":
+            return any(t.uri_template == name for t in templates or ())
+        if any(r.uri == name for r in resources or ()):
+            return True
+        rules = self._gateway.rules
+        return any(
+            template_matches(t.uri_template, name) and rules.verdict(server, t.uri_template, "resource").enabled
+            for t in templates or ()
+        )
+
+    def _not_listed(self, kind: AdmitKind, server: str, name: str) -> ToolscoutError:
+        if kind == "prompt":
+            close = closest(name, [p.name for p in self._prompts.known.get(server, ())])
+            return PromptNotFound(
+                f"Server {server!r} lists no prompt {name!r}.{did_you_mean(close)} prompts/list shows every prompt.",
+                server=server,
+                prompt=name,
+                suggestions=close or None,
+            )
+        if kind == "template":
+            known = [t.uri_template for t in self._templates.known.get(server, ())]
+            what, where = "resource template", "resources/templates/list shows every template."
+        else:
+            known = [r.uri for r in self._resources.known.get(server, ())]
+            what, where = "resource", "resources/list and resources/templates/list show what each server offers."
+        close = closest(name, known)
+        extra = " and none of its templates matches it" if kind == "resource" else ""
+        return ResourceNotFound(
+            f"Server {server!r} lists no {what} {name!r}{extra}.{did_you_mean(close)} {where}",
+            server=server,
+            uri=name,
+            suggestions=close or None,
+        )
 
     async def route_template(self, template: str) -> tuple[str, str]:
         """`(server, upstream URI template)` of a gateway resource template, or of a server's own."""
@@ -392,7 +465,7 @@ class ContentHub:
         the names it was asked in.
         """
         server, original, bare = await self.route_uri(uri)
-        self.require_enabled("resource", server, original)
+        await self.admit("resource", server, original)
         upstream = await self._gateway.live_upstream(server)
 
         async def read(client: Client) -> types.ReadResourceResult:
@@ -434,7 +507,7 @@ class ContentHub:
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
         server, prompt = await self.find_prompt(name)
-        self.require_enabled("prompt", server, prompt)
+        await self.admit("prompt", server, prompt)
         upstream = await self._gateway.live_upstream(server)
 
         async def get(client: Client) -> types.GetPromptResult:

@@ -29,7 +29,6 @@ from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
     ServerUnavailable,
-    ToolDisabled,
     ToolNotFound,
     ToolscoutError,
 )
@@ -480,13 +479,11 @@ class Gateway:
         return self._lookup(server, name, include_disabled=include_disabled)
 
     def _lookup(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
+        if not include_disabled:
+            return self.catalog.admit(server, name)
         entry = self.catalog.get(server, name)
         if entry is None:
             raise self._tool_not_found(server, name)
-        if not entry.enabled and not include_disabled:
-            raise ToolDisabled(
-                f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
-            )
         return entry
 
     async def execute(
@@ -497,23 +494,23 @@ class Gateway:
         *,
         max_output_chars: int | None = None,
         client: str | None = None,
-        unlisted: bool = False,
     ) -> types.CallToolResult:
         """Validate `arguments` and call the tool upstream; its result comes back as it came, text capped.
 
         `max_output_chars` overrides the gateway's default cap for this call (0: no cap). Every call,
-        failed ones included, goes to the audit log with `client` (who asked, if the caller knows).
-        `unlisted`: a tool the server did not list is called all the same (unvalidated), and the
-        server answers for it (passthrough in front of one server: it stays transparent).
+        failed ones included, goes to the audit log with `client` (who asked, if the caller knows);
+        one refused before it reached the server (not listed, disabled, invalid) has outcome `error`
+        and the refusal's code. Only a tool the server listed under exactly `name`, enabled by
+        `toolRules`, is ever called (`Catalog.admit`).
         """
         if self.audit is None:
-            return await self._execute(server, name, arguments, max_output_chars, unlisted)
+            return await self._execute(server, name, arguments, max_output_chars)
         if client is None and (relay := current_relay()) is not None:
             client = relay.client  # a call from the MCP face names its client session
         started, clock = datetime.now(UTC), time.perf_counter()
         outcome, code = "error", "INTERNAL_ERROR"
         try:
-            result = await self._execute(server, name, arguments, max_output_chars, unlisted)
+            result = await self._execute(server, name, arguments, max_output_chars)
             outcome, code = ("isError" if result.is_error else "ok"), None
             return result
         except ToolscoutError as exc:
@@ -560,7 +557,6 @@ class Gateway:
         name: str,
         arguments: Mapping[str, Any] | None,
         max_output_chars: int | None,
-        unlisted: bool = False,
     ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequest(
@@ -568,9 +564,8 @@ class Gateway:
             )
         await self._connected(self.upstream(server))  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
-        if not (unlisted and self.catalog.get(server, name) is None):
-            entry = self._lookup(server, name)
-            self._validator.validate(entry.input_schema, args, server=server, tool=name)
+        entry = self.catalog.admit(server, name)
+        self._validator.validate(entry.input_schema, args, server=server, tool=name)
         started = time.perf_counter()
         outcome = "error"
         try:

@@ -186,12 +186,10 @@ class PassthroughSurface:
             await self.gateway.settle_startup()  # a client may call before the catalog has arrived
             route = self.names.route(name)
         if route is None:
-            # In front of one server the gateway stays out of the way: the server answers for a
-            # name it did not list (as it would have directly), not the gateway.
-            servers = [u.name for u in self.gateway.upstreams if not u.spec.disabled]
-            if len(servers) != 1:
-                return None
-            return await self.gateway.execute(servers[0], name, arguments, unlisted=True)
+            # Never forwarded, not even in front of one server: a server whose own lookup is loose
+            # (case-insensitive, say) would run a tool the rules disabled under another spelling.
+            # The client gets the protocol's unknown-tool error, as from the server itself (server.py).
+            return None
         return await self.gateway.execute(route[0], route[1], arguments)
 
     def native(self, name: str) -> bool:

@@ -43,7 +43,7 @@ class ResourceSubscriptions:
     async def subscribe(self, state: ClientState, uri: str, *, stream: bool = False) -> None:
         """`state`'s client wants updates of `uri`. `stream`: for one listen stream (counted), else once."""
         server, original, _ = await self._gateway.content.route_uri(uri)
-        self._gateway.content.require_enabled("resource", server, original)
+        await self._gateway.content.admit("resource", server, original)
         key = (server, original)
         wanted = self._wanted.setdefault(key, Counter())
         if wanted[(state, uri)] and not stream:

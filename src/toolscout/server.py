@@ -48,6 +48,7 @@ from toolscout.resource_subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscript
 from toolscout.rounds import Rounds
 from toolscout.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
 from toolscout.stdio import serve_process_stdio
+from toolscout.suggestions import unknown_tool
 from toolscout.surfaces import Surface, SurfaceOptions, make_surface
 
 logger = logging.getLogger(__name__)
@@ -241,11 +242,11 @@ def build_server(
         finally:
             await clients.announce(ctx, client)
         if outcome is None:
-            offered = ", ".join(t.name for t in await surface.tools(client))
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"Unknown tool {params.name!r}; this gateway offers {offered}.",
-            )
+            unknown = unknown_tool(params.name, [t.name for t in await surface.tools(client)])
+            if surface.native(params.name):  # meant for an upstream: audited as refused
+                with relaying(clients.relay(ctx, client)):
+                    await gateway.record_refused({"tool": params.name, "arguments": arguments}, unknown)
+            raise MCPError(code=types.INVALID_PARAMS, message=unknown.message)
         return outcome
 
     content = gateway.content

@@ -54,3 +54,18 @@ def tool_not_found(catalog: Catalog, server: str, name: str) -> ToolNotFound:
         tool=name,
         suggestions=suggestions or None,
     )
+
+
+LISTED_IN_FULL = 10
+"""Up to this many tools, an unknown tool's error names them all; beyond, the closest only."""
+
+
+def unknown_tool(name: str, offered: Sequence[str]) -> ToolNotFound:
+    """The error for a `tools/call` name the client's tool list does not have (the protocol's
+    unknown tool, INVALID_PARAMS at the edge), with the closest names it does have."""
+    close = closest(name, offered)
+    if len(offered) <= LISTED_IN_FULL:
+        rest = f" This gateway offers {', '.join(offered)}." if offered else " This gateway offers no tools yet."
+    else:
+        rest = f" tools/list names all {len(offered)} tools this gateway offers."
+    return ToolNotFound(f"Unknown tool {name!r}.{did_you_mean(close)}{rest}", tool=name, suggestions=close or None)

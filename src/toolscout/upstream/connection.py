@@ -204,6 +204,8 @@ class Upstream:
         self._wake = anyio.Event()
         self._lost = False
         self._refresh_requested = False
+        self._tools_stale = False
+        """The server said its tools changed and the new list has not arrived yet: calls wait for it."""
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
         self._in_flight: dict[object, Relay] = {}
@@ -429,15 +431,33 @@ class Upstream:
         self._changed = anyio.Event()
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Forward one call on the kept session; cancelled upstream after the server's timeout."""
+        """Forward one call on the kept session; cancelled upstream after the server's timeout.
+
+        Only a tool this server listed under exactly the name `tool`, enabled by `toolRules`, is
+        sent (`Catalog.admit`, else `ToolNotFound`/`ToolDisabled`): every path to a tool crosses
+        here. While a list it announced is being fetched, the call waits for it (at most the
+        server's `timeout`; then a `SERVER_UNAVAILABLE` to retry), never sent on the old one.
+        """
         client = self._client
-        if client is None or self._lost:
+        if client is not None and self._tools_stale and not self._lost:
+            with anyio.move_on_after(self.spec.call_timeout):
+                while self._tools_stale and self._client is client and not self._lost:
+                    await self.wait_changed()
+        if client is None or self._lost or self._client is not client:
             raise ServerUnavailable(
                 f"Server {self.name!r} is {self.status.value}" + (f": {self.error}" if self.error else "."),
                 server=self.name,
                 tool=tool,
                 status=self.status.value,
             )
+        if self._tools_stale:
+            raise ServerUnavailable(
+                f"Server {self.name!r} changed its tools and has not listed them again yet; try again shortly.",
+                server=self.name,
+                tool=tool,
+                status=self.status.value,
+            )
+        self._catalog.admit(self.name, tool)
         timeout = self.spec.call_timeout
         relay = current_relay()
         token = object()
@@ -602,6 +622,10 @@ class Upstream:
         )
         self._client = client
         self._list_live_tools(tools)
+        # Listed after subscribing to changes: only a change told since then is still to be fetched.
+        self._tools_stale = self._refresh_requested
+        if self._tools_stale:
+            self._wake.set()  # `_serve` fetches it first thing
         self.status = Status.CONNECTED
         self.error = None
         self._settle()
@@ -632,6 +656,7 @@ class Upstream:
             if self._refresh_requested and not self._lost:
                 self._refresh_requested = False
                 self._list_live_tools(await self._list_tools(client))
+                self._tools_stale = self._refresh_requested  # told of yet another change meanwhile
                 self._notify_changed()
                 logger.info("%s: tool list changed, now %d tools", self.name, self._catalog.counts(self.name)[0])
         return False
@@ -686,6 +711,7 @@ class Upstream:
 
     def _request_refresh(self) -> None:
         self._refresh_requested = True
+        self._tools_stale = True
         self._wake.set()
 
     def _fail(self, reason: str) -> None:
