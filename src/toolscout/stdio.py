@@ -350,6 +350,13 @@ async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWr
 
     A client that stops reading our stdout (EPIPE) ends the read stream too, as its EOF would. At
     stdin's EOF, the requests already read are answered first (for up to `EOF_ANSWER_SECONDS`).
+
+    Ending never waits on the client: once stdin has ended (and that wait is over), or the block is
+    cancelled (a stop signal), a line half-written to a stdout nobody reads gets
+    `STDOUT_FLUSH_SECONDS` to get out (twice that at EOF, where the answers still due are written
+    too), then is cut, and so is the session's write stream. Without that cut, the task writing it
+    (its sender, cancelled, finishes the line) would hold serving open for as long as the client
+    does not read.
     """
     wire_in, wire_out = os.dup(0), os.dup(1)
     was_blocking = os.get_blocking(wire_in)
@@ -360,15 +367,31 @@ async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWr
     os.dup2(2, 1)
     try:
         unanswered = _Unanswered()
-        reader = MessageReader(wire_in, _parse_text, on_message=unanswered.read, before_eof=unanswered.wait)
+        ending = anyio.Event()
+
+        async def at_eof() -> None:
+            await unanswered.wait()
+            ending.set()
+
+        reader = MessageReader(wire_in, _parse_text, on_message=unanswered.read, before_eof=at_eof)
         writer = MessageWriter(wire_out, on_broken=reader.end, on_sent=unanswered.sent)
-        try:
-            yield reader, writer
-        finally:
-            # A response cut in the middle would be garbage to the client; it gets a moment to take it.
-            with anyio.move_on_after(STDOUT_FLUSH_SECONDS, shield=True):
-                await writer.flushed()
-            writer.abort()
+
+        async def cut_when_ending() -> None:
+            try:
+                await ending.wait()
+                await anyio.sleep(STDOUT_FLUSH_SECONDS)  # unless serving ends first (this task is then cancelled)
+            finally:
+                # A response cut in the middle would be garbage to the client; it gets a moment to take it.
+                with anyio.move_on_after(STDOUT_FLUSH_SECONDS, shield=True):
+                    await writer.flushed()
+                writer.abort()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cut_when_ending)
+            try:
+                yield reader, writer
+            finally:
+                tg.cancel_scope.cancel()
     finally:
         os.set_blocking(wire_in, was_blocking)
         os.set_blocking(wire_out, was_writing_blocking)
