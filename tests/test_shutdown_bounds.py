@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import termios
@@ -22,6 +23,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -29,7 +31,7 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 
 from tests.conftest import PYTHON, ROOT
-from tests.procs import exited
+from tests.procs import SERVE_READY, exited, running
 from toolscout.upstream.transport import _exit_with_gateway  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = [
@@ -231,3 +233,45 @@ def test_only_a_child_of_the_main_thread_is_killed_with_the_gateway_by_a_parent_
     worker.start()
     worker.join(BOUND)
     assert seen == [0]
+
+
+async def test_an_http_client_that_never_reads_cannot_keep_the_gateway_or_its_upstreams(tmp_path: Path) -> None:
+    # The HTTP face's version of the above: an answer larger than the kernel's socket buffers can
+    # hold, to a client that reads nothing; uvicorn waited for that response to finish before
+    # stopping, and so forever.
+    pid_file = tmp_path / "stubborn.pids"
+    config = tmp_path / "toolscout.json"
+    stubborn = {"command": PYTHON, "args": [str(STUBBORN), str(pid_file)]}
+    config.write_text(json.dumps({"mcpServers": {"stubborn": stubborn}}))
+    command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"]
+    async with running([*command, "--stateless"], ready=SERVE_READY) as served:
+        pids = await pids_written(pid_file)
+        try:
+            url = urlsplit(served.match.group(1))
+            wmem = await anyio.Path("/proc/sys/net/ipv4/tcp_wmem").read_text()
+            size = 3 * int(wmem.split()[2])  # more than a socket send buffer can hold
+            body = blob_call(2, size).strip()
+            head = (
+                f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            with socket.socket() as deaf:
+                deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (before connecting: the window)
+                deaf.connect((url.hostname, url.port))
+                deaf.sendall(head.encode() + body)
+                with anyio.fail_after(BOUND):  # the upstream has answered: the gateway is writing to `deaf`
+                    while not any("execute stubborn.blob: ok" in line for line in served.stderr):  # noqa: ASYNC110
+                        await anyio.sleep(POLL)
+                served.process.send_signal(signal.SIGTERM)
+                with anyio.fail_after(BOUND):
+                    code = await served.process.wait()
+                    for pid in pids:
+                        await exited(pid)
+            log = "\n".join(served.stderr)
+            assert code == 0 and "Traceback" not in log, log
+        finally:
+            for pid in pids:
+                if alive(pid):
+                    with suppress(ProcessLookupError):
+                        os.killpg(pid, signal.SIGKILL)
