@@ -15,6 +15,7 @@ inherits it) cannot corrupt the protocol stream.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -26,6 +27,10 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from toolscout.invalid_messages import InvalidMessage, answers, has_id_member
+
+logger = logging.getLogger(__name__)
 
 _CHUNK = 65536
 STDOUT_FLUSH_SECONDS = 0.5
@@ -97,13 +102,17 @@ class MessageReader(ReceiveIteration):
         parse: Callable[[bytes], SessionMessage | Exception] = parse_message,
         *,
         on_message: Callable[[SessionMessage], None] | None = None,
+        on_invalid: Callable[[bytes], Awaitable[None]] | None = None,
         before_eof: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """`on_message` sees each message as it is received; `before_eof` is awaited once before the
-        peer's EOF ends the stream (not when `end()` does)."""
+        """`on_message` sees each message as it is received, `on_invalid` is awaited with each line that
+        is not one (before its error is handed on); `before_eof` is awaited once before the peer's EOF
+        ends the stream (not when `end()` does)."""
         self._fd = fd
         self._parse = parse
         self._on_message = on_message
+        self.on_invalid = on_invalid
+        """May be set later (the writer that answers is made after its reader)."""
         self._before_eof = before_eof
         self._ended = False
         self._pending = bytearray()
@@ -127,8 +136,11 @@ class MessageReader(ReceiveIteration):
                 await before_eof()
             raise anyio.EndOfStream
         message = self._parse(line)
-        if self._on_message is not None and isinstance(message, SessionMessage):
-            self._on_message(message)
+        if isinstance(message, SessionMessage):
+            if self._on_message is not None:
+                self._on_message(message)
+        elif self.on_invalid is not None:
+            await self.on_invalid(line)
         return message
 
     async def _line(self) -> bytes | None:
@@ -341,7 +353,32 @@ class _Unanswered:
 
 def _parse_text(line: bytes) -> SessionMessage | Exception:
     # As the SDK's stdio_server reads its stdin: undecodable bytes become U+FFFD, not an error.
-    return parse_message(line.decode("utf-8", "replace"))
+    message = parse_message(line.decode("utf-8", "replace"))
+    if (
+        isinstance(message, SessionMessage)
+        and isinstance(message.message, types.JSONRPCNotification)
+        and b'"id"' in line
+        and has_id_member(line)
+    ):
+        # A request whose id is not a string or an integer (1.5, true, null) parses as a notification,
+        # the id dropped; its sender waits for an answer.
+        return InvalidMessage("a request with an invalid id")
+    return message
+
+
+def _answering_invalid(writer: MessageWriter) -> Callable[[bytes], Awaitable[None]]:
+    """Answer a line that is not a JSON-RPC message with its JSON-RPC error (invalid_messages.py)."""
+
+    async def answer(line: bytes) -> None:
+        errors = answers(line.decode("utf-8", "replace"))
+        for error in errors:
+            logger.debug("answered a line that is not a JSON-RPC message: %s", error.error.message)
+            try:
+                await writer.send(SessionMessage(error))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+
+    return answer
 
 
 @asynccontextmanager
@@ -375,6 +412,7 @@ async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWr
 
         reader = MessageReader(wire_in, _parse_text, on_message=unanswered.read, before_eof=at_eof)
         writer = MessageWriter(wire_out, on_broken=reader.end, on_sent=unanswered.sent)
+        reader.on_invalid = _answering_invalid(writer)
 
         async def cut_when_ending() -> None:
             try:
