@@ -275,3 +275,55 @@ async def test_an_http_client_that_never_reads_cannot_keep_the_gateway_or_its_up
                 if alive(pid):
                     with suppress(ProcessLookupError):
                         os.killpg(pid, signal.SIGKILL)
+
+
+STOPS_READING = ROOT / "tests" / "fixtures" / "stops_reading_server.py"
+
+
+def take_call(request_id: int, text: str) -> bytes:
+    arguments = {"server": "stops_reading", "tool": "take", "arguments": {"text": text}}
+    return request(request_id, "tools/call", {"name": "execute_tool", "arguments": arguments})
+
+
+async def test_an_upstream_that_stops_reading_its_stdin_cannot_keep_the_gateway(tmp_path: Path) -> None:
+    # The same on the other side: a request larger than a pipe holds, half-written to an upstream
+    # that stopped reading; the call's task, cancelled by SIGTERM, kept finishing the line forever,
+    # and serving (then the gateway, and the upstream) waited for it.
+    pid_file = tmp_path / "upstream.pid"
+    config = tmp_path / "toolscout.json"
+    upstream = {"command": PYTHON, "args": [str(STOPS_READING), str(pid_file)]}
+    config.write_text(json.dumps({"mcpServers": {"stops_reading": upstream}}))
+    gateway = await anyio.open_process(
+        [PYTHON, "-m", "toolscout", "serve", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    pid: int | None = None
+    try:
+        assert gateway.stdin is not None
+        await gateway.stdin.send(INITIALIZE + INITIALIZED + take_call(2, "stop reading now"))
+        path = anyio.Path(pid_file)
+        with anyio.fail_after(BOUND):
+            while not await path.exists():  # noqa: ASYNC110 - the fixture reports through a file
+                await anyio.sleep(POLL)
+        pid = int(await path.read_text())
+        # Its stdin, seen from here: a new descriptor on the same pipe, to see how full it is.
+        stdin = os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            await gateway.stdin.send(take_call(3, "x" * 300_000))
+            await stdout_full(stdin)
+        finally:
+            os.close(stdin)
+        gateway.send_signal(signal.SIGTERM)
+        with anyio.fail_after(BOUND):
+            assert await gateway.wait() == 0
+            await exited(pid)
+    finally:
+        with suppress(ProcessLookupError):
+            gateway.kill()
+        await gateway.wait()
+        if pid is not None and alive(pid):
+            with suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

@@ -216,18 +216,27 @@ class MessageWriter(AsyncClosing):
     """The write stream of a session over a descriptor: `send()` writes the message's line itself.
 
     Lines stay whole: a line that the descriptor cannot take at once is finished before the next
-    one starts, even if its sender is cancelled meanwhile (only `abort()` cuts it). When the peer
+    one starts, even if its sender is cancelled meanwhile; only `abort()` cuts it, or, with
+    `cancelled_grace`, a peer that takes longer than that to take the rest of a cancelled sender's
+    line (the stream is then broken, as the next line could not be told apart). When the peer
     has gone (EPIPE and the like) `on_broken` runs once and every send raises BrokenResourceError,
     which the SDK turns into CONNECTION_CLOSED for a request and drops for a response.
     """
 
     def __init__(
-        self, fd: int, on_broken: Callable[[], None], *, on_sent: Callable[[SessionMessage], None] | None = None
+        self,
+        fd: int,
+        on_broken: Callable[[], None],
+        *,
+        on_sent: Callable[[SessionMessage], None] | None = None,
+        cancelled_grace: float | None = None,
     ) -> None:
         """`on_sent` sees each message once its line is written."""
         self._fd = fd
         self._on_broken = on_broken
         self._on_sent = on_sent
+        self._cancelled_grace = cancelled_grace
+        self._rest = memoryview(b"")
         self._closed = False
         self._broken = False
         self._busy: anyio.Event | None = None
@@ -262,21 +271,39 @@ class MessageWriter(AsyncClosing):
 
     async def _finish(self, rest: memoryview) -> None:
         busy = self._busy = anyio.Event()
+        self._rest = rest
         try:
-            with anyio.CancelScope(shield=True) as self._finishing:
-                while rest:
-                    await anyio.wait_writable(self._fd)
-                    try:
-                        rest = rest[os.write(self._fd, rest) :]
-                    except BlockingIOError:
-                        continue
-            if rest:  # aborted
+            try:
+                with anyio.CancelScope() as self._finishing:
+                    await self._write_rest()
+            except anyio.get_cancelled_exc_class():
+                # The sender is cancelled with its line half-written: the line is finished all the
+                # same (the next one must start on a line of its own), within `cancelled_grace`.
+                with anyio.CancelScope(shield=True) as self._finishing:
+                    if self._closed:
+                        self._finishing.cancel()
+                    elif self._cancelled_grace is not None:
+                        self._finishing.deadline = anyio.current_time() + self._cancelled_grace
+                    await self._write_rest()
+                if self._rest:  # cut: what follows would be garbage to the peer
+                    self._break()
+                raise
+            if self._rest:  # aborted
                 self._break()
                 raise anyio.BrokenResourceError
         finally:
+            self._rest = memoryview(b"")
             self._finishing = None
             self._busy = None
             busy.set()
+
+    async def _write_rest(self) -> None:
+        while self._rest:
+            await anyio.wait_writable(self._fd)
+            try:
+                self._rest = self._rest[os.write(self._fd, self._rest) :]
+            except BlockingIOError:
+                continue
 
     async def _in_thread(self, data: bytes) -> None:
         busy = self._busy = anyio.Event()

@@ -55,6 +55,10 @@ STDERR_DRAIN_SECONDS = 0.5
 """How long a stopped or crashed child's last stderr lines are waited for (a grandchild may hold the pipe)."""
 WRITER_FLUSH_SECONDS = 0.2
 """How long messages already accepted for a stopping child may take to reach its stdin."""
+CANCELLED_LINE_GRACE = 2.0
+"""How long a line half-written to a child may take to get out once its sender is cancelled (a call
+timed out, the gateway stopping); a child that takes none of it meanwhile has stopped reading its
+stdin, and its connection is cut rather than hold the sender (and a shutdown) for as long."""
 STDIN_CLOSE_GRACE = 0.5
 """How long a child may take to exit on its own once its stdin is closed."""
 TERMINATE_GRACE = 0.5
@@ -251,7 +255,9 @@ class _Child:
         self.read_stream = MessageReader(self._from_child, _parse_logged(log), on_message=self._on_message)
         # A child that closed its stdin or exited ends the session's read stream too, so that no
         # request waits for an answer that cannot come.
-        self.write_stream = MessageWriter(self._to_child, on_broken=self.read_stream.end)
+        self.write_stream = MessageWriter(
+            self._to_child, on_broken=self.read_stream.end, cancelled_grace=CANCELLED_LINE_GRACE
+        )
 
     def _on_message(self, _: SessionMessage) -> None:
         self.answered = True
