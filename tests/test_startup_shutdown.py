@@ -3,7 +3,7 @@
 An MCP client ends a stdio server by closing its stdin and, 2 s later, sending SIGTERM (the SDK's
 stdio client). The gateway must have stopped its own children by then, and a SIGTERM that comes
 while it is stopping them must not kill it before it has. If the gateway is killed outright, its
-children go too (Linux: they are sent SIGTERM when it dies).
+children go too (Linux: they are sent SIGKILL when it dies, and the reaper stops their process groups).
 """
 
 from __future__ import annotations

@@ -56,6 +56,8 @@ logger = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 R = TypeVar("R")
 ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
+HTTP_SHUTDOWN_GRACE = 2
+"""How long, once HTTP serving is asked to stop, responses in progress may take before they are cut."""
 CHANGE_QUIET_SECONDS = 0.2
 """How long catalog changes are gathered before clients are told about them."""
 
@@ -449,11 +451,25 @@ async def serve_stdio(
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn without its own signal handling: the gateway owns shutdown, upstreams included."""
+    """uvicorn without its own signal handling (the gateway owns shutdown, upstreams included), and
+    whose shutdown does not wait on clients: connections still open `HTTP_SHUTDOWN_GRACE` seconds
+    after it began are closed (a response being sent to a client that does not read it then ends as
+    if the client had gone), and requests still running after twice that are cancelled."""
 
     @contextmanager
     def capture_signals(self) -> Generator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._close_connections_after, HTTP_SHUTDOWN_GRACE)
+            await super().shutdown(sockets)
+            tg.cancel_scope.cancel()
+
+    async def _close_connections_after(self, grace: float) -> None:
+        await anyio.sleep(grace)
+        for connection in list(self.server_state.connections):
+            connection.transport.abort()  # the connection is lost: a send waiting on the client returns
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -488,7 +504,15 @@ async def serve_http(
     app = server.streamable_http_app(stateless_http=stateless, host=host)
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.stderr_log`); its loggers go to the gateway's log instead.
-    config = uvicorn.Config(app, log_level=log_level, log_config=None, lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        log_config=None,
+        lifespan="on",
+        access_log=False,
+        # What closing the connections did not end (see _Uvicorn) is cancelled.
+        timeout_graceful_shutdown=2 * HTTP_SHUTDOWN_GRACE,
+    )
     web = _Uvicorn(config)
 
     async def exit_when_set(event: anyio.Event) -> None:

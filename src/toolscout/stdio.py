@@ -15,6 +15,7 @@ inherits it) cannot corrupt the protocol stream.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -26,6 +27,10 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from toolscout.invalid_messages import InvalidMessage, answers, has_id_member
+
+logger = logging.getLogger(__name__)
 
 _CHUNK = 65536
 STDOUT_FLUSH_SECONDS = 0.5
@@ -97,13 +102,17 @@ class MessageReader(ReceiveIteration):
         parse: Callable[[bytes], SessionMessage | Exception] = parse_message,
         *,
         on_message: Callable[[SessionMessage], None] | None = None,
+        on_invalid: Callable[[bytes], Awaitable[None]] | None = None,
         before_eof: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """`on_message` sees each message as it is received; `before_eof` is awaited once before the
-        peer's EOF ends the stream (not when `end()` does)."""
+        """`on_message` sees each message as it is received, `on_invalid` is awaited with each line that
+        is not one (before its error is handed on); `before_eof` is awaited once before the peer's EOF
+        ends the stream (not when `end()` does)."""
         self._fd = fd
         self._parse = parse
         self._on_message = on_message
+        self.on_invalid = on_invalid
+        """May be set later (the writer that answers is made after its reader)."""
         self._before_eof = before_eof
         self._ended = False
         self._pending = bytearray()
@@ -127,8 +136,11 @@ class MessageReader(ReceiveIteration):
                 await before_eof()
             raise anyio.EndOfStream
         message = self._parse(line)
-        if self._on_message is not None and isinstance(message, SessionMessage):
-            self._on_message(message)
+        if isinstance(message, SessionMessage):
+            if self._on_message is not None:
+                self._on_message(message)
+        elif self.on_invalid is not None:
+            await self.on_invalid(line)
         return message
 
     async def _line(self) -> bytes | None:
@@ -204,18 +216,27 @@ class MessageWriter(AsyncClosing):
     """The write stream of a session over a descriptor: `send()` writes the message's line itself.
 
     Lines stay whole: a line that the descriptor cannot take at once is finished before the next
-    one starts, even if its sender is cancelled meanwhile (only `abort()` cuts it). When the peer
+    one starts, even if its sender is cancelled meanwhile; only `abort()` cuts it, or, with
+    `cancelled_grace`, a peer that takes longer than that to take the rest of a cancelled sender's
+    line (the stream is then broken, as the next line could not be told apart). When the peer
     has gone (EPIPE and the like) `on_broken` runs once and every send raises BrokenResourceError,
     which the SDK turns into CONNECTION_CLOSED for a request and drops for a response.
     """
 
     def __init__(
-        self, fd: int, on_broken: Callable[[], None], *, on_sent: Callable[[SessionMessage], None] | None = None
+        self,
+        fd: int,
+        on_broken: Callable[[], None],
+        *,
+        on_sent: Callable[[SessionMessage], None] | None = None,
+        cancelled_grace: float | None = None,
     ) -> None:
         """`on_sent` sees each message once its line is written."""
         self._fd = fd
         self._on_broken = on_broken
         self._on_sent = on_sent
+        self._cancelled_grace = cancelled_grace
+        self._rest = memoryview(b"")
         self._closed = False
         self._broken = False
         self._busy: anyio.Event | None = None
@@ -250,21 +271,39 @@ class MessageWriter(AsyncClosing):
 
     async def _finish(self, rest: memoryview) -> None:
         busy = self._busy = anyio.Event()
+        self._rest = rest
         try:
-            with anyio.CancelScope(shield=True) as self._finishing:
-                while rest:
-                    await anyio.wait_writable(self._fd)
-                    try:
-                        rest = rest[os.write(self._fd, rest) :]
-                    except BlockingIOError:
-                        continue
-            if rest:  # aborted
+            try:
+                with anyio.CancelScope() as self._finishing:
+                    await self._write_rest()
+            except anyio.get_cancelled_exc_class():
+                # The sender is cancelled with its line half-written: the line is finished all the
+                # same (the next one must start on a line of its own), within `cancelled_grace`.
+                with anyio.CancelScope(shield=True) as self._finishing:
+                    if self._closed:
+                        self._finishing.cancel()
+                    elif self._cancelled_grace is not None:
+                        self._finishing.deadline = anyio.current_time() + self._cancelled_grace
+                    await self._write_rest()
+                if self._rest:  # cut: what follows would be garbage to the peer
+                    self._break()
+                raise
+            if self._rest:  # aborted
                 self._break()
                 raise anyio.BrokenResourceError
         finally:
+            self._rest = memoryview(b"")
             self._finishing = None
             self._busy = None
             busy.set()
+
+    async def _write_rest(self) -> None:
+        while self._rest:
+            await anyio.wait_writable(self._fd)
+            try:
+                self._rest = self._rest[os.write(self._fd, self._rest) :]
+            except BlockingIOError:
+                continue
 
     async def _in_thread(self, data: bytes) -> None:
         busy = self._busy = anyio.Event()
@@ -341,7 +380,32 @@ class _Unanswered:
 
 def _parse_text(line: bytes) -> SessionMessage | Exception:
     # As the SDK's stdio_server reads its stdin: undecodable bytes become U+FFFD, not an error.
-    return parse_message(line.decode("utf-8", "replace"))
+    message = parse_message(line.decode("utf-8", "replace"))
+    if (
+        isinstance(message, SessionMessage)
+        and isinstance(message.message, types.JSONRPCNotification)
+        and b'"id"' in line
+        and has_id_member(line)
+    ):
+        # A request whose id is not a string or an integer (1.5, true, null) parses as a notification,
+        # the id dropped; its sender waits for an answer.
+        return InvalidMessage("a request with an invalid id")
+    return message
+
+
+def _answering_invalid(writer: MessageWriter) -> Callable[[bytes], Awaitable[None]]:
+    """Answer a line that is not a JSON-RPC message with its JSON-RPC error (invalid_messages.py)."""
+
+    async def answer(line: bytes) -> None:
+        errors = answers(line.decode("utf-8", "replace"))
+        for error in errors:
+            logger.debug("answered a line that is not a JSON-RPC message: %s", error.error.message)
+            try:
+                await writer.send(SessionMessage(error))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+
+    return answer
 
 
 @asynccontextmanager
@@ -350,6 +414,13 @@ async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWr
 
     A client that stops reading our stdout (EPIPE) ends the read stream too, as its EOF would. At
     stdin's EOF, the requests already read are answered first (for up to `EOF_ANSWER_SECONDS`).
+
+    Ending never waits on the client: once stdin has ended (and that wait is over), or the block is
+    cancelled (a stop signal), a line half-written to a stdout nobody reads gets
+    `STDOUT_FLUSH_SECONDS` to get out (twice that at EOF, where the answers still due are written
+    too), then is cut, and so is the session's write stream. Without that cut, the task writing it
+    (its sender, cancelled, finishes the line) would hold serving open for as long as the client
+    does not read.
     """
     wire_in, wire_out = os.dup(0), os.dup(1)
     was_blocking = os.get_blocking(wire_in)
@@ -360,15 +431,32 @@ async def serve_process_stdio() -> AsyncGenerator[tuple[MessageReader, MessageWr
     os.dup2(2, 1)
     try:
         unanswered = _Unanswered()
-        reader = MessageReader(wire_in, _parse_text, on_message=unanswered.read, before_eof=unanswered.wait)
+        ending = anyio.Event()
+
+        async def at_eof() -> None:
+            await unanswered.wait()
+            ending.set()
+
+        reader = MessageReader(wire_in, _parse_text, on_message=unanswered.read, before_eof=at_eof)
         writer = MessageWriter(wire_out, on_broken=reader.end, on_sent=unanswered.sent)
-        try:
-            yield reader, writer
-        finally:
-            # A response cut in the middle would be garbage to the client; it gets a moment to take it.
-            with anyio.move_on_after(STDOUT_FLUSH_SECONDS, shield=True):
-                await writer.flushed()
-            writer.abort()
+        reader.on_invalid = _answering_invalid(writer)
+
+        async def cut_when_ending() -> None:
+            try:
+                await ending.wait()
+                await anyio.sleep(STDOUT_FLUSH_SECONDS)  # unless serving ends first (this task is then cancelled)
+            finally:
+                # A response cut in the middle would be garbage to the client; it gets a moment to take it.
+                with anyio.move_on_after(STDOUT_FLUSH_SECONDS, shield=True):
+                    await writer.flushed()
+                writer.abort()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cut_when_ending)
+            try:
+                yield reader, writer
+            finally:
+                tg.cancel_scope.cancel()
     finally:
         os.set_blocking(wire_in, was_blocking)
         os.set_blocking(wire_out, was_writing_blocking)

@@ -9,7 +9,8 @@ A stdio child is run here rather than by the SDK's `stdio_client`, for the sake 
 it is given a short time to exit once its stdin is closed, then its whole process group is
 terminated and killed, within `STDIN_CLOSE_GRACE + TERMINATE_GRACE` seconds (the SDK waits 2 s
 before even signalling it, which is as long as an MCP client waits before signalling the gateway);
-and on Linux it is sent SIGTERM if the gateway dies first (`PR_SET_PDEATHSIG`), even of SIGKILL.
+and should the gateway die first, even of SIGKILL, it is killed too (Linux: `PR_SET_PDEATHSIG`), and
+its process group stopped by the gateway's reaper (reaper.py).
 
 HTTP and SSE upstreams share one SSL context, built once in a worker thread when the first of
 them connects, instead of one per client (each costs 20+ ms of CPU on the event loop and 850 KiB).
@@ -45,6 +46,7 @@ from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import AnyServerConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
 from toolscout.stdio import MessageReader, MessageWriter, ReceiveIteration, parse_message
+from toolscout.upstream.reaper import reaper
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +55,10 @@ STDERR_DRAIN_SECONDS = 0.5
 """How long a stopped or crashed child's last stderr lines are waited for (a grandchild may hold the pipe)."""
 WRITER_FLUSH_SECONDS = 0.2
 """How long messages already accepted for a stopping child may take to reach its stdin."""
+CANCELLED_LINE_GRACE = 2.0
+"""How long a line half-written to a child may take to get out once its sender is cancelled (a call
+timed out, the gateway stopping); a child that takes none of it meanwhile has stopped reading its
+stdin, and its connection is cut rather than hold the sender (and a shutdown) for as long."""
 STDIN_CLOSE_GRACE = 0.5
 """How long a child may take to exit on its own once its stdin is closed."""
 TERMINATE_GRACE = 0.5
@@ -128,24 +134,30 @@ def _prctl() -> Callable[..., Any] | None:
 
 
 def _exit_with_gateway() -> Callable[[], None] | None:
-    """What a child runs between fork and exec on Linux: ask to be sent SIGTERM when the gateway's
-    thread that started it ends (so even when the gateway is killed outright); None elsewhere.
+    """What a child runs between fork and exec on Linux: ask to be killed (SIGKILL: a server that
+    ignores SIGTERM dies all the same) when the gateway dies, even of SIGKILL; None elsewhere.
+
+    The kernel sends it when the *thread* that started the child ends, not the process: only a child
+    started by the main thread, which lasts as long as the gateway, asks for it. One started by
+    another thread (a worker thread, an event loop run in a thread) would be killed as soon as that
+    thread ended; it does without, and is left to the reaper (reaper.py), as are the children's own
+    children, which a parent-death signal never reaches.
 
     It only calls prctl through a foreign function resolved beforehand (no import, allocation or
     lock), which is what makes a `preexec_fn` safe in a process with threads.
     """
     prctl = _prctl()
-    if prctl is None:
+    if prctl is None or threading.current_thread() is not threading.main_thread():
         return None
     import ctypes
 
     gateway = os.getpid()
-    option, signum = ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGTERM)
+    option, signum = ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL)
 
     def hook() -> None:
         prctl(option, signum)
         if os.getppid() != gateway:  # the gateway died before the signal was asked for
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     return hook
 
@@ -210,7 +222,8 @@ class _Child:
     """A stdio server process: its stdout and stdin as the session's streams, and how it is stopped.
 
     It runs in a session (and process group) of its own, so that stopping it reaches whatever it
-    started; on Linux it is also told to exit with the gateway (see `_exit_with_gateway`).
+    started; its group is watched by the reaper until stopped, and on Linux it is also killed with the
+    gateway (see `_exit_with_gateway`).
     """
 
     def __init__(self, params: StdioServerParameters, stderr: int, log: logging.Logger) -> None:
@@ -218,8 +231,7 @@ class _Child:
         child_stdin, self._to_child = os.pipe()
         self._from_child, child_stdout = os.pipe()
         try:
-            # In the event loop's thread, which lives as long as the gateway (the death signal is
-            # tied to the thread that started the child). Raises FileNotFoundError and the like.
+            # Raises FileNotFoundError and the like.
             self.process = subprocess.Popen(
                 [params.command, *params.args],
                 stdin=child_stdin,
@@ -237,12 +249,15 @@ class _Child:
         finally:
             os.close(child_stdin)
             os.close(child_stdout)
+        reaper.watch(self.process.pid)  # its group's id (start_new_session)
         self.answered = False
         """Whether it has sent a message yet (one that never did is not waited for when stopped)."""
         self.read_stream = MessageReader(self._from_child, _parse_logged(log), on_message=self._on_message)
         # A child that closed its stdin or exited ends the session's read stream too, so that no
         # request waits for an answer that cannot come.
-        self.write_stream = MessageWriter(self._to_child, on_broken=self.read_stream.end)
+        self.write_stream = MessageWriter(
+            self._to_child, on_broken=self.read_stream.end, cancelled_grace=CANCELLED_LINE_GRACE
+        )
 
     def _on_message(self, _: SessionMessage) -> None:
         self.answered = True
@@ -263,11 +278,19 @@ class _Child:
         os.close(self._to_child)
         self._to_child = -1
         process = self.process
-        if self.answered:
-            await _exited(process, STDIN_CLOSE_GRACE)
         # The leader's pid is the group's id (start_new_session); never getpgid(), which fails once
         # the leader is reaped while others of its group live on.
         pgid = process.pid
+        try:
+            await self._stop_group(process, pgid)
+        finally:
+            process.poll()  # a zombie leader keeps its group alive until reaped
+            if not _group_alive(pgid):
+                reaper.forget(pgid)
+
+    async def _stop_group(self, process: subprocess.Popen[bytes], pgid: int) -> None:
+        if self.answered:
+            await _exited(process, STDIN_CLOSE_GRACE)
         if not _signal_group(pgid, signal.SIGTERM):
             return
         with anyio.move_on_after(TERMINATE_GRACE):
