@@ -1,0 +1,141 @@
+"""One large search must not stall everyone (issue 19, item 5).
+
+A query is capped (`search.maxQueryChars`, `search.maxQuerySteps`) on every path that searches,
+with an error that says the limit and what to do; and a search's scoring runs in a worker thread,
+so other clients are answered while it runs. Real parts: the demo `units` server over stdio
+behind the gateway, the shipped search backend, SDK clients, `toolscout` as a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from tests.cli_helpers import make_sandbox
+from tests.conftest import PYTHON
+from tests.procs import SERVE_READY, running
+from toolscout.catalog import CatalogTool
+from toolscout.config import GatewayConfig
+from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
+from toolscout.gateway import Gateway
+from toolscout.search import SearchBackend, SearchHit, make_backend
+from toolscout.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+UNITS = {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]}
+GATE_BOUND = 30.0
+"""How long the held search waits to be let go before it goes on by itself: never reached when the
+event loop stays free (the test lets it go); on a loop that the search blocks, the test fails then."""
+
+
+def at_cap(chars: int = DEFAULT_MAX_QUERY_CHARS) -> str:
+    """A query of exactly `chars` characters that still reads as a task."""
+    return ("convert kilometres to miles " * (chars // 28 + 1))[:chars]
+
+
+class HeldSearch:
+    """The shipped backend, whose searches for a marked query wait (in whatever thread runs them)
+    until the test lets them go: a search made slow by state, not by the machine's speed."""
+
+    def __init__(self, marker: str) -> None:
+        self.inner: SearchBackend = make_backend("hybrid", use_cache=False)
+        self.marker = marker
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.finished = threading.Event()
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        self.inner.rebuild(tools, servers)
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        if self.marker not in query:
+            return self.inner.search(query, server=server, limit=limit)
+        self.entered.set()
+        self.release.wait(GATE_BOUND)
+        try:
+            return self.inner.search(query, server=server, limit=limit)
+        finally:
+            self.finished.set()
+
+
+def text(result: types.CallToolResult) -> str:
+    return " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+@pytest.mark.parametrize("mode", ["discovery", "dynamic"])
+async def test_other_clients_are_answered_while_a_search_at_the_cap_runs(mode: Any) -> None:
+    held = HeldSearch(marker="kilometres")
+    config = GatewayConfig.model_validate({"mcpServers": {"units": UNITS}, "catalogCache": False})
+    async with Gateway.from_config(config, search=held) as gateway:
+        with anyio.fail_after(60):
+            await gateway.settle()
+        server = build_server(gateway, mode)
+        async with Client(server) as big, Client(server) as huge, Client(server) as other:
+            answers: dict[str, types.CallToolResult] = {}
+
+            async def search_at_cap() -> None:
+                answers["big"] = await big.call_tool("search_tools", {"query": at_cap()})
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(search_at_cap)
+                    # The search is under way, held in the backend: the other clients ask now.
+                    await anyio.to_thread.run_sync(held.entered.wait, GATE_BOUND)
+                    assert held.entered.is_set()
+                    answers["servers"] = await other.call_tool("list_mcp_servers", {})
+                    answers["refused"] = await huge.call_tool("search_tools", {"query": "x" * 4_000_000})
+                    answers["steps"] = await huge.call_tool("search_tools", {"query": ["convert units"] * 40})
+                    # All answered while the big search still waited in its worker thread.
+                    assert not held.finished.is_set()
+                    held.release.set()
+            servers, refused, steps = answers["servers"], answers["refused"], answers["steps"]
+            assert not servers.is_error and "units" in text(servers)
+            assert refused.is_error and "4,000,000 characters" in text(refused)
+            assert f"at most {DEFAULT_MAX_QUERY_CHARS:,} (search.maxQueryChars)" in text(refused)
+            assert steps.is_error and f"at most {DEFAULT_MAX_QUERY_STEPS:,} (search.maxQuerySteps)" in text(steps)
+            assert not answers["big"].is_error
+            assert held.finished.is_set()
+
+
+async def test_the_cap_and_its_message_on_every_search_of_a_running_serve(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path)
+    config = {"mcpServers": {"units": UNITS}, "catalogCache": False, "search": {"maxQueryChars": 300}}
+    path = sandbox.write("work/toolscout.json", json.dumps(config))
+    path.chmod(0o600)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return sandbox.run("search", *args, "--config", str(path))
+
+    # Without a serve: the command line searches the catalog itself, under the same cap.
+    done = await anyio.to_thread.run_sync(cli, at_cap(301))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "301 characters; a search takes at most 300 (search.maxQueryChars)" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    ok = await anyio.to_thread.run_sync(cli, at_cap(300))
+    assert ok.returncode == 0 and "convert_units" in ok.stdout, ok.stdout + ok.stderr
+
+    command = [PYTHON, "-m", "toolscout", "serve", "--config", str(path), "--transport", "http", "--port", "0"]
+    async with running(command, ready=SERVE_READY, env=sandbox.env()) as serve:
+        # Through the serve's local socket (the command line asks the running serve).
+        over_socket = await anyio.to_thread.run_sync(cli, at_cap(301))
+        assert over_socket.returncode == 1, over_socket.stdout + over_socket.stderr
+        assert "at most 300 (search.maxQueryChars)" in over_socket.stdout + over_socket.stderr
+        # Over HTTP, as an agent asks.
+        async with Client(serve.match.group(1)) as client:
+            refused = await client.call_tool("search_tools", {"query": at_cap(301)})
+            assert refused.is_error and "at most 300 (search.maxQueryChars)" in text(refused)
+            steps = await client.call_tool("search_tools", {"query": [at_cap(100)] * 4})
+            assert steps.is_error and "The task's steps have 400 characters" in text(steps)
+            assert "a few steps at a time" in text(steps)
+            found = await client.call_tool("search_tools", {"query": at_cap(300)})
+            assert not found.is_error and "convert_units" in text(found)
