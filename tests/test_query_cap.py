@@ -19,6 +19,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.server import Server
 
 from tests.cli_helpers import make_sandbox
 from tests.conftest import PYTHON
@@ -29,6 +30,8 @@ from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_S
 from toolscout.gateway import Gateway
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.server import build_server
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+from toolscout.validation import PATTERN_SECONDS
 
 pytestmark = pytest.mark.anyio
 
@@ -139,3 +142,50 @@ async def test_the_cap_and_its_message_on_every_search_of_a_running_serve(tmp_pa
             assert "a few steps at a time" in text(steps)
             found = await client.call_tool("search_tools", {"query": at_cap(300)})
             assert not found.is_error and "convert_units" in text(found)
+
+
+def patterned_server() -> Server[Any]:
+    """An upstream whose tool's input schema has a pattern that backtracks on a long run of "a"s."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "pattern": "^(a+)+$"},
+            "tag": {"type": "string", "pattern": "^(a|a)+$"},
+        },
+    }
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="check", description="Check a code.", input_schema=schema)])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text="checked")])
+
+    return Server("patterned", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def test_a_schema_pattern_that_backtracks_is_stopped_with_a_clear_violation() -> None:
+    # `re` took 16 s on 26 "a"s and a "!" against ^(a+)+$, holding the event loop (and the GIL); the
+    # regex module answers that one at once, and stops ^(a|a)+$ (which defeats its guards) at the bound.
+    specs = [UpstreamSpec("patterned", InProcessUpstream(patterned_server()))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(60):
+            await gateway.settle()
+        async with Client(build_server(gateway)) as client:
+            with anyio.fail_after(60):
+                issue = await client.call_tool(
+                    "execute_tool", {"server": "patterned", "tool": "check", "arguments": {"code": "a" * 26 + "!"}}
+                )
+                slow = await client.call_tool(
+                    "execute_tool", {"server": "patterned", "tool": "check", "arguments": {"tag": "a" * 40 + "!"}}
+                )
+                fine = await client.call_tool(
+                    "execute_tool", {"server": "patterned", "tool": "check", "arguments": {"code": "aaaa"}}
+                )
+                wrong = await client.call_tool(
+                    "execute_tool", {"server": "patterned", "tool": "check", "arguments": {"code": "b"}}
+                )
+    assert slow.is_error and "VALIDATION_ERROR" in text(slow), text(slow)
+    assert f"takes more than {PATTERN_SECONDS:g} s to match '^(a|a)+$'" in text(slow)
+    assert issue.is_error and "does not match '^(a+)+$'" in text(issue), text(issue)
+    assert not fine.is_error and text(fine) == "checked"
+    assert wrong.is_error and "'b' does not match '^(a+)+$'" in text(wrong)

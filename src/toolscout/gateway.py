@@ -580,7 +580,12 @@ class Gateway:
         await self._connected(self.upstream(server))  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
         entry = self.catalog.admit(server, name)
-        self._validator.validate(entry.input_schema, args, server=server, tool=name)
+        if not self._validator.accepts(entry.input_schema, args, server=server, tool=name):
+            # jsonschema's own walk (an invalid call, or a schema the quick check does not judge):
+            # costly on big arguments, so off the event loop.
+            await anyio.to_thread.run_sync(
+                functools.partial(self._validator.validate, entry.input_schema, args, server=server, tool=name)
+            )
         started = time.perf_counter()
         outcome = "error"
         try:
