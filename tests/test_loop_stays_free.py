@@ -1,9 +1,11 @@
-"""One large search must not stall everyone (issue 19, item 5).
+"""One large request must not stall everyone (issue 19, item 5).
 
-A query is capped (`search.maxQueryChars`, `search.maxQuerySteps`) on every path that searches,
+A search query is capped (`search.maxQueryChars`, `search.maxQuerySteps`) on every path that searches,
 with an error that says the limit and what to do; and a search's scoring runs in a worker thread,
 so other clients are answered while it runs. Real parts: the demo `units` server over stdio
 behind the gateway, the shipped search backend, SDK clients, `toolscout` as a child process.
+Other work found taking long on the event loop is checked here too: argument validation against
+a schema `pattern` that backtracks, and the digest of a long tool list.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.procs import SERVE_READY, running
 from toolscout.catalog import CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
+from toolscout.content import DIGEST_INLINE_ITEMS, digest, digest_off_loop
 from toolscout.gateway import Gateway
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.server import build_server
@@ -189,3 +192,27 @@ async def test_a_schema_pattern_that_backtracks_is_stopped_with_a_clear_violatio
     assert issue.is_error and "does not match '^(a+)+$'" in text(issue), text(issue)
     assert not fine.is_error and text(fine) == "checked"
     assert wrong.is_error and "'b' does not match '^(a+)+$'" in text(wrong)
+
+
+class ThreadNotingTool(types.Tool):
+    """A tool that notes which thread serialises it (what a digest does with every tool)."""
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        SERIALISED_IN.add(threading.get_ident())
+        return super().model_dump(*args, **kwargs)
+
+
+SERIALISED_IN: set[int] = set()
+
+
+async def test_a_long_list_is_digested_off_the_event_loop() -> None:
+    # The digest that tells whether a client's tool list changed took 1.25 s for 10,000 tools, on the
+    # event loop, on every tools/list in passthrough, compact and dynamic modes.
+    SERIALISED_IN.clear()
+    tools = [ThreadNotingTool(name=f"t{i}", input_schema={"type": "object"}) for i in range(DIGEST_INLINE_ITEMS + 1)]
+    long = await digest_off_loop(tools)
+    assert SERIALISED_IN and threading.get_ident() not in SERIALISED_IN
+    SERIALISED_IN.clear()
+    assert await digest_off_loop(tools[:2]) == digest(tools[:2])
+    assert {threading.get_ident()} == SERIALISED_IN  # a short one is not worth a thread
+    assert long == digest(tools) != digest([*tools[:-1], ThreadNotingTool(name="other", input_schema={})])
