@@ -1,6 +1,7 @@
 """Oversized searches against a running gateway: do the other clients still get quick answers?
 
     .venv/bin/python -m benchmarks.query_load [--servers 140] [--probes 200] [--src OTHER/src]
+    .venv/bin/python -m benchmarks.query_load --query-sizes   # what the query caps' defaults rest on
 
 Issue 19, item 5: one `search_tools` call with a 4 MB query held the event loop for ~9 s, and
 another session's `list_mcp_servers` waited as long. Here `toolscout serve --transport http` fronts
@@ -142,13 +143,52 @@ async def load(kind: str, url: str) -> None:
     sys.stdout.flush()
 
 
+TRAIN_DIR = Path(os.environ.get("TOOLSCOUT_TRAIN_DIR") or EVAL_DIR.parent / "train")
+
+
+def query_sizes() -> dict[str, Any]:
+    """What the defaults of `search.maxQueryChars` and `search.maxQuerySteps` rest on: the training
+    queries' lengths, and how many tools one query needs (rows that share a `qid`)."""
+    import gzip
+    from collections import Counter
+
+    lengths: dict[str, int] = {}
+    tools: Counter[str] = Counter()
+    with gzip.open(TRAIN_DIR / "retrieval_pairs.jsonl.gz", "rt", encoding="utf-8") as rows:
+        for line in rows:
+            row = json.loads(line)
+            lengths[row["qid"]] = len(row["query"])
+            tools[row["qid"]] += 1
+    chars = sorted(lengths.values())
+    needs = sorted(tools.values())
+    return {
+        "queries": len(chars),
+        "chars": {
+            "p50": chars[len(chars) // 2],
+            "p99": chars[int(len(chars) * 0.99)],
+            "p99.9": chars[int(len(chars) * 0.999)],
+            "max": chars[-1],
+        },
+        "tools_per_query": {
+            "p99": needs[int(len(needs) * 0.99)],
+            "p99.9": needs[int(len(needs) * 0.999)],
+            "max": needs[-1],
+            "count": dict(sorted(Counter(needs).items())),
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--loader", nargs=2, metavar=("KIND", "URL"), help=argparse.SUPPRESS)
     parser.add_argument("--servers", type=int, default=140)
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--src", help="run the gateway from this tree's src (the code before a change)")
+    parser.add_argument("--query-sizes", action="store_true", help="print the training queries' sizes and stop")
     args = parser.parse_args()
+    if args.query_sizes:
+        print(json.dumps(query_sizes(), indent=2))
+        return
     if args.loader:
         anyio.run(load, *args.loader)
         return

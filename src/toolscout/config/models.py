@@ -186,8 +186,8 @@ the near-zero tail that pads a small catalog's list ("current time": 8 of 10 res
 DEFAULT_MAX_QUERY_CHARS = 2000
 """The longest search query, in characters (a task's steps counted together). Scoring costs time in
 proportion (about 4 ms per 1,000 characters on 726 tools, 2 cores): a 4 MB query took 9 s. The
-longest of the 20,196 training queries (../shared/train, docs/BENCHMARKS.md "Query size") has 985
-characters, its 99.9th percentile 894: twice the longest leaves room for a long task pasted in."""
+longest of the 14,896 training queries (../shared/train; `benchmarks/query_load.py --query-sizes`)
+has 985 characters, the 99.9th percentile 863: twice the longest leaves room for a long task."""
 DEFAULT_MAX_QUERY_STEPS = 16
 """The most steps in a search given as a list: each is a search of its own. The training queries
 that need the most tools need 8 (one of 14,896 queries; 99.9% need at most 6): twice that."""
