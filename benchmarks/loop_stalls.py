@@ -1,6 +1,6 @@
 """How long the gateway's own work holds its event loop, for 10,000 tools and oversized input.
 
-    .venv/bin/python -m benchmarks.loop_stalls [--repeat 5]
+    .venv/bin/python -m benchmarks.loop_stalls [--repeat 5] [--only WORDS]
     PYTHONPATH=OTHER/src .venv/bin/python -m benchmarks.loop_stalls   # the code before a change
 
 Issue 19, item 5: no request may hold the event loop (every other client waits meanwhile). Each
@@ -93,7 +93,7 @@ async def digest_as_served(items: list[types.Tool]) -> str:
     return await off_loop(items) if off_loop is not None else content.digest(items)
 
 
-async def measure(repeat: int) -> dict[str, dict[str, float]]:
+async def measure(repeat: int, only: str = "") -> dict[str, dict[str, float]]:
     catalog = load_catalog_servers(EVAL_DIR / "catalog_livemcpbench.jsonl")
     base = [t for tools in catalog.values() for t in tools]
     tools = [t.model_copy(update={"name": f"{t.name}_{k}"}) for k in range(TOOLS // len(base) + 1) for t in base][
@@ -121,6 +121,7 @@ async def measure(repeat: int) -> dict[str, dict[str, float]]:
             operations: dict[str, Callable[[], Awaitable[Any]]] = {
                 "search, 2,000-character query": lambda: gateway.search(at_cap),
                 "search, 16 steps": lambda: gateway.search(["convert a file to pdf"] * 16, limit=50),
+                "search after a catalog change (index rebuilt)": lambda: _after_a_change(gateway, tools[:per]),
                 "passthrough tools/list (unchanged catalog)": lambda: passthrough.tools(state),
                 "compact tools/list (unchanged catalog)": lambda: compact.tools(state),
                 "digest of the 10,000-tool list": lambda: digest_as_served(exposed),
@@ -131,6 +132,8 @@ async def measure(repeat: int) -> dict[str, dict[str, float]]:
             }
             with anyio.fail_after(600):
                 for name, operation in operations.items():
+                    if only not in name:
+                        continue
                     results[name] = [await stall(operation) for _ in range(repeat)]
     return {
         name: {
@@ -139,6 +142,17 @@ async def measure(repeat: int) -> dict[str, dict[str, float]]:
         }
         for name, runs in results.items()
     }
+
+
+_CHANGES = [0]
+
+
+async def _after_a_change(gateway: Gateway, tools: list[types.Tool]) -> None:
+    # One server's tools renamed (a new version every time): the next search rebuilds the index.
+    _CHANGES[0] += 1
+    suffix = f"_v{_CHANGES[0]}"
+    gateway.catalog.set_server_tools("s0", [t.model_copy(update={"name": t.name + suffix}) for t in tools])
+    await gateway.search("convert a file to pdf")
 
 
 async def _refused(gateway: Gateway, code: str) -> None:
@@ -152,8 +166,9 @@ async def _refused(gateway: Gateway, code: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", default="", help="only the operations whose name contains this")
     args = parser.parse_args()
-    result = anyio.run(measure, args.repeat)
+    result = anyio.run(measure, args.repeat, args.only)
     print(json.dumps(result, indent=2))
     width = max(len(n) for n in result)
     for name, row in result.items():
