@@ -141,3 +141,15 @@ async def test_text_stops_a_backtracking_pattern_and_keeps_answering(tmp_path: P
             "find_matches", {"text": "on 2026-11-25 and 2026-12-01", "pattern": r"\d{4}-\d\d"}
         )
         assert found.structured_content is not None and found.structured_content["count"] == 2
+
+
+async def test_units_bounds_every_exact_result_so_that_the_answer_can_be_read(tmp_path: Path) -> None:
+    async with demo("units", errlog=tmp_path / "units.log") as client:
+        with anyio.fail_after(30):
+            # Each power is within the limit; their product (38,700 bits) was sent as a JSON number
+            # the client's parser refuses, so the call was never answered.
+            product = await client.call_tool("calculate", {"expression": "*".join(["(9**1290)"] * 30)})
+            sum_ = await client.call_tool("calculate", {"expression": "9**1290 + 1"})
+    assert product.is_error and "results are limited to 4096 bits" in text(product), text(product)
+    assert not sum_.is_error and sum_.structured_content is not None
+    assert str(sum_.structured_content["result"]).endswith("2")  # 9**1290 ends in 1
