@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,8 +18,13 @@ from toolscout.suggestions import tool_not_found
 SUMMARY_LIMIT = 160
 
 
+@functools.lru_cache(maxsize=32_768)
 def summarize(description: str | None, limit: int = SUMMARY_LIMIT) -> str:
-    """The description's first sentence or line, cut to `limit` characters."""
+    """The description's first sentence or line, cut to `limit` characters.
+
+    Remembered per description (a string's hash is kept in it, so a repeat costs a lookup): every
+    `tools/list` in compact mode and every listing summarise each tool again, 0.4 s for 10,000.
+    """
     text = " ".join((description or "").split())
     if not text:
         return ""

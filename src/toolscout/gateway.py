@@ -24,7 +24,12 @@ from pydantic import BaseModel
 from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
-from toolscout.config.models import DEFAULT_MIN_RELEVANCE, GatewayConfig
+from toolscout.config.models import (
+    DEFAULT_MAX_QUERY_CHARS,
+    DEFAULT_MAX_QUERY_STEPS,
+    DEFAULT_MIN_RELEVANCE,
+    GatewayConfig,
+)
 from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
@@ -72,6 +77,8 @@ class Gateway:
         search: SearchBackend | None = None,
         search_factory: Callable[[], SearchBackend] | None = None,
         min_relevance: float = DEFAULT_MIN_RELEVANCE,
+        max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
+        max_query_steps: int = DEFAULT_MAX_QUERY_STEPS,
         max_output_chars: int | None = None,
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
@@ -112,6 +119,7 @@ class Gateway:
         self._indexed_at_start: anyio.Event
         """Set once the index built at start (of the stored catalog, if any) is ready, or failed."""
         self._min_relevance = min_relevance
+        self._max_query_chars, self._max_query_steps = max_query_chars, max_query_steps
         self._indexed_version = -1
         self._validator = ArgumentValidator()
         self.max_output_chars = max_output_chars
@@ -145,6 +153,8 @@ class Gateway:
             # Built in a worker thread when the gateway starts, off the path to the client's handshake.
             kwargs.setdefault("search_factory", build)
         kwargs.setdefault("min_relevance", config.search.min_relevance)
+        kwargs.setdefault("max_query_chars", config.search.max_query_chars)
+        kwargs.setdefault("max_query_steps", config.search.max_query_steps)
         kwargs.setdefault("max_output_chars", config.max_output_chars)
         if config.audit.enabled:
             kwargs.setdefault("audit", AuditLog.from_config(config.audit))
@@ -448,17 +458,22 @@ class Gateway:
         A list is the steps of a task: each step is ranked on its own, and every step's best tool
         is in the answer whatever its relevance and even with more steps than `limit`
         (`merge_steps`); the hits say which steps they answer. The catalog is searched as it is
-        when the call starts (the index is rebuilt first if it changed).
+        when the call starts (the index is rebuilt first if it changed). A query longer than
+        `max_query_chars` (or with more steps than `max_query_steps`) is refused before any work.
         """
         from toolscout.search.base import check_queries, search_steps
 
         floor = self._min_relevance if min_relevance is None else min_relevance
-        check_queries(query, limit, floor)
+        check_queries(query, limit, floor, max_chars=self._max_query_chars, max_steps=self._max_query_steps)
         if server is not None:
             self.upstream(server)
+        rank = functools.partial(search_steps, query=query, server=server, limit=limit, min_relevance=floor)
         async with self._index_lock:
             backend = await self._index()
-            return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
+            # Scoring takes milliseconds per step on a large catalog, more on a long query: in a worker
+            # thread, the event loop goes on answering other clients. Under the lock, no rebuild can
+            # swap the index underneath it (one search at a time reads it).
+            return await anyio.to_thread.run_sync(rank, backend)
 
     def _server_context(self) -> dict[str, str]:
         from toolscout.search.base import server_context
@@ -565,7 +580,12 @@ class Gateway:
         await self._connected(self.upstream(server))  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
         entry = self.catalog.admit(server, name)
-        self._validator.validate(entry.input_schema, args, server=server, tool=name)
+        if not self._validator.accepts(entry.input_schema, args, server=server, tool=name):
+            # jsonschema's own walk (an invalid call, or a schema the quick check does not judge):
+            # costly on big arguments, so off the event loop.
+            await anyio.to_thread.run_sync(
+                functools.partial(self._validator.validate, entry.input_schema, args, server=server, tool=name)
+            )
         started = time.perf_counter()
         outcome = "error"
         try:

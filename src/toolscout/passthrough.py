@@ -170,6 +170,8 @@ class PassthroughSurface:
         self.gateway = gateway
         bare = bare_names(naming, gateway)
         self.names = NativeNames(gateway.catalog, bare=bare)
+        self._exposed: list[types.Tool] = []
+        self._exposed_version = -1
         self.instructions = "toolscout passes through the tools of its MCP servers; " + (
             "each keeps its own name, unless two servers have a tool of that name: then it is named server__tool."
             if bare
@@ -178,7 +180,13 @@ class PassthroughSurface:
 
     async def tools(self, client: ClientState) -> list[types.Tool]:
         await self.gateway.settle_startup()
-        return [self.names.expose(e) for e in self.gateway.catalog.tools()]
+        # Made again only when the catalog changed: a copy of each of 10,000 tools took 0.2-0.6 s
+        # of the event loop on every tools/list.
+        catalog = self.gateway.catalog
+        if self._exposed_version != catalog.version:
+            self._exposed = [self.names.expose(e) for e in catalog.tools()]
+            self._exposed_version = catalog.version
+        return self._exposed
 
     async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         route = self.names.route(name)

@@ -28,7 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolscout import __version__, render
 from toolscout.completions import complete
 from toolscout.config.models import ModeName
-from toolscout.content import LIST_NAMES, ListName, digest
+from toolscout.content import LIST_NAMES, ListName, digest_off_loop
 from toolscout.errors import (
     AGENT_STEPS,
     AmbiguousName,
@@ -197,7 +197,7 @@ def build_server(
         state = clients.state(ctx)
         tools = await surface.tools(state)
         if tools_change:  # the digest is only ever compared when the list can change
-            state.fetched("tools", digest(tools))
+            state.fetched("tools", await digest_off_loop(tools))
         return types.ListToolsResult(tools=tools)
 
     rounds = Rounds(gateway)
@@ -264,7 +264,7 @@ def build_server(
         _one_page(params)
         with mcp_errors(method):
             items = await fetch()
-        clients.state(ctx).fetched(name, digest(items))
+        clients.state(ctx).fetched(name, await digest_off_loop(items))
         return items
 
     async def on_list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
@@ -373,7 +373,7 @@ async def watch_catalog(gateway: Gateway, surface: Surface, clients: ClientSessi
         for state in [scope.client, *clients.http_states()]:
             if "tools" not in state.listed:
                 continue
-            current = shared or digest(await surface.tools(state))
+            current = shared or await digest_off_loop(await surface.tools(state))
             if not surface.per_client:
                 shared = current
             if state.news("tools", current):
@@ -396,7 +396,7 @@ async def watch_content(gateway: Gateway, clients: ClientSessions, scope: Connec
             if not listeners:
                 continue
             try:
-                current = digest(await hub.listed(name))
+                current = await digest_off_loop(await hub.listed(name))
             except Exception:  # never a reason to stop telling clients about later changes
                 logger.exception("could not list %s to compare", name)
                 continue

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
+
+import regex
 
 from toolscout.errors import ArgumentsInvalid
 
@@ -17,6 +20,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _MAX_CACHED = 4096
+PATTERN_SECONDS = 0.5
+"""The most time one `pattern` (or `patternProperties` key) of an input schema may take to match.
+jsonschema matches with `re`, which backtracks without a bound while holding the GIL: an upstream's
+`^(a+)+$` and a 26-character argument held the gateway for 16 s. A value that takes longer is a
+violation (the upstream's own check would hang on it as well)."""
 
 Check = Callable[[Any], bool]
 """A quick test of an instance against a schema: True only when the schema surely accepts it."""
@@ -47,7 +55,7 @@ class ArgumentValidator:
         from jsonschema import Draft3Validator, Draft202012Validator, SchemaError
         from jsonschema.validators import validator_for
 
-        cls = validator_for(schema, default=Draft202012Validator)
+        cls = _bounded(validator_for(schema, default=Draft202012Validator))
         validator: Validator | None
         check: Check | None = None
         try:
@@ -64,8 +72,18 @@ class ArgumentValidator:
         self._compiled[id(schema)] = (schema, validator, check)
         return validator, check
 
+    def accepts(self, schema: dict[str, Any], arguments: Mapping[str, Any], *, server: str, tool: str) -> bool:
+        """Whether the arguments are surely valid by the quick check (or the schema cannot judge
+        them): what the event loop can afford, in time in proportion to the arguments' size, as
+        decoding them took. False: `validate` decides, in a worker thread (jsonschema costs 10 to
+        100 times more, and a schema's `pattern` up to `PATTERN_SECONDS` per value)."""
+        validator, check = self._validator(schema, f"{server}.{tool}")
+        if validator is None:
+            return True
+        return check is not None and check(arguments if isinstance(arguments, dict) else dict(arguments))
+
     def validate(self, schema: dict[str, Any], arguments: Mapping[str, Any], *, server: str, tool: str) -> None:
-        """Raise `ArgumentsInvalid` listing every violation with its JSON path."""
+        """Raise `ArgumentsInvalid` listing every violation with its JSON path (from any thread)."""
         validator, check = self._validator(schema, f"{server}.{tool}")
         if validator is None:
             return
@@ -194,3 +212,66 @@ def _violation(error: ValidationError) -> dict[str, str]:
     if error.validator == "additionalProperties" and len(message) > 200:
         message = message[:197] + "..."
     return {"path": error.json_path, "message": message}
+
+
+_BOUNDED: dict[type[Any], type[Any]] = {}
+
+
+def _bounded(cls: type[Validator]) -> type[Validator]:
+    """`cls` with `pattern` and `patternProperties` matched under `PATTERN_SECONDS` (regex module,
+    the GIL let go while it matches) instead of `re` without a bound."""
+    found = _BOUNDED.get(cls)
+    if found is None:
+        from jsonschema import validators
+
+        extend = cast(Callable[..., type[Any]], validators.extend)  # pyright: ignore[reportUnknownMemberType]
+        found = _BOUNDED[cls] = extend(cls, {"pattern": _pattern, "patternProperties": _pattern_properties})
+    return found
+
+
+class _Slow(Exception):
+    """A pattern took longer than `PATTERN_SECONDS` to match."""
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        compiled = regex.compile(pattern, regex.VERSION0)
+    except regex.error:  # a pattern `re` alone reads: matched as jsonschema would (rare)
+        return re.search(pattern, text) is not None
+    try:
+        return compiled.search(text, timeout=PATTERN_SECONDS, concurrent=True) is not None
+    except TimeoutError:
+        raise _Slow from None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "string"):
+        return
+    shown = instance if len(instance) <= 80 else instance[:77] + "..."
+    try:
+        if not _search(pattern, instance):
+            yield ValidationError(f"{shown!r} does not match {pattern!r}")
+    except _Slow:
+        yield ValidationError(
+            f"{shown!r} takes more than {PATTERN_SECONDS:g} s to match {pattern!r} (the pattern backtracks "
+            "on it); send a shorter or simpler value"
+        )
+
+
+def _pattern_properties(validator: Any, properties: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in properties.items():
+        for key, value in cast(dict[str, Any], instance).items():
+            try:
+                matched = _search(pattern, key)
+            except _Slow:
+                slow = f"the key {key[:80]!r} takes more than {PATTERN_SECONDS:g} s to match {pattern!r}"
+                yield ValidationError(slow)
+                continue
+            if matched:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)

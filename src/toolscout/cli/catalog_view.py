@@ -136,7 +136,7 @@ class CatalogView:
 
         search = self._config.search
         floor = search.min_relevance if min_relevance is None else min_relevance
-        check_queries(query, limit, floor)
+        check_queries(query, limit, floor, max_chars=search.max_query_chars, max_steps=search.max_query_steps)
         if server is not None:
             self.server(server)
         backend = make_backend(search.backend, model=search.model)

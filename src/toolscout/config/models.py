@@ -183,6 +183,15 @@ DEFAULT_MIN_RELEVANCE = 0.005
 a top 10 on both (MetaTool 0.8%, LiveMCPBench none), while it cuts 17% and 4% of the other tools and
 the near-zero tail that pads a small catalog's list ("current time": 8 of 10 results)."""
 
+DEFAULT_MAX_QUERY_CHARS = 2000
+"""The longest search query, in characters (a task's steps counted together). Scoring costs time in
+proportion (about 4 ms per 1,000 characters on 726 tools, 2 cores): a 4 MB query took 9 s. The
+longest of the 14,896 training queries (../shared/train; `benchmarks/query_load.py --query-sizes`)
+has 985 characters, the 99.9th percentile 863: twice the longest leaves room for a long task."""
+DEFAULT_MAX_QUERY_STEPS = 16
+"""The most steps in a search given as a list: each is a search of its own. The training queries
+that need the most tools need 8 (one of 14,896 queries; 99.9% need at most 6): twice that."""
+
 
 class SearchConfig(_Model):
     """How `search_tools` ranks tools."""
@@ -194,6 +203,11 @@ class SearchConfig(_Model):
     min_relevance: float = Field(default=DEFAULT_MIN_RELEVANCE, ge=0.0, le=1.0)
     """Hits below this relevance are not returned (0 keeps everything); `search_tools(minRelevance)`
     and `toolscout search --min-relevance` ask otherwise for one search."""
+    max_query_chars: int = Field(default=DEFAULT_MAX_QUERY_CHARS, ge=100)
+    """The longest query searched, in characters, a list's steps counted together; a longer one is
+    refused with an error saying the limit (every path: search_tools, `toolscout search`)."""
+    max_query_steps: int = Field(default=DEFAULT_MAX_QUERY_STEPS, ge=1)
+    """The most steps in a query given as a list."""
 
 
 DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024

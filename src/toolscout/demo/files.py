@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Generator
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path, PurePosixPath
@@ -79,6 +84,53 @@ class SearchResult(BaseModel):
     matches: list[Entry] = Field(description="Matching files and directories, sorted by path.")
 
 
+_OS_REASONS = {
+    errno.ENAMETOOLONG: "the path, or one name in it, is too long for the file system",
+    errno.ELOOP: "it goes through a loop of symbolic links, or a link that changed while it was opened",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EISDIR: "it is a directory",
+    errno.ENOTDIR: "a part of it is a file, not a directory",
+    errno.ENOENT: "no such file or directory",
+}
+
+
+@contextlib.contextmanager
+def tool_errors(relative: str) -> Generator[None]:
+    """Any OSError on ``relative`` as a ToolError that says why and what to do: a bad path is the
+    caller's mistake to fix, not a server failure with a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        reason = _OS_REASONS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+        raise ToolError(
+            f"Cannot use {relative[:200]!r}{'...' if len(relative) > 200 else ''}: {reason}. "
+            "Call list_directory or search_files to see what exists."
+        ) from None
+
+
+def open_regular(path: Path, relative: str) -> int:
+    """A descriptor of the regular file at ``path``, opened without blocking and without following
+    a symlink put in its place since it was resolved; anything else (a directory, a named pipe,
+    a device, a socket) is refused. Opening a FIFO for reading would wait for a writer forever,
+    and a device such as /dev/zero never ends: each such call would hold one of the server's threads."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"{relative!r} is a directory; use list_directory to see its contents.")
+        if not stat.S_ISREG(mode):
+            raise ToolError(
+                f"{relative!r} is not a regular file (a named pipe, device or socket), so it cannot be read; "
+                "read_file reads regular files only."
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class Sandbox:
     """Resolves caller-supplied paths, refusing any that lead outside ``root``."""
 
@@ -99,7 +151,9 @@ class Sandbox:
         try:
             # resolve() follows symlinks, so a link pointing outside is caught by the check below.
             path = (self.root / relative).resolve()
-        except (OSError, RuntimeError, ValueError) as exc:
+        except RuntimeError:  # a symlink loop (Python < 3.13), told as an OSError is by `tool_errors`
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+        except ValueError as exc:  # (an OSError is the caller's `tool_errors`)
             raise ToolError(f"Invalid path {relative!r}: {exc}.") from exc
         if not path.is_relative_to(self.root):
             raise ToolError(f"{relative!r}: path escapes the sandbox root. Use paths relative to the root.")
@@ -139,12 +193,13 @@ def build_server(root: Path = SAMPLE_ROOT) -> MCPServer[Any]:
 
         Start with "." (the root). Entries that are symlinks leading outside the sandbox are left out.
         """
-        directory = sandbox.resolve(path)
-        if not directory.is_dir():
-            raise ToolError(f"{path!r} is a file, not a directory; use read_file or file_info on it.")
-        children = [c for c in directory.iterdir() if sandbox.inside(c)]
-        children.sort(key=lambda c: (not c.is_dir(), c.name.lower()))
-        entries = [sandbox.entry(c) for c in children]
+        with tool_errors(path):
+            directory = sandbox.resolve(path)
+            if not directory.is_dir():
+                raise ToolError(f"{path!r} is a file, not a directory; use read_file or file_info on it.")
+            children = [c for c in directory.iterdir() if sandbox.inside(c)]
+            children.sort(key=lambda c: (not c.is_dir(), c.name.lower()))
+            entries = [sandbox.entry(c) for c in children]
         return DirectoryListing(path=sandbox.display(directory), count=len(entries), entries=entries)
 
     @mcp.tool(annotations=READ_ONLY)
@@ -160,12 +215,11 @@ def build_server(root: Path = SAMPLE_ROOT) -> MCPServer[Any]:
         Files longer than max_bytes are cut off and marked truncated. Bytes that are not valid
         UTF-8 come back as the replacement character, so binary files read as noise.
         """
-        file = sandbox.resolve(path)
-        if file.is_dir():
-            raise ToolError(f"{path!r} is a directory; use list_directory to see its contents.")
-        size = file.stat().st_size
-        with file.open("rb") as f:
-            data = f.read(max_bytes)
+        with tool_errors(path):
+            file = sandbox.resolve(path)
+            with os.fdopen(open_regular(file, path), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                data = f.read(max_bytes)
         truncated = size > len(data)
         # A non-final decode holds back a multi-byte character cut in half by max_bytes instead of mangling it.
         content = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=not truncated)
@@ -175,10 +229,12 @@ def build_server(root: Path = SAMPLE_ROOT) -> MCPServer[Any]:
     @tool_doc
     def file_info(path: RelativePath) -> FileInfo:
         """Return the size, last modification time and kind (file or directory) of a path in the sandbox."""
-        target = sandbox.resolve(path)
-        stat = target.stat()
-        modified = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds")
-        return FileInfo(path=sandbox.display(target), is_dir=target.is_dir(), size=stat.st_size, modified=modified)
+        with tool_errors(path):
+            target = sandbox.resolve(path)
+            info = target.stat()  # (a stat never blocks, on a named pipe either)
+        modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds")
+        is_dir = stat.S_ISDIR(info.st_mode)
+        return FileInfo(path=sandbox.display(target), is_dir=is_dir, size=info.st_size, modified=modified)
 
     @mcp.tool(annotations=READ_ONLY)
     @tool_doc
@@ -202,11 +258,12 @@ def build_server(root: Path = SAMPLE_ROOT) -> MCPServer[Any]:
         if pattern.startswith(("/", "\\")) or ".." in parts:
             raise ToolError(f"{pattern!r}: path escapes the sandbox root. Patterns must stay below the root.")
         try:
-            found = (p for p in sandbox.root.glob(pattern) if sandbox.inside(p))
-            paths = sorted(islice(found, MAX_SEARCH_RESULTS + 1), key=sandbox.display)
+            with tool_errors(pattern):
+                found = (p for p in sandbox.root.glob(pattern) if sandbox.inside(p))
+                paths = sorted(islice(found, MAX_SEARCH_RESULTS + 1), key=sandbox.display)
+                matches = [sandbox.entry(p) for p in paths[:MAX_SEARCH_RESULTS]]
         except (ValueError, NotImplementedError) as exc:
             raise ToolError(f"Invalid glob pattern {pattern!r}: {exc}.") from exc
-        matches = [sandbox.entry(p) for p in paths[:MAX_SEARCH_RESULTS]]
         return SearchResult(
             pattern=pattern, count=len(matches), truncated=len(paths) > MAX_SEARCH_RESULTS, matches=matches
         )

@@ -10,6 +10,7 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
+import regex
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -24,6 +25,11 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 # A generous cap: these tools are pure functions, but a model can paste a whole book.
 MAX_TEXT = 1_000_000
 InputText = Annotated[str, Field(max_length=MAX_TEXT, description="The text to work on.")]
+MATCH_SECONDS = 1.0
+"""The most time find_matches spends matching, all matches together. Python's `re` backtracks
+without a bound: `(a+)+$` on 27 "a"s took 19 s and held the GIL, so the whole server froze. The
+`regex` module takes the same syntax, stops at a timeout (checked as it matches, not between
+matches) and lets other threads run while it matches."""
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"'”’)\]]|$)")
@@ -186,22 +192,29 @@ def build_server() -> MCPServer[Any]:
         Uses Python's re syntax. Offsets count characters from 0, and end is exclusive, so
         text[start:end] is the match. ^ and $ match at line boundaries (multiline mode).
         """
-        flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+        flags = regex.MULTILINE | regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)
         try:
-            compiled = re.compile(pattern, flags)
-        except re.error as exc:
+            compiled = regex.compile(pattern, flags)
+        except regex.error as exc:
             raise ToolError(f"Invalid regular expression: {exc}.") from exc
         matches: list[RegexMatch] = []
         truncated = False
-        for m in compiled.finditer(text):
-            if len(matches) == max_matches:
-                truncated = True
-                break
-            matches.append(
-                RegexMatch(
-                    match=m[0], start=m.start(), end=m.end(), groups=list(m.groups()), named_groups=m.groupdict()
+        try:
+            for m in compiled.finditer(text, timeout=MATCH_SECONDS, concurrent=True):
+                if len(matches) == max_matches:
+                    truncated = True
+                    break
+                matches.append(
+                    RegexMatch(
+                        match=m[0], start=m.start(), end=m.end(), groups=list(m.groups()), named_groups=m.groupdict()
+                    )
                 )
-            )
+        except TimeoutError:
+            raise ToolError(
+                f"The pattern took more than {MATCH_SECONDS:g} s to match, so matching was stopped: it backtracks "
+                "too much on this text (nested repetition such as (a+)+ or (a|a)*). Rewrite it without a "
+                "repetition inside a repetition, e.g. a+ instead of (a+)+, or search a smaller part of the text."
+            ) from None
         return MatchList(count=len(matches), truncated=truncated, matches=matches)
 
     @mcp.tool(annotations=READ_ONLY)

@@ -185,7 +185,15 @@ def _evaluate(node: ast.AST) -> int | float:
             return +_evaluate(operand)
         case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
             lhs, rhs = _evaluate(left), _evaluate(right)
-            return _BINARY[type(op)](lhs, rhs)
+            result = _BINARY[type(op)](lhs, rhs)
+            # Every exact result, not only a power's: thirty powers at the limit multiplied made a
+            # 38,000-bit integer, a JSON number the client could not read, so the call never ended.
+            if isinstance(result, int) and result.bit_length() > _MAX_RESULT_BITS:
+                raise ToolError(
+                    f"The result of {ast.unparse(node)[:80]!r} is too large; results are limited to "
+                    f"{_MAX_RESULT_BITS} bits (about 1,233 digits)."
+                )
+            return result
         case ast.Call(func=ast.Name(id=name), args=args, keywords=[]) if name in _FUNCTIONS:
             fn, least, most = _FUNCTIONS[name]
             if not least <= len(args) <= most:
