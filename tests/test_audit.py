@@ -25,11 +25,12 @@ from tests.cli_helpers import Sandbox, make_sandbox
 from tests.conftest import PYTHON
 from tests.flows import call_in_mode
 from tests.kitchen import Kitchen
-from toolscout.audit import REDACTED, AuditLog, Redactor, secret_key
+from toolscout.audit import REDACTED, AuditLog, Redactor
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import AuditConfig, ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
+from toolscout.masking import secret_name as secret_key
 from toolscout.rules import RuleSet
 from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

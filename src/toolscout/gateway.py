@@ -25,6 +25,7 @@ from toolscout.audit import AuditLog
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
 from toolscout.config.models import DEFAULT_MIN_RELEVANCE, GatewayConfig
+from toolscout.config.secrets import config_secrets
 from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
@@ -33,6 +34,7 @@ from toolscout.errors import (
     ToolNotFound,
     ToolscoutError,
 )
+from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.output_cap import cap_output
 from toolscout.relay import current_relay
 from toolscout.rules import RuleSet
@@ -77,6 +79,7 @@ class Gateway:
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
     ) -> None:
+        install_log_masking()  # whoever runs a gateway, its log masks secrets (toolscout.masking)
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate upstream names in {names}")
@@ -131,6 +134,7 @@ class Gateway:
         `reconnect=False`: one connection attempt per server, whatever the config says (for a
         command that ends once it has its answer, a server trying again would only be waited for).
         """
+        remember_secrets(config_secrets(config))  # a config built in code, not read by load_config
         specs = [
             UpstreamSpec.from_config(name, server)
             for name, server in config.mcp_servers.items()
