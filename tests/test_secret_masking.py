@@ -22,12 +22,18 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
 
 from tests.cli_helpers import make_sandbox
 from tests.conftest import PYTHON
 from tests.procs import free_port
+from toolscout.config.models import ModeName
 from toolscout.config.secrets import config_secrets, mask_server
+from toolscout.gateway import Gateway
 from toolscout.masking import MASK, forget_secrets, install_log_masking, mask_args, mask_text, remember_secrets
+from toolscout.server import build_server
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 PLANTED = {
     "url_password": "urlPassw0rd-Q1x",
@@ -298,3 +304,31 @@ def test_mask_args_and_mask_server() -> None:
         "env": {"A": MASK},
         "cwd": "/x",
     }
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["discovery", "passthrough"])
+async def test_an_upstream_error_quoting_a_configured_credential_reaches_the_client_masked(mode: ModeName) -> None:
+    credential = "cfg-credential-8086"
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="fetch", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # An upstream that quotes the credential it was configured with in its refusal.
+        raise MCPError(code=types.INVALID_PARAMS, message=f"key {credential} lacks scope: repo")
+
+    upstream: Server[Any] = Server("api", on_list_tools=list_tools, on_call_tool=call_tool)
+    remember_secrets([credential])  # as loading a config whose header holds it does
+    async with Gateway([UpstreamSpec("api", InProcessUpstream(upstream))]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway, mode), mode="legacy") as client:
+            if mode == "discovery":
+                result = await client.call_tool("execute_tool", {"server": "api", "tool": "fetch", "arguments": {}})
+                said = as_text(result)
+            else:
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("fetch", {})
+                said = refused.value.error.message
+    assert credential not in said and f"key {MASK} lacks scope: repo" in said, said

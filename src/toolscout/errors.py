@@ -111,7 +111,7 @@ class UpstreamRefused(UpstreamError):
 
     def __init__(self, message: str, *, upstream_message: str, **details: Any) -> None:
         super().__init__(message, **details)
-        self.upstream_message = upstream_message
+        self.upstream_message = mask_text(upstream_message)  # passed on to a client, as the message is
 
 
 class CallTimeout(ToolscoutError):
