@@ -31,7 +31,7 @@ from tests.procs import free_port
 from toolscout.config.models import ModeName
 from toolscout.config.secrets import config_secrets, mask_server
 from toolscout.gateway import Gateway
-from toolscout.masking import MASK, forget_secrets, install_log_masking, mask_args, mask_text, remember_secrets
+from toolscout.masking import MASK, install_log_masking, mask_args, mask_text, remember_secrets
 from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -130,12 +130,6 @@ def leaked(text: str) -> list[str]:
 def as_text(result: types.CallToolResult) -> str:
     blocks = [block.text for block in result.content if isinstance(block, types.TextContent)]
     return json.dumps(result.structured_content) + "\n".join(blocks)
-
-
-@pytest.fixture(autouse=True)
-def _forget_planted() -> Any:  # pyright: ignore[reportUnusedFunction]
-    yield
-    forget_secrets()  # the in-process tests remember planted values: other tests must not see them masked
 
 
 @pytest.mark.anyio
