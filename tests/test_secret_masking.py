@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -326,3 +327,23 @@ async def test_an_upstream_error_quoting_a_configured_credential_reaches_the_cli
                     await client.call_tool("fetch", {})
                 said = refused.value.error.message
     assert credential not in said and f"key {MASK} lacks scope: repo" in said, said
+
+
+def test_a_failure_stored_in_clear_by_an_older_toolscout_is_listed_masked(tmp_path: Path) -> None:
+    from toolscout.catalog_store import CatalogStore, Failure, config_hash
+    from toolscout.config import load_config
+
+    sandbox = make_sandbox(tmp_path)
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    store = tmp_path / "catalog.sqlite3"
+    config = sandbox.write(
+        "work/toolscout.json",
+        json.dumps({"mcpServers": {"remote": {"url": url}}, "catalogCache": {"path": str(store)}}),
+    )
+    server = load_config(config).mcp_servers["remote"]
+    reason = "cannot connect (http: http://bob:storedPassw0rd-1@127.0.0.1/mcp?token=storedToken-2)"
+    CatalogStore(store).save_failures([Failure("remote", config_hash(server), time.time(), reason)])
+    listed = sandbox.run("list", "--config", str(config))
+    shown = listed.stdout + listed.stderr
+    assert "cannot connect (http: http://" in shown, shown
+    assert "storedPassw0rd-1" not in shown and "storedToken-2" not in shown, shown
