@@ -25,7 +25,7 @@ from tests.cli_helpers import Sandbox, make_sandbox
 from tests.conftest import PYTHON
 from tests.flows import call_in_mode
 from tests.kitchen import Kitchen
-from toolscout.audit import REDACTED, AuditLog, Redactor
+from toolscout.audit import MAX_STRING_CHARS, REDACTED, AuditLog, Redactor
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import AuditConfig, ModeName
 from toolscout.errors import ToolscoutError
@@ -547,3 +547,12 @@ async def test_tail_escapes_control_characters_in_names_clients_chose(sandbox: S
         assert raw not in shown.stdout, repr(raw)
     assert "evil\\x1b[2J" in lines[1] and "kitchen.evil\\x1b[2J\\x1b]0;owned\\x07\\nfake" in lines[2]
     assert "\\u202e" in lines[2]  # in the arguments, escaped too
+
+
+def test_a_secret_across_the_cut_of_a_long_string_is_hidden_whole() -> None:
+    token = "sk-" + "Q" * 40
+    for offset in (-30, -3, 0, 5):  # the token starting before, at and after the cut
+        text = "x" * (MAX_STRING_CHARS + offset) + " " + token + " " + "y" * 50_000
+        cut = Redactor()({"content": text})["content"]
+        assert "sk-Q" not in cut and "QQQQ" not in cut, offset
+        assert cut.endswith(f"…[+{len(text) - MAX_STRING_CHARS} chars]")

@@ -43,6 +43,8 @@ _MAX_DEPTH = 64
 _MAX_REMEMBERED = 4096
 """Argument names, and short strings found to hold no secret, that a `Redactor` remembers its verdict on."""
 _REMEMBERED_CHARS = 256
+_CUT_MARGIN = 1024
+"""Characters past the cut that are searched for secrets too (a token, a key pair straddling it)."""
 _SMALLEST_CARD = 10**12
 """The smallest 13-digit number: a smaller int cannot be a card number."""
 
@@ -88,15 +90,17 @@ class Redactor:
             if value in self._clean:
                 return value
             original = value
-            value = mask_text(value, marker=REDACTED, colon=True)
+            # Only what is kept is searched (a megabyte argument would hold the event loop up), with a
+            # margin so that a secret across the cut is still seen whole, and hidden, before the cut.
+            value = mask_text(value[: MAX_STRING_CHARS + _CUT_MARGIN], marker=REDACTED, colon=True)
             for pattern in self._patterns:
                 value = pattern.sub(REDACTED, value)
             if value == original and len(value) <= _REMEMBERED_CHARS:
                 if len(self._clean) >= _MAX_REMEMBERED:
                     self._clean.clear()
                 self._clean.add(value)
-            if len(value) > MAX_STRING_CHARS:
-                value = f"{value[:MAX_STRING_CHARS]}…[+{len(value) - MAX_STRING_CHARS} chars]"
+            if len(original) > MAX_STRING_CHARS:
+                value = f"{value[:MAX_STRING_CHARS]}…[+{len(original) - MAX_STRING_CHARS} chars]"
             return value
         if isinstance(value, float) and not math.isfinite(value):
             return str(value)  # NaN and Infinity are not JSON

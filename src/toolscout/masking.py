@@ -80,20 +80,22 @@ _TOKEN = re.compile(r"\b(?:" + "|".join(_TOKEN_SHAPES) + ")")
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)")
 _SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/\-]{8,}=*)")
 _SCHEMES = frozenset({"bearer", "basic"})
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)([^/?#\s]*)@")
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s'\"<>`]+")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]{0,31}://)([^/?#\s]*)@")
 _URL_PARAM = re.compile(r"([?&;#])([^=&;#]+)=([^&;#]*)")
 _QUOTED = r"\"[^\"]*\"|'[^']*'"
 _FLAG = re.compile(
-    r"(?<![\w-])(?P<quote>['\"])?(?P<flag>--?[A-Za-z][\w.\-]*)(?P<sep>=|\s+)"
+    r"(?<![\w-])(?P<quote>['\"])?(?P<flag>--?[A-Za-z][\w.\-]{0,63})(?P<sep>=|\s+)"
     rf"(?P<value>(?(quote)[^'\"]*|(?:{_QUOTED}|[^\s'\"]+)))"
 )
 _PAIR = re.compile(
-    rf"(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]*)(?P<close>['\"]?)(?P<sep>\s*=\s*)(?P<value>{_QUOTED}|[^\s,;&'\"]+)"
+    rf"(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]{{0,63}})(?P<close>['\"]?)(?P<sep>\s*=\s*)(?P<value>{_QUOTED}|[^\s,;&'\"]+)"
 )
 _COLON_PAIR = re.compile(
-    rf"(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]*)(?P<close>['\"]?)(?P<sep>\s*:\s*)(?P<value>{_QUOTED}|[^\s,;&'\"{{\[]+)"
+    rf"(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]{{0,63}})(?P<close>['\"]?)(?P<sep>\s*:\s*)(?P<value>{_QUOTED}|[^\s,;&'\"{{\[]+)"
 )
+# Names are bounded (64 characters): a longer run of letters is no argument's or flag's name, and
+# checking one would cost a long string's every word.
 _CARD = re.compile(r"(?<![\w-])\d(?:[ \-]?\d){12,18}(?![\w-])")
 
 _names: dict[str, bool] = {}
