@@ -178,6 +178,7 @@ async def test_no_planted_secret_leaves_the_gateway(tmp_path: Path, level: str) 
     for fragment in ("--api-key", "--password=", "--token", "--github", f"http://{MASK}@127.0.0.1:", "/mcp?api_key="):
         assert fragment in logged, fragment
     assert "&page=2&key=" in logged and "/sse?access_token=" in logged
+    assert f"&secret={MASK})" in logged  # the message's closing parenthesis stays
     if level == "debug":  # the child's stderr lines are logged as they come, too
         assert "request had Authorization: Bearer " in logged
 

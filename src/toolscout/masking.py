@@ -244,6 +244,8 @@ def _keep_or_mask(match: re.Match[str], name_group: str, marker: str) -> str:
 
 
 def _mask_url(url: str, marker: str) -> str:
+    if url.endswith(")") and "(" not in url:  # "(http: https://…)": the parenthesis is the message's
+        return _mask_url(url[:-1], marker) + ")"
     url = _USERINFO.sub(lambda m: m.group(1) + marker + "@" if not has_reference(m.group(2)) else m.group(0), url)
     return _URL_PARAM.sub(
         lambda m: (
