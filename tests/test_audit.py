@@ -556,3 +556,20 @@ def test_a_secret_across_the_cut_of_a_long_string_is_hidden_whole() -> None:
         cut = Redactor()({"content": text})["content"]
         assert "sk-Q" not in cut and "QQQQ" not in cut, offset
         assert cut.endswith(f"…[+{len(text) - MAX_STRING_CHARS} chars]")
+
+
+@pytest.mark.anyio
+async def test_every_record_is_one_line_for_any_reader_and_safe_to_cat(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    odd = "a\u2028b\u2029c\x85d\x9b31m\u202eexe\x7f\x1b[2J\n"  # line breaks str.splitlines knows, C1, bidi, C0
+    async with AuditLog(path) as log:
+        for _ in range(3):
+            await log.record(
+                server="s", tool=odd, arguments={"q": odd}, duration_ms=1.0, outcome="ok", client=f"agent {odd}"
+            )
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()  # what Python (and JavaScript's line readers) take for lines
+    assert len(lines) == 3
+    for raw in ("\u2028", "\u2029", "\x85", "\x9b", "\u202e", "\x7f", "\x1b", "\r"):
+        assert raw not in text, repr(raw)
+    assert all(json.loads(line)["tool"] == odd and json.loads(line)["arguments"] == {"q": odd} for line in lines)

@@ -215,9 +215,12 @@ class AuditLog:
             "outcome": outcome,
             "code": code,
         }
-        # JSON escapes newlines inside strings, so the record is exactly one line. A lone surrogate
+        # JSON escapes newlines inside strings, so the record is exactly one line (the other line
+        # breaks, and C1 and bidi controls, are escaped too: `_UNSAFE_IN_A_LINE`). A lone surrogate
         # (JSON allows "\ud800") cannot be UTF-8: backslashreplace writes it back as that same escape.
         text = _ENCODER.encode(entry)
+        if not text.isascii():
+            text = text.translate(_UNSAFE_IN_A_LINE)
         line = (text + "\n").encode("utf-8", "backslashreplace")
         synced: int | None = None
         try:
@@ -311,6 +314,23 @@ class AuditLog:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 """What `json.dumps(..., ensure_ascii=False, separators=(",", ":"), default=str)` builds on every call, built once."""
+_UNSAFE_IN_A_LINE = {
+    c: f"\\u{c:04x}"
+    for c in (
+        *range(0x7F, 0xA0),
+        0x2028,
+        0x2029,
+        0x061C,
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    )
+}
+"""Characters JSON leaves as they are but a reader must not meet raw: DEL and the C1 controls (an 8-bit
+CSI recolours a terminal that `tail`s the file), the line breaks other than `\\n` (U+0085, U+2028, U+2029:
+`str.splitlines` and JavaScript split on them) and bidirectional controls. Written as JSON escapes,
+which decode to the same strings; they can only occur inside strings."""
 
 
 def _fsync_and_close(fd: int) -> None:
