@@ -12,6 +12,8 @@ from pathlib import Path
 import mcp.client.stdio as mcp_stdio
 import pytest
 
+from toolscout.masking import forget_secrets
+
 ROOT = Path(__file__).resolve().parent.parent
 NPM_BIN = ROOT / "tools" / "npm" / "node_modules" / ".bin"
 PYTHON = sys.executable
@@ -48,6 +50,14 @@ def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     monkeypatch.setenv("TOOLSCOUT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     inherited = [*mcp_stdio.DEFAULT_INHERITED_ENV_VARS, "TOOLSCOUT_CACHE_DIR", "XDG_STATE_HOME"]  # + the audit log's
     monkeypatch.setattr(mcp_stdio, "DEFAULT_INHERITED_ENV_VARS", inherited)
+
+
+@pytest.fixture(autouse=True)
+def _forget_remembered_secrets() -> Iterator[None]:
+    """Loading a config makes its secrets masked by value process-wide (toolscout.masking): one
+    test's planted values must not be masked in the next test's output."""
+    yield
+    forget_secrets()
 
 
 def npm_tool(name: str) -> Path:

@@ -25,11 +25,12 @@ from tests.cli_helpers import Sandbox, make_sandbox
 from tests.conftest import PYTHON
 from tests.flows import call_in_mode
 from tests.kitchen import Kitchen
-from toolscout.audit import REDACTED, AuditLog, Redactor, secret_key
+from toolscout.audit import MAX_STRING_CHARS, REDACTED, AuditLog, Redactor
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import AuditConfig, ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.gateway import Gateway
+from toolscout.masking import secret_name as secret_key
 from toolscout.rules import RuleSet
 from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
@@ -482,3 +483,93 @@ async def test_an_execution_refused_for_its_own_arguments_is_audited(tmp_path: P
         "INVALID_ARGUMENTS",
     )
     assert record["arguments"] == {"password": REDACTED}
+
+
+@pytest.mark.anyio
+async def test_personal_and_one_time_secrets_and_secrets_inside_strings_are_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    arguments: dict[str, Any] = {
+        "pin": "4821",
+        "ssn": "123-45-6789",
+        "card": "4111 1111 1111 1111",
+        "cardNumber": 4111111111111111,
+        "sig": "a1b2c3",
+        "mfa_code": "123456",
+        "otp": "654321",
+        "totp": "111222",
+        "key": "k-1",
+        "stripe_key": "k-2",
+        "apikey": "k-3",
+        "note": "paid with 5500-0000-0000-0004; password=hunter2, token: abc123, see https://u:p4ss@h.io/x?sig=zz&page=2",
+        # Kept: which key (key_id), where it is (keyPath), words that merely contain `key`, and numbers
+        # that are not card numbers (a millisecond timestamp; a 16-digit run that fails Luhn).
+        "key_id": "kid-7",
+        "keyPath": "/etc/k.pem",
+        "keyword": "cats",
+        "monkey": "george",
+        "at": 1764057600000,
+        "order": "4111 1111 1111 1112",
+    }
+    async with audited_gateway(AuditLog(path)) as gateway:
+        await gateway.execute("kitchen", "render_chart", arguments)
+    (recorded,) = records(path)
+    secret = ("pin", "ssn", "card", "cardNumber", "sig", "mfa_code", "otp", "totp", "key", "stripe_key", "apikey")
+    assert recorded["arguments"] == {
+        **dict.fromkeys(secret, REDACTED),
+        "note": f"paid with {REDACTED}; password={REDACTED}, token: {REDACTED}, "
+        f"see https://{REDACTED}@h.io/x?sig={REDACTED}&page=2",
+        **{k: arguments[k] for k in ("key_id", "keyPath", "keyword", "monkey", "at", "order")},
+    }
+
+
+HOSTILE = "evil\x1b[2J\x1b]0;owned\x07\nfake row\r\x9b31m\u202etxt.exe\x7f"
+"""A client name (and a tool name) made to clear the terminal, set its title, forge a row, recolour
+it with an 8-bit CSI and reverse the rest of the line."""
+
+
+@pytest.mark.anyio
+async def test_tail_escapes_control_characters_in_names_clients_chose(sandbox: Sandbox) -> None:
+    path = sandbox.root / "log" / "audit.jsonl"
+    agent = types.Implementation(name=HOSTILE, version="1")
+    async with (
+        audited_gateway(AuditLog(path)) as gateway,
+        Client(build_server(gateway, "discovery"), mode="legacy", client_info=agent) as client,
+    ):
+        await client.call_tool("execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": {"city": "x"}})
+        await client.call_tool("execute_tool", {"server": "kitchen", "tool": HOSTILE, "arguments": {"q": "\u202e\x9b"}})
+    assert [r["client"].startswith("evil\x1b[2J") for r in records(path)] == [True, True]
+
+    shown = await anyio.to_thread.run_sync(sandbox.run, "audit", "tail")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.split("\n")
+    assert lines[-1] == "" and len(lines) == 4, shown.stdout  # the header and one row per call, nothing forged
+    for raw in ("\x1b", "\x07", "\r", "\x9b", "\u202e", "\x7f"):
+        assert raw not in shown.stdout, repr(raw)
+    assert "evil\\x1b[2J" in lines[1] and "kitchen.evil\\x1b[2J\\x1b]0;owned\\x07\\nfake" in lines[2]
+    assert "\\u202e" in lines[2]  # in the arguments, escaped too
+
+
+def test_a_secret_across_the_cut_of_a_long_string_is_hidden_whole() -> None:
+    token = "sk-" + "Q" * 40
+    for offset in (-30, -3, 0, 5):  # the token starting before, at and after the cut
+        text = "x" * (MAX_STRING_CHARS + offset) + " " + token + " " + "y" * 50_000
+        cut = Redactor()({"content": text})["content"]
+        assert "sk-Q" not in cut and "QQQQ" not in cut, offset
+        assert cut.endswith(f"…[+{len(text) - MAX_STRING_CHARS} chars]")
+
+
+@pytest.mark.anyio
+async def test_every_record_is_one_line_for_any_reader_and_safe_to_cat(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    odd = "a\u2028b\u2029c\x85d\x9b31m\u202eexe\x7f\x1b[2J\n"  # line breaks str.splitlines knows, C1, bidi, C0
+    async with AuditLog(path) as log:
+        for _ in range(3):
+            await log.record(
+                server="s", tool=odd, arguments={"q": odd}, duration_ms=1.0, outcome="ok", client=f"agent {odd}"
+            )
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()  # what Python (and JavaScript's line readers) take for lines
+    assert len(lines) == 3
+    for raw in ("\u2028", "\u2029", "\x85", "\x9b", "\u202e", "\x7f", "\x1b", "\r"):
+        assert raw not in text, repr(raw)
+    assert all(json.loads(line)["tool"] == odd and json.loads(line)["arguments"] == {"q": odd} for line in lines)

@@ -28,6 +28,7 @@ from typing import Any, Literal, cast
 import anyio
 
 from toolscout.config.models import DEFAULT_AUDIT_BACKUPS, DEFAULT_AUDIT_MAX_BYTES, AuditConfig
+from toolscout.masking import card_number, mask_text, secret_name, secrets_generation
 from toolscout.rules import compile_pattern
 
 logger = logging.getLogger(__name__)
@@ -42,57 +43,19 @@ _MAX_DEPTH = 64
 _MAX_REMEMBERED = 4096
 """Argument names, and short strings found to hold no secret, that a `Redactor` remembers its verdict on."""
 _REMEMBERED_CHARS = 256
-
-# Argument names are split into words (camelCase, snake_case, kebab-case) and glued back together.
-# Stems are searched in the glued name, so `accessToken`, `X-Api-Key` and `clientsecret` match;
-# `auth` and `pwd` must be whole words, or `author` and `pwdir` would be hidden too. This is why
-# the substring test of `config.secrets.secret_name` (fine for env and headers) is not reused here.
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_SECRET_STEMS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "apikey",
-    "authorization",
-    "cookie",
-    "credential",
-    "privatekey",
-    "accesskey",
-    "session",
-    "bearer",
-)
-_SECRET_WORDS = frozenset({"auth", "pwd", "pass", "otp"})
-
-DEFAULT_VALUE_PATTERNS = (
-    r"\bsk-[A-Za-z0-9_\-]{20,}",  # OpenAI, Anthropic (sk-ant-…)
-    r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe
-    r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}",  # GitHub tokens
-    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
-    r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
-    r"\bxox[abeprs]-[A-Za-z0-9\-]{10,}",  # Slack
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
-    r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+",  # JWTs
-    r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{8,}=*",  # keeps the word "Bearer" readable
-    r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password@ in URLs
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-)
-
-
-def secret_key(name: str) -> bool:
-    """Whether an argument called `name` holds a secret by the built-in rules."""
-    words = [w.lower() for w in _WORDS.findall(name)]
-    glued = "".join(words)
-    return any(stem in glued for stem in _SECRET_STEMS) or not _SECRET_WORDS.isdisjoint(words)
+_CUT_MARGIN = 1024
+"""Characters past the cut that are searched for secrets too (a token, a key pair straddling it)."""
+_SMALLEST_CARD = 10**12
+"""The smallest 13-digit number: a smaller int cannot be a card number."""
 
 
 class Redactor:
     """Copies arguments with secrets replaced by `[REDACTED]`, at any depth.
 
-    A value under a secret-looking key goes as a whole (booleans and null stay: `useAuth: true`
-    reveals nothing); in every other string, matches of the value patterns go.
+    A value under a secret-looking key (`toolscout.masking.secret_name`, or one of `keys`) goes as a
+    whole (booleans and null stay: `useAuth: true` reveals nothing); in every other string, what
+    `toolscout.masking.mask_text` hides goes (`password=…` and `token: …` pairs, URLs' secrets,
+    token shapes, card numbers, configured secrets' values), and matches of `patterns`.
 
     Tools are called with the same argument names, and often the same short values, again and
     again: the verdict on each name, and which short strings no pattern matches, are remembered
@@ -102,14 +65,15 @@ class Redactor:
 
     def __init__(self, keys: Sequence[str] = (), patterns: Sequence[str] = ()) -> None:
         self._key_matchers = [compile_pattern(p) for p in keys]
-        self._patterns = [re.compile(p) for p in (*DEFAULT_VALUE_PATTERNS, *patterns)]
+        self._patterns = [re.compile(p) for p in patterns]
         self._secret_keys: dict[str, bool] = {}
         self._clean: set[str] = set()
+        self._generation = secrets_generation()
 
     def secret(self, key: str) -> bool:
         known = self._secret_keys.get(key)
         if known is None:
-            known = secret_key(key) or any(match(key) for match in self._key_matchers)
+            known = secret_name(key) or any(match(key) for match in self._key_matchers)
             if len(self._secret_keys) >= _MAX_REMEMBERED:
                 self._secret_keys.clear()
             self._secret_keys[key] = known
@@ -120,20 +84,33 @@ class Redactor:
             return "[TOO DEEP]"
         # The common leaves first: a str or a number is never a Mapping (whose check is the slow one).
         if isinstance(value, str):
+            if self._generation != secrets_generation():  # secrets to mask by value came since
+                self._clean.clear()
+                self._generation = secrets_generation()
             if value in self._clean:
                 return value
             original = value
+            # Only what is kept is searched (a megabyte argument would hold the event loop up), with a
+            # margin so that a secret across the cut is still seen whole, and hidden, before the cut.
+            value = mask_text(value[: MAX_STRING_CHARS + _CUT_MARGIN], marker=REDACTED, colon=True)
             for pattern in self._patterns:
                 value = pattern.sub(REDACTED, value)
             if value == original and len(value) <= _REMEMBERED_CHARS:
                 if len(self._clean) >= _MAX_REMEMBERED:
                     self._clean.clear()
                 self._clean.add(value)
-            if len(value) > MAX_STRING_CHARS:
-                value = f"{value[:MAX_STRING_CHARS]}…[+{len(value) - MAX_STRING_CHARS} chars]"
+            if len(original) > MAX_STRING_CHARS:
+                value = f"{value[:MAX_STRING_CHARS]}…[+{len(original) - MAX_STRING_CHARS} chars]"
             return value
         if isinstance(value, float) and not math.isfinite(value):
             return str(value)  # NaN and Infinity are not JSON
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and value >= _SMALLEST_CARD
+            and card_number(str(value))
+        ):
+            return REDACTED  # a card number passed as a number
         if value is None or isinstance(value, bool | int | float):
             return value
         if isinstance(value, Mapping):
@@ -242,9 +219,12 @@ class AuditLog:
             "outcome": outcome,
             "code": code,
         }
-        # JSON escapes newlines inside strings, so the record is exactly one line. A lone surrogate
+        # JSON escapes newlines inside strings, so the record is exactly one line (the other line
+        # breaks, and C1 and bidi controls, are escaped too: `_UNSAFE_IN_A_LINE`). A lone surrogate
         # (JSON allows "\ud800") cannot be UTF-8: backslashreplace writes it back as that same escape.
         text = _ENCODER.encode(entry)
+        if not text.isascii():
+            text = text.translate(_UNSAFE_IN_A_LINE)
         line = (text + "\n").encode("utf-8", "backslashreplace")
         synced: int | None = None
         try:
@@ -364,6 +344,23 @@ def _larger_than(value: Any, budget: int) -> bool:
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 """What `json.dumps(..., ensure_ascii=False, separators=(",", ":"), default=str)` builds on every call, built once."""
+_UNSAFE_IN_A_LINE = {
+    c: f"\\u{c:04x}"
+    for c in (
+        *range(0x7F, 0xA0),
+        0x2028,
+        0x2029,
+        0x061C,
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    )
+}
+"""Characters JSON leaves as they are but a reader must not meet raw: DEL and the C1 controls (an 8-bit
+CSI recolours a terminal that `tail`s the file), the line breaks other than `\\n` (U+0085, U+2028, U+2029:
+`str.splitlines` and JavaScript split on them) and bidirectional controls. Written as JSON escapes,
+which decode to the same strings; they can only occur inside strings."""
 
 
 def _fsync_and_close(fd: int) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
+from toolscout.masking import mask_text
+
 NextStep = Literal["find_tool", "list_servers", "tool_details"]
 """What to do after an error, said by each edge in its reader's words (`Phrasing`)."""
 Phrasing = Mapping[NextStep, str]
@@ -33,6 +35,9 @@ class ToolscoutError(Exception):
     code: ClassVar[str] = "TOOLSCOUT_ERROR"
 
     def __init__(self, message: str, *, next_step: NextStep | None = None, **details: Any) -> None:
+        # Every message reaches a client, a terminal or a log: secrets in it (a URL's password, a
+        # token an upstream echoed) are masked here, where every error passes.
+        message = mask_text(message)
         super().__init__(message)
         self.message = message
         self.next_step: NextStep | None = next_step
@@ -106,7 +111,7 @@ class UpstreamRefused(UpstreamError):
 
     def __init__(self, message: str, *, upstream_message: str, **details: Any) -> None:
         super().__init__(message, **details)
-        self.upstream_message = upstream_message
+        self.upstream_message = mask_text(upstream_message)  # passed on to a client, as the message is
 
 
 class CallTimeout(ToolscoutError):

@@ -30,6 +30,7 @@ from toolscout.config.models import (
     DEFAULT_MIN_RELEVANCE,
     GatewayConfig,
 )
+from toolscout.config.secrets import config_secrets
 from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
@@ -37,6 +38,7 @@ from toolscout.errors import (
     ToolNotFound,
     ToolscoutError,
 )
+from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.output_cap import cap_output
 from toolscout.relay import current_relay
 from toolscout.rules import RuleSet
@@ -83,6 +85,7 @@ class Gateway:
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
     ) -> None:
+        install_log_masking()  # whoever runs a gateway, its log masks secrets (toolscout.masking)
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate upstream names in {names}")
@@ -138,6 +141,7 @@ class Gateway:
         `reconnect=False`: one connection attempt per server, whatever the config says (for a
         command that ends once it has its answer, a server trying again would only be waited for).
         """
+        remember_secrets(config_secrets(config))  # a config built in code, not read by load_config
         specs = [
             UpstreamSpec.from_config(name, server)
             for name, server in config.mcp_servers.items()

@@ -86,6 +86,9 @@ def _main() -> None:
     # Commands report problems themselves; the library's warnings (a server that failed to
     # start) would only repeat them. `serve` sets up its own logging.
     logging.basicConfig(stream=sys.stderr, level=logging.CRITICAL)
+    from toolscout.masking import install_log_masking
+
+    install_log_masking()
     command = sys.argv[1] if len(sys.argv) > 1 else None
     app = make_app(command)
     if command != "serve":

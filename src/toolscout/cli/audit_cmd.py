@@ -270,14 +270,36 @@ def _cells(record: Record) -> list[str]:
     shown = str(record.get("code") or outcome) if outcome == "error" else outcome
     duration = record.get("durationMs")
     arguments = json.dumps(record.get("arguments"), ensure_ascii=False, separators=(",", ":"))
+    # Every text here may come from a client (its name, the server and tool it asked for) or be
+    # written into the file by anyone: shown with its control characters escaped, so a name cannot
+    # move the cursor, recolour or clear the terminal, or forge a row of its own with a newline.
     return [
-        escape(when),
-        escape(str(record.get("client") or "-")),
-        escape(f"{record.get('server', '?')}.{record.get('tool', '?')}"),
-        f"[{style}]{escape(shown)}[/{style}]",
+        escape(_visible(when)),
+        escape(_visible(str(record.get("client") or "-"))),
+        escape(_visible(f"{record.get('server', '?')}.{record.get('tool', '?')}")),
+        f"[{style}]{escape(_visible(shown))}[/{style}]",
         f"{duration:.0f}" if isinstance(duration, int | float) else "?",
-        escape(arguments),
+        escape(_visible(arguments)),
     ]
+
+
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Bidirectional controls: they reorder what follows on the line (a name that shows as another)."""
+
+
+def _visible(text: str) -> str:
+    """`text` with control characters (C0, DEL, C1 such as the 8-bit CSI), line separators and
+    bidirectional controls written as escapes (`\\x1b`, `\\n`, `\\u202e`): what a terminal shows, not does."""
+    if text.isprintable() and not _BIDI.intersection(text):
+        return text
+    return "".join(_escaped(c) if not c.isprintable() or c in _BIDI else c for c in text)
+
+
+def _escaped(char: str) -> str:
+    if char == " ":
+        return char
+    shown = repr(char)[1:-1]  # '\n', '\x1b', '\u2028'
+    return shown if shown.startswith("\\") else f"\\u{ord(char):04x}"
 
 
 def _printable(text: str) -> str:

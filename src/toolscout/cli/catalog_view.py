@@ -24,6 +24,7 @@ from toolscout.catalog import Catalog, CatalogTool
 from toolscout.catalog_store import CatalogStore, Failure, ServerSnapshot, config_hash, store_path
 from toolscout.config import GatewayConfig
 from toolscout.errors import ServerUnavailable
+from toolscout.masking import mask_text
 from toolscout.rules import RuleSet
 from toolscout.suggestions import server_not_found, tool_not_found
 
@@ -194,7 +195,8 @@ class CatalogPlan:
                 instructions=snapshot.instructions,
             )
         if failure is not None:  # (saved after the snapshot, if any: a live list clears the failure)
-            view = replace(view, status="error", error=failure.reason, failed_at=failure.failed_at)
+            # Masked again: a reason stored by an older toolscout may hold a secret in clear.
+            view = replace(view, status="error", error=mask_text(failure.reason), failed_at=failure.failed_at)
         return view
 
 

@@ -53,6 +53,14 @@ def _effective(config: GatewayConfig, raw: dict[str, Any]) -> dict[str, Any]:
         for key in ("env", "headers"):
             if key in entry and isinstance(written.get(key), dict):
                 entry[key] = {**entry[key], **{k: v for k, v in written[key].items() if "${" in str(v)}}
+        # A reference says where a secret lives; its value is not printed (masked, should it show).
+        for key in ("command", "url"):
+            if isinstance(written.get(key), str) and "${" in written[key]:
+                entry[key] = written[key]
+        args = written.get("args")
+        if isinstance(args, list) and len(cast(list[Any], args)) == len(entry.get("args", [])):
+            pairs = zip(cast(list[Any], args), entry["args"], strict=True)
+            entry["args"] = [w if isinstance(w, str) and "${" in w else a for w, a in pairs]
         servers[name] = mask_server(entry)
     dumped["mcpServers"] = servers
     return dumped

@@ -21,6 +21,7 @@ from toolscout.cli.startup import startup_over
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
+from toolscout.masking import install_log_masking
 from toolscout.render import counted
 
 if TYPE_CHECKING:
@@ -46,11 +47,13 @@ def register(app: typer.Typer) -> None:
 
 
 def setup_logging(level: LogLevel, *, background: bool = False) -> None:
-    """Everything goes to stderr: on stdio, stdout belongs to the MCP stream.
+    """Everything goes to stderr: on stdio, stdout belongs to the MCP stream. Secrets are masked
+    in every record (`toolscout.masking.install_log_masking`).
 
     `background`: written by a thread of its own, dropping lines while stderr is not read, so that a
     client that never reads it cannot stall the gateway (see `toolscout.stderr_log`).
     """
+    install_log_masking()
     handler: logging.Handler
     if background:
         from toolscout.stderr_log import BackgroundStderrHandler

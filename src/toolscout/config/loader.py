@@ -27,7 +27,9 @@ from toolscout.config.models import (
     StdioServerConfig,
     ToolRule,
 )
+from toolscout.config.secrets import config_secrets
 from toolscout.errors import ConfigError
+from toolscout.masking import remember_secrets
 
 CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
 CACHE_ENV_VAR = "TOOLSCOUT_CACHE_DIR"
@@ -35,6 +37,8 @@ STATE_ENV_VAR = "TOOLSCOUT_STATE_DIR"
 EXTENSIONS = ("json", "yaml", "yml", "toml")
 
 
+_PLACEHOLDER = "placeholder"
+"""What an unset `${VAR}` stands for when a file is only checked."""
 _VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -136,9 +140,20 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> GatewayConf
 
     `${VAR}` takes its value from `env` (default: the process environment), then from
     a `.env` file next to the configuration (what `config import --extract-secrets` writes).
+    The secrets it holds are remembered by `toolscout.masking`, masked by value from then on.
     """
     text = read_text(path)
-    return parse_config(text, _format_of(path), str(path), environment_for(path, env))
+    environment = environment_for(path, env)
+    config = parse_config(text, _format_of(path), str(path), environment)
+    _remember_secrets(config, text, environment)
+    return config
+
+
+def _remember_secrets(config: GatewayConfig, text: str, environment: Mapping[str, str]) -> None:
+    """From here on, the configured secrets are masked by value wherever they would be printed."""
+    used = {m.group(1) for m in _VAR.finditer(text) if m.group(1)}
+    found = config_secrets(config, {k: v for k, v in environment.items() if k in used})
+    remember_secrets(found - {_PLACEHOLDER})
 
 
 def check_config_file(path: Path) -> GatewayConfig:
@@ -198,8 +213,10 @@ def check_config_text(text: str, fmt: str, origin: str) -> GatewayConfig:
     only where `serve` runs is fine. Unset variables get a placeholder for the check.
     """
     raw = _parse_text(text, fmt, origin)
-    placeholders = dict.fromkeys(referenced_variables(raw), "placeholder")
-    return parse_config(text, fmt, origin, {**placeholders, **os.environ})
+    placeholders = dict.fromkeys(referenced_variables(raw), _PLACEHOLDER)
+    config = parse_config(text, fmt, origin, {**placeholders, **os.environ})
+    _remember_secrets(config, text, os.environ)
+    return config
 
 
 def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None = None) -> GatewayConfig:

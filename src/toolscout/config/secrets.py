@@ -1,88 +1,97 @@
-"""Telling secrets apart in server entries: masking them for display, moving them into `.env`.
+"""Secrets in server entries: masked for display, found for masking by value, moved into `.env`.
 
-A value counts as secret when it sits in `env` or `headers`, in a URL's user info or a
-query parameter with a secret-sounding name, after a secret-sounding command-line flag,
-or looks like a well-known token format. `${VAR}` references are not secrets: they say
+A value counts as secret when it sits in `env` or `headers`, or wherever `toolscout.masking`
+would hide it (a URL's user info or secret-sounding query parameter, after a secret-sounding
+command-line flag, a well-known token format). `${VAR}` references are not secrets: they say
 where the secret lives, so they are shown as written.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
-from typing import Any, cast
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, cast
 
-MASK = "••••••"
-_SECRET_NAME = re.compile(
-    r"token|secret|passw|pwd|api[-_]?key|apikey|auth|credential|cookie|session|bearer|private", re.I
-)
-_TOKEN_SHAPES = re.compile(
-    r"^(sk-|sk_|pk_|rk_|ghp_|gho_|ghu_|ghs_|github_pat_|glpat-|xox[abpr]-|AKIA|AIza|ya29\.|eyJ)[A-Za-z0-9._\-]{8,}"
-)
-_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}$")
+from toolscout.masking import MASK, has_reference, looks_like_token, mask_args, mask_text, secret_name
 
+if TYPE_CHECKING:
+    from toolscout.config.models import GatewayConfig
 
-def is_reference(value: str) -> bool:
-    """`${VAR}` or `${VAR:-default}` and nothing else."""
-    return bool(_REFERENCE.match(value))
-
-
-def secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
-
-
-def looks_like_token(value: str) -> bool:
-    return bool(_TOKEN_SHAPES.match(value))
+_SAFE_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "mcp-protocol-version"})
+_FOUND = "\x00"
+"""The marker `secrets_in` masks with, to find what was masked: no configuration text holds one."""
 
 
 def _mask(value: str) -> str:
-    return value if "${" in value else MASK
-
-
-def mask_url(url: str) -> str:
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
-    query = "&".join(
-        f"{k}={MASK if secret_name(k) and '${' not in v else v}"
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def mask_args(args: list[str]) -> list[str]:
-    out: list[str] = []
-    hide_next = False
-    for arg in args:
-        if hide_next:
-            out.append(_mask(arg))
-            hide_next = False
-            continue
-        flag, eq, value = arg.partition("=")
-        if eq and secret_name(flag):
-            out.append(f"{flag}={_mask(value)}")
-        elif arg.startswith("-") and secret_name(arg):
-            out.append(arg)
-            hide_next = True
-        else:
-            out.append(MASK if looks_like_token(arg) else arg)
-    return out
+    return value if has_reference(value) else MASK
 
 
 def mask_server(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of one `mcpServers` entry that is safe to print."""
-    masked = dict(entry)
-    for key in ("env", "headers"):
-        values = entry.get(key)
-        if isinstance(values, Mapping):
-            masked[key] = {k: _mask(str(v)) for k, v in cast(Mapping[str, Any], values).items()}
-    if isinstance(url := entry.get("url"), str):
-        masked["url"] = mask_url(url)
-    if isinstance(args := entry.get("args"), list):
-        masked["args"] = mask_args([str(a) for a in cast(list[Any], args)])
+    """A copy of one `mcpServers` entry that is safe to print.
+
+    `env` and `headers` values are hidden whole; the command, its arguments, the URL and every other
+    text are masked by `toolscout.masking` (a token in the `command` string as much as in `args`).
+    """
+    masked: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key in ("env", "headers") and isinstance(value, Mapping):
+            masked[key] = {k: _mask(str(v)) for k, v in cast(Mapping[str, Any], value).items()}
+        elif key == "args" and isinstance(value, list):
+            masked[key] = mask_args(str(a) for a in cast(list[Any], value))
+        elif isinstance(value, str):
+            masked[key] = mask_text(value)
+        else:
+            masked[key] = value
     return masked
+
+
+def secrets_in(text: str) -> list[str]:
+    """The parts of `text` that `mask_text` hides."""
+    masked = mask_text(text, marker=_FOUND)
+    if masked == text:
+        return []
+    import difflib  # only when something was masked: the command line's start-up need not pay for it
+
+    matcher = difflib.SequenceMatcher(None, text, masked, autojunk=False)
+    return [text[i1:i2] for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal" and _FOUND in masked[j1:j2]]
+
+
+def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) -> set[str]:
+    """Every secret value the configuration holds, for `toolscout.masking.remember_secrets`.
+
+    `env` values and `headers` (but `Accept`, `Content-Type`, ...) of secret-sounding names or token
+    shapes, whatever `mask_text` would hide in any of a server's texts (the password in a URL, the
+    value after `--api-key` in `args` or inside `command`), and, given the variables the file was
+    read with, the values of those with secret-sounding names (`${GITHUB_TOKEN}` wherever it is used).
+    """
+    found: set[str] = set()
+    for server in config.mcp_servers.values():
+        values = server.model_dump(exclude_none=True)
+        texts: list[str] = []
+        for key in ("env", "headers"):
+            for name, value in cast(Mapping[str, Any], values.get(key) or {}).items():
+                text = str(value)
+                texts.append(text)
+                if (
+                    (key == "headers" and name.lower() not in _SAFE_HEADERS)
+                    or secret_name(name)
+                    or looks_like_token(text)
+                ):
+                    found.add(text)
+                    scheme, _, credential = text.partition(" ")
+                    if credential and scheme.lower() in ("bearer", "basic", "token"):
+                        found.add(credential)
+        args = [str(a) for a in cast(list[Any], values.get("args") or [])]
+        for flag, value in itertools.pairwise(args):
+            if flag.startswith("-") and "=" not in flag and secret_name(flag):
+                found.add(value)
+        texts += args + [str(values.get(k) or "") for k in ("command", "url", "cwd")]
+        for text in texts:
+            found.update(secrets_in(text))
+    if env is not None:
+        found.update(value for name, value in env.items() if secret_name(name) and value)
+    return {value for value in found if not has_reference(value)}
 
 
 def env_name(*parts: str) -> str:
@@ -140,4 +149,4 @@ def extract_secrets(
 
 
 def _is_secret(name: str, value: str) -> bool:
-    return "${" not in value and bool(value) and (secret_name(name) or looks_like_token(value))
+    return not has_reference(value) and bool(value) and (secret_name(name) or looks_like_token(value))

@@ -37,6 +37,7 @@ from toolscout.catalog import Catalog
 from toolscout.catalog_store import config_hash
 from toolscout.config.models import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, AnyServerConfig
 from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError, UpstreamRefused
+from toolscout.masking import mask_text
 from toolscout.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.transport import UpstreamTransport, transport_for
 from toolscout.upstream.watch import ResourceWatch
@@ -716,7 +717,8 @@ class Upstream:
 
     def _fail(self, reason: str) -> None:
         detail = self.spec.transport.diagnostics()
-        self.error = f"{reason}; last output: {detail}" if detail else reason
+        # Told to clients (list_mcp_servers) and stored: an HTTP error quotes the URL, stderr may echo a token.
+        self.error = mask_text(f"{reason}; last output: {detail}" if detail else reason)
         self.status = Status.ERROR
         self._settle()
         self._notify_changed()

@@ -45,6 +45,7 @@ from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import AnyServerConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
+from toolscout.masking import mask_text
 from toolscout.stdio import MessageReader, MessageWriter, ReceiveIteration, parse_message
 from toolscout.upstream.reaper import reaper
 
@@ -80,7 +81,7 @@ class UpstreamTransport(Protocol):
 
     @property
     def label(self) -> str:
-        """A short description for logs and error messages, e.g. `stdio: mcp-server-time`."""
+        """A short description for logs and error messages, e.g. `stdio: mcp-server-time`, secrets masked."""
         ...
 
     def target(self, on_closed: Callable[[], None]) -> UpstreamTarget:
@@ -344,7 +345,7 @@ class StdioUpstream:
 
     @property
     def label(self) -> str:
-        return "stdio: " + shlex.join([self._params.command, *self._params.args])
+        return "stdio: " + mask_text(shlex.join([self._params.command, *self._params.args]))
 
     def diagnostics(self) -> str | None:
         lines = [line for line in self._stderr if line.strip()]
@@ -465,7 +466,7 @@ class RemoteUpstream:
 
     @property
     def label(self) -> str:
-        return f"{'sse' if self._sse else 'http'}: {self._url}"
+        return f"{'sse' if self._sse else 'http'}: {mask_text(self._url)}"
 
     def diagnostics(self) -> str | None:
         return None
