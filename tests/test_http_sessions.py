@@ -37,9 +37,11 @@ CONVERT = {"value": 1, "from_unit": "km", "to_unit": "m"}
 
 
 def _config(tmp_path: Path, **http: Any) -> Path:
+    """The units demo behind `serve`, with small session limits, and no limit on how fast sessions
+    are opened unless `http` sets one (the tests of the other limits open hundreds in a row)."""
     path = tmp_path / "toolscout.json"
     units = {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]}
-    settings = {"maxSessions": MAX_SESSIONS, "maxSessionsPerClient": PER_CLIENT, **http}
+    settings = {"maxSessions": MAX_SESSIONS, "maxSessionsPerClient": PER_CLIENT, "sessionOpeningRate": 1e6, **http}
     path.write_text(json.dumps({"mcpServers": {"units": units}, "catalogCache": False, "http": settings}))
     return path
 
@@ -170,6 +172,23 @@ async def test_a_refusal_says_why_and_what_to_do(tmp_path: Path) -> None:
             assert "127.0.0.2" in message and "Close sessions you no longer use" in message
             assert await _convert(url, "127.0.0.3") == 1000
             tg.cancel_scope.cancel()
+
+
+async def test_a_client_opening_sessions_in_a_loop_is_answered_cheaply(tmp_path: Path) -> None:
+    """Past a burst of maxSessionsPerClient, one address opens sessionOpeningRate sessions a second:
+    the rest get 429 at once (no handshake, no session), and other addresses are not affected."""
+    async with serving(_config(tmp_path, sessionOpeningRate=0.001)) as (_, url), _from("127.0.0.2") as http:
+        statuses: list[int] = []
+        for _ in range(3 * PER_CLIENT):
+            answer = await http.post(url, json=INITIALIZE, headers=ACCEPT)
+            statuses.append(answer.status_code)
+            if answer.status_code == 429:
+                message = answer.json()["error"]["message"]
+                assert "faster than" in message and "http.sessionOpeningRate" in message
+                assert "mcp-session-id" not in answer.headers
+        assert statuses[:PER_CLIENT] == [200] * PER_CLIENT
+        assert statuses[PER_CLIENT:] == [429] * (2 * PER_CLIENT)
+        assert await _convert(url, "127.0.0.3") == 1000
 
 
 async def test_idle_sessions_expire(tmp_path: Path) -> None:

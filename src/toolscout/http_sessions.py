@@ -6,11 +6,16 @@ until sessions expire, by default after 30 idle minutes): one client opening ses
 locks every other client out. `BoundedSessionManager` keeps the SDK's manager and changes only the
 admission of a new session (`_admit_session`, called under the manager's creation lock):
 
+0. a client address (`peer`) opens sessions at most `opening_rate` a second (after a burst of
+   `max_per_client`): a refusal costs far less than a handshake, so a flood cannot hold up the
+   event loop for everyone;
 1. a client address (`peer`) with `max_per_client` sessions open gets its own least recently used
    idle session closed for the new one, so a flood from one address holds that many at most;
 2. at `max_sessions` overall, the least recently used idle session of anyone is closed;
 3. only when every session in the way has a request in flight is the request refused (429 for the
-   one client, 503 for the whole gateway), with a body saying what to do.
+   one client, 503 for the whole gateway).
+
+Every refusal has a body saying what to do.
 
 "Idle" and "least recently used" are the SDK's own idle clock: a session's `idle_scope.deadline` is
 infinite while a request of it is in flight (an open GET stream included), else the moment its idle
@@ -27,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -43,6 +49,7 @@ from toolscout.config.models import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_SESSIONS_PER_CLIENT,
     DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SESSION_OPENING_RATE,
     HttpServeConfig,
 )
 
@@ -56,11 +63,18 @@ class SessionLimits:
     max_sessions: int = DEFAULT_MAX_SESSIONS
     max_per_client: int = DEFAULT_MAX_SESSIONS_PER_CLIENT
     idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
+    opening_rate: float = DEFAULT_SESSION_OPENING_RATE
+    """New sessions a second one client address may open, after a burst of `max_per_client`."""
 
     @classmethod
     def of(cls, config: HttpServeConfig) -> SessionLimits:
         """The limits a config sets."""
-        return cls(config.max_sessions, config.max_sessions_per_client, config.session_idle_timeout)
+        return cls(
+            config.max_sessions,
+            config.max_sessions_per_client,
+            config.session_idle_timeout,
+            config.session_opening_rate,
+        )
 
 
 @dataclass
@@ -72,6 +86,18 @@ class _Admission:
 
 
 _admission: ContextVar[_Admission | None] = ContextVar("toolscout_http_admission", default=None)
+
+REFUSALS_LOGGED_EVERY = 60.0
+"""Seconds between two log lines about one client address's refused sessions."""
+
+
+class _OursAlreadyLogged(logging.Filter):
+    """Drops the SDK's own line about a refused session when the refusal is ours: ours says why, and is
+    logged at most once a minute per client (the SDK's would be one line per refused request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        admission = _admission.get()
+        return admission is None or admission.refusal is None
 
 
 class BoundedSessionManager(StreamableHTTPSessionManager):
@@ -93,9 +119,15 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
             max_sessions=limits.max_sessions,
         )
         self.limits = limits
+        sdk_log = logging.getLogger(StreamableHTTPSessionManager.__module__)
+        if not any(isinstance(f, _OursAlreadyLogged) for f in sdk_log.filters):
+            sdk_log.addFilter(_OursAlreadyLogged())
         self._by_peer: dict[str, dict[str, None]] = {}
         self._peer_of: dict[str, str] = {}
         self._warned: set[str] = set()
+        self._last_logged: dict[str, float] = {}
+        self._openings: dict[str, tuple[float, float]] = {}
+        """Per client address, a token bucket of session openings: (tokens, when last counted)."""
 
     def open_sessions(self, peer: str | None = None) -> int:
         """How many sessions are open (of one client address)."""
@@ -106,6 +138,14 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         admission = _admission.get()
         peer = admission.peer if admission is not None else "unknown"
+        if not self._may_open(peer):
+            return self._refuse(
+                admission,
+                429,
+                f"This client ({peer}) opens MCP sessions faster than {self.limits.opening_rate:g} a second "
+                "(http.sessionOpeningRate). Keep using the session you have (its Mcp-Session-Id), or wait a "
+                "second and try again.",
+            )
         own = self._by_peer.get(peer, {})
         if len(own) >= self.limits.max_per_client:
             if peer not in self._warned:
@@ -137,8 +177,32 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
             self._peer_of[transport.mcp_session_id] = peer
         return transport
 
+    def _may_open(self, peer: str) -> bool:
+        """Whether `peer` may open a session now (and if so, counted): a burst of `max_per_client`,
+        then `opening_rate` a second. A refusal here costs no session, so a client opening them in a
+        loop gets cheap answers instead of keeping the event loop busy with handshakes."""
+        now = time.monotonic()
+        burst = float(self.limits.max_per_client)
+        tokens, then = self._openings.get(peer, (burst, now))
+        tokens = min(burst, tokens + (now - then) * self.limits.opening_rate)
+        if tokens < 1:
+            self._openings[peer] = (tokens, now)
+            return False
+        self._openings[peer] = (tokens - 1, now)
+        if len(self._openings) > 4 * self.limits.max_sessions:  # forget addresses whose bucket refilled
+            refill = burst / self.limits.opening_rate
+            self._openings = {p: (t, w) for p, (t, w) in self._openings.items() if now - w < refill}
+        return True
+
     def _refuse(self, admission: _Admission | None, status: int, message: str) -> None:
-        logger.warning("refused a new HTTP session: %s", message)
+        # Logged once a minute per client address: a client refused in a loop must not flood the log.
+        peer = admission.peer if admission is not None else "unknown"
+        now = time.monotonic()
+        if now - self._last_logged.get(peer, -math.inf) >= REFUSALS_LOGGED_EVERY:
+            self._last_logged[peer] = now
+            if len(self._last_logged) > 4 * self.limits.max_sessions:
+                self._last_logged = {p: t for p, t in self._last_logged.items() if now - t < REFUSALS_LOGGED_EVERY}
+            logger.warning("refused a new HTTP session (logged once a minute per client): %s", message)
         if admission is not None:
             admission.refusal = (status, message)
 

@@ -255,6 +255,9 @@ class CatalogCacheConfig(_Model):
 DEFAULT_MAX_SESSIONS = 1000
 """At about 40 kB a session, some 40 MB; the SDK's 10,000 took the gateway from 148 to 548 MB."""
 DEFAULT_MAX_SESSIONS_PER_CLIENT = 32
+DEFAULT_SESSION_OPENING_RATE = 10.0
+"""New sessions a second per client address (after a burst of maxSessionsPerClient): a client
+needs one session a conversation; a handshake costs the event loop milliseconds, a refusal far less."""
 DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
 """10 minutes (the SDK's is 30): a client's open GET stream keeps its session, and one that lost it
 opens another; a shorter time would mostly close the sessions of agents waiting on their user."""
@@ -275,6 +278,8 @@ class HttpServeConfig(_Model):
     max_sessions_per_client: int = Field(default=DEFAULT_MAX_SESSIONS_PER_CLIENT, ge=1)
     """Stateful sessions one client address may have open; its own least recently used idle one is
     closed for a new one. Behind a reverse proxy every client has the proxy's address: raise it."""
+    session_opening_rate: float = Field(default=DEFAULT_SESSION_OPENING_RATE, gt=0)
+    """New sessions a second one client address may open, after a burst of maxSessionsPerClient."""
     session_idle_timeout: float = Field(default=DEFAULT_SESSION_IDLE_TIMEOUT, gt=0)
     """Seconds a session may go without a request in flight before it is closed (an open GET stream
     counts as one); its client then gets 404 and opens a new session."""
