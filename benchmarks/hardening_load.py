@@ -13,9 +13,10 @@ audit log in a temporary directory) serves `--victims` ordinary clients (the SDK
 * fill, then shutdown: `--fill-clients` addresses open 40 sessions each (more than the gateway keeps),
   then SIGTERM, timed to the process's exit.
 
-For each phase: the victims' call latency (p50 / p99 / max, ms; the target is p99 < 100 ms) and
-what the attacker got back (HTTP statuses, sessions still open, the answer to the big query), and
-the gateway's resident memory (VmRSS, MiB). Counting the flood's open sessions pings each of them.
+Each attack runs in a process of its own, apart from the victims. For each phase: the victims'
+call latency (p50 / p99 / max, ms; the target is p99 < 100 ms), what the attacker got back (HTTP
+statuses, sessions still open, the answer to the big query), the gateway's CPU use during the
+flood, and its resident memory (VmRSS, MiB). Counting the flood's open sessions pings each of them.
 """
 
 from __future__ import annotations
@@ -186,6 +187,27 @@ async def fill(url: str, clients: int, each: int) -> Counter[int]:
     return statuses
 
 
+async def attack(url: str, kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Run one attack in a process of its own (in this one, its requests would share the victims'
+    event loop and delay their calls by themselves); its result, as it printed it."""
+    command = [PYTHON, "-m", "benchmarks.hardening_load", "--attack", kind, "--url", url]
+    for option in ("flood", "concurrency", "query_mb", "queries", "fill_clients"):
+        command += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
+    done = await anyio.run_process(command)
+    return json.loads(done.stdout.decode().strip().splitlines()[-1])
+
+
+async def run_attack(args: argparse.Namespace) -> None:
+    """The `--attack` side: one attack on `--url`, its result as one JSON line on stdout."""
+    if args.attack == "flood":
+        statuses, opened = await flood(args.url, args.flood, args.concurrency)
+        print(json.dumps({"statuses": statuses, "opened": opened}))
+    elif args.attack == "query":
+        print(json.dumps({"outcomes": await oversized_queries(args.url, args.query_mb, args.queries)}))
+    else:
+        print(json.dumps({"statuses": await fill(args.url, args.fill_clients, 40)}))
+
+
 async def _all_connected(client: Client) -> bool:
     listed: dict[str, Any] = (await client.call_tool("list_mcp_servers", {})).structured_content or {}
     servers: list[dict[str, Any]] = listed.get("servers", [])
@@ -246,7 +268,9 @@ async def measure(args: argparse.Namespace) -> None:
 
                 samples.phase = "session flood"
                 started, cpu = time.perf_counter(), cpu_seconds(process.pid)
-                statuses, opened = await flood(url, args.flood, args.concurrency)
+                flooded = await attack(url, "flood", args)
+                statuses = Counter({int(k): v for k, v in flooded["statuses"].items()})
+                opened: list[str] = flooded["opened"]
                 took, cpu = time.perf_counter() - started, cpu_seconds(process.pid) - cpu
                 samples.phase = "after flood"
                 kept = await still_open(url, opened)
@@ -254,18 +278,18 @@ async def measure(args: argparse.Namespace) -> None:
                     f"session flood: {args.flood} initialize in {took:.1f} s ({args.concurrency} at a time); "
                     "attacker got "
                     + ", ".join(f"HTTP {status or 'connection error'} x{n}" for status, n in sorted(statuses.items()))
-                    + f"; {kept} of its {len(opened)} sessions still open afterwards; gateway CPU "
-                    + f"{cpu / args.flood * 1000:.2f} ms a request ({cpu / took:.0%} of a core); {_mib(process.pid)}"
+                    + f"; {kept} of its {len(opened)} sessions still open afterwards; gateway CPU {cpu / took:.0%} "
+                    + f"of a core during the flood (the victims' calls included); {_mib(process.pid)}"
                 )
 
                 samples.phase = "oversized query"
-                outcomes = await oversized_queries(url, args.query_mb, args.queries)
+                outcomes: list[str] = (await attack(url, "query", args))["outcomes"]
                 samples.phase = "after query"
                 report.extend(f"oversized query ({args.query_mb:g} MB): {outcome}" for outcome in outcomes)
                 report.append(f"after the queries: {_mib(process.pid)}")
 
                 samples.phase = "fill"
-                filled = await fill(url, args.fill_clients, 40)
+                filled = Counter({int(k): v for k, v in (await attack(url, "fill", args))["statuses"].items()})
                 samples.phase = "done"
                 report.append(
                     f"fill: {args.fill_clients} addresses x 40 initialize: "
@@ -306,7 +330,10 @@ def main() -> None:
     parser.add_argument(
         "--opening-rate", type=float, default=None, help="http.sessionOpeningRate (unset: the default; 1e6: no limit)"
     )
-    anyio.run(measure, parser.parse_args())
+    parser.add_argument("--attack", choices=["flood", "query", "fill"], help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    anyio.run(run_attack if args.attack else measure, args)
 
 
 if __name__ == "__main__":

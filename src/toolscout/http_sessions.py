@@ -7,8 +7,8 @@ locks every other client out. `BoundedSessionManager` keeps the SDK's manager an
 admission of a new session (`_admit_session`, called under the manager's creation lock):
 
 0. a client address (`peer`) opens sessions at most `opening_rate` a second (after a burst of
-   `max_per_client`): a refusal costs far less than a handshake, so a flood cannot hold up the
-   event loop for everyone;
+   `max_per_client`); the rest are refused from their headers alone (`PeerAdmission`), after a
+   second's wait, so a flood costs the event loop a little per request and few requests a second;
 1. a client address (`peer`) with `max_per_client` sessions open gets its own least recently used
    idle session closed for the new one, so a flood from one address holds that many at most;
 2. at `max_sessions` overall, the least recently used idle session of anyone is closed;
@@ -38,11 +38,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server import Server
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolscout.config.models import (
@@ -87,6 +89,8 @@ class _Admission:
 
 _admission: ContextVar[_Admission | None] = ContextVar("toolscout_http_admission", default=None)
 
+REFUSAL_DELAY = 1.0
+"""Seconds before a client opening sessions too fast is answered 429 (its Retry-After)."""
 REFUSALS_LOGGED_EVERY = 60.0
 """Seconds between two log lines about one client address's refused sessions."""
 
@@ -139,13 +143,7 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
         admission = _admission.get()
         peer = admission.peer if admission is not None else "unknown"
         if not self._may_open(peer):
-            return self._refuse(
-                admission,
-                429,
-                f"This client ({peer}) opens MCP sessions faster than {self.limits.opening_rate:g} a second "
-                "(http.sessionOpeningRate). Keep using the session you have (its Mcp-Session-Id), or wait a "
-                "second and try again.",
-            )
+            return self._refuse(admission, 429, self._too_fast(peer))
         own = self._by_peer.get(peer, {})
         if len(own) >= self.limits.max_per_client:
             if peer not in self._warned:
@@ -177,22 +175,47 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
             self._peer_of[transport.mcp_session_id] = peer
         return transport
 
-    def _may_open(self, peer: str) -> bool:
-        """Whether `peer` may open a session now (and if so, counted): a burst of `max_per_client`,
-        then `opening_rate` a second. A refusal here costs no session, so a client opening them in a
-        loop gets cheap answers instead of keeping the event loop busy with handshakes."""
-        now = time.monotonic()
+    def _tokens(self, peer: str, now: float) -> float:
         burst = float(self.limits.max_per_client)
         tokens, then = self._openings.get(peer, (burst, now))
-        tokens = min(burst, tokens + (now - then) * self.limits.opening_rate)
+        return min(burst, tokens + (now - then) * self.limits.opening_rate)
+
+    def _may_open(self, peer: str) -> bool:
+        """Whether `peer` may open a session now (and if so, counted): a burst of `max_per_client`,
+        then `opening_rate` a second."""
+        now = time.monotonic()
+        tokens = self._tokens(peer, now)
         if tokens < 1:
             self._openings[peer] = (tokens, now)
             return False
         self._openings[peer] = (tokens - 1, now)
         if len(self._openings) > 4 * self.limits.max_sessions:  # forget addresses whose bucket refilled
-            refill = burst / self.limits.opening_rate
+            refill = self.limits.max_per_client / self.limits.opening_rate
             self._openings = {p: (t, w) for p, (t, w) in self._openings.items() if now - w < refill}
         return True
+
+    def refuse_early(self, scope: Scope, admission: _Admission) -> bool:
+        """Whether a request that would open a session comes from an address out of openings, decided
+        from its headers alone: then it is refused (`admission.refusal`) before its body is read or the
+        SDK sees it, for a fraction of what even the SDK's refusal costs. `_admit_session` still counts."""
+        if self.stateless or scope["method"] != "POST":
+            return False
+        for name, value in scope["headers"]:
+            if name == b"mcp-session-id":
+                return False
+            if name == b"mcp-protocol-version" and value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
+                return False  # 2026-07-28: no sessions
+        if self._tokens(admission.peer, time.monotonic()) >= 1:
+            return False
+        self._refuse(admission, 429, self._too_fast(admission.peer))
+        return True
+
+    def _too_fast(self, peer: str) -> str:
+        return (
+            f"This client ({peer}) opens MCP sessions faster than {self.limits.opening_rate:g} a second "
+            "(http.sessionOpeningRate). Keep using the session you have (its Mcp-Session-Id), or wait a "
+            "second and try again."
+        )
 
     def _refuse(self, admission: _Admission | None, status: int, message: str) -> None:
         # Logged once a minute per client address: a client refused in a loop must not flood the log.
@@ -260,14 +283,22 @@ class PeerAdmission:
     """ASGI middleware telling `BoundedSessionManager` who a request is from, and turning its refusal
     into a response with the status and message it chose (the SDK's own is a bare 503)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, manager: BoundedSessionManager) -> None:
         self.app = app
+        self.manager = manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         admission = _Admission(peer_of(scope))
+        if self.manager.refuse_early(scope, admission):
+            # Answered after a second (its Retry-After), not at once: a client opening sessions in a
+            # loop, however many at a time, is then held to that many requests a second, where an
+            # instant answer would let it keep the event loop busy with refusals instead.
+            await anyio.sleep(REFUSAL_DELAY)
+            await _refusal_response(admission, send)
+            return
         token = _admission.set(admission)
         replaced = False
 
@@ -275,20 +306,7 @@ class PeerAdmission:
             nonlocal replaced
             if message["type"] == "http.response.start" and admission.refusal is not None:
                 replaced = True
-                status, text = admission.refusal
-                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": text}}).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": status,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"retry-after", b"1"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                await _refusal_response(admission, send)
                 return
             if replaced:  # the SDK's own refusal, already answered with ours
                 return
@@ -298,3 +316,16 @@ class PeerAdmission:
             await self.app(scope, receive, sending)
         finally:
             _admission.reset(token)
+
+
+async def _refusal_response(admission: _Admission, send: Send) -> None:
+    assert admission.refusal is not None
+    status, text = admission.refusal
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": text}}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(round(REFUSAL_DELAY)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

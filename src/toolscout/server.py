@@ -492,7 +492,7 @@ def http_app(
     app = Starlette(
         routes=[Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _: manager.run()
     )
-    return HostOriginGuard(PeerAdmission(app), allow)
+    return HostOriginGuard(PeerAdmission(app, manager), allow)
 
 
 async def serve_http(
