@@ -312,7 +312,7 @@ async def measure(args: argparse.Namespace) -> None:
     for line in report:
         print(line)
     print("victims' latency per phase (target: p99 < 100 ms):")
-    for phase in ("baseline", "session flood", "after flood", "oversized query", "after query", "fill"):
+    for phase in ("baseline", "session flood", "after flood", "oversized query", "fill"):
         print(f"  {phase}: {_percentiles(samples.latencies.get(phase, []))}")
     if samples.errors:
         print("victims' errors:", dict(samples.errors))
