@@ -21,9 +21,14 @@ import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server import NotificationOptions, Server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from toolscout import __version__, render
 from toolscout.completions import complete
@@ -43,6 +48,8 @@ from toolscout.errors import (
     UpstreamRefused,
 )
 from toolscout.gateway import Gateway
+from toolscout.http_access import AllowList, HostOriginGuard
+from toolscout.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
 from toolscout.relay import relaying
 from toolscout.resource_subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
 from toolscout.rounds import Rounds
@@ -58,6 +65,7 @@ R = TypeVar("R")
 ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
 HTTP_SHUTDOWN_GRACE = 2
 """How long, once HTTP serving is asked to stop, responses in progress may take before they are cut."""
+HTTP_PATH = "/mcp"
 CHANGE_QUIET_SECONDS = 0.2
 """How long catalog changes are gathered before clients are told about them."""
 
@@ -486,6 +494,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def http_app(
+    server: Server[Any], *, allow: AllowList, stateless: bool = False, limits: SessionLimits | None = None
+) -> ASGIApp:
+    """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
+    (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
+    that one runs only on the loopback names, after a session was already opened."""
+    manager = BoundedSessionManager(
+        server,
+        limits or SessionLimits(),
+        stateless=stateless,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    app = Starlette(
+        routes=[Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _: manager.run()
+    )
+    return HostOriginGuard(PeerAdmission(app, manager), allow)
+
+
 async def serve_http(
     gateway: Gateway,
     sock: socket.socket,
@@ -496,12 +522,15 @@ async def serve_http(
     mode: ModeName = "discovery",
     options: SurfaceOptions | None = None,
     stop: anyio.Event | None = None,
+    allow: AllowList | None = None,
+    limits: SessionLimits | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
-    loggers as they are (they are global: a second server in the process must not reset them)."""
+    loggers as they are (they are global: a second server in the process must not reset them).
+    `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`)."""
     server = build_server(gateway, mode, options)
-    app = server.streamable_http_app(stateless_http=stateless, host=host)
+    app = http_app(server, allow=allow or AllowList.for_bind(host), stateless=stateless, limits=limits)
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.stderr_log`); its loggers go to the gateway's log instead.
     config = uvicorn.Config(

@@ -145,7 +145,11 @@ async def passthrough_gateway(
     upstream is connected. `directory` holds its config."""
     path = directory / f"toolscout-{config}.json"
     entry = upstream_entry(url, config)
-    path.write_text(json.dumps({"mcpServers": {upstream: entry}, "catalogCache": False}), encoding="utf-8")
+    # The suite opens a session per scenario, dozens a second from one address: more than a client
+    # may by default (http.sessionOpeningRate, a guard against floods that is not what this measures).
+    http = {"sessionOpeningRate": 1000}
+    document = {"mcpServers": {upstream: entry}, "catalogCache": False, "http": http}
+    path.write_text(json.dumps(document), encoding="utf-8")
     serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(path), "--mode", "passthrough"]
     # Ready once the upstream is connected; the URL was printed before that (it is printed on start).
     async with running([*serve, "--transport", "http", "--port", "0"], ready=rf"{upstream}: connected") as gateway:

@@ -91,11 +91,27 @@ def serve(
             "(every tool) or dynamic (meta-tools + the tools the agent loads)."
         ),
     ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="(http) Also answer requests with this Host header: name, name:port, or * for any; "
+            "repeat for more. Added to http.allowedHosts."
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="(http) Also answer browser pages of this Origin: scheme://host[:port] (:* for any port), "
+            "or * for any; repeat for more. Added to http.allowedOrigins."
+        ),
+    ] = None,
 ) -> None:
     """Run the gateway as an MCP server."""
     setup_logging(log_level, background=True)
     output = Output()
     gateway_config, source = load(config, output, demo=demo)
+    if allow_host or allow_origin:
+        gateway_config = _with_allowed(gateway_config, allow_host or [], allow_origin or [], output)
     # Where this machine's command line asks this gateway instead of starting the servers itself
     # (local_socket.py): worked out from the config as loaded, whatever --mode shows the clients.
     answering: tuple[Path, Path] | None = None
@@ -120,6 +136,26 @@ def serve(
     run(_serve, gateway_config, sock, host, stateless, log_level, answering)
 
 
+def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
+    """`config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
+    from toolscout.http_access import check_host_entry, check_origin_entry
+
+    try:
+        for host in hosts:
+            check_host_entry(host)
+        for origin in origins:
+            check_origin_entry(origin)
+    except ValueError as exc:
+        output.fail(ToolscoutError(f"{exc}."), EXIT_INVALID)
+    http = config.http.model_copy(
+        update={
+            "allowed_hosts": [*config.http.allowed_hosts, *hosts],
+            "allowed_origins": [*config.http.allowed_origins, *origins],
+        }
+    )
+    return config.model_copy(update={"http": http})
+
+
 async def _serve(
     config: GatewayConfig,
     sock: socket.socket | None,
@@ -129,6 +165,8 @@ async def _serve(
     answering: tuple[Path, Path] | None,
 ) -> None:
     from toolscout.gateway import Gateway
+    from toolscout.http_access import AllowList
+    from toolscout.http_sessions import SessionLimits
     from toolscout.server import serve_http, serve_stdio, stop_on_signals
     from toolscout.surfaces import SurfaceOptions
 
@@ -149,6 +187,9 @@ async def _serve(
                 )
                 await serve_stdio(gateway, config.mode, SurfaceOptions.from_config(config), stop=stop)
             else:
+                allow = AllowList.for_bind(host, config.http.allowed_hosts, config.http.allowed_origins)
+                # Before the line that says it serves: whoever waits for that one has this one too.
+                typer.echo(f"toolscout: answering {allow.describe()}", err=True)
                 bound_host, bound_port = sock.getsockname()[:2]
                 shown = f"[{bound_host}]" if ":" in bound_host else bound_host
                 typer.echo(
@@ -165,6 +206,8 @@ async def _serve(
                     mode=config.mode,
                     options=SurfaceOptions.from_config(config),
                     stop=stop,
+                    allow=allow,
+                    limits=SessionLimits.of(config.http),
                 )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
