@@ -29,11 +29,14 @@ pytestmark = pytest.mark.anyio
 
 
 @asynccontextmanager
-async def demo(module: str, *args: str, errlog: Path, as_nobody: bool = False) -> AsyncGenerator[Client]:
+async def demo(module: str, *args: str, errlog: Path, obey_file_modes: bool = False) -> AsyncGenerator[Client]:
     command = [sys.executable, "-m", f"toolscout.demo.{module}", *args]
-    if as_nobody:
-        # As root, every file can be read whatever its mode: a permission error needs another user.
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+    if obey_file_modes:
+        # Root reads every file whatever its mode, so a permission error needs root without the
+        # two capabilities that override file modes. Still root, it can run this checkout's Python
+        # wherever the checkout lives (another user could not enter a 0700 temporary clone).
+        dropped = "-dac_override,-dac_read_search"
+        command = ["setpriv", f"--bounding-set={dropped}", f"--inh-caps={dropped}", *command]
     params = StdioServerParameters(command=command[0], args=command[1:])
     with errlog.open("w") as log:
         async with Client(stdio_client(params, errlog=log)) as client:
@@ -46,8 +49,7 @@ def text(result: types.CallToolResult) -> str:
 
 @pytest.fixture
 def root() -> Iterator[Path]:
-    # Outside pytest's own temporary directory, which only root may enter: the server runs as
-    # another user in the permission cases.
+    # Its own directory, world-readable but for `locked` (mode 0), which the permission cases need.
     root = Path(tempfile.mkdtemp(prefix="ts-files-"))
     root.chmod(0o755)
     (root / "sub").mkdir()
@@ -105,8 +107,8 @@ async def test_files_answers_bad_paths_with_a_tool_error(
     root: Path, tmp_path: Path, tool: str, arguments: dict[str, Any], reason: str
 ) -> None:
     errlog = tmp_path / "files.log"
-    as_nobody = reason == "permission denied" and os.geteuid() == 0
-    async with demo("files", "--root", str(root), errlog=errlog, as_nobody=as_nobody) as client:
+    obey_file_modes = reason == "permission denied" and os.geteuid() == 0
+    async with demo("files", "--root", str(root), errlog=errlog, obey_file_modes=obey_file_modes) as client:
         with anyio.fail_after(30):
             answer = await client.call_tool(tool, arguments)
     assert answer.is_error and reason in text(answer), text(answer)
