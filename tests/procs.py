@@ -33,6 +33,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def collect_lines(stream: anyio.abc.ByteReceiveStream, lines: list[str]) -> None:
+    """Append each complete line `stream` carries to `lines` until it closes (a child's stderr, read
+    while a test waits on what the child said)."""
+    buffer = ""
+    async for chunk in TextReceiveStream(stream, errors="replace"):
+        *complete, buffer = (buffer + chunk).split("\n")
+        lines.extend(complete)
+
+
 @asynccontextmanager
 async def running(
     command: Sequence[str],

@@ -16,8 +16,8 @@ import pytest
 import uvicorn
 from mcp import Client
 
+from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, error_of, notes_server, structured, text
 from tests.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
-from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, error_of, notes_server, structured, text
 from toolscout.config import ToolRule
 from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway

@@ -14,9 +14,9 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.helpers.gateway_client import ERAS, notes_server
 from tests.kitchen import Kitchen
 from tests.test_dynamic import ListWatcher, http_gateway, watched_client
-from tests.test_gateway_inprocess import ERAS, notes_server
 from toolscout.config.models import ModeName
 from toolscout.gateway import Gateway
 from toolscout.server import build_server

@@ -19,8 +19,8 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from tests.conformance_server import build_server as conformance_upstream
+from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
 from tests.kitchen import TINY_PNG, TOOLS, WEATHER_OUTPUT_SCHEMA, Kitchen
-from tests.test_gateway_inprocess import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, ToolNaming
 from toolscout.gateway import Gateway

@@ -7,8 +7,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from tests.helpers.gateway_client import structured, text
 from tests.kitchen import TINY_PNG, Kitchen
-from tests.test_gateway_inprocess import structured, text
 from toolscout.gateway import Gateway
 from toolscout.output_cap import cap_output
 from toolscout.server import build_server

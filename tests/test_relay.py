@@ -19,7 +19,7 @@ from mcp import Client
 
 from tests.chatty import Chatty
 from tests.conftest import PYTHON, ROOT, npm_tool
-from tests.test_gateway_inprocess import ERAS, text
+from tests.helpers.gateway_client import ERAS, text
 from tests.test_public_servers import node_path
 from toolscout.config import GatewayConfig
 from toolscout.gateway import Gateway

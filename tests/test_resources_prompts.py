@@ -29,9 +29,9 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.conftest import npm_tool
+from tests.helpers.gateway_client import ERAS
 from tests.kitchen import TINY_PNG, Kitchen
 from tests.test_dynamic import http_gateway
-from tests.test_gateway_inprocess import ERAS
 from tests.test_public_servers import node_path
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, StdioServerConfig

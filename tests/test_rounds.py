@@ -21,8 +21,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from tests.helpers.gateway_client import ERAS, text
 from tests.test_dynamic import http_gateway
-from tests.test_gateway_inprocess import ERAS, text
 from toolscout.gateway import Gateway
 from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

@@ -28,15 +28,15 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 import pytest
-from anyio.streams.text import TextReceiveStream
 
 from tests.conftest import PYTHON, ROOT
-from tests.procs import SERVE_READY, exited, running
+from tests.procs import SERVE_READY, collect_lines, exited, running
 from toolscout.upstream.transport import _exit_with_gateway  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = [
     pytest.mark.anyio,
-    # The waits on process exits use pidfd_open, and parent-death signals are Linux only; CI runs on Linux.
+    # Every test here waits on process exits with pidfd_open, and the parent-death signal they check
+    # is Linux only: the orphan guard is claimed for Linux alone (docs/SECURITY.md), and .ci/run is Linux.
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd_open and PR_SET_PDEATHSIG are Linux only"),
 ]
 
@@ -119,16 +119,10 @@ async def serving_stubborn(tmp_path: Path) -> AsyncGenerator[Served]:
         os.close(gateway_stdout)
     lines: list[str] = []
 
-    async def pump() -> None:
-        assert gateway.stderr is not None
-        buffer = ""
-        async for chunk in TextReceiveStream(gateway.stderr, errors="replace"):
-            *complete, buffer = (buffer + chunk).split("\n")
-            lines.extend(complete)
-
+    assert gateway.stderr is not None
     pids: tuple[int, int] | None = None
     async with anyio.create_task_group() as tg:
-        tg.start_soon(pump)
+        tg.start_soon(collect_lines, gateway.stderr, lines)
         try:
             pids = await pids_written(pid_file)
             yield Served(gateway, stdout, pids, lines)

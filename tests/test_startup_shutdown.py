@@ -21,10 +21,9 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import pytest
-from anyio.streams.text import TextReceiveStream
 
 from tests.conftest import PYTHON, ROOT
-from tests.procs import exited, stop
+from tests.procs import collect_lines, exited, stop
 
 pytestmark = pytest.mark.anyio
 
@@ -89,15 +88,9 @@ async def serve_over_stdio(tmp_path: Path) -> AsyncGenerator[Gateway]:
     )
     lines: list[str] = []
 
-    async def pump() -> None:
-        assert process.stderr is not None
-        buffer = ""
-        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
-            *complete, buffer = (buffer + chunk).split("\n")
-            lines.extend(complete)
-
+    assert process.stderr is not None
     async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(pump)
+        tg.start_soon(collect_lines, process.stderr, lines)
         try:
             assert process.stdin is not None and process.stdout is not None
             await process.stdin.send((json.dumps(INITIALIZE) + "\n").encode())

@@ -21,9 +21,9 @@ from mcp.server.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from tests.helpers.gateway_client import ERAS
 from tests.kitchen import Kitchen
 from tests.test_dynamic import http_gateway
-from tests.test_gateway_inprocess import ERAS
 from tests.test_resources_prompts import Library, expect_error, libraries, text_of
 from toolscout.config import ToolRule
 from toolscout.gateway import Gateway
