@@ -52,7 +52,7 @@ from mcp.client.stdio import stdio_client
 
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.upstreams import HANG, PYTHON, ROOT, catalog_over_http, copies, http_servers, reap, write_catalog
-from toolscout.catalog_store import DEFAULT_FILE_NAME, CatalogStore
+from toolscout.gateway.store import DEFAULT_FILE_NAME, CatalogStore
 from toolscout.search.evaluation import load_catalog_servers
 
 SERVERS = 100

@@ -28,13 +28,13 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from toolscout import content
-from toolscout.audit import AuditLog
 from toolscout.errors import ArgumentsInvalid
-from toolscout.gateway import Gateway
+from toolscout.face.sessions import ClientState
+from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.core import Gateway
+from toolscout.mirror import hub as content
 from toolscout.search.evaluation import load_catalog_servers
-from toolscout.sessions import ClientState
-from toolscout.surfaces import make_surface
+from toolscout.surfaces.base import make_surface
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 EVAL_DIR = Path(os.environ.get("TOOLSCOUT_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")

@@ -25,14 +25,14 @@ from tests.cli_helpers import Sandbox, make_sandbox
 from tests.conftest import PYTHON
 from tests.flows import call_in_mode
 from tests.kitchen import Kitchen
-from toolscout.audit import MAX_STRING_CHARS, REDACTED, AuditLog, Redactor
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import AuditConfig, ModeName
+from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolscoutError
-from toolscout.gateway import Gateway
+from toolscout.face.server import build_server
+from toolscout.gateway.audit import MAX_STRING_CHARS, REDACTED, AuditLog, Redactor
+from toolscout.gateway.core import Gateway
 from toolscout.masking import secret_name as secret_key
-from toolscout.rules import RuleSet
-from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -185,14 +185,14 @@ async def test_an_unwritable_log_never_fails_a_call(tmp_path: Path, caplog: pyte
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     audit = AuditLog(blocker / "audit.jsonl")  # cannot be created, even by root
-    with caplog.at_level(logging.WARNING, logger="toolscout.audit"):
+    with caplog.at_level(logging.WARNING, logger="toolscout.gateway.audit"):
         async with audited_gateway(audit) as gateway:
             for _ in range(3):
                 result = await gateway.execute("kitchen", "get_weather", {"city": "Oslo"})
                 assert not result.is_error
             with pytest.raises(ToolscoutError):
                 await gateway.execute("kitchen", "get_weather", {})
-    warnings = [r for r in caplog.records if r.name == "toolscout.audit"]
+    warnings = [r for r in caplog.records if r.name == "toolscout.gateway.audit"]
     assert len(warnings) == 1 and "cannot write the audit log" in warnings[0].getMessage()
 
 
@@ -235,7 +235,7 @@ CHILD = """
 import sys
 import anyio
 from pathlib import Path
-from toolscout.audit import AuditLog
+from toolscout.gateway.audit import AuditLog
 
 async def main() -> None:
     log = AuditLog(Path(sys.argv[1]), max_bytes=int(sys.argv[2]), backups=1000)

@@ -20,7 +20,7 @@ from tests.test_e2e_subprocess import SERVE_READY
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.demo.catalog_server import server_path
-from toolscout.gateway import Gateway
+from toolscout.gateway.core import Gateway
 from toolscout.search.evaluation import load_catalog_servers
 
 pytestmark = pytest.mark.anyio

@@ -22,16 +22,16 @@ from tests.cli_helpers import make_sandbox
 from tests.conftest import PYTHON
 from tests.kitchen import Kitchen
 from tests.test_resources_prompts import Library
-from toolscout import gateway as gateway_module
-from toolscout.catalog import Catalog, CatalogTool
-from toolscout.catalog_store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot, config_hash
 from toolscout.config import GatewayConfig
 from toolscout.config.loader import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
-from toolscout.gateway import Gateway
-from toolscout.meta_tools import BY_NAME, run_meta_tool
+from toolscout.gateway import core as gateway_module
+from toolscout.gateway.catalog import Catalog, CatalogTool
+from toolscout.gateway.core import Gateway
+from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot, config_hash
 from toolscout.search.bm25 import BM25Backend
+from toolscout.surfaces.discovery import BY_NAME, run_meta_tool
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -245,7 +245,7 @@ async def test_a_corrupt_cache_file_is_moved_aside_and_replaced(
     path = tmp_path / "catalog.sqlite3"
     path.write_bytes(b"this is not a database\n" * 100)
     spec = UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server), cache_key="k1")
-    with caplog.at_level(logging.WARNING, logger="toolscout.catalog_store"):
+    with caplog.at_level(logging.WARNING, logger="toolscout.gateway.store"):
         async with Gateway([spec], catalog_store=CatalogStore(path)) as gateway:
             with anyio.fail_after(10):
                 await gateway.settle()

@@ -24,8 +24,8 @@ from tests.procs import running, stop
 from toolscout.cli.answers import META_SEARCH_LIMIT
 from toolscout.config import GatewayConfig, load_config
 from toolscout.config.models import DEFAULT_MIN_RELEVANCE
-from toolscout.local_socket import listen, release, runtime_dir, serving, socket_mode, socket_path
-from toolscout.meta_tools import SearchToolsArgs
+from toolscout.face.local_socket import listen, release, runtime_dir, serving, socket_mode, socket_path
+from toolscout.surfaces.discovery import SearchToolsArgs
 
 pytestmark = pytest.mark.anyio
 

@@ -20,8 +20,8 @@ from toolscout.clients import CLIENTS, ConfigLocation, DiscoveredServer, client,
 from toolscout.clients.normalize import exclude_rule, include_rule
 from toolscout.config.loader import parse_config
 from toolscout.config.models import ToolRule
+from toolscout.config.rules import RuleSet
 from toolscout.errors import ConfigError
-from toolscout.rules import RuleSet
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clients"
 NO_ENV: dict[str, str] = {}

@@ -20,12 +20,12 @@ from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, error_of, notes_
 from tests.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
 from toolscout.config import ToolRule
 from toolscout.config.models import ModeName
-from toolscout.gateway import Gateway
-from toolscout.rules import RuleSet
-from toolscout.server import bind, build_server
-from toolscout.sessions import ClientSessions
-from toolscout.surfaces import SurfaceOptions
-from toolscout.tokens import tool_tokens
+from toolscout.config.rules import RuleSet
+from toolscout.face.server import bind, build_server
+from toolscout.face.sessions import ClientSessions
+from toolscout.gateway.core import Gateway
+from toolscout.present.tokens import tool_tokens
+from toolscout.surfaces.base import SurfaceOptions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

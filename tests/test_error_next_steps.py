@@ -17,8 +17,8 @@ from tests.cli_helpers import Sandbox, make_sandbox
 from tests.conftest import PYTHON
 from tests.kitchen import Kitchen
 from toolscout.config.models import ModeName
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 META_TOOL_NAMES = ("search_tools", "list_tools", "list_mcp_servers", "get_tool_details", "execute_tool")

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, connected, error_of, structured, text
 from tests.kitchen import TINY_PNG, Kitchen
 from toolscout.config import ToolRule
-from toolscout.gateway import Gateway
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

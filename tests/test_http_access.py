@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import PYTHON
 from tests.procs import SERVE_READY, Running, running
-from toolscout.http_access import AllowList, check_host_entry, check_origin_entry
+from toolscout.face.http_access import AllowList, check_host_entry, check_origin_entry
 
 pytestmark = pytest.mark.anyio
 

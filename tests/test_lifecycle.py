@@ -16,7 +16,7 @@ from tests.procs import exited, free_port, running, stop
 from tests.test_e2e_subprocess import UVICORN_READY
 from toolscout.config import GatewayConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
-from toolscout.gateway import Gateway
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import Status, StdioUpstream, Upstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -18,9 +18,9 @@ from tests.helpers.gateway_client import ERAS, notes_server
 from tests.kitchen import Kitchen
 from tests.test_dynamic import ListWatcher, http_gateway, watched_client
 from toolscout.config.models import ModeName
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
-from toolscout.surfaces import SurfaceOptions
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
+from toolscout.surfaces.base import SurfaceOptions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -26,16 +26,16 @@ from mcp.server import Server
 from tests.cli_helpers import make_sandbox
 from tests.conftest import PYTHON
 from tests.procs import SERVE_READY, running
-from toolscout.audit import REDACT_INLINE_CHARS, REDACTED, AuditLog, Redactor
-from toolscout.catalog import CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
-from toolscout.content import DIGEST_INLINE_ITEMS, digest, digest_off_loop
-from toolscout.gateway import Gateway
+from toolscout.face.server import build_server
+from toolscout.gateway.audit import REDACT_INLINE_CHARS, REDACTED, AuditLog, Redactor
+from toolscout.gateway.catalog import CatalogTool
+from toolscout.gateway.core import Gateway
+from toolscout.gateway.validation import PATTERN_SECONDS
+from toolscout.mirror.hub import DIGEST_INLINE_ITEMS, digest, digest_off_loop
 from toolscout.search import SearchBackend, SearchHit, make_backend
-from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
-from toolscout.validation import PATTERN_SECONDS
 
 pytestmark = pytest.mark.anyio
 

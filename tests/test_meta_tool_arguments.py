@@ -18,8 +18,8 @@ from mcp import Client
 
 from tests.kitchen import Kitchen
 from toolscout.config.models import ModeName
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -23,13 +23,13 @@ from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, connected, error
 from tests.kitchen import TINY_PNG, TOOLS, WEATHER_OUTPUT_SCHEMA, Kitchen
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, ToolNaming
-from toolscout.gateway import Gateway
-from toolscout.listing import listing_text, tabular
-from toolscout.passthrough import native_names
-from toolscout.rules import RuleSet
-from toolscout.server import build_server
-from toolscout.surfaces import SurfaceOptions
-from toolscout.tokens import tool_tokens
+from toolscout.config.rules import RuleSet
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
+from toolscout.present.listing import listing_text, tabular
+from toolscout.present.tokens import tool_tokens
+from toolscout.surfaces.base import SurfaceOptions
+from toolscout.surfaces.passthrough import native_names
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

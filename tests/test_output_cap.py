@@ -9,9 +9,9 @@ from mcp import Client
 
 from tests.helpers.gateway_client import structured, text
 from tests.kitchen import TINY_PNG, Kitchen
-from toolscout.gateway import Gateway
-from toolscout.output_cap import cap_output
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
+from toolscout.gateway.output_cap import cap_output
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 

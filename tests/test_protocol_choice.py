@@ -13,8 +13,8 @@ from tests.conftest import PYTHON
 from tests.procs import UVICORN_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.demo.units import build_server as units_server
-from toolscout.gateway import Gateway
-from toolscout.server import bind
+from toolscout.face.server import bind
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import Status, Upstream
 
 pytestmark = pytest.mark.anyio

@@ -22,8 +22,8 @@ from tests.procs import free_port, running
 from tests.test_e2e_subprocess import SERVE_READY
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 
 pytestmark = pytest.mark.anyio
 

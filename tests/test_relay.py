@@ -22,8 +22,8 @@ from tests.conftest import PYTHON, ROOT, npm_tool
 from tests.helpers.gateway_client import ERAS, text
 from tests.test_public_servers import node_path
 from toolscout.config import GatewayConfig
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

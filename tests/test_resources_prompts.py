@@ -35,10 +35,10 @@ from tests.test_dynamic import http_gateway
 from tests.test_public_servers import node_path
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, StdioServerConfig
-from toolscout.content import gateway_uri, split_gateway_uri
-from toolscout.gateway import Gateway
-from toolscout.rules import RuleSet
-from toolscout.server import build_server
+from toolscout.config.rules import RuleSet
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
+from toolscout.mirror.hub import gateway_uri, split_gateway_uri
 from toolscout.upstream import InProcessUpstream, StdioUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -23,8 +23,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.helpers.gateway_client import ERAS, text
 from tests.test_dynamic import http_gateway
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -30,14 +30,14 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import PYTHON, ROOT
 from tests.kitchen import Kitchen
 from tests.procs import SERVE_READY, running
-from toolscout.audit import AuditLog
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName, StdioServerConfig
+from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolscoutError
-from toolscout.gateway import Gateway
-from toolscout.routing import template_matches
-from toolscout.rules import RuleSet
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.core import Gateway
+from toolscout.mirror.routing import template_matches
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 from toolscout.upstream.transport import StdioUpstream
 

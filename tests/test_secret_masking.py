@@ -31,9 +31,9 @@ from tests.conftest import PYTHON
 from tests.procs import free_port
 from toolscout.config.models import ModeName
 from toolscout.config.secrets import config_secrets, mask_server
-from toolscout.gateway import Gateway
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.masking import MASK, install_log_masking, mask_args, mask_text, remember_secrets
-from toolscout.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 PLANTED = {
@@ -331,8 +331,8 @@ async def test_an_upstream_error_quoting_a_configured_credential_reaches_the_cli
 
 
 def test_a_failure_stored_in_clear_by_an_older_toolscout_is_listed_masked(tmp_path: Path) -> None:
-    from toolscout.catalog_store import CatalogStore, Failure, config_hash
     from toolscout.config import load_config
+    from toolscout.gateway.store import CatalogStore, Failure, config_hash
 
     sandbox = make_sandbox(tmp_path)
     url = f"http://127.0.0.1:{free_port()}/mcp"

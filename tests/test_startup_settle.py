@@ -17,7 +17,7 @@ from tests.conftest import PYTHON, ROOT
 from tests.kitchen import Kitchen
 from tests.test_catalog_store import HANGING, cached_config, meta, remember
 from toolscout.config import StdioServerConfig
-from toolscout.gateway import Gateway
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 
-from toolscout.stderr_log import CLOSE_WAIT_SECONDS, BackgroundStderrHandler
+from toolscout.face.stderr_log import CLOSE_WAIT_SECONDS, BackgroundStderrHandler
 
 
 def _record(message: str) -> logging.LogRecord:

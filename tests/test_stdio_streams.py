@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from toolscout.stdio import MessageReader, MessageWriter
+from toolscout.face.stdio import MessageReader, MessageWriter
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ from mcp import Client
 from tests.conftest import PYTHON, ROOT
 from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import Status, StdioUpstream, UpstreamSpec, transport
 
 pytestmark = pytest.mark.anyio

@@ -26,10 +26,10 @@ from tests.kitchen import Kitchen
 from tests.test_dynamic import http_gateway
 from tests.test_resources_prompts import Library, expect_error, libraries, text_of
 from toolscout.config import ToolRule
-from toolscout.gateway import Gateway
-from toolscout.routing import template_matches
-from toolscout.rules import RuleSet
-from toolscout.server import build_server
+from toolscout.config.rules import RuleSet
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
+from toolscout.mirror.routing import template_matches
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft4Validator, Draft7Validator, Draft202012Validator
 
 from toolscout.errors import ArgumentsInvalid
-from toolscout.validation import ArgumentValidator
+from toolscout.gateway.validation import ArgumentValidator
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"path": {"type": "string"}, "tail": {"type": "integer"}}, "required": ["path"]},

@@ -14,8 +14,8 @@ from mcp import Client
 
 from tests.conftest import PYTHON, ROOT
 from toolscout.config import StdioServerConfig
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import StdioUpstream, UpstreamSpec
 
 ONE_TOOL_SERVER = ["-m", "tests.sluggish"]  # lists one tool, `hello`

@@ -14,9 +14,9 @@ from mcp.server import Server
 
 from tests.kitchen import Kitchen
 from toolscout.config import ToolRule
-from toolscout.gateway import Gateway
-from toolscout.rules import RuleSet
-from toolscout.server import build_server
+from toolscout.config.rules import RuleSet
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 ERAS = ["legacy", "auto"]  # "auto" probes server/discover and lands on 2026-07-28

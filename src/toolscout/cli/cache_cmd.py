@@ -19,7 +19,7 @@ from toolscout.config.models import CatalogCacheConfig
 from toolscout.errors import ConfigError
 
 if TYPE_CHECKING:
-    from toolscout.catalog_store import CatalogStore
+    from toolscout.gateway.store import CatalogStore
 
 cache_app = typer.Typer(
     name="cache", help="The persistent catalog: each server's last known tools.", no_args_is_help=True
@@ -45,7 +45,7 @@ def _config(config: Path | None, output: Output, *, strict: bool) -> GatewayConf
 
 def _store(gateway_config: GatewayConfig | None) -> CatalogStore:
     # Imported here: the MCP types it needs are slow to import, and most commands never touch the cache.
-    from toolscout.catalog_store import CatalogStore, store_path
+    from toolscout.gateway.store import CatalogStore, store_path
 
     settings = gateway_config.catalog_cache if gateway_config is not None else CatalogCacheConfig()
     return CatalogStore(store_path(settings))
@@ -58,7 +58,7 @@ def _when(timestamp: float) -> str:
 @cache_app.command()
 def show(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Cached servers: tool counts, when each was listed, and whether it still matches the config."""
-    from toolscout.catalog_store import config_hash
+    from toolscout.gateway.store import config_hash
 
     output = Output(as_json)
     gateway_config = _config(config, output, strict=True)

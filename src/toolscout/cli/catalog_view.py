@@ -20,19 +20,19 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from toolscout.catalog import Catalog, CatalogTool
-from toolscout.catalog_store import CatalogStore, Failure, ServerSnapshot, config_hash, store_path
 from toolscout.config import GatewayConfig
+from toolscout.config.rules import RuleSet
 from toolscout.errors import ServerUnavailable
+from toolscout.gateway.catalog import Catalog, CatalogTool
+from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, config_hash, store_path
+from toolscout.gateway.suggestions import server_not_found, tool_not_found
 from toolscout.masking import mask_text
-from toolscout.rules import RuleSet
-from toolscout.suggestions import server_not_found, tool_not_found
 
 if TYPE_CHECKING:
     import mcp_types as types
 
     from toolscout.cli.common import Output
-    from toolscout.gateway import Gateway
+    from toolscout.gateway.core import Gateway
     from toolscout.search import SearchHit
     from toolscout.upstream import Upstream
 

@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from toolscout.catalog import CatalogTool
-    from toolscout.catalog_store import CatalogStore
-    from toolscout.gateway import Gateway
+    from toolscout.gateway.catalog import CatalogTool
+    from toolscout.gateway.core import Gateway
+    from toolscout.gateway.store import CatalogStore
     from toolscout.search import SearchHit
 
 # Exit codes of the reference CLI spec (003): 1 invalid arguments, 2 configuration error, server or
@@ -173,9 +173,9 @@ async def connected(
     """
     # Imported here: the SDK and the search index are the slow part of starting the CLI,
     # and commands that never connect should not pay for them.
-    from toolscout.catalog_store import CatalogStore, LiveListsOnly, store_path
-    from toolscout.gateway import Gateway
-    from toolscout.suggestions import server_not_found
+    from toolscout.gateway.core import Gateway
+    from toolscout.gateway.store import CatalogStore, LiveListsOnly, store_path
+    from toolscout.gateway.suggestions import server_not_found
 
     for name in only or ():
         if name not in config.mcp_servers:
@@ -216,7 +216,7 @@ class _NotSearched:
 def _remember_failures(gateway: Gateway, store: CatalogStore) -> None:
     import time
 
-    from toolscout.catalog_store import Failure
+    from toolscout.gateway.store import Failure
     from toolscout.upstream import Status
 
     store.save_failures(

@@ -22,7 +22,7 @@ from toolscout.config import (
 from toolscout.config.loader import candidate_paths, environment_for, read_raw
 from toolscout.config.secrets import mask_server
 from toolscout.errors import ConfigError
-from toolscout.render import counted
+from toolscout.present.render import counted
 
 _KINDS = {StdioServerConfig: "stdio", HttpServerConfig: "http", SseServerConfig: "sse"}
 

@@ -28,8 +28,8 @@ from toolscout.cli.common import (
     run,
 )
 from toolscout.errors import InvalidRequest, ToolscoutError, UpstreamError
-from toolscout.render import hint_labels
-from toolscout.schemas import example_arguments
+from toolscout.present.render import hint_labels
+from toolscout.present.schemas import example_arguments
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -423,10 +423,10 @@ def tokens(
     as_json: JsonOption = False,
 ) -> None:
     """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
-    from toolscout.meta_tools import META_TOOLS
-    from toolscout.surfaces import SurfaceOptions
-    from toolscout.token_report import COUNTED_ERA, mode_tokens, server_costs
-    from toolscout.tokens import ENCODING, tool_tokens
+    from toolscout.present.token_report import COUNTED_ERA, mode_tokens, server_costs
+    from toolscout.present.tokens import ENCODING, tool_tokens
+    from toolscout.surfaces.base import SurfaceOptions
+    from toolscout.surfaces.discovery import META_TOOLS
 
     output = Output(as_json)
     gateway_config, _ = load(config, output, demo=demo)

@@ -22,10 +22,10 @@ from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ToolscoutError
 from toolscout.masking import install_log_masking
-from toolscout.render import counted
+from toolscout.present.render import counted
 
 if TYPE_CHECKING:
-    from toolscout.gateway import Gateway
+    from toolscout.gateway.core import Gateway
 
 
 class Transport(StrEnum):
@@ -51,12 +51,12 @@ def setup_logging(level: LogLevel, *, background: bool = False) -> None:
     in every record (`toolscout.masking.install_log_masking`).
 
     `background`: written by a thread of its own, dropping lines while stderr is not read, so that a
-    client that never reads it cannot stall the gateway (see `toolscout.stderr_log`).
+    client that never reads it cannot stall the gateway (see `toolscout.face.stderr_log`).
     """
     install_log_masking()
     handler: logging.Handler
     if background:
-        from toolscout.stderr_log import BackgroundStderrHandler
+        from toolscout.face.stderr_log import BackgroundStderrHandler
 
         handler = BackgroundStderrHandler()
     else:
@@ -116,7 +116,7 @@ def serve(
     # (local_socket.py): worked out from the config as loaded, whatever --mode shows the clients.
     answering: tuple[Path, Path] | None = None
     if source is not None:
-        from toolscout.local_socket import socket_path
+        from toolscout.face.local_socket import socket_path
 
         cli_path = socket_path(source.path, gateway_config)
         answering = (cli_path, source.path) if cli_path is not None else None
@@ -124,7 +124,7 @@ def serve(
         gateway_config = gateway_config.model_copy(update={"mode": mode})
     sock: socket.socket | None = None
     if transport is Transport.http:
-        from toolscout.server import bind
+        from toolscout.face.server import bind
 
         try:
             sock = bind(host, port)
@@ -138,7 +138,7 @@ def serve(
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
     """`config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
-    from toolscout.http_access import check_host_entry, check_origin_entry
+    from toolscout.face.http_access import check_host_entry, check_origin_entry
 
     try:
         for host in hosts:
@@ -164,11 +164,11 @@ async def _serve(
     level: LogLevel,
     answering: tuple[Path, Path] | None,
 ) -> None:
-    from toolscout.gateway import Gateway
-    from toolscout.http_access import AllowList
-    from toolscout.http_sessions import SessionLimits
-    from toolscout.server import serve_http, serve_stdio, stop_on_signals
-    from toolscout.surfaces import SurfaceOptions
+    from toolscout.face.http_access import AllowList
+    from toolscout.face.http_sessions import SessionLimits
+    from toolscout.face.server import serve_http, serve_stdio, stop_on_signals
+    from toolscout.gateway.core import Gateway
+    from toolscout.surfaces.base import SurfaceOptions
 
     gateway = Gateway.from_config(config)
     stop = anyio.Event()
@@ -219,9 +219,9 @@ async def _answering_the_command_line(
 ) -> AsyncGenerator[None]:
     """While serving, also serve the discovery meta-tools on the command line's local socket (see
     local_socket.py), when one could be made: stateless streamable HTTP, until `stop` is set."""
-    from toolscout.local_socket import SOCKET_HOST, listen, release
-    from toolscout.server import serve_http
-    from toolscout.surfaces import SurfaceOptions
+    from toolscout.face.local_socket import SOCKET_HOST, listen, release
+    from toolscout.face.server import serve_http
+    from toolscout.surfaces.base import SurfaceOptions
 
     listening = listen(*answering) if answering is not None else None
     if answering is None or listening is None:

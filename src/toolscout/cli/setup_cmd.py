@@ -12,12 +12,12 @@ from rich.markup import escape
 from toolscout.cli.common import EXIT_CONFIG, EXIT_INVALID, ConfigOption, JsonOption, Output
 from toolscout.cli.config_cmd import config_app
 from toolscout.clients import CLIENTS, ClientFormat, ConfigLocation, client, discover
+from toolscout.clients.importer import ImportPlan, apply_import, existing_env, plan_import, read_sources
+from toolscout.clients.installer import Place, install, uninstall
 from toolscout.config import find_config
 from toolscout.config.loader import user_config_dir
 from toolscout.errors import ConfigError, ToolscoutError
-from toolscout.importer import ImportPlan, apply_import, existing_env, plan_import, read_sources
-from toolscout.installer import Place, install, uninstall
-from toolscout.render import counted
+from toolscout.present.render import counted
 
 FromOption = Annotated[
     list[str] | None,

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic.alias_generators import to_camel
 
-from toolscout.http_access import check_host_entry, check_origin_entry
-from toolscout.rules import compile_pattern
+from toolscout.config.rules import compile_pattern
+from toolscout.face.http_access import check_host_entry, check_origin_entry
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -223,7 +223,7 @@ def default_audit_path() -> str:
 
 
 class AuditConfig(_Model):
-    """The audit log: one JSON line per tool execution (see `toolscout.audit`)."""
+    """The audit log: one JSON line per tool execution (see `toolscout.gateway.audit`)."""
 
     enabled: bool = True
     path: str = Field(default_factory=default_audit_path, min_length=1)

@@ -24,9 +24,9 @@ from rich.text import Text
 
 from toolscout.config.loader import CACHE_ENV_VAR, STATE_ENV_VAR
 from toolscout.demo.config import DEMO_SERVERS, demo_config
-from toolscout.meta_tools import META_TOOLS
-from toolscout.token_report import COUNTED_ERA, ServerCost, server_costs
-from toolscout.tokens import ENCODING, tool_tokens
+from toolscout.present.token_report import COUNTED_ERA, ServerCost, server_costs
+from toolscout.present.tokens import ENCODING, tool_tokens
+from toolscout.surfaces.discovery import META_TOOLS
 
 CONNECT_BOUND = 120
 """The longest the demo waits for its servers to connect (each also has its own connect timeout)."""
@@ -56,7 +56,7 @@ class _Demo:
 async def _direct_costs() -> list[ServerCost]:
     """What each demo server's enabled tools cost exposed directly: counted as `toolscout tokens --demo`
     counts them (the same code, on the servers' own definitions), so the two always agree."""
-    from toolscout.gateway import Gateway
+    from toolscout.gateway.core import Gateway
 
     async with Gateway.from_config(demo_config()) as gateway:
         with anyio.fail_after(CONNECT_BOUND):

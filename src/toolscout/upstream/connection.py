@@ -33,12 +33,12 @@ from mcp.shared.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
-from toolscout.catalog import Catalog
-from toolscout.catalog_store import config_hash
 from toolscout.config.models import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, AnyServerConfig
 from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError, UpstreamRefused
+from toolscout.gateway.catalog import Catalog
+from toolscout.gateway.store import config_hash
 from toolscout.masking import mask_text
-from toolscout.relay import Relay, SamplingResult, current_relay
+from toolscout.upstream.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.transport import UpstreamTransport, transport_for
 from toolscout.upstream.watch import ResourceWatch
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import mcp_types as types
 
-from toolscout.changes import Changes
+from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolDisabled
-from toolscout.rules import RuleSet
-from toolscout.suggestions import tool_not_found
+from toolscout.gateway.changes import Changes
+from toolscout.gateway.suggestions import tool_not_found
 
 SUMMARY_LIMIT = 160
 

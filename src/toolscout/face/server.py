@@ -30,10 +30,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from toolscout import __version__, render
-from toolscout.completions import complete
+from toolscout import __version__
 from toolscout.config.models import ModeName
-from toolscout.content import LIST_NAMES, ListName, digest_off_loop
 from toolscout.errors import (
     AGENT_STEPS,
     AmbiguousName,
@@ -47,16 +45,19 @@ from toolscout.errors import (
     ToolscoutError,
     UpstreamRefused,
 )
-from toolscout.gateway import Gateway
-from toolscout.http_access import AllowList, HostOriginGuard
-from toolscout.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
-from toolscout.relay import relaying
-from toolscout.resource_subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
-from toolscout.rounds import Rounds
-from toolscout.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
-from toolscout.stdio import serve_process_stdio
-from toolscout.suggestions import unknown_tool
-from toolscout.surfaces import Surface, SurfaceOptions, make_surface
+from toolscout.face.http_access import AllowList, HostOriginGuard
+from toolscout.face.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
+from toolscout.face.rounds import Rounds
+from toolscout.face.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
+from toolscout.face.stdio import serve_process_stdio
+from toolscout.gateway.core import Gateway
+from toolscout.gateway.suggestions import unknown_tool
+from toolscout.mirror.completions import complete
+from toolscout.mirror.hub import LIST_NAMES, ListName, digest_off_loop
+from toolscout.mirror.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
+from toolscout.present import render
+from toolscout.surfaces.base import Surface, SurfaceOptions, make_surface
+from toolscout.upstream.relay import relaying
 
 logger = logging.getLogger(__name__)
 
@@ -532,7 +533,7 @@ async def serve_http(
     server = build_server(gateway, mode, options)
     app = http_app(server, allow=allow or AllowList.for_bind(host), stateless=stateless, limits=limits)
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
-    # its stderr log, see `toolscout.stderr_log`); its loggers go to the gateway's log instead.
+    # its stderr log, see `toolscout.face.stderr_log`); its loggers go to the gateway's log instead.
     config = uvicorn.Config(
         app,
         log_level=log_level,

@@ -37,10 +37,10 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from toolscout.relay import Relay, SamplingResult, relaying
+from toolscout.upstream.relay import Relay, SamplingResult, relaying
 
 if TYPE_CHECKING:
-    from toolscout.gateway import Gateway
+    from toolscout.gateway.core import Gateway
 
 logger = logging.getLogger(__name__)
 

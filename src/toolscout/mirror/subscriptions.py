@@ -21,8 +21,8 @@ import mcp_types as types
 from mcp.server.subscriptions import ResourceUpdated
 
 from toolscout.errors import ToolscoutError
-from toolscout.gateway import Gateway
-from toolscout.sessions import ClientSessions, ClientState, Context
+from toolscout.face.sessions import ClientSessions, ClientState, Context
+from toolscout.gateway.core import Gateway
 
 logger = logging.getLogger(__name__)
 

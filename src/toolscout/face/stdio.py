@@ -28,7 +28,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from toolscout.invalid_messages import InvalidMessage, answers, has_id_member
+from toolscout.face.invalid_messages import InvalidMessage, answers, has_id_member
 
 logger = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from toolscout.clients import ClientFormat, ConfigLocation, is_toolscout_entry
+from toolscout.clients.importer import Applied, ImportPlan, apply_import, existing_env, plan_import
 from toolscout.config.edit import ConfigDocument
 from toolscout.config.loader import user_config_dir
 from toolscout.errors import ConfigError
-from toolscout.importer import Applied, ImportPlan, apply_import, existing_env, plan_import
 
 ENTRY_NAME = "toolscout"
 

@@ -43,7 +43,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolscout.relay import SamplingResult
+from toolscout.upstream.relay import SamplingResult
 
 ListChanged = ToolsListChanged | ResourcesListChanged | PromptsListChanged
 

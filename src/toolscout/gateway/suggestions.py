@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from toolscout.errors import ServerNotFound, ToolNotFound
 
 if TYPE_CHECKING:
-    from toolscout.catalog import Catalog
+    from toolscout.gateway.catalog import Catalog
 
 MAX_SUGGESTIONS = 3
 

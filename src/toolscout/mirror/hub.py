@@ -49,7 +49,7 @@ import mcp_types as types
 from mcp import Client
 from pydantic import BaseModel
 
-from toolscout.changes import Changes
+from toolscout.config.rules import RuleKind
 from toolscout.errors import (
     PromptDisabled,
     PromptNotFound,
@@ -60,14 +60,14 @@ from toolscout.errors import (
     ToolscoutError,
     UpstreamError,
 )
-from toolscout.routing import only_owner, template_matches, uri_owners
-from toolscout.rules import RuleKind
-from toolscout.suggestions import closest, did_you_mean
+from toolscout.gateway.changes import Changes
+from toolscout.gateway.suggestions import closest, did_you_mean
+from toolscout.mirror.routing import only_owner, template_matches, uri_owners
 from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
 
 if TYPE_CHECKING:
-    from toolscout.gateway import Gateway
+    from toolscout.gateway.core import Gateway
 
 logger = logging.getLogger(__name__)
 
@@ -501,7 +501,7 @@ class ContentHub:
 
     def _prompt_names(self) -> dict[tuple[str, str], str]:
         # Disabled prompts get names too, so that disabling one never renames another.
-        from toolscout.passthrough import native_names  # passthrough imports the gateway, which imports this
+        from toolscout.surfaces.passthrough import native_names  # passthrough imports the gateway, which imports this
 
         return native_names((server, p.name) for server, items in self._prompts.known.items() for p in items)
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 import mcp_types as types
 from mcp import Client
 
-from toolscout.content import without_hop_metadata
+from toolscout.mirror.hub import without_hop_metadata
 
 if TYPE_CHECKING:
-    from toolscout.gateway import Gateway
+    from toolscout.gateway.core import Gateway
 
 NO_COMPLETION = types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
 

@@ -16,13 +16,13 @@ from typing import Any, Generic, Literal, TypeVar, cast
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from toolscout import render
 from toolscout.config.models import ListingFormat
 from toolscout.errors import InvalidRequest
-from toolscout.gateway import Gateway
-from toolscout.listing import compact_json, listing_text
-from toolscout.schemas import is_flat, parameters
-from toolscout.signature import call_signature
+from toolscout.gateway.core import Gateway
+from toolscout.present import render
+from toolscout.present.listing import compact_json, listing_text
+from toolscout.present.schemas import is_flat, parameters
+from toolscout.present.signature import call_signature
 from toolscout.upstream import Status
 
 INSTRUCTIONS_LIMIT = 300

@@ -15,10 +15,18 @@ from pydantic import Field
 
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
 from toolscout.errors import AGENT_STEPS, LoadLimitReached, Phrasing
-from toolscout.gateway import Gateway
-from toolscout.meta_tools import BY_NAME, META_TOOLS, ArgsModel, ToolSpec, parse_arguments, run_meta_tool, tool_result
-from toolscout.passthrough import NativeNames
-from toolscout.sessions import ClientState
+from toolscout.face.sessions import ClientState
+from toolscout.gateway.core import Gateway
+from toolscout.surfaces.discovery import (
+    BY_NAME,
+    META_TOOLS,
+    ArgsModel,
+    ToolSpec,
+    parse_arguments,
+    run_meta_tool,
+    tool_result,
+)
+from toolscout.surfaces.passthrough import NativeNames
 
 
 class ToolRef(ArgsModel):

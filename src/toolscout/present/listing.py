@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import toon_format
 
-from toolscout.tokens import count_tokens
+from toolscout.present.tokens import count_tokens
 
 
 def compact_json(data: Any) -> str:

@@ -24,11 +24,11 @@ from pydantic import Field, field_validator
 
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName, ToolNaming
-from toolscout.dynamic import DynamicSurface
 from toolscout.errors import AGENT_STEPS, Phrasing
-from toolscout.gateway import Gateway
-from toolscout.listing import model_text
-from toolscout.meta_tools import (
+from toolscout.face.sessions import ClientState
+from toolscout.gateway.core import Gateway
+from toolscout.present.listing import model_text
+from toolscout.surfaces.discovery import (
     BY_NAME,
     INSTRUCTIONS_LIMIT,
     META_TOOLS,
@@ -39,8 +39,8 @@ from toolscout.meta_tools import (
     run_meta_tool,
     tool_result,
 )
-from toolscout.passthrough import PassthroughSurface
-from toolscout.sessions import ClientState
+from toolscout.surfaces.dynamic import DynamicSurface
+from toolscout.surfaces.passthrough import PassthroughSurface
 from toolscout.upstream import Status, Upstream
 
 

@@ -20,10 +20,10 @@ import mcp_types as types
 from mcp import Client
 
 from toolscout.config.models import ModeName
-from toolscout.gateway import Gateway
-from toolscout.server import build_server
-from toolscout.surfaces import SurfaceOptions
-from toolscout.tokens import tool_tokens
+from toolscout.face.server import build_server
+from toolscout.gateway.core import Gateway
+from toolscout.present.tokens import tool_tokens
+from toolscout.surfaces.base import SurfaceOptions
 
 COUNTED_ERA = "2025-11-25"
 """The protocol era every figure is counted in (its `tools/list` as such a client receives it)."""

@@ -21,30 +21,30 @@ import anyio.abc
 import mcp_types as types
 from pydantic import BaseModel
 
-from toolscout.audit import AuditLog
-from toolscout.catalog import Catalog, CatalogTool
-from toolscout.catalog_store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
 from toolscout.config.models import (
     DEFAULT_MAX_QUERY_CHARS,
     DEFAULT_MAX_QUERY_STEPS,
     DEFAULT_MIN_RELEVANCE,
     GatewayConfig,
 )
+from toolscout.config.rules import RuleSet
 from toolscout.config.secrets import config_secrets
-from toolscout.content import ContentHub, ListName, without_hop_metadata
 from toolscout.errors import (
     InvalidRequest,
     ServerUnavailable,
     ToolNotFound,
     ToolscoutError,
 )
+from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.catalog import Catalog, CatalogTool
+from toolscout.gateway.output_cap import cap_output
+from toolscout.gateway.store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
+from toolscout.gateway.suggestions import server_not_found, tool_not_found
+from toolscout.gateway.validation import ArgumentValidator
 from toolscout.masking import install_log_masking, remember_secrets
-from toolscout.output_cap import cap_output
-from toolscout.relay import current_relay
-from toolscout.rules import RuleSet
-from toolscout.suggestions import server_not_found, tool_not_found
+from toolscout.mirror.hub import ContentHub, ListName, without_hop_metadata
 from toolscout.upstream import ServerIdentity, Status, Upstream, UpstreamSpec
-from toolscout.validation import ArgumentValidator
+from toolscout.upstream.relay import current_relay
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit

@@ -24,12 +24,12 @@ from typing import Any
 
 import mcp_types as types
 
-from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import ToolNaming
 from toolscout.errors import Phrasing
-from toolscout.gateway import Gateway
-from toolscout.routing import only_owner
-from toolscout.sessions import ClientState
+from toolscout.face.sessions import ClientState
+from toolscout.gateway.catalog import Catalog, CatalogTool
+from toolscout.gateway.core import Gateway
+from toolscout.mirror.routing import only_owner
 
 MAX_NAME = 64
 SEPARATOR = "__"
