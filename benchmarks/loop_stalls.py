@@ -28,7 +28,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from toolscout.errors import ArgumentsInvalid
+from toolscout.errors import ArgumentValidationError
 from toolscout.face.sessions import ClientState
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
@@ -158,7 +158,7 @@ async def _after_a_change(gateway: Gateway, tools: list[types.Tool]) -> None:
 async def _refused(gateway: Gateway, code: str) -> None:
     try:
         await gateway.execute("echo", "store_text", {"code": code})
-    except ArgumentsInvalid:  # the violation is the expected answer
+    except ArgumentValidationError:  # the violation is the expected answer
         return
     raise AssertionError("the argument was accepted")
 

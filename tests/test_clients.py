@@ -21,7 +21,7 @@ from toolscout.clients.normalize import exclude_rule, include_rule
 from toolscout.config.loader import parse_config
 from toolscout.config.models import ToolRule
 from toolscout.config.rules import RuleSet
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clients"
 NO_ENV: dict[str, str] = {}
@@ -171,7 +171,7 @@ def test_discover_only_some_clients(home: Path, cwd: Path) -> None:
     assert [(fmt.id, loc) for fmt, loc in found] == [
         ("gemini", ConfigLocation(cwd / ".gemini" / "settings.json", "project", project=cwd))
     ]
-    with pytest.raises(ConfigError, match=r"unknown client 'gemni'.*did you mean 'gemini'"):
+    with pytest.raises(ConfigurationError, match=r"unknown client 'gemni'.*did you mean 'gemini'"):
         discover(home=home, cwd=cwd, platform="darwin", env=NO_ENV, only=["gemni"])
 
 
@@ -740,13 +740,13 @@ def test_is_toolscout_entry(entry: dict[str, Any], expected: bool) -> None:
 def test_client_lookup_and_did_you_mean() -> None:
     assert client("cursor") is CLIENTS["cursor"]
     assert client(" VSCode ") is CLIENTS["vscode"]
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         client("curser")
     assert caught.value.message == (
         "unknown client 'curser'; known: claude-code, claude-desktop, codex, cursor, custom-yaml, docker, gemini,"
         " mcp-json, vscode, windsurf; did you mean 'cursor'?"
     )
-    with pytest.raises(ConfigError, match=r"unknown client 'zzzz'; known: [^?]*$"):
+    with pytest.raises(ConfigurationError, match=r"unknown client 'zzzz'; known: [^?]*$"):
         client("zzzz")
 
 
@@ -808,9 +808,9 @@ def test_claude_desktop_installs_into_the_msix_package_when_it_is_there(home: Pa
 def test_some_clients_cannot_take_toolscout(home: Path, cwd: Path, client_id: str) -> None:
     fmt = CLIENTS[client_id]
     assert not fmt.installable
-    with pytest.raises(ConfigError, match="toolscout cannot be installed into"):
+    with pytest.raises(ConfigurationError, match="toolscout cannot be installed into"):
         fmt.install_location(home=home, cwd=cwd, platform="linux", env=NO_ENV)
-    with pytest.raises(ConfigError, match="toolscout cannot be installed into"):
+    with pytest.raises(ConfigurationError, match="toolscout cannot be installed into"):
         fmt.server_entry("toolscout", ["serve"])
 
 

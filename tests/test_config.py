@@ -18,7 +18,7 @@ from toolscout.config import (
     load_config,
 )
 from toolscout.config.loader import candidate_paths, user_config_dir
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 ISSUE_EXAMPLE = {
     "mcpServers": {
@@ -161,7 +161,7 @@ def test_interpolation_defaults_and_escapes(tmp_path: Path) -> None:
 
 
 def _error(tmp_path: Path, name: str, text: str, env: dict[str, str] | None = None) -> str:
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         load_config(_write(tmp_path, name, text), env=env or {})
     message = str(caught.value)
     assert str(tmp_path / name) in message
@@ -260,11 +260,11 @@ def test_user_config_dir_ignores_empty_or_relative_xdg(
 
 def test_missing_files_are_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    with pytest.raises(ConfigError, match=r"nope.json \(from --config\) does not exist"):
+    with pytest.raises(ConfigurationError, match=r"nope.json \(from --config\) does not exist"):
         find_config(tmp_path / "nope.json", env={})
-    with pytest.raises(ConfigError, match=r"gone.yaml \(from \$TOOLSCOUT_CONFIG\) does not exist"):
+    with pytest.raises(ConfigurationError, match=r"gone.yaml \(from \$TOOLSCOUT_CONFIG\) does not exist"):
         find_config(env={"TOOLSCOUT_CONFIG": str(tmp_path / "gone.yaml")})
-    with pytest.raises(ConfigError, match="No configuration file found") as caught:
+    with pytest.raises(ConfigurationError, match="No configuration file found") as caught:
         find_config(env={}, cwd=tmp_path)
     for candidate in candidate_paths(tmp_path):
         assert str(candidate.path) in str(caught.value)

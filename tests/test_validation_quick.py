@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft4Validator, Draft7Validator, Draft202012Validator
 
-from toolscout.errors import ArgumentsInvalid
+from toolscout.errors import ArgumentValidationError
 from toolscout.gateway.validation import ArgumentValidator
 
 SCHEMAS: list[dict[str, Any]] = [
@@ -74,10 +74,10 @@ def test_accepts_exactly_what_jsonschema_accepts(index: int) -> None:
     accepted = 0
     for instance in _instances(rng, 3000):
         expected = sorted(e.message for e in reference.iter_errors(instance))
-        refused: ArgumentsInvalid | None = None
+        refused: ArgumentValidationError | None = None
         try:
             validator.validate(schema, instance, server="s", tool="t")
-        except ArgumentsInvalid as exc:
+        except ArgumentValidationError as exc:
             refused = exc
         if refused is None:
             assert not expected, f"accepted what jsonschema refuses: {instance!r}: {expected}"

@@ -1,7 +1,32 @@
 """One rooted exception tree for everything toolscout reports.
 
-Each class carries a stable `code` string. Code inside the gateway raises these;
-only the edges (the MCP face and the CLI) turn them into MCP results or exit codes.
+Each concrete class carries a stable `code` string (its name says the same). Code inside the
+gateway raises these; only the edges (`face/edge.py` for MCP, the CLI for a terminal) turn them
+into MCP errors, `isError` results or exit codes.
+
+    ToolscoutError                 TOOLSCOUT_ERROR
+    ├── ConfigurationError         CONFIGURATION_ERROR
+    ├── NotFound
+    │   ├── ServerNotFound         SERVER_NOT_FOUND
+    │   ├── ToolNotFound           TOOL_NOT_FOUND
+    │   ├── ResourceNotFound       RESOURCE_NOT_FOUND
+    │   └── PromptNotFound         PROMPT_NOT_FOUND
+    ├── Disabled
+    │   ├── ToolDisabled           TOOL_DISABLED
+    │   ├── ResourceDisabled       RESOURCE_DISABLED
+    │   └── PromptDisabled         PROMPT_DISABLED
+    ├── Invalid
+    │   ├── InvalidArguments       INVALID_ARGUMENTS    (a meta-tool's own arguments)
+    │   ├── ArgumentValidationError VALIDATION_ERROR    (an upstream tool's arguments vs its schema)
+    │   ├── AmbiguousName          AMBIGUOUS_NAME
+    │   └── LoadLimitReached       LOAD_LIMIT_REACHED
+    ├── Unavailable
+    │   ├── ServerUnavailable      SERVER_UNAVAILABLE
+    │   └── CallTimeout            TIMEOUT
+    └── UpstreamError              UPSTREAM_ERROR       (a read, get or listing failed upstream)
+        ├── ToolExecutionError     TOOL_EXECUTION_ERROR (a tool call failed upstream)
+        └── UpstreamRefused        UPSTREAM_ERROR       (the upstream's own JSON-RPC error)
+            └── ToolRefused        TOOL_EXECUTION_ERROR (... to a tool call; also a ToolExecutionError)
 """
 
 from __future__ import annotations
@@ -60,53 +85,123 @@ class ToolscoutError(Exception):
         return self.explain()
 
 
-class ConfigError(ToolscoutError):
+class ConfigurationError(ToolscoutError):
     """The configuration cannot be found, parsed or validated."""
 
     code = "CONFIGURATION_ERROR"
 
 
-class ServerNotFound(ToolscoutError):
+class NotFound(ToolscoutError):
+    """A name (server, tool, resource, prompt) that nothing answers to."""
+
+
+class ServerNotFound(NotFound):
     """No upstream server of that name is configured."""
 
     code = "SERVER_NOT_FOUND"
 
 
-class ServerUnavailable(ToolscoutError):
-    """The upstream server is configured but not connected (connecting, failed or disabled)."""
-
-    code = "SERVER_UNAVAILABLE"
-
-
-class ToolNotFound(ToolscoutError):
+class ToolNotFound(NotFound):
     """The upstream server has no tool of that name."""
 
     code = "TOOL_NOT_FOUND"
 
 
-class ToolDisabled(ToolscoutError):
+class ResourceNotFound(NotFound):
+    """A resource URI the gateway cannot route to a server (not one of its `toolscout://` URIs)."""
+
+    code = "RESOURCE_NOT_FOUND"
+
+
+class PromptNotFound(NotFound):
+    """No upstream offers a prompt of that gateway name."""
+
+    code = "PROMPT_NOT_FOUND"
+
+
+class Disabled(ToolscoutError):
+    """The thing exists, but `toolRules` disable it."""
+
+
+class ToolDisabled(Disabled):
     """The tool exists but `toolRules` disable it."""
 
     code = "TOOL_DISABLED"
 
 
-class ArgumentsInvalid(ToolscoutError):
-    """The arguments do not satisfy the tool's input schema."""
+class ResourceDisabled(Disabled):
+    """The resource (or the template it comes from) exists but `toolRules` of kind `resource` disable it."""
+
+    code = "RESOURCE_DISABLED"
+
+
+class PromptDisabled(Disabled):
+    """The prompt exists but `toolRules` of kind `prompt` disable it."""
+
+    code = "PROMPT_DISABLED"
+
+
+class Invalid(ToolscoutError):
+    """The request cannot be used as it is: the caller must change it."""
+
+
+class InvalidArguments(Invalid):
+    """A meta-tool (or a command) was called with arguments it cannot use."""
+
+    code = "INVALID_ARGUMENTS"
+
+
+class ArgumentValidationError(Invalid):
+    """The arguments for an upstream tool do not satisfy its input schema (nothing was sent)."""
 
     code = "VALIDATION_ERROR"
 
 
+class AmbiguousName(Invalid):
+    """An upstream's own tool, prompt or resource name that several servers have: the gateway's name is needed."""
+
+    code = "AMBIGUOUS_NAME"
+
+
+class LoadLimitReached(Invalid):
+    """Dynamic mode: loading more tools would pass the configured `maxLoadedTools`."""
+
+    code = "LOAD_LIMIT_REACHED"
+
+
+class Unavailable(ToolscoutError):
+    """The upstream could not be asked, or did not answer in time: trying again later may work."""
+
+
+class ServerUnavailable(Unavailable):
+    """The upstream server is configured but not connected (connecting, failed or disabled)."""
+
+    code = "SERVER_UNAVAILABLE"
+
+
+class CallTimeout(Unavailable):
+    """The upstream did not answer within the server's `timeout` (the request is cancelled upstream)."""
+
+    code = "TIMEOUT"
+
+
 class UpstreamError(ToolscoutError):
-    """The upstream failed while serving a request (protocol error, lost connection)."""
+    """The upstream failed while serving a read, a get or a listing (protocol error, broken transport)."""
+
+    code = "UPSTREAM_ERROR"
+
+
+class ToolExecutionError(UpstreamError):
+    """The upstream failed while running a tool call (protocol error, broken transport)."""
 
     code = "TOOL_EXECUTION_ERROR"
 
 
 class UpstreamRefused(UpstreamError):
-    """The upstream answered the request with a JSON-RPC error of its own.
+    """The upstream answered a read, get or listing with a JSON-RPC error of its own.
 
     `upstreamCode` (and `upstreamData`, when it sent any) are in the details; `upstream_message` is its
-    own message, so that a tool that stands for the upstream's (passthrough) can pass the same error on.
+    own message, so that what stands for the upstream's (passthrough, resources) can pass the same error on.
     """
 
     def __init__(self, message: str, *, upstream_message: str, **details: Any) -> None:
@@ -114,52 +209,8 @@ class UpstreamRefused(UpstreamError):
         self.upstream_message = mask_text(upstream_message)  # passed on to a client, as the message is
 
 
-class CallTimeout(ToolscoutError):
-    """The upstream did not answer within the server's `timeout`."""
-
-    code = "TIMEOUT"
-
-
-class InvalidRequest(ToolscoutError):
-    """A meta-tool was called with arguments it cannot use."""
-
-    code = "INVALID_ARGUMENTS"
-
-
-class LoadLimitReached(ToolscoutError):
-    """Dynamic mode: loading more tools would pass the configured `maxLoadedTools`."""
-
-    code = "LOAD_LIMIT_REACHED"
-
-
-class ResourceNotFound(ToolscoutError):
-    """A resource URI the gateway cannot route to a server (not one of its `toolscout://` URIs)."""
-
-    code = "RESOURCE_NOT_FOUND"
-
-
-class ResourceDisabled(ToolscoutError):
-    """The resource (or the template it comes from) exists but `toolRules` of kind `resource` disable it."""
-
-    code = "RESOURCE_DISABLED"
-
-
-class PromptNotFound(ToolscoutError):
-    """No upstream offers a prompt of that gateway name."""
-
-    code = "PROMPT_NOT_FOUND"
-
-
-class PromptDisabled(ToolscoutError):
-    """The prompt exists but `toolRules` of kind `prompt` disable it."""
-
-    code = "PROMPT_DISABLED"
-
-
-class AmbiguousName(ToolscoutError):
-    """An upstream's own tool, prompt or resource name that several servers have: the gateway's name is needed."""
-
-    code = "AMBIGUOUS_NAME"
+class ToolRefused(UpstreamRefused, ToolExecutionError):
+    """The upstream answered a tool call with a JSON-RPC error of its own (code `TOOL_EXECUTION_ERROR`)."""
 
 
 def error_from_dict(data: dict[str, Any]) -> ToolscoutError:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from toolscout.cli.catalog_view import CatalogView, catalog_view, plan_catalog, when
 from toolscout.config import GatewayConfig
-from toolscout.errors import ToolDisabled, ToolscoutError, UpstreamError, error_from_dict
+from toolscout.errors import ToolDisabled, ToolExecutionError, ToolscoutError, error_from_dict
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -163,7 +163,7 @@ class ServeAnswers:
         try:
             result = await self._ask("execute_tool", {"server": server, "tool": tool, "arguments": arguments})
         except _ServeGone as exc:
-            raise UpstreamError(f"{exc}; the call may or may not have run.", server=server, tool=tool) from None
+            raise ToolExecutionError(f"{exc}; the call may or may not have run.", server=server, tool=tool) from None
         data = cast(dict[str, Any], result.structured_content or {})
         error = data.get("error") if result.is_error and data.get("success") is False else None
         if isinstance(error, dict) and "code" in error:

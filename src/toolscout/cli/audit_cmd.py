@@ -23,7 +23,7 @@ from toolscout.cli.common import ConfigOption, Output
 from toolscout.config import CONFIG_ENV_VAR
 from toolscout.config.loader import check_config_file, find_config
 from toolscout.config.models import AuditConfig
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 audit_app = typer.Typer(name="audit", help="Read the audit log of tool executions.", no_args_is_help=True)
 
@@ -43,14 +43,14 @@ def _settings(config: Path | None, output: Output) -> AuditConfig:
     """The `audit` section of the configuration; without any configuration file, the defaults."""
     try:
         source = find_config(config)
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         if config is None and not os.environ.get(CONFIG_ENV_VAR):
             return AuditConfig()  # nothing configured anywhere: the gateway would log to the default path
         output.fail(exc)
     try:
         # Only the path is needed: `${VAR}`s the servers use need not be set here.
         return check_config_file(source.path).audit
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         output.fail(exc)
 
 

@@ -16,7 +16,7 @@ from rich.markup import escape
 from toolscout.cli.common import ConfigOption, JsonOption, Output, load
 from toolscout.config import GatewayConfig, find_config
 from toolscout.config.models import CatalogCacheConfig
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from toolscout.gateway.store import CatalogStore
@@ -37,7 +37,7 @@ def _config(config: Path | None, output: Output, *, strict: bool) -> GatewayConf
     if config is None:
         try:
             find_config(None)
-        except ConfigError:
+        except ConfigurationError:
             return None
     # `show` compares config hashes, which need `${VAR}`s filled in as `serve` fills them.
     return load(config, output, lenient=not strict)[0]

@@ -16,9 +16,9 @@ import typer
 from toolscout.config import ConfigSource, GatewayConfig, find_config, load_config
 from toolscout.config.loader import check_config_file
 from toolscout.errors import (
-    ArgumentsInvalid,
-    ConfigError,
-    InvalidRequest,
+    ArgumentValidationError,
+    ConfigurationError,
+    InvalidArguments,
     Phrasing,
     ServerNotFound,
     ToolDisabled,
@@ -67,13 +67,13 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 def exit_code_for(error: ToolscoutError) -> int:
     """The exit code a failed command ends with."""
-    if isinstance(error, ConfigError):
+    if isinstance(error, ConfigurationError):
         return EXIT_CONFIG
     if isinstance(error, ServerNotFound | ToolNotFound):
         return EXIT_NOT_FOUND
     if isinstance(error, ToolDisabled):
         return EXIT_DISABLED
-    if isinstance(error, ArgumentsInvalid | InvalidRequest):
+    if isinstance(error, ArgumentValidationError | InvalidArguments):
         return EXIT_INVALID
     return EXIT_FAILED
 
@@ -126,7 +126,7 @@ def load(
     `${VAR}`s are not an error for them.
     """
     if demo and config is not None:
-        output.fail(ConfigError("use either --config or --demo, not both."))
+        output.fail(ConfigurationError("use either --config or --demo, not both."))
     try:
         if demo:
             from toolscout.demo.config import demo_config
@@ -136,7 +136,7 @@ def load(
         if lenient:
             return check_config_file(source.path), source
         return load_config(source.path), source
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         output.fail(exc)
 
 

@@ -21,7 +21,7 @@ from toolscout.config import (
 )
 from toolscout.config.loader import candidate_paths, environment_for, read_raw
 from toolscout.config.secrets import mask_server
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.present.render import counted
 
 _KINDS = {StdioServerConfig: "stdio", HttpServerConfig: "http", SseServerConfig: "sse"}
@@ -158,7 +158,7 @@ def sources(as_json: JsonOption = False) -> None:
     lookup += [{"path": str(c.path), "origin": c.origin, "exists": c.path.is_file()} for c in candidate_paths()]
     try:
         used: str | None = str(find_config().path)
-    except ConfigError:
+    except ConfigurationError:
         used = None
     clients = [
         {"client": fmt.id, "name": fmt.display_name, "path": str(loc.path), "scope": loc.scope}
@@ -184,8 +184,8 @@ def path(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     output = Output(as_json)
     try:
         source = find_config(config)
-    except ConfigError as exc:
-        output.fail(ConfigError(f"{exc.message}\nRun `toolscout init` to create one."))
+    except ConfigurationError as exc:
+        output.fail(ConfigurationError(f"{exc.message}\nRun `toolscout init` to create one."))
     if as_json:
         output.data({"path": str(source.path), "origin": source.origin})
     else:

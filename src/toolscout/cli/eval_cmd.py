@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolscout.cli.common import EXIT_INVALID, ConfigOption, JsonOption, Output, connected, load, run
-from toolscout.errors import ConfigError, ToolscoutError
+from toolscout.errors import ConfigurationError, ToolscoutError
 
 if TYPE_CHECKING:
     from toolscout.gateway.catalog import CatalogTool
@@ -59,7 +59,7 @@ def eval_command(
     output = Output(as_json)
     try:
         search = make_backend(backend, model=model)
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         output.fail(exc, EXIT_INVALID)
     try:
         tools = _live_tools(config, output) if catalog == LIVE else load_catalog_file(Path(catalog))
@@ -83,7 +83,7 @@ def _live_tools(config: Path | None, output: Output) -> list[CatalogTool]:
 
     tools: list[CatalogTool] = run(body)
     if not tools:
-        raise ConfigError("The configured servers expose no enabled tools; check them with `toolscout list`.")
+        raise ConfigurationError("The configured servers expose no enabled tools; check them with `toolscout list`.")
     return tools
 
 

@@ -27,7 +27,7 @@ from toolscout.cli.common import (
     load,
     run,
 )
-from toolscout.errors import InvalidRequest, ToolscoutError, UpstreamError
+from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
 from toolscout.present.render import hint_labels
 from toolscout.present.schemas import example_arguments
 
@@ -312,18 +312,18 @@ def _read_args(raw: str | None) -> dict[str, Any]:
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidRequest(f"Cannot read arguments from {path}: {exc}.") from None
+            raise InvalidArguments(f"Cannot read arguments from {path}: {exc}.") from None
         source = str(path)
     else:
         text = raw
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidRequest(
+        raise InvalidArguments(
             f"Arguments from {source} are not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."
         ) from None
     if not isinstance(value, dict):
-        raise InvalidRequest(f"Arguments from {source} must be a JSON object, got {type(value).__name__}.")
+        raise InvalidArguments(f"Arguments from {source} must be a JSON object, got {type(value).__name__}.")
     return cast(dict[str, Any], value)
 
 
@@ -398,7 +398,7 @@ def execute(
         if as_json:
             payload: dict[str, Any] = {"success": not result.is_error, "result": dumped}
             if result.is_error:
-                payload["error"] = UpstreamError(_error_text(result), server=server, tool=tool).to_dict()
+                payload["error"] = ToolExecutionError(_error_text(result), server=server, tool=tool).to_dict()
             output.data(payload)
         else:
             output.print(f"Executing: {escape(server)}:{escape(tool)}\n")

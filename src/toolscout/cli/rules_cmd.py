@@ -18,7 +18,7 @@ from toolscout.config import ToolRule
 from toolscout.config.edit import ConfigDocument
 from toolscout.config.loader import check_config_text
 from toolscout.config.rules import RuleSet, compile_pattern
-from toolscout.errors import ConfigError, InvalidRequest, ToolscoutError
+from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
 
 rules_app = typer.Typer(name="rules", help="Hide and show tools (edits toolRules in the config).", no_args_is_help=True)
 
@@ -82,7 +82,7 @@ def _check_pattern(pattern: str, server: str | None) -> None:
             try:
                 compile_pattern(value)
             except ValueError as exc:
-                raise InvalidRequest(f"{value!r} is not a usable pattern: {exc}.") from None
+                raise InvalidArguments(f"{value!r} is not a usable pattern: {exc}.") from None
 
 
 def _visible(pattern: str, server: str | None, rules: list[dict[str, Any]], servers: list[str]) -> bool:
@@ -223,5 +223,5 @@ def status(
 
     try:
         run(body)
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         output.fail(exc)

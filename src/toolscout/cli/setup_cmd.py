@@ -16,7 +16,7 @@ from toolscout.clients.importer import ImportPlan, apply_import, existing_env, p
 from toolscout.clients.installer import Place, install, uninstall
 from toolscout.config import find_config
 from toolscout.config.loader import user_config_dir
-from toolscout.errors import ConfigError, ToolscoutError
+from toolscout.errors import ConfigurationError, ToolscoutError
 from toolscout.present.render import counted
 
 FromOption = Annotated[
@@ -51,7 +51,7 @@ def _client(output: Output, client_id: str) -> ClientFormat:
     """The client named on the command line; an unknown name is a usage error (exit 1)."""
     try:
         return client(client_id)
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         output.fail(exc, EXIT_INVALID)
 
 
@@ -64,15 +64,15 @@ def _sources(output: Output, only: list[str] | None, file: Path | None) -> list[
         if file is not None:
             formats = [client(name) for name in (only or ["mcp-json"])]
             if len(formats) != 1:
-                raise ConfigError("--file reads one file: name its format with exactly one --from.")
+                raise ConfigurationError("--file reads one file: name its format with exactly one --from.")
             if not file.is_file():
-                raise ConfigError(f"{file} does not exist.")
+                raise ConfigurationError(f"{file} does not exist.")
             return [(formats[0], ConfigLocation(file.resolve(), "user"))]
         for name in only or ():
             if client(name).id in ("custom-yaml", "mcp-json"):
-                raise ConfigError(f"{name} has no standard location; pass the file with --file.")
+                raise ConfigurationError(f"{name} has no standard location; pass the file with --file.")
         return discover_here(only)
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         output.fail(exc, EXIT_INVALID)
 
 
@@ -167,7 +167,7 @@ def import_command(
     sources = _sources(output, sources_from, file)
     try:
         target = config.expanduser() if config is not None else find_config().path
-    except ConfigError:
+    except ConfigurationError:
         target = default_config_path()
     _import_into(output, target, sources, dry_run=dry_run, extract=extract)
 
@@ -184,7 +184,7 @@ def init(
     target = (config or default_config_path()).expanduser()
     if target.exists() and not yes:
         if not sys.stdin.isatty():
-            output.fail(ConfigError(f"{target} already exists; pass --yes to replace it."), EXIT_INVALID)
+            output.fail(ConfigurationError(f"{target} already exists; pass --yes to replace it."), EXIT_INVALID)
         if not typer.confirm(f"{target} already exists. Replace it (a backup is kept)?", default=False):
             output.note("Nothing changed.")
             raise typer.Exit(0)
@@ -243,8 +243,8 @@ def install_command(
     fmt = _client(output, client_id)
     try:
         source = find_config(config)
-    except ConfigError as exc:
-        output.fail(ConfigError(f"{exc.message}\nRun `toolscout init` first to create toolscout's config."))
+    except ConfigurationError as exc:
+        output.fail(ConfigurationError(f"{exc.message}\nRun `toolscout init` first to create toolscout's config."))
     try:
         done = install(fmt, source.path, Place.here(), replace=replace, extract=extract)
     except ToolscoutError as exc:

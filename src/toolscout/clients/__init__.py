@@ -23,7 +23,7 @@ from toolscout.clients.base import (
 )
 from toolscout.clients.json_clients import ClaudeDesktop, Cursor, McpJson, VSCode, Windsurf
 from toolscout.clients.yaml_clients import GATEWAY_NAME, CustomYaml, Docker
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 __all__ = [
     "CLIENTS",
@@ -59,7 +59,7 @@ def client(id: str) -> ClientFormat:
     """The client format with this id.
 
     Raises:
-        ConfigError: no client has this id; the message suggests the closest one.
+        ConfigurationError: no client has this id; the message suggests the closest one.
     """
     found = CLIENTS.get(id.strip().lower())
     if found is not None:
@@ -69,7 +69,7 @@ def client(id: str) -> ClientFormat:
     best = process.extractOne(id, list(CLIENTS), score_cutoff=60)
     if best is not None:
         message += f"; did you mean {best[0]!r}?"
-    raise ConfigError(message, client=id)
+    raise ConfigurationError(message, client=id)
 
 
 def discover(
@@ -82,7 +82,7 @@ def discover(
     returned only when that file has servers (or problems) for `cwd`.
 
     Raises:
-        ConfigError: `only` names an unknown client.
+        ConfigurationError: `only` names an unknown client.
     """
     formats = [client(name) for name in only] if only is not None else list(CLIENTS.values())
     found: list[tuple[ClientFormat, ConfigLocation]] = []

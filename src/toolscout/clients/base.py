@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 __all__ = [
     "BaseClient",
@@ -95,7 +95,7 @@ class ClientFormat(Protocol):
         ...
 
     def install_location(self, *, home: Path, cwd: Path, platform: str, env: Mapping[str, str]) -> Path:
-        """The user-scope file `toolscout install --client ID` writes; `ConfigError` when not installable."""
+        """The user-scope file `toolscout install --client ID` writes; `ConfigurationError` when not installable."""
         ...
 
     def server_entry(self, command: str, args: list[str]) -> dict[str, Any]:
@@ -137,7 +137,7 @@ class BaseClient(ABC):
         """The user-scope file toolscout is installed into.
 
         Raises:
-            ConfigError: toolscout cannot be installed into this client.
+            ConfigurationError: toolscout cannot be installed into this client.
         """
         raise self._not_installable()
 
@@ -145,14 +145,14 @@ class BaseClient(ABC):
         """The client-side entry that starts toolscout itself over stdio.
 
         Raises:
-            ConfigError: toolscout cannot be installed into this client.
+            ConfigurationError: toolscout cannot be installed into this client.
         """
         if not self.installable:
             raise self._not_installable()
         return self.to_client_entry({"command": command, "args": list(args)})
 
-    def _not_installable(self) -> ConfigError:
-        return ConfigError(
+    def _not_installable(self) -> ConfigurationError:
+        return ConfigurationError(
             f"toolscout cannot be installed into {self.display_name}: {self.not_installable_reason}", client=self.id
         )
 

@@ -20,7 +20,7 @@ from toolscout.clients import ClientFormat, ConfigLocation, DiscoveredServer, is
 from toolscout.config.edit import ConfigDocument
 from toolscout.config.loader import check_config_text, environment_for, interpolate, referenced_variables
 from toolscout.config.secrets import extract_secrets
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 Action = Literal["add", "rename", "skip"]
 
@@ -176,5 +176,5 @@ def write_env(path: Path, values: Mapping[str, str]) -> Path:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp)
-        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+        raise ConfigurationError(f"Cannot write {path}: {exc.strerror or exc}.") from None
     return path

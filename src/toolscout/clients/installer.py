@@ -21,7 +21,7 @@ from toolscout.clients import ClientFormat, ConfigLocation, is_toolscout_entry
 from toolscout.clients.importer import Applied, ImportPlan, apply_import, existing_env, plan_import
 from toolscout.config.edit import ConfigDocument
 from toolscout.config.loader import user_config_dir
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 ENTRY_NAME = "toolscout"
 
@@ -72,7 +72,7 @@ def install(fmt: ClientFormat, config: Path, place: Place, *, replace: bool, ext
     document = ConfigDocument.load_or_new(target)
     current = document.get([*fmt.servers_key, ENTRY_NAME])
     if current is not None and not (isinstance(current, dict) and is_toolscout_entry(cast(dict[str, Any], current))):
-        raise ConfigError(
+        raise ConfigurationError(
             f"{target} already has a server called {ENTRY_NAME!r} that is not toolscout; rename it and run again."
         )
     outcome = Installed(target, None, current is not None)
@@ -80,7 +80,7 @@ def install(fmt: ClientFormat, config: Path, place: Place, *, replace: bool, ext
     if replace and target.is_file():
         found = fmt.read_location(ConfigLocation(target, "user"))
         if found.problems:
-            raise ConfigError(f"Cannot move the servers of {target}: " + "; ".join(found.problems))
+            raise ConfigurationError(f"Cannot move the servers of {target}: " + "; ".join(found.problems))
         movable = [s for s in found.servers if not is_toolscout_entry(s.entry)]
         plan = plan_import(movable, _servers_of(config), extract=extract, known_env=existing_env(config))
         # Keep the client's own spelling of each entry, so uninstall restores it exactly.
@@ -119,7 +119,7 @@ def uninstall(fmt: ClientFormat, place: Place) -> Uninstalled:
         else fmt.install_location(home=place.home, cwd=place.cwd, platform=place.platform, env=place.env)
     )
     if not target.is_file():
-        raise ConfigError(f"{target} does not exist; there is no toolscout to remove from {fmt.display_name}.")
+        raise ConfigurationError(f"{target} does not exist; there is no toolscout to remove from {fmt.display_name}.")
     document = ConfigDocument.load(target)
     original = record.get("original")
     untouched = document.raw is not None and _digest(document.raw) == record.get("installedSha256")
@@ -131,7 +131,7 @@ def uninstall(fmt: ClientFormat, place: Place) -> Uninstalled:
         else:
             outcome.kept.append(name)
     if not outcome.removed_entry and not outcome.restored:
-        raise ConfigError(f"toolscout is not installed in {target}; nothing to remove.")
+        raise ConfigurationError(f"toolscout is not installed in {target}; nothing to remove.")
     if isinstance(original, str) and untouched:
         # Nobody changed the file since toolscout wrote it: put back exactly what was there before,
         # byte for byte, instead of the same servers in the editor's layout.

@@ -38,7 +38,7 @@ from toolscout.config.edit_base import Backend, same
 from toolscout.config.edit_toml import TomlBackend
 from toolscout.config.edit_yaml import YamlBackend
 from toolscout.config.jsonc import JsoncEditor, JsoncSyntaxError, describe
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 Format = Literal["json", "yaml", "toml"]
 
@@ -110,7 +110,7 @@ class ConfigDocument:
                 editor = JsoncEditor(body)
                 if editor.root is not None and editor.root.members is None:
                     found = describe(editor.root.plain())
-                    raise ConfigError(f"{where}: the top level must be an object ({{...}}), found {found}.")
+                    raise ConfigurationError(f"{where}: the top level must be an object ({{...}}), found {found}.")
                 return editor
             return YamlBackend(body, where) if self.format == "yaml" else TomlBackend(body, where)
         except JsoncSyntaxError as exc:
@@ -125,28 +125,32 @@ class ConfigDocument:
         except ParseError as exc:
             line, column, reason = exc.line, exc.col + 1, str(exc).split(" at line ")[0]
         place = f" at line {line}, column {column}" if line else ""
-        raise ConfigError(
+        raise ConfigurationError(
             f"{where}: invalid {self.format.upper()}{place}: {reason}. "
             "Fix the file (or restore a backup) and run the command again."
         )
 
     @classmethod
     def load(cls, path: Path) -> ConfigDocument:
-        """Read and parse `path`; missing, unreadable, non-UTF-8 or malformed files raise ConfigError."""
+        """Read and parse `path`; missing, unreadable, non-UTF-8 or malformed files raise ConfigurationError."""
         path = Path(path)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            raise ConfigError(f"{path} does not exist. Check the path, or create the file first.") from None
+            raise ConfigurationError(f"{path} does not exist. Check the path, or create the file first.") from None
         except IsADirectoryError:
-            raise ConfigError(f"{path} is a directory, not a configuration file. Pass the file inside it.") from None
+            raise ConfigurationError(
+                f"{path} is a directory, not a configuration file. Pass the file inside it."
+            ) from None
         except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}. Check its permissions and retry.") from exc
+            raise ConfigurationError(
+                f"cannot read {path}: {exc.strerror or exc}. Check its permissions and retry."
+            ) from exc
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
-            raise ConfigError(
+            raise ConfigurationError(
                 f"{path} is not UTF-8 text (invalid byte on line {line}, byte offset {exc.start}). "
                 "Save it as UTF-8 and run the command again."
             ) from None
@@ -236,9 +240,9 @@ class ConfigDocument:
         except (FileNotFoundError, NotADirectoryError):
             current = None
         except OSError as exc:
-            raise ConfigError(f"cannot read {self.path}: {exc.strerror or exc}. Check its permissions.") from exc
+            raise ConfigurationError(f"cannot read {self.path}: {exc.strerror or exc}. Check its permissions.") from exc
         if current != self._snapshot:
-            raise ConfigError(f"{self.path} changed on disk since it was read; run the command again.")
+            raise ConfigurationError(f"{self.path} changed on disk since it was read; run the command again.")
 
     def save(self, *, backup: bool = True) -> Path | None:
         """Write atomically (temp file, fsync, rename); returns the backup of the old content, if made.
@@ -272,7 +276,7 @@ class ConfigDocument:
             temp = None
             _fsync_directory(target.parent)
         except OSError as exc:
-            raise ConfigError(
+            raise ConfigurationError(
                 f"cannot write {self.path}: {exc.strerror or exc}. "
                 "Check that its directory exists and is writable, then run the command again."
             ) from exc

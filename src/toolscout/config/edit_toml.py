@@ -11,7 +11,7 @@ from tomlkit.items import AoT, Array, Comment, InlineTable, String, StringType, 
 
 from toolscout.config.edit_base import INLINE_TABLE_WIDTH, MappingBackend, as_mapping, plain
 from toolscout.config.jsonc import path_conflict
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 
 class TomlBackend(MappingBackend):
@@ -85,7 +85,7 @@ class TomlBackend(MappingBackend):
 
     def _convert(self, value: Any, keys: Sequence[str], old: Any, *, inline: bool, record: bool) -> Any:
         if value is None:
-            raise ConfigError(f"cannot set {'.'.join(keys)} to null: TOML has no null. Delete the key instead.")
+            raise ConfigurationError(f"cannot set {'.'.join(keys)} to null: TOML has no null. Delete the key instead.")
         if isinstance(value, Mapping):
             items = cast(Mapping[str, Any], value)
             if inline:

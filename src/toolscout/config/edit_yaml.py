@@ -15,7 +15,7 @@ from ruamel.yaml.tokens import CommentToken
 
 from toolscout.config.edit_base import MappingBackend, plain
 from toolscout.config.jsonc import describe
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 
 def _guess_yaml_indent(text: str) -> tuple[int, int, int]:
@@ -47,7 +47,7 @@ class YamlBackend(MappingBackend):
         self.yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
         loaded: Any = self.yaml.load(text)  # pyright: ignore[reportUnknownMemberType]
         if not isinstance(loaded, CommentedMap | None):
-            raise ConfigError(
+            raise ConfigurationError(
                 f"{where}: the top level must be a mapping (key: value), found {describe(plain(loaded))}."
             )
         self.root = cast(MutableMapping[Any, Any], loaded if loaded is not None else CommentedMap())

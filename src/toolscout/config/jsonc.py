@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None}
@@ -74,10 +74,10 @@ def describe(value: Any) -> str:
     return next((name for kind, name in kinds if isinstance(value, kind)), "null")
 
 
-def path_conflict(keys: Sequence[str], depth: int, found: Any) -> ConfigError:
+def path_conflict(keys: Sequence[str], depth: int, found: Any) -> ConfigurationError:
     """The error for a key path that runs through something that is not a mapping."""
     where = ".".join(keys[: depth + 1])
-    return ConfigError(
+    return ConfigurationError(
         f"cannot set {'.'.join(keys)}: {where} is {describe(found)}, not a mapping. "
         f"Remove or rename {where} first, or choose another key."
     )

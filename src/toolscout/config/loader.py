@@ -1,6 +1,6 @@
 """Finding, parsing and validating the configuration file.
 
-Everything that can go wrong here ends as one `ConfigError` whose message names
+Everything that can go wrong here ends as one `ConfigurationError` whose message names
 the file and the key, so `serve` can print it and exit with code 2.
 """
 
@@ -28,7 +28,7 @@ from toolscout.config.models import (
     ToolRule,
 )
 from toolscout.config.secrets import config_secrets
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
 
 CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
@@ -111,7 +111,7 @@ def find_config(
     """Resolve which file to load: `--config`, then $TOOLSCOUT_CONFIG, then the implicit locations.
 
     Raises:
-        ConfigError: an explicitly named file does not exist, or no file was found anywhere.
+        ConfigurationError: an explicitly named file does not exist, or no file was found anywhere.
     """
     environ = os.environ if env is None else env
     if explicit is not None:
@@ -124,14 +124,14 @@ def find_config(
             if candidate.path.is_file():
                 return candidate
         looked = "\n".join(f"  {c.path}" for c in candidates)
-        raise ConfigError(
+        raise ConfigurationError(
             "No configuration file found. Looked in:\n"
             f"{looked}\n"
             f"Pass --config FILE, set ${CONFIG_ENV_VAR}, or try the bundled demo servers with --demo."
         )
     if not source.path.is_file():
         what = "is a directory" if source.path.is_dir() else "does not exist"
-        raise ConfigError(f"Configuration file {source.path} (from {source.origin}) {what}.")
+        raise ConfigurationError(f"Configuration file {source.path} (from {source.origin}) {what}.")
     return source
 
 
@@ -166,11 +166,11 @@ def _format_of(path: Path) -> str:
 
 
 def read_text(path: Path) -> str:
-    """A configuration file's text, or a `ConfigError` saying why it cannot be read."""
+    """A configuration file's text, or a `ConfigurationError` saying why it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"Cannot read configuration file {path}: {exc}") from None
+        raise ConfigurationError(f"Cannot read configuration file {path}: {exc}") from None
 
 
 def environment_for(path: Path, env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -184,7 +184,7 @@ def environment_for(path: Path, env: Mapping[str, str] | None = None) -> dict[st
     try:
         values = dotenv_values(dotenv, encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"Cannot read {dotenv} (variables for {path.name}): {exc}") from None
+        raise ConfigurationError(f"Cannot read {dotenv} (variables for {path.name}): {exc}") from None
     return {**{k: v for k, v in values.items() if v is not None}, **base}
 
 
@@ -223,7 +223,7 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
     """Parse configuration text in `fmt` (json, yaml/yml or toml); `origin` names it in errors."""
     parsed = _parse_text(text, fmt, origin)
     if not isinstance(parsed, dict):
-        raise ConfigError(f"Configuration error in {origin}: the top level must be a mapping with `mcpServers`.")
+        raise ConfigurationError(f"Configuration error in {origin}: the top level must be a mapping with `mcpServers`.")
     raw = cast(dict[str, Any], parsed)
     problems: list[str] = []
     environ = os.environ if env is None else env
@@ -232,11 +232,11 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
     excused = tuple(f"mcpServers.{name}." for name in _disabled_servers(raw.get("mcpServers")))
     problems = [p for p in problems if not p.startswith(excused)]
     if problems:
-        raise ConfigError(_report(origin, problems))
+        raise ConfigurationError(_report(origin, problems))
     try:
         return GatewayConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_report(origin, [_describe(err) for err in exc.errors()])) from None
+        raise ConfigurationError(_report(origin, [_describe(err) for err in exc.errors()])) from None
 
 
 def _parse_text(text: str, fmt: str, origin: str) -> Any:
@@ -249,11 +249,11 @@ def _parse_text(text: str, fmt: str, origin: str) -> Any:
         root = jsonc.parse(text.removeprefix("\ufeff"))
         return {} if root is None else root.plain()
     except jsonc.JsoncSyntaxError as exc:
-        raise ConfigError(
+        raise ConfigurationError(
             f"Configuration error in {origin}: invalid JSON at line {exc.line}, column {exc.column}: {exc.reason}."
         ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"Configuration error in {origin}: invalid TOML: {exc}.") from None
+        raise ConfigurationError(f"Configuration error in {origin}: invalid TOML: {exc}.") from None
 
 
 def _parse_yaml(text: str, origin: str) -> Any:
@@ -267,9 +267,11 @@ def _parse_yaml(text: str, origin: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"Configuration error in {origin}: invalid YAML{where}: {exc.problem or exc}.") from None
+        raise ConfigurationError(
+            f"Configuration error in {origin}: invalid YAML{where}: {exc.problem or exc}."
+        ) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"Configuration error in {origin}: invalid YAML: {exc}.") from None
+        raise ConfigurationError(f"Configuration error in {origin}: invalid YAML: {exc}.") from None
 
 
 def interpolate(value: Any, env: Mapping[str, str]) -> Any:

@@ -27,7 +27,7 @@ from mcp.server import Server
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.search.evaluation import load_catalog_servers
 
 
@@ -43,7 +43,7 @@ def load_descriptions(path: Path | None) -> dict[str, str]:
     try:
         rows: list[Any] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read server descriptions ({exc}).") from None
+        raise ConfigurationError(f"{path}: cannot read server descriptions ({exc}).") from None
     found: dict[str, str] = {}
     for row in rows:
         if isinstance(row, dict) and "server" in row:
@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> None:
         servers = load_catalog_servers(args.catalog)
         descriptions = load_descriptions(args.servers)
         if args.server is not None and args.server not in servers:
-            raise ConfigError(f"{args.catalog} has no server {args.server!r}; it has: {', '.join(servers)}.")
-    except ConfigError as exc:
+            raise ConfigurationError(f"{args.catalog} has no server {args.server!r}; it has: {', '.join(servers)}.")
+    except ConfigurationError as exc:
         print(f"catalog_server: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
     if args.server is not None:

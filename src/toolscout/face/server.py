@@ -35,7 +35,7 @@ from toolscout.config.models import ModeName
 from toolscout.errors import (
     AGENT_STEPS,
     AmbiguousName,
-    InvalidRequest,
+    InvalidArguments,
     Phrasing,
     PromptDisabled,
     PromptNotFound,
@@ -88,7 +88,7 @@ _INVALID_PARAMS_ERRORS = (
     ResourceDisabled,
     PromptNotFound,
     PromptDisabled,
-    InvalidRequest,
+    InvalidArguments,
 )
 """What the spec answers with -32602 (an unknown resource or prompt); other failures are -32603."""
 

@@ -30,7 +30,7 @@ from toolscout.config.models import (
 from toolscout.config.rules import RuleSet
 from toolscout.config.secrets import config_secrets
 from toolscout.errors import (
-    InvalidRequest,
+    InvalidArguments,
     ServerUnavailable,
     ToolNotFound,
     ToolscoutError,
@@ -578,7 +578,7 @@ class Gateway:
         max_output_chars: int | None,
     ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequest(
+            raise InvalidArguments(
                 f"arguments must be an object, got {type(arguments).__name__}.", server=server, tool=name
             )
         await self._connected(self.upstream(server))  # never from the stored catalog: a call needs the server

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import regex
 
-from toolscout.errors import ArgumentsInvalid
+from toolscout.errors import ArgumentValidationError
 
 if TYPE_CHECKING:
     # jsonschema is imported with the first schema compiled: a third of the gateway's own import
@@ -83,7 +83,7 @@ class ArgumentValidator:
         return check is not None and check(arguments if isinstance(arguments, dict) else dict(arguments))
 
     def validate(self, schema: dict[str, Any], arguments: Mapping[str, Any], *, server: str, tool: str) -> None:
-        """Raise `ArgumentsInvalid` listing every violation with its JSON path (from any thread)."""
+        """Raise `ArgumentValidationError` listing every violation with its JSON path (from any thread)."""
         validator, check = self._validator(schema, f"{server}.{tool}")
         if validator is None:
             return
@@ -95,7 +95,7 @@ class ArgumentValidator:
             return
         violations = [_violation(e) for e in errors]
         listing = "; ".join(f"{v['path']}: {v['message']}" for v in violations)
-        raise ArgumentsInvalid(
+        raise ArgumentValidationError(
             f"Arguments for {server}.{tool} do not match its input schema: {listing}.",
             next_step="tool_details",
             server=server,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.search.base import SearchBackend, SearchHit
 from toolscout.search.bm25 import BM25Backend
 from toolscout.search.hybrid import MINILM_WEIGHTS, HybridBackend
@@ -29,9 +29,9 @@ def make_backend(
     if name == "bm25":
         return BM25Backend()
     if name not in BACKENDS:
-        raise ConfigError(f"unknown search backend {name!r}; choose one of: {', '.join(BACKENDS)}.")
+        raise ConfigurationError(f"unknown search backend {name!r}; choose one of: {', '.join(BACKENDS)}.")
     if model not in MODELS:
-        raise ConfigError(f"unknown search model {model!r}; choose one of: {', '.join(MODELS)}.")
+        raise ConfigurationError(f"unknown search model {model!r}; choose one of: {', '.join(MODELS)}.")
     from toolscout.config.loader import user_cache_dir
     from toolscout.search.dense import DenseBackend, VectorCache
     from toolscout.search.embedding import StaticEmbedder
@@ -47,7 +47,7 @@ def make_backend(
         embedder = StaticEmbedder.load()
     except (OSError, ValueError) as exc:
         if name == "dense":
-            raise ConfigError(
+            raise ConfigurationError(
                 f"The search model cannot be loaded ({exc}); reinstall toolscout, or use the bm25 backend."
             ) from None
         # Search must keep working without the model: lexical ranking alone, and say why.

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from toolscout.errors import InvalidRequest
+from toolscout.errors import InvalidArguments
 from toolscout.gateway.catalog import CatalogTool
 
 
@@ -116,31 +116,31 @@ def server_context(description: str | None, instructions: str | None) -> str:
 def check_queries(
     query: str | Sequence[str], limit: int, min_relevance: float, *, max_chars: int, max_steps: int
 ) -> list[str]:
-    """The queries of a search (one, or one per step of a task), or `InvalidRequest` saying what is wrong.
+    """The queries of a search (one, or one per step of a task), or `InvalidArguments` saying what is wrong.
 
     `max_chars` bounds the characters of all the queries together, `max_steps` the number of steps
     (`search.maxQueryChars`, `search.maxQuerySteps`): scoring costs time in proportion to both.
     """
     queries = [query] if isinstance(query, str) else list(query)
     if len(queries) > max_steps:
-        raise InvalidRequest(
+        raise InvalidArguments(
             f"The task has {len(queries):,} steps; a search takes at most {max_steps:,} "
             f"(search.maxQuerySteps). Search for the first {max_steps:,} steps, then for the rest."
         )
     size = sum(len(q) for q in queries)
     if size > max_chars:
         what = "The search query has" if isinstance(query, str) else "The task's steps have"
-        raise InvalidRequest(
+        raise InvalidArguments(
             f"{what} {size:,} characters; a search takes at most {max_chars:,} (search.maxQueryChars). "
             "Describe what the tool should do in a sentence or two, without the data it will work on"
             f"{'' if isinstance(query, str) else ', or search for a few steps at a time'}."
         )
     if not queries or not all(q.strip() for q in queries):
-        raise InvalidRequest("The search query is empty; describe the task, e.g. 'convert miles to km'.")
+        raise InvalidArguments("The search query is empty; describe the task, e.g. 'convert miles to km'.")
     if limit < 1:
-        raise InvalidRequest(f"limit must be at least 1, got {limit}.")
+        raise InvalidArguments(f"limit must be at least 1, got {limit}.")
     if not 0.0 <= min_relevance <= 1.0:
-        raise InvalidRequest(f"minRelevance must be between 0 and 1 (0 keeps every match), got {min_relevance}.")
+        raise InvalidArguments(f"minRelevance must be between 0 and 1 (0 keeps every match), got {min_relevance}.")
     return queries
 
 

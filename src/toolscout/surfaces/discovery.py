@@ -17,7 +17,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolscout.config.models import ListingFormat
-from toolscout.errors import InvalidRequest
+from toolscout.errors import InvalidArguments
 from toolscout.gateway.core import Gateway
 from toolscout.present import render
 from toolscout.present.listing import compact_json, listing_text
@@ -325,13 +325,13 @@ BY_NAME = {t.name: t for t in META_TOOLS}
 
 
 def parse_arguments(tool: ToolSpec[ArgsT], arguments: dict[str, Any] | None) -> ArgsT:
-    """Validate a meta-tool's arguments; a mistake becomes an `InvalidRequest` that says, for each
+    """Validate a meta-tool's arguments; a mistake becomes an `InvalidArguments` that says, for each
     argument, what was expected and what came, and what to do."""
     try:
         return tool.args.model_validate(arguments or {})
     except ValidationError as exc:
         problems = _problems(tool, exc, arguments or {})
-        raise InvalidRequest(
+        raise InvalidArguments(
             f"Invalid arguments for {tool.name}: {'; '.join(problems)}. "
             f"Call {tool.name} again with these fixed (its inputSchema in tools/list lists what it takes)."
         ) from None
@@ -461,7 +461,7 @@ async def run_meta_tool(
         return None
     try:
         parsed = parse_arguments(tool, arguments)
-    except InvalidRequest as exc:
+    except InvalidArguments as exc:
         if name in EXECUTIONS:
             await gateway.record_refused(arguments, exc)
         raise

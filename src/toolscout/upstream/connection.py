@@ -34,7 +34,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
 from toolscout.config.models import DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, AnyServerConfig
-from toolscout.errors import CallTimeout, ServerUnavailable, UpstreamError, UpstreamRefused
+from toolscout.errors import (
+    CallTimeout,
+    ServerUnavailable,
+    ToolExecutionError,
+    ToolRefused,
+    UpstreamError,
+    UpstreamRefused,
+)
 from toolscout.gateway.catalog import Catalog
 from toolscout.gateway.store import config_hash
 from toolscout.masking import mask_text
@@ -481,7 +488,7 @@ class Upstream:
                     # The SDK's word for a transport that is gone (an HTTP server that went away).
                     self._on_closed()
                     raise self._gone(tool, exc.error.message) from None
-                raise UpstreamRefused(
+                raise ToolRefused(
                     f"{self.name}.{tool} failed: {exc.error.message} (MCP error {exc.error.code})",
                     upstream_message=exc.error.message,
                     server=self.name,
@@ -492,7 +499,7 @@ class Upstream:
             except Exception as exc:
                 if self._lost:
                     raise self._gone(tool, describe_exception(exc)) from None
-                raise UpstreamError(
+                raise ToolExecutionError(
                     f"{self.name}.{tool} failed: {describe_exception(exc)}", server=self.name, tool=tool
                 ) from None
             finally:

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolscout.errors import InvalidRequest
+from toolscout.errors import InvalidArguments
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class ResourceWatch:
         if client is not None:
             capabilities = client.server_capabilities.resources
             if capabilities is None or not capabilities.subscribe:
-                raise InvalidRequest(
+                raise InvalidArguments(
                     f"Server {self._server!r} does not offer resource subscriptions; read {uri!r} again instead.",
                     server=self._server,
                     uri=uri,
@@ -107,7 +107,7 @@ class ResourceWatch:
             acknowledged = self._acknowledged
             await acknowledged.wait()
             if uri not in self._listening:
-                raise InvalidRequest(
+                raise InvalidArguments(
                     f"Server {self._server!r} did not take the subscription to {uri!r}.", server=self._server, uri=uri
                 )
         return types.EmptyResult()
