@@ -179,6 +179,12 @@ class ServerUnavailable(Unavailable):
     code = "SERVER_UNAVAILABLE"
 
 
+def server_unavailable(server: str, status: str, error: str | None = None, **details: Any) -> ServerUnavailable:
+    """`Server 'x' is <status>: <why>` for a server that cannot be asked now, with its status in the details."""
+    because = f": {error}" if error else "."
+    return ServerUnavailable(f"Server {server!r} is {status}{because}", server=server, status=status, **details)
+
+
 class CallTimeout(Unavailable):
     """The upstream did not answer within the server's `timeout` (the request is cancelled upstream)."""
 

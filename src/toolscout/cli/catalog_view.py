@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from toolscout.config import GatewayConfig
 from toolscout.config.rules import RuleSet
-from toolscout.errors import ServerUnavailable
+from toolscout.errors import server_unavailable
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, config_hash, store_path
-from toolscout.gateway.suggestions import server_not_found, tool_not_found
 from toolscout.masking import mask_text
+from toolscout.suggestions import server_not_found
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -124,8 +124,7 @@ class CatalogView:
         """`ServerUnavailable` unless the server's tools are known: listed live, or stored (as the gateway answers)."""
         server = self.server(name)
         if server.cached_at is None and server.status != "connected":
-            reason = f": {server.error}" if server.error else "."
-            raise ServerUnavailable(f"Server {name!r} is {server.status}{reason}", server=name, status=server.status)
+            raise server_unavailable(name, server.status, server.error)
 
     def search(
         self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
@@ -156,7 +155,7 @@ class CatalogView:
         self._answering(server)
         entry = self.catalog.get(server, name)
         if entry is None:
-            raise tool_not_found(self.catalog, server, name)
+            raise self.catalog.not_found(server, name)
         return entry
 
 

@@ -175,7 +175,7 @@ async def connected(
     # and commands that never connect should not pay for them.
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.store import CatalogStore, LiveListsOnly, store_path
-    from toolscout.gateway.suggestions import server_not_found
+    from toolscout.suggestions import server_not_found
 
     for name in only or ():
         if name not in config.mcp_servers:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rapidfuzz import process
-
 from toolscout.clients.agents import ClaudeCode, Codex, Gemini
 from toolscout.clients.base import (
     BaseClient,
@@ -24,6 +22,7 @@ from toolscout.clients.base import (
 from toolscout.clients.json_clients import ClaudeDesktop, Cursor, McpJson, VSCode, Windsurf
 from toolscout.clients.yaml_clients import GATEWAY_NAME, CustomYaml, Docker
 from toolscout.errors import ConfigurationError
+from toolscout.suggestions import closest
 
 __all__ = [
     "CLIENTS",
@@ -66,8 +65,8 @@ def client(id: str) -> ClientFormat:
         return found
     known = ", ".join(sorted(CLIENTS))
     message = f"unknown client {id!r}; known: {known}"
-    best = process.extractOne(id, list(CLIENTS), score_cutoff=60)
-    if best is not None:
+    best = closest(id, list(CLIENTS), limit=1)
+    if best:
         message += f"; did you mean {best[0]!r}?"
     raise ConfigurationError(message, client=id)
 

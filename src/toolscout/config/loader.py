@@ -30,6 +30,7 @@ from toolscout.config.models import (
 from toolscout.config.secrets import config_secrets
 from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
+from toolscout.suggestions import closest
 
 CONFIG_ENV_VAR = "TOOLSCOUT_CONFIG"
 CACHE_ENV_VAR = "TOOLSCOUT_CACHE_DIR"
@@ -341,8 +342,6 @@ _KNOWN_KEYS: dict[str, set[str]] = {
 
 
 def _describe(err: ErrorDetails) -> str:
-    from rapidfuzz import process  # (here: only a config with a mistake needs it)
-
     loc = list(err["loc"])
     # The server union adds its tag ("stdio", "http", "sse") after the server name; users never wrote it.
     if len(loc) >= 3 and loc[0] == "mcpServers" and loc[2] in SERVER_KIND_TAGS:
@@ -352,7 +351,7 @@ def _describe(err: ErrorDetails) -> str:
     if kind == "extra_forbidden":
         key = str(loc[-1])
         scope = "top" if len(loc) == 1 else {"toolRules": "rule", "audit": "audit"}.get(str(loc[0]), "server")
-        hint = process.extractOne(key, sorted(_KNOWN_KEYS[scope]), score_cutoff=70)
+        hint = closest(key, sorted(_KNOWN_KEYS[scope]), limit=1, cutoff=70)
         suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
         return f"{path}: unknown key{suggestion}"
     if kind == "missing":
@@ -363,7 +362,7 @@ def _describe(err: ErrorDetails) -> str:
         typos = [
             f"{key!r} (did you mean {hint[0]!r}?)"
             for key in entry
-            if (hint := process.extractOne(str(key), ["command", "url"], score_cutoff=70)) and key != hint[0]
+            if (hint := closest(str(key), ["command", "url"], limit=1, cutoff=70)) and key != hint[0]
         ]
         if typos:
             message += "; found " + ", ".join(typos)

@@ -51,11 +51,11 @@ from toolscout.face.rounds import Rounds
 from toolscout.face.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
 from toolscout.face.stdio import serve_process_stdio
 from toolscout.gateway.core import Gateway
-from toolscout.gateway.suggestions import unknown_tool
 from toolscout.mirror.completions import complete
 from toolscout.mirror.hub import LIST_NAMES, ListName, digest_off_loop
 from toolscout.mirror.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
 from toolscout.present import render
+from toolscout.suggestions import unknown_tool
 from toolscout.surfaces.base import Surface, SurfaceOptions, make_surface
 from toolscout.upstream.relay import relaying
 

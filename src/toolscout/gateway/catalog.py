@@ -11,9 +11,9 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.config.rules import RuleSet
-from toolscout.errors import ToolDisabled
+from toolscout.errors import ToolDisabled, ToolNotFound
 from toolscout.gateway.changes import Changes
-from toolscout.gateway.suggestions import tool_not_found
+from toolscout.suggestions import MAX_SUGGESTIONS, closest
 
 SUMMARY_LIMIT = 160
 
@@ -123,7 +123,7 @@ class Catalog:
         """
         entry = self.get(server, name)
         if entry is None:
-            raise tool_not_found(self, server, name)
+            raise self.not_found(server, name)
         if not entry.enabled:
             raise ToolDisabled(
                 f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
@@ -137,3 +137,21 @@ class Catalog:
 
     def servers_with_tool(self, name: str) -> list[str]:
         return [server for server, entries in self._servers.items() if name in entries]
+
+    def not_found(self, server: str, name: str) -> ToolNotFound:
+        """The error for a tool `server` does not have, with the closest of its tools and the other
+        servers that have one of that name."""
+        suggestions = [{"server": server, "tool": t} for t in closest(name, [t.name for t in self.tools(server)])]
+        for other in self.servers_with_tool(name):
+            entry = self.get(other, name)
+            if other != server and entry is not None and entry.enabled:
+                suggestions.insert(0, {"server": other, "tool": name})
+        suggestions = suggestions[:MAX_SUGGESTIONS]
+        hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"
+        return ToolNotFound(
+            f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''}",
+            next_step="find_tool",
+            server=server,
+            tool=name,
+            suggestions=suggestions or None,
+        )

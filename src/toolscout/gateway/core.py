@@ -31,18 +31,18 @@ from toolscout.config.rules import RuleSet
 from toolscout.config.secrets import config_secrets
 from toolscout.errors import (
     InvalidArguments,
-    ServerUnavailable,
     ToolNotFound,
     ToolscoutError,
+    server_unavailable,
 )
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.output_cap import cap_output
 from toolscout.gateway.store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
-from toolscout.gateway.suggestions import server_not_found, tool_not_found
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.mirror.hub import ContentHub, ListName, without_hop_metadata
+from toolscout.suggestions import server_not_found
 from toolscout.upstream import ServerIdentity, Status, Upstream, UpstreamSpec
 from toolscout.upstream.relay import current_relay
 
@@ -611,15 +611,10 @@ class Gateway:
             with anyio.move_on_after(upstream.spec.connect_timeout):
                 await upstream.wait_settled()
         if upstream.status is not Status.CONNECTED:
-            reason = f": {upstream.error}" if upstream.error else "."
-            raise ServerUnavailable(
-                f"Server {upstream.name!r} is {upstream.status.value}{reason}",
-                server=upstream.name,
-                status=upstream.status.value,
-            )
+            raise server_unavailable(upstream.name, upstream.status.value, upstream.error)
 
     def _tool_not_found(self, server: str, name: str) -> ToolNotFound:
-        return tool_not_found(self.catalog, server, name)
+        return self.catalog.not_found(server, name)
 
 
 def _make_backend(name: str = "hybrid", model: str = "static") -> SearchBackend:

@@ -61,8 +61,8 @@ from toolscout.errors import (
     UpstreamError,
 )
 from toolscout.gateway.changes import Changes
-from toolscout.gateway.suggestions import closest, did_you_mean
 from toolscout.mirror.routing import only_owner, template_matches, uri_owners
+from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
 

@@ -41,6 +41,7 @@ from toolscout.errors import (
     ToolRefused,
     UpstreamError,
     UpstreamRefused,
+    server_unavailable,
 )
 from toolscout.gateway.catalog import Catalog
 from toolscout.gateway.store import config_hash
@@ -452,12 +453,7 @@ class Upstream:
                 while self._tools_stale and self._client is client and not self._lost:
                     await self.wait_changed()
         if client is None or self._lost or self._client is not client:
-            raise ServerUnavailable(
-                f"Server {self.name!r} is {self.status.value}" + (f": {self.error}" if self.error else "."),
-                server=self.name,
-                tool=tool,
-                status=self.status.value,
-            )
+            raise server_unavailable(self.name, self.status.value, self.error, tool=tool)
         if self._tools_stale:
             raise ServerUnavailable(
                 f"Server {self.name!r} changed its tools and has not listed them again yet; try again shortly.",
@@ -546,11 +542,7 @@ class Upstream:
         """
         client = self._client
         if client is None or self._lost:
-            raise ServerUnavailable(
-                f"Server {self.name!r} is {self.status.value}" + (f": {self.error}" if self.error else "."),
-                server=self.name,
-                status=self.status.value,
-            )
+            raise server_unavailable(self.name, self.status.value, self.error)
         limit = self.spec.call_timeout if within is None else within
         relay = current_relay()
         token = object()

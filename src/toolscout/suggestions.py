@@ -1,23 +1,30 @@
-"""Did-you-mean suggestions for names a user or a model got slightly wrong, and the errors that carry them."""
+"""Did-you-mean for names a user or a model got slightly wrong, and the name errors that carry it.
+
+A tool a server does not have is the catalog's to describe (`Catalog.not_found`): it knows the other
+servers that have one of that name.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from toolscout.errors import ServerNotFound, ToolNotFound
 
-if TYPE_CHECKING:
-    from toolscout.gateway.catalog import Catalog
-
 MAX_SUGGESTIONS = 3
+"""At most this many names are suggested for one that was not found."""
+NAME_CUTOFF = 60
+"""How alike (rapidfuzz WRatio, 0-100) a name must be to be suggested for a name a model got wrong."""
 
 
-def closest(name: str, choices: Sequence[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
-    """Up to `limit` of `choices` that look like `name`, best first."""
+def closest(name: str, choices: Sequence[str], limit: int = MAX_SUGGESTIONS, cutoff: int = NAME_CUTOFF) -> list[str]:
+    """Up to `limit` of `choices` that look like `name`, best first.
+
+    The one did-you-mean of toolscout: unknown servers, tools, resources and prompts, and the
+    command line's and the config's unknown keys and client ids (which ask for one, and a closer match).
+    """
     from rapidfuzz import fuzz, process  # (here: only a name not found needs it, and commands start faster)
 
-    matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=limit, score_cutoff=60)
+    matches = process.extract(name, choices, scorer=fuzz.WRatio, limit=limit, score_cutoff=cutoff)
     return [m[0] for m in matches]
 
 
@@ -34,25 +41,6 @@ def server_not_found(name: str, known: Sequence[str]) -> ServerNotFound:
         next_step="list_servers",
         server=name,
         suggestions=close or None,
-    )
-
-
-def tool_not_found(catalog: Catalog, server: str, name: str) -> ToolNotFound:
-    """The error for a tool `server` does not have, with the closest of its tools and the other
-    servers that have one of that name."""
-    suggestions = [{"server": server, "tool": t} for t in closest(name, [t.name for t in catalog.tools(server)])]
-    for other in catalog.servers_with_tool(name):
-        entry = catalog.get(other, name)
-        if other != server and entry is not None and entry.enabled:
-            suggestions.insert(0, {"server": other, "tool": name})
-    suggestions = suggestions[:MAX_SUGGESTIONS]
-    hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"
-    return ToolNotFound(
-        f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''}",
-        next_step="find_tool",
-        server=server,
-        tool=name,
-        suggestions=suggestions or None,
     )
 
 
