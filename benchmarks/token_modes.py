@@ -42,6 +42,7 @@ from toolscout.config import GatewayConfig
 from toolscout.demo.catalog_server import build_server as catalog_server
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.naming import native_names
 from toolscout.present.listing import compact_json
 from toolscout.present.schemas import example_arguments
 from toolscout.present.signature import signature
@@ -49,7 +50,6 @@ from toolscout.present.token_report import mode_tokens, server_costs
 from toolscout.present.tokens import ENCODING, count_tokens, tool_tokens
 from toolscout.search import make_backend
 from toolscout.search.evaluation import load_catalog_servers
-from toolscout.surfaces.passthrough import native_names
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 NPM_BIN = Path(__file__).resolve().parent.parent / "tools" / "npm" / "node_modules" / ".bin"

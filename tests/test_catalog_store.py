@@ -414,18 +414,18 @@ async def test_a_servers_resources_and_prompts_are_listed_from_the_cache_while_i
     async with Gateway([live], catalog_store=store) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
-            resources = await gateway.content.resources()
-            templates = await gateway.content.resource_templates()
-            prompts = await gateway.content.prompts()
+            resources = await gateway.mirror.resources()
+            templates = await gateway.mirror.resource_templates()
+            prompts = await gateway.mirror.prompts()
     assert resources and templates and prompts
 
     # The same configuration (the same key) today: a server that never finishes its handshake.
     hanging = UpstreamSpec.from_config("library", StdioServerConfig.model_validate({**HANGING, "connectTimeout": 600}))
     async with Gateway([dataclasses.replace(hanging, cache_key="k1")], catalog_store=store) as gateway:
         with anyio.fail_after(60):  # far below its connect timeout
-            assert await gateway.content.resources() == resources
-            assert await gateway.content.resource_templates() == templates
-            assert await gateway.content.prompts() == prompts
+            assert await gateway.mirror.resources() == resources
+            assert await gateway.mirror.resource_templates() == templates
+            assert await gateway.mirror.prompts() == prompts
         assert gateway.upstream("library").status is Status.CONNECTING
     # Its tools came back from the store as well, and the lists are still there for the next start.
     kept = store.load({"library": "k1"})["library"]
