@@ -31,7 +31,8 @@ from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot, config_hash
 from toolscout.search.bm25 import BM25Backend
-from toolscout.surfaces.discovery import BY_NAME, run_meta_tool
+from toolscout.surfaces.discovery import BY_NAME
+from toolscout.surfaces.meta_tool import run_meta_tool
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
