@@ -1,4 +1,4 @@
-"""The gateway's MCP face: the tools of the configured mode (surfaces.py), and every upstream's
+"""The gateway's MCP face: the tools of the configured mode (surfaces/), and every upstream's
 resources and prompts (mirror/, the same in every mode), over stdio or streamable HTTP.
 
 This is the edge where `ToolscoutError`s become `isError` results with
