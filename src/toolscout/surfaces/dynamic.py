@@ -18,18 +18,13 @@ from toolscout.errors import AGENT_STEPS, LoadLimitReached, Phrasing
 from toolscout.face.sessions import ClientState
 from toolscout.gateway.core import Gateway
 from toolscout.surfaces.arguments import ArgsModel
-from toolscout.surfaces.discovery import BY_NAME, META_TOOLS
+from toolscout.surfaces.discovery import BY_NAME, META_TOOLS, ToolRefArgs
 from toolscout.surfaces.meta_tool import ToolSpec, run_meta_tool, tool_result
 from toolscout.surfaces.passthrough import NativeNames
 
 
-class ToolRef(ArgsModel):
-    server: str
-    tool: str
-
-
 class LoadToolsArgs(ArgsModel):
-    tools: list[ToolRef] = Field(min_length=1)
+    tools: list[ToolRefArgs] = Field(min_length=1)
 
 
 class UnloadToolsArgs(ArgsModel):
