@@ -32,8 +32,8 @@ from toolscout.errors import ArgumentValidationError
 from toolscout.face.sessions import ClientState
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
-from toolscout.mirror import hub as content
 from toolscout.search.evaluation import load_catalog_servers
+from toolscout.surfaces import digest as digests
 from toolscout.surfaces.base import make_surface
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -89,8 +89,8 @@ async def stall(operation: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
 
 async def digest_as_served(items: list[types.Tool]) -> str:
     """What server.py does with a tool list (before this change: `digest` on the loop)."""
-    off_loop = getattr(content, "digest_off_loop", None)
-    return await off_loop(items) if off_loop is not None else content.digest(items)
+    off_loop = getattr(digests, "digest_off_loop", None)
+    return await off_loop(items) if off_loop is not None else digests.digest(items)
 
 
 async def measure(repeat: int, only: str = "") -> dict[str, dict[str, float]]:

@@ -8,7 +8,7 @@ import mcp_types as types
 from mcp import Client
 
 from toolscout.config.models import ModeName
-from toolscout.surfaces.passthrough import native_names
+from toolscout.naming import native_names
 
 
 async def call_in_mode(

@@ -31,7 +31,8 @@ from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot, config_hash
 from toolscout.search.bm25 import BM25Backend
-from toolscout.surfaces.discovery import BY_NAME, run_meta_tool
+from toolscout.surfaces.discovery import BY_NAME
+from toolscout.surfaces.meta_tool import run_meta_tool
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -414,18 +415,18 @@ async def test_a_servers_resources_and_prompts_are_listed_from_the_cache_while_i
     async with Gateway([live], catalog_store=store) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
-            resources = await gateway.content.resources()
-            templates = await gateway.content.resource_templates()
-            prompts = await gateway.content.prompts()
+            resources = await gateway.mirror.resources()
+            templates = await gateway.mirror.resource_templates()
+            prompts = await gateway.mirror.prompts()
     assert resources and templates and prompts
 
     # The same configuration (the same key) today: a server that never finishes its handshake.
     hanging = UpstreamSpec.from_config("library", StdioServerConfig.model_validate({**HANGING, "connectTimeout": 600}))
     async with Gateway([dataclasses.replace(hanging, cache_key="k1")], catalog_store=store) as gateway:
         with anyio.fail_after(60):  # far below its connect timeout
-            assert await gateway.content.resources() == resources
-            assert await gateway.content.resource_templates() == templates
-            assert await gateway.content.prompts() == prompts
+            assert await gateway.mirror.resources() == resources
+            assert await gateway.mirror.resource_templates() == templates
+            assert await gateway.mirror.prompts() == prompts
         assert gateway.upstream("library").status is Status.CONNECTING
     # Its tools came back from the store as well, and the lists are still there for the next start.
     kept = store.load({"library": "k1"})["library"]

@@ -33,8 +33,8 @@ from toolscout.gateway.audit import REDACT_INLINE_CHARS, REDACTED, AuditLog, Red
 from toolscout.gateway.catalog import CatalogTool
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.validation import PATTERN_SECONDS
-from toolscout.mirror.hub import DIGEST_INLINE_ITEMS, digest, digest_off_loop
 from toolscout.search import SearchBackend, SearchHit, make_backend
+from toolscout.surfaces.digest import DIGEST_INLINE_ITEMS, digest, digest_off_loop
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

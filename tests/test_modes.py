@@ -26,10 +26,10 @@ from toolscout.config.models import ModeName, ToolNaming
 from toolscout.config.rules import RuleSet
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.naming import native_names
 from toolscout.present.listing import listing_text, tabular
 from toolscout.present.tokens import tool_tokens
 from toolscout.surfaces.base import SurfaceOptions
-from toolscout.surfaces.passthrough import native_names
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

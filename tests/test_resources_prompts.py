@@ -38,7 +38,7 @@ from toolscout.config.models import ModeName, StdioServerConfig
 from toolscout.config.rules import RuleSet
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
-from toolscout.mirror.hub import gateway_uri, split_gateway_uri
+from toolscout.mirror.uris import gateway_uri, split_gateway_uri
 from toolscout.upstream import InProcessUpstream, StdioUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -548,9 +548,9 @@ async def test_over_http_too(era: str) -> None:
 async def known_to_the_gateway(gateway: Gateway) -> None:
     """Fetch every list once before a client connects, so that only the upstream's own notice can tell
     the client later (a first fetch is news too, and the check that follows it could see the change)."""
-    await gateway.content.resources()
-    await gateway.content.resource_templates()
-    await gateway.content.prompts()
+    await gateway.mirror.resources()
+    await gateway.mirror.resource_templates()
+    await gateway.mirror.prompts()
 
 
 async def lists_follow_the_upstream(gateway: Gateway, client: Client, watcher: ChangeWatcher) -> None:
@@ -573,7 +573,7 @@ async def test_a_slow_upstream_blocks_no_one_and_its_list_is_announced_when_it_c
     watcher = ChangeWatcher()
     async with libraries() as (gateway, books, _), watched(build_server(gateway), "legacy", watcher) as client:
         books.hold_lists = anyio.Event()
-        gateway.content.list_wait = 0.05
+        gateway.mirror.lists.list_wait = 0.05
         first = [r.uri for r in (await client.list_resources()).resources]
         assert first == [gateway_uri("films", u) for u in URIS]  # books is too slow: listed once it answers
         books.hold_lists.set()

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 META_SEARCH_LIMIT = 50
-"""The most results `search_tools` gives (meta_tools.SearchToolsArgs): a longer search is answered here."""
+"""The most results `search_tools` gives (surfaces.discovery.SearchToolsArgs): a longer search is answered here."""
 
 
 class Answers(Protocol):

@@ -423,7 +423,7 @@ def tokens(
     as_json: JsonOption = False,
 ) -> None:
     """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
-    from toolscout.present.token_report import COUNTED_ERA, mode_tokens, server_costs
+    from toolscout.face.token_report import COUNTED_ERA, mode_tokens, server_costs
     from toolscout.present.tokens import ENCODING, tool_tokens
     from toolscout.surfaces.base import SurfaceOptions
     from toolscout.surfaces.discovery import META_TOOLS

@@ -1,5 +1,5 @@
-"""The gateway's MCP face: the tools of the configured mode (surfaces.py), and every upstream's
-resources and prompts (content.py, the same in every mode), over stdio or streamable HTTP.
+"""The gateway's MCP face: the tools of the configured mode (surfaces/), and every upstream's
+resources and prompts (mirror/, the same in every mode), over stdio or streamable HTTP.
 
 This is the edge where `ToolscoutError`s become `isError` results with
 `structuredContent: {"success": false, "error": {...}}` (tools), or MCP errors with the error as
@@ -52,11 +52,13 @@ from toolscout.face.sessions import ClientSessions, ClientState, ConnectionScope
 from toolscout.face.stdio import serve_process_stdio
 from toolscout.gateway.core import Gateway
 from toolscout.mirror.completions import complete
-from toolscout.mirror.hub import LIST_NAMES, ListName, digest_off_loop
+from toolscout.mirror.list_names import LIST_NAMES, ListName
 from toolscout.mirror.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
+from toolscout.naming import call_target
 from toolscout.present import render
 from toolscout.suggestions import unknown_tool
 from toolscout.surfaces.base import Surface, SurfaceOptions, make_surface
+from toolscout.surfaces.digest import digest_off_loop
 from toolscout.upstream.relay import relaying
 
 logger = logging.getLogger(__name__)
@@ -181,8 +183,8 @@ def build_server(
     upstream's resources and prompts whatever the mode."""
     surface: Surface = make_surface(mode, gateway, options)
     clients = sessions or ClientSessions()
-    subscriptions = ResourceSubscriptions(gateway, clients)
-    gateway.content.follow_updates(subscriptions.updated)
+    subscriptions = ResourceSubscriptions(gateway.mirror, clients)
+    gateway.mirror.follow_updates(subscriptions.updated)
     clients.on_evict = subscriptions.drop_soon
     # The five meta-tools never change; every other surface follows the catalog or the client.
     tools_change = mode != "discovery"
@@ -225,12 +227,7 @@ def build_server(
         ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments or {}
-        context = {
-            key: v
-            for key, names in (("server", ("server", "server_name")), ("tool", ("tool", "tool_name")))
-            for name in names
-            if isinstance(v := arguments.get(name), str)
-        }
+        context = call_target(arguments)
         client = clients.state(ctx)
         try:
             outcome = await relayed(ctx, client, params, lambda: surface.call(client, params.name, arguments))
@@ -260,7 +257,7 @@ def build_server(
             raise MCPError(code=types.INVALID_PARAMS, message=unknown.message)
         return outcome
 
-    content = gateway.content
+    mirror = gateway.mirror
 
     async def listed(
         ctx: Context,
@@ -269,7 +266,7 @@ def build_server(
         method: str,
         fetch: Callable[[], Awaitable[list[ItemT]]],
     ) -> list[ItemT]:
-        """One of content.py's lists, in one page, remembered as what this client was shown."""
+        """One of the mirror's lists, in one page, remembered as what this client was shown."""
         _one_page(params)
         with mcp_errors(method):
             items = await fetch()
@@ -277,14 +274,14 @@ def build_server(
         return items
 
     async def on_list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        resources = await listed(ctx, params, "resources", "resources/list", content.resources)
+        resources = await listed(ctx, params, "resources", "resources/list", mirror.resources)
         return types.ListResourcesResult(resources=resources)
 
     async def on_list_resource_templates(
         ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         templates = await listed(
-            ctx, params, "resource_templates", "resources/templates/list", content.resource_templates
+            ctx, params, "resource_templates", "resources/templates/list", mirror.resource_templates
         )
         return types.ListResourceTemplatesResult(resource_templates=templates)
 
@@ -292,10 +289,10 @@ def build_server(
         ctx: Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult | types.InputRequiredResult:
         with mcp_errors("resources/read"):
-            return await relayed(ctx, clients.state(ctx), params, lambda: content.read(params.uri))
+            return await relayed(ctx, clients.state(ctx), params, lambda: mirror.read(params.uri))
 
     async def on_list_prompts(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        prompts = await listed(ctx, params, "prompts", "prompts/list", content.prompts)
+        prompts = await listed(ctx, params, "prompts", "prompts/list", mirror.prompts)
         return types.ListPromptsResult(prompts=prompts)
 
     async def on_get_prompt(
@@ -303,7 +300,7 @@ def build_server(
     ) -> types.GetPromptResult | types.InputRequiredResult:
         with mcp_errors("prompts/get"):
             return await relayed(
-                ctx, clients.state(ctx), params, lambda: content.get_prompt(params.name, params.arguments)
+                ctx, clients.state(ctx), params, lambda: mirror.get_prompt(params.name, params.arguments)
             )
 
     async def on_subscribe_resource(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -318,7 +315,7 @@ def build_server(
 
     async def on_completion(ctx: Context, params: types.CompleteRequestParams) -> types.CompleteResult:
         with mcp_errors("completion/complete"), relaying(clients.relay(ctx, clients.state(ctx))):
-            return await complete(gateway, params)
+            return await complete(gateway.mirror, params)
 
     async def on_set_logging_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         clients.state(ctx).log_level = params.level
@@ -396,8 +393,8 @@ async def watch_content(gateway: Gateway, clients: ClientSessions, scope: Connec
     As `watch_catalog` for tools. Templates and resources share one notice
     (`notifications/resources/list_changed`), sent once when both changed.
     """
-    hub = gateway.content
-    async for _ in hub.changes.bursts(CHANGE_QUIET_SECONDS):
+    mirror = gateway.mirror
+    async for _ in mirror.changes.bursts(CHANGE_QUIET_SECONDS):
         states = [scope.client, *clients.http_states()]
         news: dict[int, tuple[ClientState, set[ListChanged]]] = {}
         for name in LIST_NAMES:
@@ -405,7 +402,7 @@ async def watch_content(gateway: Gateway, clients: ClientSessions, scope: Connec
             if not listeners:
                 continue
             try:
-                current = await digest_off_loop(await hub.listed(name))
+                current = await digest_off_loop(await mirror.listed(name))
             except Exception:  # never a reason to stop telling clients about later changes
                 logger.exception("could not list %s to compare", name)
                 continue

@@ -38,10 +38,13 @@ from toolscout.errors import (
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.output_cap import cap_output
+from toolscout.gateway.results import without_hop_metadata
 from toolscout.gateway.store import CatalogStore, ServerSnapshot, SnapshotStore, store_path
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.masking import install_log_masking, remember_secrets
-from toolscout.mirror.hub import ContentHub, ListName, without_hop_metadata
+from toolscout.mirror.core import Mirror
+from toolscout.mirror.list_names import ListName
+from toolscout.naming import call_target
 from toolscout.suggestions import server_not_found
 from toolscout.upstream import ServerIdentity, Status, Upstream, UpstreamSpec
 from toolscout.upstream.relay import current_relay
@@ -90,17 +93,17 @@ class Gateway:
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate upstream names in {names}")
         self.rules = rules or RuleSet()
-        """`toolRules`: tools through the catalog, prompts and resources through `content`."""
+        """`toolRules`: tools through the catalog, prompts and resources through `mirror`."""
         self.catalog = Catalog(self.rules)
-        self.content = ContentHub(self)
-        """The upstreams' resources and prompts under gateway names (content.py)."""
+        self.mirror = Mirror(self, self.rules, on_listed=self.on_content_listed)
+        """The upstreams' resources and prompts under gateway names (mirror/)."""
         self._upstreams = {
             spec.name: Upstream(
                 spec,
                 self.catalog,
                 on_tools_listed=self._on_tools_listed,
-                on_list_changed=self.content.upstream_changed,
-                on_resource_updated=self.content.resource_updated,
+                on_list_changed=self.mirror.upstream_changed,
+                on_resource_updated=self.mirror.resource_updated,
             )
             for spec in specs
         }
@@ -382,7 +385,7 @@ class Gateway:
                 protocol_version=snapshot.protocol_version or "",
             )
             upstream.use_offline_tools(snapshot.tools)
-            self.content.use_stored(upstream, snapshot.content())
+            self.mirror.use_stored(upstream, snapshot.content())
         if self._snapshots:
             logger.info(
                 "catalog cache: %d of %d servers answer from it until connected", len(self._snapshots), len(keys)
@@ -390,7 +393,7 @@ class Gateway:
 
     def _on_tools_listed(self, upstream: Upstream, tools: Sequence[types.Tool]) -> None:
         """A live list arrived (connect, list_changed): it is the one to fall back on, and to save."""
-        self.content.upstream_connected(upstream)  # (or its tools changed): its other lists may have too
+        self.mirror.upstream_connected(upstream)  # (or its tools changed): its other lists may have too
         key = upstream.spec.cache_key
         if self._store is None or key is None:
             return
@@ -556,13 +559,11 @@ class Gateway:
         if self.audit is None:
             return
 
-        def named(*keys: str) -> str:
-            return next((value for key in keys if isinstance(value := request.get(key), str)), "?")
-
+        target = call_target(request)
         relay = current_relay()
         await self.audit.record(
-            server=named("server", "server_name"),
-            tool=named("tool", "tool_name"),
+            server=target.get("server", "?"),
+            tool=target.get("tool", "?"),
             arguments=request.get("arguments"),
             duration_ms=0.0,
             outcome="error",

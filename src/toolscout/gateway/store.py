@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolscout.config.loader import user_cache_dir
 from toolscout.config.models import AnyServerConfig, CatalogCacheConfig
+from toolscout.mirror.list_names import LIST_ITEMS, LIST_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -77,12 +78,6 @@ _COLUMNS = (
     "server, config_hash, saved_at, tools, server_name, server_version, title, description, instructions, "
     "protocol_version, content"
 )
-CONTENT_LISTS: dict[str, type[BaseModel]] = {
-    "resources": types.Resource,
-    "resource_templates": types.ResourceTemplate,
-    "prompts": types.Prompt,
-}
-"""The lists besides tools a snapshot may hold (the `content` column: a JSON object of those listed)."""
 
 
 def config_hash(config: AnyServerConfig) -> str:
@@ -119,8 +114,8 @@ class ServerSnapshot:
     prompts: tuple[types.Prompt, ...] | None = None
 
     def content(self) -> dict[str, tuple[BaseModel, ...]]:
-        """The lists besides tools that were listed, by name (see `CONTENT_LISTS`)."""
-        lists = {name: getattr(self, name) for name in CONTENT_LISTS}
+        """The lists besides tools that were listed, by name (`LIST_NAMES`; the `content` column holds them)."""
+        lists = {name: getattr(self, name) for name in LIST_NAMES}
         return {name: items for name, items in lists.items() if items is not None}
 
 
@@ -378,7 +373,7 @@ def _snapshot(row: Sequence[Any]) -> ServerSnapshot | None:
             if not isinstance(raw, dict):
                 raise ValueError("content is not an object")
             lists = cast(dict[str, Any], raw)
-            content = {name: _items(lists[name], model) for name, model in CONTENT_LISTS.items() if name in lists}
+            content = {name: _items(lists[name], model) for name, model in LIST_ITEMS.items() if name in lists}
     except (ValueError, ValidationError) as exc:
         logger.warning("catalog cache: ignoring the unreadable entry of %s: %s", server, exc)
         return None

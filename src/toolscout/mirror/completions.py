@@ -8,33 +8,28 @@ spec's "no suggestions" looks like, rather than an error for the client to handl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import mcp_types as types
 from mcp import Client
 
-from toolscout.mirror.hub import without_hop_metadata
-
-if TYPE_CHECKING:
-    from toolscout.gateway.core import Gateway
+from toolscout.gateway.results import without_hop_metadata
+from toolscout.mirror.core import Mirror
 
 NO_COMPLETION = types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
 
 
-async def complete(gateway: Gateway, params: types.CompleteRequestParams) -> types.CompleteResult:
+async def complete(mirror: Mirror, params: types.CompleteRequestParams) -> types.CompleteResult:
     """The upstream's completions for the prompt or resource template `params.ref` names."""
     ref = params.ref
-    content = gateway.content
     upstream_ref: types.PromptReference | types.ResourceTemplateReference
     if isinstance(ref, types.PromptReference):
-        server, prompt = await content.find_prompt(ref.name)
-        await content.admit("prompt", server, prompt)
+        server, prompt = await mirror.find_prompt(ref.name)
+        await mirror.admit("prompt", server, prompt)
         upstream_ref = ref.model_copy(update={"name": prompt})
     else:
-        server, template = await content.route_template(ref.uri)
-        await content.admit("template", server, template)
+        server, template = await mirror.route_template(ref.uri)
+        await mirror.admit("template", server, template)
         upstream_ref = ref.model_copy(update={"uri": template})
-    upstream = await gateway.live_upstream(server)
+    upstream = await mirror.upstreams.live_upstream(server)
     capabilities = upstream.server_capabilities
     if capabilities is None or capabilities.completions is None:
         return NO_COMPLETION

@@ -8,7 +8,7 @@ about carries that same URI. Each upstream resource is subscribed to once for al
 (upstream/watch.py counts them).
 
 A client whose connection ends (stdio, in process) or whose HTTP session state is evicted
-(sessions.py) loses its subscriptions, and the upstream ones nobody else wants go with them.
+(face/sessions.py) loses its subscriptions, and the upstream ones nobody else wants go with them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mcp.server.subscriptions import ResourceUpdated
 
 from toolscout.errors import ToolscoutError
 from toolscout.face.sessions import ClientSessions, ClientState, Context
-from toolscout.gateway.core import Gateway
+from toolscout.mirror.core import Mirror
 
 logger = logging.getLogger(__name__)
 
@@ -35,15 +35,16 @@ Key = tuple[str, str]
 class ResourceSubscriptions:
     """Which client wants updates of which resource, under which URI."""
 
-    def __init__(self, gateway: Gateway, clients: ClientSessions) -> None:
-        self._gateway = gateway
+    def __init__(self, mirror: Mirror, clients: ClientSessions) -> None:
+        self._mirror = mirror
+        self._upstreams = mirror.upstreams
         self._clients = clients
         self._wanted: dict[Key, Counter[tuple[ClientState, str]]] = {}
 
     async def subscribe(self, state: ClientState, uri: str, *, stream: bool = False) -> None:
         """`state`'s client wants updates of `uri`. `stream`: for one listen stream (counted), else once."""
-        server, original, _ = await self._gateway.content.route_uri(uri)
-        await self._gateway.content.admit("resource", server, original)
+        server, original, _ = await self._mirror.route_uri(uri)
+        await self._mirror.admit("resource", server, original)
         key = (server, original)
         wanted = self._wanted.setdefault(key, Counter())
         if wanted[(state, uri)] and not stream:
@@ -53,7 +54,7 @@ class ResourceSubscriptions:
         if not first:
             return
         try:
-            upstream = await self._gateway.live_upstream(server)
+            upstream = await self._upstreams.live_upstream(server)
             await upstream.resources.add(original)
         except BaseException:
             self._forget(key, state, uri)
@@ -79,12 +80,12 @@ class ResourceSubscriptions:
 
     def drop_soon(self, state: ClientState) -> None:
         """`drop`, in the background (for callers that cannot wait)."""
-        self._gateway.start_soon(self.drop, state, name="drop resource subscriptions")
+        self._upstreams.start_soon(self.drop, state, name="drop resource subscriptions")
 
     async def _release(self, key: Key, state: ClientState, uri: str) -> None:
         if self._forget(key, state, uri):
             try:
-                await self._gateway.upstream(key[0]).resources.remove(key[1])
+                await self._upstreams.upstream(key[0]).resources.remove(key[1])
             except ToolscoutError as exc:
                 logger.info("%s: not unsubscribed from %s: %s", key[0], key[1], exc.message)
 

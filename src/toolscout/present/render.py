@@ -11,11 +11,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 STALE_NOTE = " (cached: the server is not connected)"
+INSTRUCTIONS_LIMIT = 300
+"""How much of a server's own instructions a listing of servers shows."""
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """`1 server`, `3 servers`: a count with its noun in the right number."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def cut_text(text: str | None, limit: int) -> str | None:
+    """`text` on one line, cut to `limit` characters with `...`; None when empty."""
+    if not text:
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def _j(value: Any) -> str:

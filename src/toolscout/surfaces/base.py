@@ -1,16 +1,16 @@
 """What the agent sees of the gateway, one surface per `mode`: the tools it lists and how calls route.
 
-* `discovery` (default): the five meta-tools of `meta_tools.py`.
+* `discovery` (default): the five meta-tools (discovery.py).
 * `passthrough`: every enabled upstream tool as itself, named `server__tool` or by its own name
   (`toolNames`, passthrough.py).
 * `dynamic`: the meta-tools plus `load_tools`/`unload_tools`; loaded tools join that client's
   own list as native tools (dynamic.py).
 * `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
   arguments)`, with every server and tool listed in `inspect`'s own description, as in the
-  reference design of MCPX (spec 001 §4).
+  reference design of MCPX (spec 001 §4) (compact.py).
 
-The server (`server.py`) asks the surface for its tools on every `tools/list`, with the calling
-client's state (sessions.py), so a tool list that depends on the catalog (compact's description)
+The face (`face/server.py`) asks the surface for its tools on every `tools/list`, with the calling
+client's state (face/sessions.py), so a tool list that depends on the catalog (compact's description)
 or on the client (dynamic's loaded tools) is always current.
 """
 
@@ -20,28 +20,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import mcp_types as types
-from pydantic import Field, field_validator
 
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName, ToolNaming
-from toolscout.errors import AGENT_STEPS, Phrasing
+from toolscout.errors import Phrasing
 from toolscout.face.sessions import ClientState
 from toolscout.gateway.core import Gateway
-from toolscout.present.listing import model_text
-from toolscout.surfaces.discovery import (
-    BY_NAME,
-    INSTRUCTIONS_LIMIT,
-    META_TOOLS,
-    ArgsModel,
-    MetaTool,
-    cut_text,
-    forgive_arguments,
-    run_meta_tool,
-    tool_result,
-)
+from toolscout.surfaces.compact import CompactSurface
+from toolscout.surfaces.discovery import DiscoverySurface
 from toolscout.surfaces.dynamic import DynamicSurface
 from toolscout.surfaces.passthrough import PassthroughSurface
-from toolscout.upstream import Status, Upstream
 
 
 class Surface(Protocol):
@@ -69,144 +57,6 @@ class Surface(Protocol):
         result, with the upstream's code in it.
         """
         ...
-
-
-class DiscoverySurface:
-    """The five meta-tools: list servers, search, list a server's tools, details, execute."""
-
-    per_client = False
-    next_steps: Phrasing = AGENT_STEPS
-
-    instructions = (
-        "toolscout fronts many MCP servers. To use one of their tools: search_tools with what you want to do, "
-        "get_tool_details for its parameters, then execute_tool. list_mcp_servers shows what is connected."
-    )
-
-    def __init__(self, gateway: Gateway, *, listing_format: ListingFormat = "text") -> None:
-        self.gateway = gateway
-        self.listing_format: ListingFormat = listing_format
-        self._definitions = [tool.definition() for tool in META_TOOLS]
-
-    async def tools(self, client: ClientState) -> list[types.Tool]:
-        return self._definitions
-
-    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
-
-    def native(self, name: str) -> bool:
-        return False
-
-
-class InspectArgs(ArgsModel):
-    server_name: str = Field(description="A server from the list above.")
-    tool_name: str | None = Field(None, description="One tool of it; omit for all its tools.")
-
-
-class ExecArgs(ArgsModel):
-    server_name: str
-    tool_name: str
-    arguments: dict[str, Any] = Field(default_factory=dict[str, Any], description="The tool's own arguments.")
-    max_output_chars: int | None = Field(None, ge=0)
-
-    _forgive = field_validator("arguments", mode="before")(forgive_arguments)
-
-
-COMPACT_STEPS: Phrasing = {
-    "find_tool": "Call inspect with server_name {server!r} to see its tools.",
-    "list_servers": "inspect's description lists every server.",
-    "tool_details": "Call inspect with server_name and tool_name for its parameters, then retry.",
-}
-
-
-class CompactSurface:
-    """`inspect` + `exec`; `inspect`'s description is the catalog, regenerated on every `tools/list`."""
-
-    per_client = False
-    next_steps: Phrasing = COMPACT_STEPS
-
-    instructions = (
-        "toolscout fronts many MCP servers. inspect's description lists every server and tool; "
-        "inspect(server_name, tool_name) gives a tool's schema, exec runs it."
-    )
-
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self._inspect = MetaTool("inspect", "", InspectArgs, handler=self._run_inspect)
-        self._exec = MetaTool(
-            "exec",
-            "Execute an MCP tool: server_name, tool_name and its arguments (checked against its schema first).",
-            ExecArgs,
-            handler=self._run_exec,
-            read_only=False,
-        )
-        self._by_name = {tool.name: tool for tool in (self._inspect, self._exec)}
-        self._described: tuple[Any, str] = (None, "")
-
-    def description(self) -> str:
-        """`inspect`'s description: the layout of spec 001 §4.1, one block per server.
-
-        Made again only when the catalog or a server's status or identity changed: every
-        `tools/list` asks for it, and for 10,000 tools it took 40 ms of the event loop.
-        """
-        upstreams = self.gateway.upstreams
-        key = (self.gateway.catalog.version, tuple((u.status, u.identity, u.description) for u in upstreams))
-        if key != self._described[0]:
-            self._described = (key, self._describe(upstreams))
-        return self._described[1]
-
-    def _describe(self, upstreams: list[Upstream]) -> str:
-        lines = ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
-        for upstream in upstreams:
-            about = upstream.identity.instructions if upstream.identity and upstream.identity.instructions else None
-            about = cut_text(about or upstream.description, INSTRUCTIONS_LIMIT)
-            head = f"  Server: {upstream.name}" + (f" - {about}" if about else "")
-            if upstream.status is not Status.CONNECTED:
-                head += f" [{upstream.status.value}]"
-            lines.append(head)
-            for tool in self.gateway.catalog.tools(upstream.name):
-                lines.append(f"    - {tool.name}: {tool.summary}" if tool.summary else f"    - {tool.name}")
-        return "\n".join(lines)
-
-    async def tools(self, client: ClientState) -> list[types.Tool]:
-        # The description is the catalog: give servers that are still starting their moment first.
-        await self.gateway.settle_startup()
-        inspect = self._inspect.definition()
-        inspect.description = self.description()
-        return [inspect, self._exec.definition()]
-
-    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        return await run_meta_tool(self._by_name, self.gateway, name, arguments)
-
-    def native(self, name: str) -> bool:
-        return False
-
-    async def _run_inspect(self, gateway: Gateway, args: InspectArgs) -> types.CallToolResult:
-        if args.tool_name is None:
-            entries = await gateway.tools(args.server_name)
-        else:
-            entries = [await gateway.tool(args.server_name, args.tool_name)]
-        tools: list[dict[str, Any]] = []
-        for entry in entries:
-            data: dict[str, Any] = {
-                "name": entry.name,
-                "description": entry.description,
-                "input_schema": entry.input_schema,
-            }
-            if entry.output_schema is not None:
-                data["output_schema"] = entry.output_schema
-            if entry.tool.annotations is not None:
-                data["annotations"] = entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
-            tools.append(data)
-        payload: dict[str, Any] = {"server": args.server_name, "tools": tools}
-        if args.tool_name is not None:
-            payload = {"server": args.server_name, **tools[0]}
-        # Spec 001 §4.1: the text is compressed for the model, structuredContent stays raw.
-        return tool_result(payload, model_text(payload))
-
-    async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
-        return await gateway.execute(
-            args.server_name, args.tool_name, args.arguments, max_output_chars=args.max_output_chars
-        )
 
 
 @dataclass(frozen=True)

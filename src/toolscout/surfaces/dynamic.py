@@ -3,7 +3,7 @@
 An agent searches as in discovery mode, then loads the few tools it needs; they appear in its
 session's `tools/list` as native tools (passthrough naming, full schemas), the client is told
 with `notifications/tools/list_changed` (a `subscriptions/listen` event at 2026-07-28), and the
-model calls them directly. State is per client (sessions.py) and capped at `max_loaded`.
+model calls them directly. State is per client (face/sessions.py) and capped at `max_loaded`.
 """
 
 from __future__ import annotations
@@ -17,25 +17,14 @@ from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
 from toolscout.errors import AGENT_STEPS, LoadLimitReached, Phrasing
 from toolscout.face.sessions import ClientState
 from toolscout.gateway.core import Gateway
-from toolscout.surfaces.discovery import (
-    BY_NAME,
-    META_TOOLS,
-    ArgsModel,
-    ToolSpec,
-    parse_arguments,
-    run_meta_tool,
-    tool_result,
-)
+from toolscout.surfaces.arguments import ArgsModel
+from toolscout.surfaces.discovery import BY_NAME, META_TOOLS, ToolRefArgs
+from toolscout.surfaces.meta_tool import ToolSpec, run_meta_tool, tool_result
 from toolscout.surfaces.passthrough import NativeNames
 
 
-class ToolRef(ArgsModel):
-    server: str
-    tool: str
-
-
 class LoadToolsArgs(ArgsModel):
-    tools: list[ToolRef] = Field(min_length=1)
+    tools: list[ToolRefArgs] = Field(min_length=1)
 
 
 class UnloadToolsArgs(ArgsModel):
@@ -81,9 +70,9 @@ class DynamicSurface:
         if name in BY_NAME:
             return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
         if name == self._load.name:
-            return await self._run_load(client, parse_arguments(self._load, arguments))
+            return await self._run_load(client, self._load.parse(arguments))
         if name == self._unload.name:
-            return self._run_unload(client, parse_arguments(self._unload, arguments))
+            return self._run_unload(client, self._unload.parse(arguments))
         # Any catalog tool answers to its native name, loaded or not: a client whose list is
         # stale (say, across a gateway restart) still reaches the tool it means.
         route = self.names.route(name) or next((p for p in client.loaded if self.names.name(*p) == name), None)

@@ -8,18 +8,11 @@ on the client, so every client sees the same list (2026-07-28 requires it); when
 arrives later brings a tool whose name another server has, both become `server__tool` and clients
 are told the list changed.
 
-Names must be valid for every major client: at most 64 characters of `[a-zA-Z0-9_-]` (the
-strictest common rule; Claude, OpenAI and Gemini all accept it). Anything else is replaced by
-`_`, and a name that is too long, or that two tools would share after that, gets a short hash of
-the original `server` and `tool` instead of its tail, so names are deterministic and unique.
+Names are valid for every major client, unique and deterministic (naming.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 import mcp_types as types
@@ -29,66 +22,7 @@ from toolscout.errors import Phrasing
 from toolscout.face.sessions import ClientState
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.core import Gateway
-from toolscout.mirror.routing import only_owner
-
-MAX_NAME = 64
-SEPARATOR = "__"
-_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
-
-
-def _hash(server: str, tool: str, length: int) -> str:
-    return hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:length]
-
-
-def _clean(name: str) -> str:
-    return _INVALID.sub("_", name)
-
-
-def _plain(server: str, tool: str) -> str:
-    return _clean(server) + SEPARATOR + _clean(tool)
-
-
-def _hashed(base: str, pair: tuple[str, str], length: int) -> str:
-    suffix = "_" + _hash(*pair, length)
-    return base[: MAX_NAME - len(suffix)] + suffix
-
-
-def native_names(pairs: Iterable[tuple[str, str]], *, bare: bool = False) -> dict[tuple[str, str], str]:
-    """A unique, client-valid name for each `(server, tool)`; the same set always gets the same names.
-
-    `bare`: a tool's own name (made valid) where no other server has a tool of that name; the
-    others, and every name with `bare` false, are `server__tool`.
-    """
-    unique = sorted(set(pairs))
-    owners: defaultdict[str, set[str]] = defaultdict(set)
-    if bare:
-        for server, tool in unique:
-            owners[_clean(tool)].add(server)
-
-    def base(pair: tuple[str, str]) -> str:
-        own = _clean(pair[1])
-        return own if bare and own and len(owners[own]) == 1 else _plain(*pair)
-
-    names: dict[tuple[str, str], str] = {}
-    groups: defaultdict[str, list[tuple[str, str]]] = defaultdict(list)
-    bases = {pair: base(pair) for pair in unique}
-    for pair, name in bases.items():
-        groups[name if len(name) <= MAX_NAME else _hashed(name, pair, 8)].append(pair)
-    taken = {name for name, members in groups.items() if len(members) == 1}
-    for name, members in groups.items():
-        if len(members) == 1:
-            names[members[0]] = name
-            continue
-        # Several tools would share a name: each gets its own hash, longer until none collide.
-        for pair in members:
-            length = 8
-            candidate = _hashed(bases[pair], pair, length)
-            while candidate in taken:
-                length += 4
-                candidate = _hashed(bases[pair], pair, length)
-            taken.add(candidate)
-            names[pair] = candidate
-    return names
+from toolscout.naming import native_names, only_owner
 
 
 class NativeNames:
@@ -124,7 +58,7 @@ class NativeNames:
 
     def route(self, name: str) -> tuple[str, str] | None:
         """The `(server, tool)` a native name stands for, its `server__tool` name when names are bare, or
-        an upstream's own tool name (routing.py), in that order.
+        an upstream's own tool name (naming.py), in that order.
 
         A bare name that several servers' enabled tools share raises `AmbiguousName`.
         """

@@ -1,10 +1,12 @@
 """What the catalog costs an agent in tokens: each server exposed directly, and each exposure mode.
 
+Here, not in present/, because a mode is measured through the face itself (see below).
+
 `toolscout tokens` and `benchmarks/token_modes.py` both measure through this module, so the
 numbers the command prints are the numbers documented in docs/BENCHMARKS.md.
 
 A mode is measured as a client receives it: the gateway's own MCP server for that mode
-(`server.build_server`), a real `mcp.Client` over the SDK's in-memory transport, and the
+(`face.server.build_server`), a real `mcp.Client` over the SDK's in-memory transport, and the
 `tools/list` result it gets, counted by `tokens.tool_tokens`. Every mode of `ModeName` is
 measured, so a mode added there appears here without further change. A mode whose list depends
 on the client (dynamic) is counted as a new client sees it, before it has loaded anything.

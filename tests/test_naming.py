@@ -1,0 +1,29 @@
+"""naming.py: which server an upstream's own name belongs to, and where a meta-tool call names its tool."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscout.errors import AmbiguousName
+from toolscout.naming import call_target, only_owner
+
+
+def test_a_call_target_is_read_under_discovery_and_compact_keys() -> None:
+    assert call_target({"server": "fs", "tool": "read", "arguments": {}}) == {"server": "fs", "tool": "read"}
+    assert call_target({"server_name": "fs", "tool_name": "read"}) == {"server": "fs", "tool": "read"}
+    # Only strings name a target; what is missing stays missing (the caller says "?" or leaves it out).
+    assert call_target({"server": 3, "tool_name": "read"}) == {"tool": "read"}
+    assert call_target({}) == {}
+    # Both spellings at once: discovery's key is read first, in the audit and in error results alike.
+    assert call_target({"server": "a", "server_name": "b"}) == {"server": "a"}
+
+
+def test_an_upstream_name_belongs_to_the_one_server_that_has_it() -> None:
+    assert only_owner("tool", "read", ["fs", "fs"], ["fs__read"]) == "fs"
+    assert only_owner("tool", "read", [], []) is None
+    with pytest.raises(AmbiguousName) as raised:
+        only_owner("prompt", "greet", ["b", "a"], ["a__greet", "b__greet"])
+    assert raised.value.message == (
+        "Several servers have a prompt 'greet' (a, b): use the gateway's name for it, a__greet, b__greet."
+    )
+    assert raised.value.details["servers"] == ["a", "b"]
