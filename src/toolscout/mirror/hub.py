@@ -49,7 +49,7 @@ import mcp_types as types
 from mcp import Client
 from pydantic import BaseModel
 
-from toolscout.config.rules import RuleKind
+from toolscout.config.rules import RuleKind, RuleSet
 from toolscout.errors import (
     PromptDisabled,
     PromptNotFound,
@@ -67,7 +67,7 @@ from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
 
 if TYPE_CHECKING:
-    from toolscout.gateway.core import Gateway
+    from toolscout.gateway.upstreams import Upstreams
 
 logger = logging.getLogger(__name__)
 
@@ -187,8 +187,23 @@ class _Listing(Generic[ItemT]):
 class ContentHub:
     """The resources, resource templates and prompts of every upstream, under gateway names."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self._gateway = gateway
+    def __init__(
+        self,
+        upstreams: Upstreams,
+        rules: RuleSet,
+        *,
+        settle: Callable[[], Awaitable[None]],
+        start_soon: Callable[..., None],
+        on_listed: Callable[[Upstream, ListName, Sequence[BaseModel]], None],
+    ) -> None:
+        """`settle`: waits, before a list is gathered, for the servers still on their first attempt;
+        `start_soon(func, *args, name=)`: runs a fetch in a task group that outlives the request;
+        `on_listed`: told of every live list (to keep it with the server's stored catalog)."""
+        self._upstreams = upstreams
+        self._rules = rules
+        self._settle = settle
+        self._start_soon = start_soon
+        self._on_listed = on_listed
         self.list_wait = LIST_WAIT_SECONDS
         self.changes = Changes()
         self._update_listeners: list[Callable[[str, str], Awaitable[None]]] = []
@@ -272,18 +287,18 @@ class ContentHub:
         return await self.prompts()
 
     def _enabled(self, listing: _Listing[ItemT]) -> list[tuple[str, ItemT]]:
-        rules = self._gateway.rules
+        rules = self._rules
         return [
             (upstream.name, item)
-            for upstream in self._gateway.upstreams
+            for upstream in self._upstreams
             for item in listing.known.get(upstream.name, ())
             if rules.verdict(upstream.name, listing.rule_key(item), listing.rule_kind).enabled
         ]
 
     async def _gather(self, listing: _Listing[ItemT]) -> None:
-        await self._gateway.settle_startup()
+        await self._settle()
         async with anyio.create_task_group() as tg:
-            for upstream in self._gateway.upstreams:
+            for upstream in self._upstreams:
                 tg.start_soon(self._refresh, listing, upstream)
 
     async def _refresh(self, listing: _Listing[ItemT], upstream: Upstream) -> None:
@@ -297,7 +312,7 @@ class ContentHub:
         done = listing.fetching.get(upstream.name)
         if done is None:
             done = listing.fetching[upstream.name] = anyio.Event()
-            self._gateway.start_soon(self._fetch, listing, upstream, done, name=f"{listing.method} {upstream.name}")
+            self._start_soon(self._fetch, listing, upstream, done, name=f"{listing.method} {upstream.name}")
         with anyio.move_on_after(self.list_wait):
             await done.wait()
         if not done.is_set():
@@ -329,7 +344,7 @@ class ContentHub:
         if listing.known.get(upstream.name) != items:
             listing.known[upstream.name] = items
             self.changes.bump()
-        self._gateway.on_content_listed(upstream, listing.name, items)
+        self._on_listed(upstream, listing.name, items)
 
     # Resources
 
@@ -340,7 +355,7 @@ class ContentHub:
             server = await self._bare_uri_owner(uri)
             return server, uri, True
         server, original = split
-        names = [u.name for u in self._gateway.upstreams]
+        names = [u.name for u in self._upstreams]
         if server not in names:
             # A client may have normalised the host to lower case.
             same = [n for n in names if n.lower() == server.lower()]
@@ -368,7 +383,7 @@ class ContentHub:
         the rules keep back under another spelling.
         """
         rule_kind: RuleKind = "prompt" if kind == "prompt" else "resource"
-        if not self._gateway.rules.verdict(server, name, rule_kind).enabled:
+        if not self._rules.verdict(server, name, rule_kind).enabled:
             if kind == "prompt":
                 message = f"Prompt {name!r} of {server!r} is disabled by toolRules and cannot be used."
                 raise PromptDisabled(message, server=server, prompt=name)
@@ -376,7 +391,7 @@ class ContentHub:
             raise ResourceDisabled(message, server=server, uri=name)
         listed = self._listed(kind, server, name)
         if not listed:
-            upstream = await self._gateway.live_upstream(server)  # (woken if idle, waited for if connecting)
+            upstream = await self._upstreams.live(server)  # (woken if idle, waited for if connecting)
             if kind == "prompt":
                 await self._refresh(self._prompts, upstream)
             else:
@@ -406,7 +421,7 @@ class ContentHub:
             return any(t.uri_template == name for t in templates or ())
         if any(r.uri == name for r in resources or ()):
             return True
-        rules = self._gateway.rules
+        rules = self._rules
         return any(
             template_matches(t.uri_template, name) and rules.verdict(server, t.uri_template, "resource").enabled
             for t in templates or ()
@@ -460,7 +475,7 @@ class ContentHub:
                 await self._gather(self._templates)
             offering = [
                 u.name
-                for u in self._gateway.upstreams
+                for u in self._upstreams
                 if u.server_capabilities is not None and u.server_capabilities.resources is not None
             ]
             owners = uri_owners(
@@ -486,7 +501,7 @@ class ContentHub:
         """
         server, original, bare = await self.route_uri(uri)
         await self.admit("resource", server, original)
-        upstream = await self._gateway.live_upstream(server)
+        upstream = await self._upstreams.live(server)
 
         async def read(client: Client) -> types.ReadResourceResult:
             return await client.read_resource(original)
@@ -528,7 +543,7 @@ class ContentHub:
         """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
         server, prompt = await self.find_prompt(name)
         await self.admit("prompt", server, prompt)
-        upstream = await self._gateway.live_upstream(server)
+        upstream = await self._upstreams.live(server)
 
         async def get(client: Client) -> types.GetPromptResult:
             return await client.get_prompt(prompt, arguments)
