@@ -346,49 +346,15 @@ class Gateway:
             return await self._execute(server, name, arguments, max_output_chars)
         if client is None and (relay := current_relay()) is not None:
             client = relay.client  # a call from the MCP face names its client session
-        started, clock = datetime.now(UTC), time.perf_counter()
-        outcome, code = "error", "INTERNAL_ERROR"
-        try:
-            result = await self._execute(server, name, arguments, max_output_chars)
-            outcome, code = ("isError" if result.is_error else "ok"), None
-            return result
-        except ToolscoutError as exc:
-            code = exc.code
-            raise
-        except anyio.get_cancelled_exc_class():
-            code = "CANCELLED"
-            raise
-        finally:
-            await self.audit.record(
-                server=server,
-                tool=name,
-                arguments=arguments,
-                duration_ms=(time.perf_counter() - clock) * 1000,
-                outcome=outcome,
-                code=code,
-                client=client,
-                started=started,
-            )
+        call = functools.partial(self._execute, server, name, arguments, max_output_chars)
+        return await self.audit.record_call(call, server=server, tool=name, arguments=arguments, client=client)
 
     async def record_refused(self, request: Mapping[str, Any], error: ToolscoutError) -> None:
         """Audit an execution refused before it reached a server (`request`: the meta-tool's own
         arguments, which did not make a valid call)."""
-        if self.audit is None:
-            return
-
-        def named(*keys: str) -> str:
-            return next((value for key in keys if isinstance(value := request.get(key), str)), "?")
-
-        relay = current_relay()
-        await self.audit.record(
-            server=named("server", "server_name"),
-            tool=named("tool", "tool_name"),
-            arguments=request.get("arguments"),
-            duration_ms=0.0,
-            outcome="error",
-            code=error.code,
-            client=relay.client if relay is not None else None,
-        )
+        if self.audit is not None:
+            relay = current_relay()
+            await self.audit.record_refused(request, error.code, client=relay.client if relay is not None else None)
 
     async def _execute(
         self,
