@@ -2,7 +2,7 @@
 
 The MCP face (`face/server.py`) and the CLI call only this; it raises `ToolscoutError`s and leaves
 turning them into MCP results or exit codes to them. Its parts, each built whole before the next:
-the upstreams by name (`upstreams.py`), the catalog their tools land in (`catalog.py`), what is
+the upstreams by name (`registry.py`), the catalog their tools land in (`catalog.py`), what is
 kept of it between runs (`snapshots.py`), the search index (`index.py`), the start-up policy
 (`startup.py`) and the upstreams' resources and prompts (`mirror/hub.py`). The facade itself
 runs them (an async context manager, entered once), finds servers and tools, says how a server
@@ -37,10 +37,10 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.index import SearchIndex, build_backend
 from toolscout.gateway.output_cap import cap_output
+from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.snapshots import Snapshots, SnapshotStore
 from toolscout.gateway.startup import Startup
 from toolscout.gateway.store import CatalogStore, store_path
-from toolscout.gateway.upstreams import Upstreams, wait_until_connected
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.mirror.hub import ContentHub, without_hop_metadata
@@ -87,7 +87,7 @@ class Gateway:
         self.catalog = Catalog(self.rules)
         # An upstream reports to the gateway's methods below, which hand on to the parts built
         # after it; it runs (and reports) only once the gateway is entered, all parts built.
-        self._upstreams = Upstreams(
+        self._upstreams = UpstreamRegistry(
             Upstream(
                 spec,
                 self.catalog,
@@ -108,6 +108,14 @@ class Gateway:
             max_query_steps=max_query_steps,
         )
         self._startup = Startup(self._upstreams, self._snapshots.answers_for)
+        self._validator = ArgumentValidator()
+        self.max_output_chars = max_output_chars
+        """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
+        self._state: Literal["new", "running", "stopped"] = "new"
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self.audit = audit
+        """Where every execution is recorded (None: nowhere); opened and closed with the gateway."""
+        # Built last, from the parts above (its background fetches run in the gateway's task group).
         self.content = ContentHub(
             self._upstreams,
             self.rules,
@@ -116,13 +124,6 @@ class Gateway:
             on_listed=self._snapshots.content_listed,
         )
         """The upstreams' resources and prompts under gateway names (mirror/hub.py)."""
-        self._validator = ArgumentValidator()
-        self.max_output_chars = max_output_chars
-        """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
-        self._state: Literal["new", "running", "stopped"] = "new"
-        self._task_group: anyio.abc.TaskGroup | None = None
-        self.audit = audit
-        """Where every execution is recorded (None: nowhere); opened and closed with the gateway."""
 
     @classmethod
     def from_config(

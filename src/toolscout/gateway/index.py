@@ -18,7 +18,7 @@ import anyio.abc
 
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS, DEFAULT_MIN_RELEVANCE
 from toolscout.gateway.catalog import Catalog
-from toolscout.gateway.upstreams import Upstreams
+from toolscout.gateway.registry import UpstreamRegistry
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
@@ -44,7 +44,7 @@ class SearchIndex:
     def __init__(
         self,
         catalog: Catalog,
-        upstreams: Upstreams,
+        upstreams: UpstreamRegistry,
         *,
         search: SearchBackend | None = None,
         search_factory: Callable[[], SearchBackend] | None = None,

@@ -19,8 +19,8 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel
 
+from toolscout.gateway.registry import UpstreamRegistry
 from toolscout.gateway.store import ServerSnapshot
-from toolscout.gateway.upstreams import Upstreams
 from toolscout.upstream import ServerIdentity, Status, Upstream
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class Snapshots:
     """The snapshots of one gateway's servers: read from `store` at start, replaced by each live list,
     saved as they come (no store: nothing is read or kept)."""
 
-    def __init__(self, store: SnapshotStore | None, upstreams: Upstreams) -> None:
+    def __init__(self, store: SnapshotStore | None, upstreams: UpstreamRegistry) -> None:
         self._store = store
         self._upstreams = upstreams
         self._snapshots: dict[str, ServerSnapshot] = {}

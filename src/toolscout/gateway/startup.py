@@ -9,7 +9,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from toolscout.gateway.upstreams import Upstreams
+from toolscout.gateway.registry import UpstreamRegistry
 
 WARM_INDEX_FIRST_SECONDS = 1.0
 """With a stored catalog, how long its servers wait at start for its search index to be built first."""
@@ -22,7 +22,7 @@ class Startup:
     """Starts `upstreams` and says what a catalog question at start waits for; `stored(name)` says
     whether a server's catalog is answered from the persistent store until it is connected."""
 
-    def __init__(self, upstreams: Upstreams, stored: Callable[[str], bool]) -> None:
+    def __init__(self, upstreams: UpstreamRegistry, stored: Callable[[str], bool]) -> None:
         self._upstreams = upstreams
         self._stored = stored
         self._started_at = 0.0

@@ -67,7 +67,7 @@ from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
 
 if TYPE_CHECKING:
-    from toolscout.gateway.upstreams import Upstreams
+    from toolscout.gateway.registry import UpstreamRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ class ContentHub:
 
     def __init__(
         self,
-        upstreams: Upstreams,
+        upstreams: UpstreamRegistry,
         rules: RuleSet,
         *,
         settle: Callable[[], Awaitable[None]],

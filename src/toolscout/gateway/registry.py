@@ -12,7 +12,7 @@ from toolscout.suggestions import server_not_found
 from toolscout.upstream import Status, Upstream
 
 
-class Upstreams:
+class UpstreamRegistry:
     """The upstreams of one gateway, in configuration order, by name (fixed for the gateway's life)."""
 
     def __init__(self, upstreams: Iterable[Upstream]) -> None:
