@@ -12,12 +12,13 @@ import mcp_types as types
 import pytest
 
 from tests.conftest import PYTHON, ROOT
+from tests.helpers.gateway_client import notes_server
 from tests.procs import exited, free_port, running, stop
 from tests.test_e2e_subprocess import UVICORN_READY
 from toolscout.config import GatewayConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway.core import Gateway
-from toolscout.upstream import Status, StdioUpstream, Upstream, UpstreamSpec
+from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, Upstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
 
@@ -88,3 +89,19 @@ async def test_an_http_server_that_restarts_is_reconnected_and_calls_meanwhile_f
         async with running(serve, ready=UVICORN_READY):  # the same server back on the same port
             await until(text, Status.CONNECTED)
             assert not (await gateway.execute("text", "word_count", arguments)).is_error
+
+
+async def test_a_gateway_runs_once_and_says_so_when_entered_again() -> None:
+    gateway = Gateway([UpstreamSpec("notes", InProcessUpstream(notes_server()))])
+    async with gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        with pytest.raises(RuntimeError, match=r"already entered \(running\).*make a new one"):
+            async with gateway:
+                pass
+        # The refused entry left the running gateway as it was: still serving, its upstream not doubled.
+        result = await gateway.execute("notes", "create_note", {"title": "x"})
+        assert not result.is_error and gateway.upstream("notes").status is Status.CONNECTED
+    with pytest.raises(RuntimeError, match=r"already entered \(stopped\).*make a new one"):
+        async with gateway:
+            pass

@@ -29,9 +29,10 @@ from tests.procs import SERVE_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
 from toolscout.face.server import build_server
-from toolscout.gateway.audit import REDACT_INLINE_CHARS, REDACTED, AuditLog, Redactor
+from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.catalog import CatalogTool
 from toolscout.gateway.core import Gateway
+from toolscout.gateway.redaction import REDACT_INLINE_CHARS, REDACTED, Redactor
 from toolscout.gateway.validation import PATTERN_SECONDS
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.surfaces.digest import DIGEST_INLINE_ITEMS, digest, digest_off_loop

@@ -168,13 +168,14 @@ async def connected(
 
     `live`: none is answered from the persistent catalog (the gateway would start from it and wait
     for its search index); their live lists are saved to it, and their failures remembered
-    (catalog_store.py's `Failure`); the gateway is not searched (it builds no index). While they
+    (gateway/store.py's `Failure`); the gateway is not searched (it builds no index). While they
     connect, a terminal on stderr shows one live line per server.
     """
     # Imported here: the SDK and the search index are the slow part of starting the CLI,
     # and commands that never connect should not pay for them.
     from toolscout.gateway.core import Gateway
-    from toolscout.gateway.store import CatalogStore, LiveListsOnly, store_path
+    from toolscout.gateway.snapshots import LiveListsOnly
+    from toolscout.gateway.store import CatalogStore, store_path
     from toolscout.suggestions import server_not_found
 
     for name in only or ():

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import mcp_types as types
 from pydantic import BaseModel, ValidationError
@@ -140,43 +140,8 @@ class Failure:
     reason: str
 
 
-class SnapshotStore(Protocol):
-    """Where the gateway keeps catalogs between runs.
-
-    The gateway calls these from a worker thread (never two at once), so they may block on I/O;
-    they must not raise for a broken store, only log and carry on.
-    """
-
-    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
-        """The snapshots of the servers in `keys` (name → config hash) whose stored hash matches."""
-        ...
-
-    def save(self, snapshots: Sequence[ServerSnapshot]) -> None: ...
-
-    def clear(self, server: str | None = None) -> int:
-        """Delete every entry (or those of `server`); how many were deleted."""
-        ...
-
-
-class LiveListsOnly:
-    """A `SnapshotStore` for a gateway that connects its servers to have their live lists: those are
-    saved to `store`, none is answered from it (the gateway would otherwise start from it)."""
-
-    def __init__(self, store: SnapshotStore) -> None:
-        self._store = store
-
-    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
-        return {}
-
-    def save(self, snapshots: Sequence[ServerSnapshot]) -> None:
-        self._store.save(snapshots)
-
-    def clear(self, server: str | None = None) -> int:
-        return self._store.clear(server)
-
-
 class CatalogStore:
-    """`SnapshotStore` in one SQLite file (WAL journal, a connection per operation)."""
+    """A `SnapshotStore` (gateway/snapshots.py) in one SQLite file (WAL journal, a connection per operation)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
