@@ -64,7 +64,7 @@ from toolscout.gateway.changes import Changes
 from toolscout.mirror.routing import only_owner, template_matches, uri_owners
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Status, Upstream
-from toolscout.upstream.connection import ListKind
+from toolscout.upstream.spec import ListKind
 
 if TYPE_CHECKING:
     from toolscout.gateway.core import Gateway

@@ -54,7 +54,7 @@ class ResourceSubscriptions:
             return
         try:
             upstream = await self._gateway.live_upstream(server)
-            await upstream.resources.add(original)
+            await upstream.resource_subscriptions.add(original)
         except BaseException:
             self._forget(key, state, uri)
             raise
@@ -84,7 +84,7 @@ class ResourceSubscriptions:
     async def _release(self, key: Key, state: ClientState, uri: str) -> None:
         if self._forget(key, state, uri):
             try:
-                await self._gateway.upstream(key[0]).resources.remove(key[1])
+                await self._gateway.upstream(key[0]).resource_subscriptions.remove(key[1])
             except ToolscoutError as exc:
                 logger.info("%s: not unsubscribed from %s: %s", key[0], key[1], exc.message)
 
