@@ -13,9 +13,9 @@ import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -28,10 +28,10 @@ from toolscout.masking import mask_text
 from toolscout.upstream.callbacks import ClientCallbacks
 from toolscout.upstream.calls import CallsInFlight, Request, ToolCall
 from toolscout.upstream.failures import describe_exception, innermost
-from toolscout.upstream.paging import MAX_PAGES, paginate
 from toolscout.upstream.relay import current_relay
 from toolscout.upstream.spec import ListKind, ServerIdentity, Status, UpstreamSpec
 from toolscout.upstream.state import ConnectionState
+from toolscout.upstream.tool_list import ServerTools, ToolListing
 from toolscout.upstream.watch import ResourceWatch
 
 logger = logging.getLogger(__name__)
@@ -42,26 +42,6 @@ BACKOFF_INITIAL = 1.0
 BACKOFF_MAX = 60.0
 """Seconds between connection attempts: doubling from the first, capped at the second."""
 T = TypeVar("T")
-
-
-class ToolListing(Protocol):
-    """What an upstream needs of the catalog its tools are listed in (the gateway's `Catalog`)."""
-
-    def set_server_tools(self, server: str, tools: Iterable[types.Tool]) -> None:
-        """Replace everything known about `server`'s tools."""
-        ...
-
-    def drop_server(self, server: str) -> None:
-        """Forget `server`'s tools."""
-        ...
-
-    def counts(self, server: str) -> tuple[int, int]:
-        """(all tools, enabled tools) of `server`."""
-        ...
-
-    def admit(self, server: str, name: str) -> object:
-        """Raise unless `server` listed a tool called exactly `name` and the rules enable it."""
-        ...
 
 
 class Upstream:
@@ -78,12 +58,10 @@ class Upstream:
     ) -> None:
         self.spec = spec
         self.name = spec.name
-        self._catalog = catalog
         self._state = ConnectionState(spec.name, disabled=spec.disabled)
         self.identity: ServerIdentity | None = None
-        self.offline_tools: tuple[types.Tool, ...] | None = None
-        """The last live list the gateway knows of (see `use_offline_tools`); None: the declared tools."""
         self._on_tools_listed = on_tools_listed
+        self._tools = ServerTools(spec.name, catalog, spec.static_tools, self._tools_listed)
         self._on_list_changed = on_list_changed
         self._on_resource_updated = on_resource_updated
         self._calls = CallsInFlight(
@@ -100,9 +78,6 @@ class Upstream:
         """The resources subscribed to on this server for the gateway's clients (watch.py)."""
         self._wake = anyio.Event()
         """Wakes `_serve`: the connection lost, a tool list to fetch, a call ended (the idle countdown)."""
-        self._refresh_requested = False
-        self._tools_stale = False
-        """The server said its tools changed and the new list has not arrived yet: calls wait for it."""
         self._scope: anyio.CancelScope | None = None
         """What `stop()` cancels: the current attempt, the backoff, or the idle wait."""
         self._wanted = anyio.Event()
@@ -113,7 +88,7 @@ class Upstream:
         self._fell_back = False
         self._connected_since: float | None = None
         if not spec.disabled:
-            self._list_declared_tools()
+            self._tools.list_offline()
 
     @property
     def status(self) -> Status:
@@ -147,7 +122,7 @@ class Upstream:
         if self.spec.disabled or state.stopping:  # stopped before its task got to run
             return
         delay = BACKOFF_INITIAL
-        if self.spec.lazy and (self.offline_tools is not None or self.spec.static_tools):
+        if self.spec.lazy and (self._tools.offline is not None or self.spec.static_tools):
             await self._stay_idle()  # its tools are known: nothing to connect for until a call
         while not state.stopping:
             attempt = anyio.current_time()
@@ -227,7 +202,7 @@ class Upstream:
                         if self._callbacks.announces_changes(client):
                             # Subscribe before listing, so no change can fall between the two.
                             await tg.start(self._callbacks.listen_for_changes, client)
-                        tools = await self._list_tools(client)
+                        tools = await self._tools.fetch(client)
                         # Connected: from here on only stop() or a lost connection ends this.
                         scope.deadline = math.inf
                         self._on_connected(client, tools)
@@ -250,7 +225,7 @@ class Upstream:
                 failure = describe_exception(exc)
         finally:
             state.end_attempt()
-            self._list_declared_tools()
+            self._tools.list_offline()
         if handshaking and not self._fell_back and self.spec.protocol == "legacy-first":
             self._mode = "legacy"  # not reached in either era: no reason to skip the handshake next time
         if state.stopping or self._fell_back:
@@ -262,17 +237,9 @@ class Upstream:
 
     def use_offline_tools(self, tools: Sequence[types.Tool]) -> None:
         """List `tools` whenever not connected, instead of the declared ones (what the server really offered)."""
-        self.offline_tools = tuple(tools)
+        self._tools.offline = tuple(tools)
         if self._state.session is None and not self.spec.disabled:
-            self._list_declared_tools()
-
-    def _list_declared_tools(self) -> None:
-        if self.offline_tools is not None:
-            self._catalog.set_server_tools(self.name, self.offline_tools)
-        elif self.spec.static_tools:
-            self._catalog.set_server_tools(self.name, self.spec.static_tools)
-        else:
-            self._catalog.drop_server(self.name)
+            self._tools.list_offline()
 
     def stop(self) -> None:
         """End the connection; the run task tears everything down."""
@@ -311,20 +278,20 @@ class Upstream:
         state = self._state
         call = ToolCall(self.name, tool)
         client = state.live_session
-        if client is not None and self._tools_stale:
+        if client is not None and self._tools.stale:
             with anyio.move_on_after(self.spec.call_timeout):
-                while self._tools_stale and state.live_session is client:
+                while self._tools.stale and state.live_session is client:
                     await self.wait_changed()
         if client is None or state.live_session is not client:
             raise call.unavailable(state)
-        if self._tools_stale:
+        if self._tools.stale:
             raise ServerUnavailable(
                 f"Server {self.name!r} changed its tools and has not listed them again yet; try again shortly.",
                 server=self.name,
                 tool=tool,
                 status=state.status.value,
             )
-        self._catalog.admit(self.name, tool)
+        self._tools.catalog.admit(self.name, tool)
         relay = current_relay()
         progress = relay.progress if relay is not None else None
         return await self._calls.send(
@@ -352,27 +319,14 @@ class Upstream:
         limit = self.spec.call_timeout if within is None else within
         return await self._calls.send(Request(self.name, what), operation, limit=limit, use=use)
 
-    async def _list_tools(self, client: Client) -> list[types.Tool]:
-        if client.server_capabilities.tools is None:
-            return []
-
-        async def page(cursor: str | None) -> tuple[list[types.Tool], str | None]:
-            listed = await client.list_tools(cursor=cursor)
-            return listed.tools, listed.next_cursor
-
-        tools, complete = await paginate(page)
-        if not complete:
-            logger.warning("%s: stopped listing tools after %d pages", self.name, MAX_PAGES)
-        return tools
-
     def _on_connected(self, client: Client, tools: Sequence[types.Tool]) -> None:
         """The handshake and the first tool list are done: the session is live."""
         self.identity = ServerIdentity.of(client)
         self._state.attach(client)
-        self._list_live_tools(tools)
+        self._tools.list_live(tools)
         # Listed after subscribing to changes: only a change told since then is still to be fetched.
-        self._tools_stale = self._refresh_requested
-        if self._tools_stale:
+        self._tools.stale = self._tools.refresh_requested
+        if self._tools.stale:
             self._wake.set()  # `_serve` fetches it first thing
         self._state.move(Status.CONNECTED)
         logger.info(
@@ -398,18 +352,16 @@ class Upstream:
                     logger.info("%s: closing after %gs without calls", self.name, idle_after)
                     return True
             self._wake = anyio.Event()
-            if self._refresh_requested and not self._state.lost:
-                self._refresh_requested = False
-                self._list_live_tools(await self._list_tools(client))
-                self._tools_stale = self._refresh_requested  # told of yet another change meanwhile
+            tools = self._tools
+            if tools.refresh_requested and not self._state.lost:
+                tools.refresh_requested = False
+                tools.list_live(await tools.fetch(client))
+                tools.stale = tools.refresh_requested  # told of yet another change meanwhile
                 self._state.notify_changed()
-                logger.info("%s: tool list changed, now %d tools", self.name, self._catalog.counts(self.name)[0])
+                logger.info("%s: tool list changed, now %d tools", self.name, tools.catalog.counts(self.name)[0])
         return False
 
-    def _list_live_tools(self, tools: Sequence[types.Tool]) -> None:
-        self._catalog.set_server_tools(self.name, tools)
-        # What it really offers: listed while it is idle, reconnecting or down, until it says otherwise.
-        self.offline_tools = tuple(tools)
+    def _tools_listed(self, tools: Sequence[types.Tool]) -> None:
         if self._on_tools_listed is not None:
             self._on_tools_listed(self, tools)
 
@@ -418,8 +370,7 @@ class Upstream:
             self._on_list_changed(self, kind)
 
     def _request_refresh(self) -> None:
-        self._refresh_requested = True
-        self._tools_stale = True
+        self._tools.announced_change()
         self._wake.set()
 
     def _fail(self, reason: str) -> None:
