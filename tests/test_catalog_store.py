@@ -29,11 +29,12 @@ from toolscout.errors import ServerUnavailable
 from toolscout.gateway import startup
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.core import Gateway
-from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot, config_hash
+from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot
 from toolscout.search.bm25 import BM25Backend
 from toolscout.surfaces.discovery import BY_NAME
 from toolscout.surfaces.meta_tool import run_meta_tool
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
+from toolscout.upstream.spec import config_hash
 
 pytestmark = pytest.mark.anyio
 

@@ -39,7 +39,7 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
 from toolscout.mirror.routing import template_matches
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
-from toolscout.upstream.transport import StdioUpstream
+from toolscout.upstream.stdio_child import StdioUpstream
 
 LOOSE = ROOT / "tests" / "loose_server.py"
 ERAS = ["legacy", "auto"]  # "auto" lands on 2026-07-28

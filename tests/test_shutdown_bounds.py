@@ -31,7 +31,7 @@ import pytest
 
 from tests.conftest import PYTHON, ROOT
 from tests.procs import SERVE_READY, collect_lines, exited, running
-from toolscout.upstream.transport import _exit_with_gateway  # pyright: ignore[reportPrivateUsage]
+from toolscout.upstream.stdio_child import _exit_with_gateway  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = [
     pytest.mark.anyio,

@@ -17,7 +17,7 @@ from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
-from toolscout.upstream import Status, StdioUpstream, UpstreamSpec, transport
+from toolscout.upstream import Status, StdioUpstream, UpstreamSpec, stdio_child
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +80,7 @@ async def test_a_server_that_never_answered_is_not_given_the_stdin_grace(monkeyp
     from it, it is terminated at once instead of being given time to exit on its own."""
     # Waited for, the grace would outlast the bound below (the stop is shielded: it would run to
     # its end, and the bound fail then).
-    monkeypatch.setattr(transport, "STDIN_CLOSE_GRACE", 40.0)
+    monkeypatch.setattr(stdio_child, "STDIN_CLOSE_GRACE", 40.0)
     # Reads its stdin to the end, then hangs on: only a signal ends it.
     hung = ["-c", "import sys, time; sys.stdin.buffer.read(); time.sleep(3600)"]
     gateway = Gateway([stdio_spec("hung", hung, connect_timeout=1)])

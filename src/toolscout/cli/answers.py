@@ -266,19 +266,19 @@ async def serve_answers(
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
     from mcp_types import Implementation
     from mcp_types.version import LATEST_MODERN_VERSION
 
     from toolscout import __version__
     from toolscout.face.local_socket import SOCKET_HOST
+    from toolscout.upstream._sdk import SDK_HTTP_TIMEOUT, SDK_SSE_READ_TIMEOUT
 
     try:
         async with AsyncExitStack() as stack:
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
                     transport=httpx2.AsyncHTTPTransport(uds=str(path)),
-                    timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+                    timeout=httpx2.Timeout(SDK_HTTP_TIMEOUT, read=SDK_SSE_READ_TIMEOUT),
                 )
             )
             transport = streamable_http_client(f"http://{SOCKET_HOST}/mcp", http_client=http, terminate_on_close=False)
@@ -294,7 +294,7 @@ async def serve_answers(
     except BaseExceptionGroup as group:
         # The client's task groups wrap what the command raised while it was open: a
         # `ToolscoutError` (or `typer.Exit`) is the command's to report as it is.
-        from toolscout.upstream.connection import innermost
+        from toolscout.upstream.failures import innermost
 
         raise innermost(group) from None
 

@@ -58,7 +58,7 @@ def _when(timestamp: float) -> str:
 @cache_app.command()
 def show(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Cached servers: tool counts, when each was listed, and whether it still matches the config."""
-    from toolscout.gateway.store import config_hash
+    from toolscout.upstream.spec import config_hash
 
     output = Output(as_json)
     gateway_config = _config(config, output, strict=True)

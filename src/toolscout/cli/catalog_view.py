@@ -24,9 +24,10 @@ from toolscout.config import GatewayConfig
 from toolscout.config.rules import RuleSet
 from toolscout.errors import server_unavailable
 from toolscout.gateway.catalog import Catalog, CatalogTool
-from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, config_hash, store_path
+from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, store_path
 from toolscout.masking import mask_text
 from toolscout.suggestions import server_not_found
+from toolscout.upstream.spec import config_hash
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -245,7 +246,7 @@ def _live_view(gateway: Gateway, upstream: Upstream) -> ServerView:
 
     identity = upstream.identity
     connected = upstream.status is Status.CONNECTED
-    info = {k: v for k, v in (("name", identity.name), ("version", identity.version)) if v} if identity else None
+    info = identity.server_info if identity else None
     return ServerView(
         upstream.name,
         upstream.status.value,

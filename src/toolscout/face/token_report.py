@@ -26,6 +26,7 @@ from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.present.tokens import tool_tokens
 from toolscout.surfaces.base import SurfaceOptions
+from toolscout.upstream.paging import paginate
 
 COUNTED_ERA = "2025-11-25"
 """The protocol era every figure is counted in (its `tools/list` as such a client receives it)."""
@@ -75,11 +76,12 @@ async def listed_tools(gateway: Gateway, mode: ModeName, options: SurfaceOptions
     # The 2025-11-25 handshake era, what most clients speak today: the 2026 era serialises
     # schemas with `type` first, which shifts counts by a few tokens, so every figure is taken in one era.
     async with Client(server, mode="legacy") as client:
-        page = await client.list_tools(cache_mode="bypass")
-        tools = list(page.tools)
-        while page.next_cursor:
-            page = await client.list_tools(cursor=page.next_cursor, cache_mode="bypass")
-            tools.extend(page.tools)
+
+        async def page(cursor: str | None) -> tuple[list[types.Tool], str | None]:
+            listed = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            return listed.tools, listed.next_cursor
+
+        tools, _ = await paginate(page)
     return tools
 
 

@@ -270,7 +270,7 @@ class Gateway:
             entry["retryInSeconds"] = max(0.0, round(upstream.retry_at - time.time(), 1))
         identity = upstream.identity
         if identity is not None and upstream.status is Status.CONNECTED:
-            entry["serverInfo"] = {k: v for k, v in (("name", identity.name), ("version", identity.version)) if v}
+            entry["serverInfo"] = identity.server_info
             entry["protocolVersion"] = identity.protocol_version
         live_or_cached = upstream.status is Status.CONNECTED or cached_at is not None
         if identity is not None and identity.instructions and live_or_cached:

@@ -2,7 +2,7 @@
 once listed), kept in SQLite across restarts.
 
 Entries are keyed by the server's name and a hash of its configuration entry
-(`config_hash`), so an entry is only ever served to the very configuration that listed it:
+(`toolscout.upstream.spec.config_hash`), so an entry is only ever served to the very configuration that listed it:
 change a server's command, arguments, URL, environment or headers and its old catalog is
 never shown again. The gateway reads the matching entries before it starts connecting, lists
 them (marked stale) until each server's live list replaces them, and saves every live list.
@@ -17,7 +17,6 @@ may share one file: SQLite's WAL journal and a busy timeout keep their writes wh
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -32,7 +31,7 @@ import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
 from toolscout.config.loader import user_cache_dir
-from toolscout.config.models import AnyServerConfig, CatalogCacheConfig
+from toolscout.config.models import CatalogCacheConfig
 from toolscout.mirror.list_names import LIST_ITEMS, LIST_NAMES
 
 logger = logging.getLogger(__name__)
@@ -78,19 +77,6 @@ _COLUMNS = (
     "server, config_hash, saved_at, tools, server_name, server_version, title, description, instructions, "
     "protocol_version, content"
 )
-
-
-def config_hash(config: AnyServerConfig) -> str:
-    """A stable key for one server's configuration entry: sha256 of its canonical JSON.
-
-    Defaults are left out, so a toolscout upgrade that adds a key with a default keeps the key
-    of every existing entry; the transport kind is always in, so an HTTP and an SSE entry for
-    one URL differ.
-    """
-    data = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    data["kind"] = config.kind
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from toolscout.mirror.list_names import ListName
 from toolscout.mirror.upstreams import Upstreams
 from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
+from toolscout.upstream.paging import MAX_PAGES, paginate
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +41,6 @@ FOLLOWS: dict[ListKind, tuple[ListName, ...]] = {
 """The lists an upstream's `notifications/<kind>/list_changed` is about."""
 LIST_WAIT_SECONDS = 5.0
 """How long one list request waits for any one upstream before answering without its fresh list."""
-MAX_PAGES = 100
-
 ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
 ListedCallback = Callable[[Upstream, ListName, Sequence[BaseModel]], None]
 """Told of every live list an upstream gives (the gateway keeps it in the server's snapshot)."""
@@ -80,14 +79,8 @@ class Listing(Generic[ItemT]):
 
     async def all_pages(self, client: Client) -> list[ItemT]:
         """Every page of this list from one upstream's `client` (at most `MAX_PAGES`)."""
-        items: list[ItemT] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page, cursor = await self.page(client, cursor)
-            items.extend(page)
-            if cursor is None:
-                break
-        else:
+        items, complete = await paginate(lambda cursor: self.page(client, cursor), max_pages=MAX_PAGES)
+        if not complete:
             logger.warning("stopped following %s after %d pages", self.method, MAX_PAGES)
         return items
 

@@ -55,7 +55,7 @@ class ResourceSubscriptions:
             return
         try:
             upstream = await self._upstreams.live_upstream(server)
-            await upstream.resources.add(original)
+            await upstream.resource_subscriptions.add(original)
         except BaseException:
             self._forget(key, state, uri)
             raise
@@ -85,7 +85,7 @@ class ResourceSubscriptions:
     async def _release(self, key: Key, state: ClientState, uri: str) -> None:
         if self._forget(key, state, uri):
             try:
-                await self._upstreams.upstream(key[0]).resources.remove(key[1])
+                await self._upstreams.upstream(key[0]).resource_subscriptions.remove(key[1])
             except ToolscoutError as exc:
                 logger.info("%s: not unsubscribed from %s: %s", key[0], key[1], exc.message)
 

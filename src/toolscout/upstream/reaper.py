@@ -1,10 +1,10 @@
 """The reaper: a tiny process that stops the stdio upstreams' process groups once the gateway is gone,
 however it went.
 
-On a normal shutdown the gateway stops each child's process group itself (transport.py: stdin
+On a normal shutdown the gateway stops each child's process group itself (stdio_child.py: stdin
 closed, SIGTERM, SIGKILL). A gateway killed outright (SIGKILL, the OOM killer) cannot; the
 parent-death signal its children ask for reaches them only, not what they started (it is not
-inherited), and it has other limits (see `transport._exit_with_gateway`). So the first stdio child
+inherited), and it has other limits (see `stdio_child._exit_with_gateway`). So the first stdio child
 of a gateway process also starts its reaper: a small Python process, in a session of its own (a
 signal to the gateway's process group or terminal does not reach it), whose stdin is a pipe that
 only the gateway holds (close-on-exec: no child inherits it). The gateway writes each child's
