@@ -19,7 +19,8 @@ from toolscout.config import (
     StdioServerConfig,
     find_config,
 )
-from toolscout.config.loader import candidate_paths, environment_for, read_raw
+from toolscout.config.loader import environment_for, read_raw
+from toolscout.config.locations import candidate_paths
 from toolscout.config.secrets import mask_server
 from toolscout.errors import ConfigurationError
 from toolscout.present.render import counted

@@ -15,7 +15,7 @@ from toolscout.clients import CLIENTS, ClientFormat, ConfigLocation, client, dis
 from toolscout.clients.importer import ImportPlan, apply_import, existing_env, plan_import, read_sources
 from toolscout.clients.installer import Place, install, uninstall
 from toolscout.config import find_config
-from toolscout.config.loader import user_config_dir
+from toolscout.config.locations import user_config_dir
 from toolscout.errors import ConfigurationError, ToolscoutError
 from toolscout.present.render import counted
 

@@ -28,7 +28,7 @@ from typing import Any, Literal, cast
 import anyio
 
 from toolscout.config.models import DEFAULT_AUDIT_BACKUPS, DEFAULT_AUDIT_MAX_BYTES, AuditConfig
-from toolscout.config.rules import compile_pattern
+from toolscout.config.patterns import compile_pattern
 from toolscout.masking import card_number, mask_text, secret_name, secrets_generation
 
 logger = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar, cast
 import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
-from toolscout.config.loader import user_cache_dir
+from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import AnyServerConfig, CatalogCacheConfig
 
 logger = logging.getLogger(__name__)
