@@ -23,7 +23,7 @@ from tests.conftest import PYTHON
 from tests.kitchen import Kitchen
 from tests.test_resources_prompts import Library
 from toolscout.config import GatewayConfig
-from toolscout.config.loader import user_cache_dir
+from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway import startup

@@ -17,7 +17,7 @@ from toolscout.config import (
     find_config,
     load_config,
 )
-from toolscout.config.loader import candidate_paths, user_config_dir
+from toolscout.config.locations import candidate_paths, user_config_dir
 from toolscout.errors import ConfigurationError
 
 ISSUE_EXAMPLE = {

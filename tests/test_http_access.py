@@ -21,7 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import PYTHON
 from tests.procs import SERVE_READY, Running, running
-from toolscout.face.http_access import AllowList, check_host_entry, check_origin_entry
+from toolscout.config.addresses import check_host_entry, check_origin_entry
+from toolscout.face.http_access import AllowList
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,8 @@ from rich.table import Table
 
 from toolscout.cli.common import ConfigOption, Output
 from toolscout.config import CONFIG_ENV_VAR
-from toolscout.config.loader import check_config_file, find_config
+from toolscout.config.loader import check_config_file
+from toolscout.config.locations import find_config
 from toolscout.config.models import AuditConfig
 from toolscout.errors import ConfigurationError
 

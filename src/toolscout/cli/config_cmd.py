@@ -1,4 +1,4 @@
-"""`toolscout config show | validate | sources | path`."""
+"""`toolscout config show | validate | sources | path` (and `config import`, from cli/import_cmd.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from toolscout.cli.common import ConfigOption, JsonOption, Output, load
+from toolscout.cli.import_cmd import discover_here, import_command
 from toolscout.config import (
     CONFIG_ENV_VAR,
     GatewayConfig,
@@ -19,7 +20,8 @@ from toolscout.config import (
     StdioServerConfig,
     find_config,
 )
-from toolscout.config.loader import candidate_paths, environment_for, read_raw
+from toolscout.config.loader import environment_for, read_raw
+from toolscout.config.locations import candidate_paths
 from toolscout.config.secrets import mask_server
 from toolscout.errors import ConfigurationError
 from toolscout.present.render import counted
@@ -31,6 +33,7 @@ config_app = typer.Typer(name="config", help="Show, check and locate the configu
 
 def register(app: typer.Typer) -> None:
     app.add_typer(config_app)
+    config_app.command("import")(import_command)  # after show, validate, sources and path, as --help lists them
 
 
 def _rule_text(rule: dict[str, Any]) -> str:
@@ -148,8 +151,6 @@ def validate(config: ConfigOption = None, as_json: JsonOption = False) -> None:
 @config_app.command()
 def sources(as_json: JsonOption = False) -> None:
     """Where configuration is looked for, which file is used, and which MCP clients' configs exist to import."""
-    from toolscout.cli.setup_cmd import discover_here
-
     output = Output(as_json)
     lookup: list[dict[str, Any]] = []
     if os.environ.get(CONFIG_ENV_VAR):

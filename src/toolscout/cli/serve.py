@@ -138,7 +138,7 @@ def serve(
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
     """`config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
-    from toolscout.face.http_access import check_host_entry, check_origin_entry
+    from toolscout.config.addresses import check_host_entry, check_origin_entry
 
     try:
         for host in hosts:

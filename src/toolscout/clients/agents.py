@@ -18,7 +18,6 @@ from toolscout.clients.normalize import (
     Draft,
     Entry,
     EntryError,
-    apply_strings,
     generic_client_entry,
     note_unused,
     number,
@@ -28,9 +27,10 @@ from toolscout.clients.normalize import (
     stdio_fields,
     str_list,
     str_map,
-    tool_filters,
 )
 from toolscout.clients.parsing import load_toml
+from toolscout.clients.tool_filters import tool_filters
+from toolscout.clients.variables import apply_strings
 
 __all__ = ["ClaudeCode", "Codex", "Gemini"]
 

@@ -20,7 +20,7 @@ from typing import Any, cast
 from toolscout.clients import ClientFormat, ConfigLocation, is_toolscout_entry
 from toolscout.clients.importer import Applied, ImportPlan, apply_import, existing_env, plan_import
 from toolscout.config.edit import ConfigDocument
-from toolscout.config.loader import user_config_dir
+from toolscout.config.locations import user_config_dir
 from toolscout.errors import ConfigurationError
 
 ENTRY_NAME = "toolscout"

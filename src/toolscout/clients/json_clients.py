@@ -29,18 +29,16 @@ from toolscout.clients.base import (
 from toolscout.clients.normalize import (
     Draft,
     Entry,
-    VariableContext,
-    apply_strings,
-    exclude_rule,
     generic_client_entry,
     note_unused,
     number,
     read_entries,
     standard_entry,
     str_list,
-    vscode_variables,
 )
 from toolscout.clients.parsing import load_json
+from toolscout.clients.tool_filters import exclude_rule
+from toolscout.clients.variables import VariableContext, apply_strings, vscode_variables
 
 __all__ = [
     "ClaudeDesktop",

@@ -1,17 +1,15 @@
 """Turning one client's server entry into toolscout's entry shape, and back.
 
 The pieces here are shared by every format: strict-but-forgiving coercion of the
-usual keys (`command`, `args`, `env`, `cwd`, `url`, `headers`), the transport
-names clients use, the variable syntaxes that need rewriting into toolscout's
-`${VAR}`, and tool filters rewritten as toolscout `toolRules`. Anything the user
-should know about a conversion is collected as a note on the entry's `Draft`.
+usual keys (`command`, `args`, `env`, `cwd`, `url`, `headers`) and the transport
+names clients use. Anything the user should know about a conversion is collected
+as a note on the entry's `Draft`. The variable syntaxes clients interpolate are
+rewritten by `toolscout.clients.variables`, tool filters by `toolscout.clients.tool_filters`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,19 +20,13 @@ from toolscout.clients.base import DiscoveredServer, ReadResult
 __all__ = [
     "Draft",
     "EntryError",
-    "apply_strings",
     "as_dict",
-    "exclude_rule",
     "generic_client_entry",
-    "include_rule",
-    "input_env_name",
     "number",
     "read_entries",
     "standard_entry",
     "str_list",
     "str_map",
-    "tool_filters",
-    "vscode_variables",
 ]
 
 Entry = dict[str, Any]
@@ -247,131 +239,6 @@ def note_unused(raw: Mapping[str, Any], consumed: set[str], draft: Draft, client
         draft.note(f"dropped {keys}: toolscout has no equivalent of these {client} settings")
 
 
-# --- strings inside an entry ------------------------------------------------------------------
-
-
-def apply_strings(entry: Entry, convert: Callable[[str], str]) -> Entry:
-    """The entry with `convert` applied to every value a client interpolates (not to keys)."""
-    out: Entry = dict(entry)
-    for key in ("command", "cwd", "url"):
-        if isinstance(out.get(key), str):
-            out[key] = convert(out[key])
-    if "args" in out:
-        out["args"] = [convert(a) for a in out["args"]]
-    for key in ("env", "headers"):
-        if key in out:
-            out[key] = {k: convert(v) for k, v in out[key].items()}
-    return out
-
-
-_BRACED = re.compile(r"\$\{([^{}]*)\}")
-
-
-def input_env_name(input_id: str) -> str:
-    """A VS Code input id as an environment variable name: `api-key` and `apiKey` become `API_KEY`."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", input_id)
-    name = re.sub(r"[^A-Za-z0-9]+", "_", spaced).strip("_").upper()
-    return name if name and not name[0].isdigit() else f"INPUT_{name}"
-
-
-@dataclass(frozen=True)
-class VariableContext:
-    """What VS Code-style variables resolve to while one file is read."""
-
-    project: Path | None = None
-    inputs: Mapping[str, Mapping[str, Any]] | None = None  # None: the client has no `${input:...}`
-
-
-def vscode_variables(text: str, ctx: VariableContext, draft: Draft, client: str) -> str:
-    """Rewrite VS Code/Cursor/Windsurf variables into toolscout's `${VAR}` syntax.
-
-    `${env:NAME}` becomes `${NAME}`; `${input:id}` becomes `${ID}` (with a note to
-    set it); `${workspaceFolder}` becomes the project folder (or `${WORKSPACE_FOLDER}`
-    with a note when the file belongs to no project); `${userHome}` becomes `${HOME}`;
-    `${pathSeparator}` and `${/}` the separator. Other client variables are left as
-    written, with a note, since toolscout cannot resolve them.
-    """
-
-    def replace(match: re.Match[str]) -> str:
-        body = match.group(1)
-        head, _, rest = body.partition(":")
-        if head == "env" and rest:
-            return f"${{{rest}}}"
-        if head == "input" and rest and ctx.inputs is not None:
-            return _input_reference(rest, ctx.inputs, draft)
-        if body == "workspaceFolder":
-            return _project_value(ctx.project, str, "WORKSPACE_FOLDER", draft)
-        if body == "workspaceFolderBasename":
-            return _project_value(ctx.project, lambda p: p.name, "WORKSPACE_FOLDER_BASENAME", draft)
-        if body == "userHome":
-            draft.note("`${userHome}` became `${HOME}`: toolscout reads it from its environment")
-            return "${HOME}"
-        if body in ("pathSeparator", "/"):
-            return os.sep
-        if ":" in body or body in ("cwd", "file", "fileDirname", "relativeFile", "workspaceRoot"):
-            draft.note(f"`{match.group(0)}` is a {client} variable toolscout cannot resolve; it was left as written")
-        return match.group(0)
-
-    return _BRACED.sub(replace, text)
-
-
-def _input_reference(input_id: str, inputs: Mapping[str, Mapping[str, Any]], draft: Draft) -> str:
-    name = input_env_name(input_id)
-    spec = inputs.get(input_id, {})
-    description = spec.get("description")
-    about = f" ({description})" if isinstance(description, str) and description else ""
-    draft.note(f"VS Code prompted for input `{input_id}`{about}; set {name} in toolscout's environment instead")
-    default = spec.get("default")
-    if isinstance(default, str) and default and "}" not in default:
-        return f"${{{name}:-{default}}}"
-    return f"${{{name}}}"
-
-
-_VARIABLE_OF = {"WORKSPACE_FOLDER": "workspaceFolder", "WORKSPACE_FOLDER_BASENAME": "workspaceFolderBasename"}
-
-
-def _project_value(project: Path | None, pick: Callable[[Path], str], fallback: str, draft: Draft) -> str:
-    if project is not None:
-        value = pick(project)
-        draft.note(f"`${{{_VARIABLE_OF[fallback]}}}` became {value}")
-        return value
-    draft.note(f"the file belongs to no project folder: set {fallback} to the folder the server should use")
-    return f"${{{fallback}}}"
-
-
-# --- tool filters as toolRules ------------------------------------------------------------------
-
-_GLOB_META = re.compile(r"[*?\[\]{}]")
-
-
-def _literal(name: str) -> str:
-    """A pattern matching exactly `name` (ignoring case, as every toolscout pattern does).
-
-    Plain names stay readable; names with glob characters become an anchored regex.
-    """
-    if _GLOB_META.search(name) or name.startswith(("/", "!")):
-        return f"/^{re.escape(name)}$/"
-    return name
-
-
-def exclude_rule(server: str, tools: Iterable[str]) -> dict[str, Any]:
-    """A toolRules entry disabling exactly these tools of one server."""
-    return {"server": _literal(server), "pattern": [_literal(t) for t in tools], "enabled": False}
-
-
-def include_rule(server: str, tools: Iterable[str]) -> dict[str, Any]:
-    """A toolRules entry disabling every tool of one server except these.
-
-    A rule with `enabled: true` would turn toolscout's rules into a whitelist for
-    every server, so the allow-list is written as "disable `*` except ...".
-    """
-    return {
-        "server": _literal(server),
-        "pattern": ["*", *(f"!{_literal(t)}" for t in tools)],
-        "enabled": False,
-    }
-
-
 def read_entries(
     client: str,
     path: Path,
@@ -392,24 +259,6 @@ def read_entries(
             continue
         result.servers.append(DiscoveredServer(name, entry, client, path, tuple(draft.notes), tuple(draft.tool_rules)))
     return result
-
-
-def tool_filters(raw: Mapping[str, Any], draft: Draft, exclude_key: str, include_key: str) -> None:
-    """A client's per-server deny and allow lists of tool names, as toolRules entries on `draft`.
-
-    Exclusion goes first: toolscout's first deciding rule wins, and clients let exclusion win.
-    """
-    excluded = str_list(raw.get(exclude_key), exclude_key, draft)
-    included = str_list(raw.get(include_key), include_key, draft)
-    if excluded:
-        draft.tool_rules.append(exclude_rule(draft.name, excluded))
-        draft.note(f"`{exclude_key}` became a toolRules entry disabling {', '.join(excluded)}")
-    if included:
-        draft.tool_rules.append(include_rule(draft.name, included))
-        draft.note(f"`{include_key}` became a toolRules entry disabling every tool but {', '.join(included)}")
-
-
-# --- back into client shape ------------------------------------------------------------------------
 
 
 def generic_client_entry(

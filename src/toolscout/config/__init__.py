@@ -1,6 +1,7 @@
 """Configuration: the models and how they are found and loaded."""
 
-from toolscout.config.loader import CONFIG_ENV_VAR, ConfigSource, find_config, load_config, parse_config
+from toolscout.config.loader import load_config, parse_config
+from toolscout.config.locations import CONFIG_ENV_VAR, ConfigSource, find_config
 from toolscout.config.models import (
     AnyServerConfig,
     GatewayConfig,

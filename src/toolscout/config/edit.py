@@ -5,7 +5,7 @@ configs (Claude Desktop, Cursor, VS Code JSONC, Codex TOML, YAML). A `ConfigDocu
 changes only what it is asked to, writes atomically with a backup, and refuses to
 overwrite a file that changed under it.
 
-- JSON/JSONC: text splices over a span-recording parser (`toolscout.config.jsonc`).
+- JSON/JSONC: text splices (`toolscout.config.edit_jsonc`) over a span-recording parser (`toolscout.config.jsonc`).
 - YAML: ruamel.yaml round-trip mode (YAML 1.2), indentation guessed from the file.
 - TOML: tomlkit. A mapping set at the top level, or one holding other mappings, becomes a
   `[table]` (a header-less super table when it holds only tables). A flat mapping beside
@@ -34,10 +34,11 @@ from typing import Any, Literal, cast
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from tomlkit.exceptions import ParseError
 
-from toolscout.config.edit_base import Backend, same
+from toolscout.config.edit_base import Backend, describe, same
+from toolscout.config.edit_jsonc import JsoncEditor
 from toolscout.config.edit_toml import TomlBackend
 from toolscout.config.edit_yaml import YamlBackend
-from toolscout.config.jsonc import JsoncEditor, JsoncSyntaxError, describe
+from toolscout.config.jsonc import JsoncSyntaxError
 from toolscout.errors import ConfigurationError
 
 Format = Literal["json", "yaml", "toml"]

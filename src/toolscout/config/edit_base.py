@@ -1,4 +1,5 @@
-"""What the YAML and TOML editing backends share: walking plain mappings by key path."""
+"""What the editing backends share: their protocol, the errors for a key path they cannot set, and
+walking plain mappings by key path (YAML and TOML)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,24 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.items import Item
 
-from toolscout.config.jsonc import path_conflict
+from toolscout.errors import ConfigurationError
 
 INLINE_TABLE_WIDTH = 80
+
+
+def describe(value: Any) -> str:
+    """A few words for the kind of a plain value, for error messages."""
+    kinds = [(bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "a list"), (dict, "a mapping")]
+    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
+
+
+def path_conflict(keys: Sequence[str], depth: int, found: Any) -> ConfigurationError:
+    """The error for a key path that runs through something that is not a mapping."""
+    where = ".".join(keys[: depth + 1])
+    return ConfigurationError(
+        f"cannot set {'.'.join(keys)}: {where} is {describe(found)}, not a mapping. "
+        f"Remove or rename {where} first, or choose another key."
+    )
 
 
 class Backend(Protocol):

@@ -9,8 +9,7 @@ import tomlkit
 from tomlkit.container import Container
 from tomlkit.items import AoT, Array, Comment, InlineTable, String, StringType, Table, Whitespace
 
-from toolscout.config.edit_base import INLINE_TABLE_WIDTH, MappingBackend, as_mapping, plain
-from toolscout.config.jsonc import path_conflict
+from toolscout.config.edit_base import INLINE_TABLE_WIDTH, MappingBackend, as_mapping, path_conflict, plain
 from toolscout.errors import ConfigurationError
 
 

@@ -13,8 +13,7 @@ from ruamel.yaml.error import CommentMark
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
 
-from toolscout.config.edit_base import MappingBackend, plain
-from toolscout.config.jsonc import describe
+from toolscout.config.edit_base import MappingBackend, describe, plain
 from toolscout.errors import ConfigurationError
 
 

@@ -14,8 +14,9 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic.alias_generators import to_camel
 
-from toolscout.config.rules import compile_pattern
-from toolscout.face.http_access import check_host_entry, check_origin_entry
+from toolscout.config.addresses import check_host_entry, check_origin_entry
+from toolscout.config.locations import user_log_dir
+from toolscout.config.patterns import compile_pattern
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -217,8 +218,6 @@ DEFAULT_AUDIT_BACKUPS = 5
 
 def default_audit_path() -> str:
     """`audit.jsonl` in the user log directory (worked out when a config is built, never at import)."""
-    from toolscout.config.loader import user_log_dir  # the loader imports this module
-
     return str(user_log_dir() / "audit.jsonl")
 
 

@@ -22,7 +22,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from toolscout.config.loader import CACHE_ENV_VAR, STATE_ENV_VAR
+from toolscout.config.locations import CACHE_ENV_VAR, STATE_ENV_VAR
 from toolscout.demo.config import DEMO_SERVERS, demo_config
 from toolscout.face.token_report import COUNTED_ERA, ServerCost, server_costs
 from toolscout.present.tokens import ENCODING, tool_tokens

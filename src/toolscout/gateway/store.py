@@ -30,7 +30,7 @@ from typing import Any, TypeVar, cast
 import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
-from toolscout.config.loader import user_cache_dir
+from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig
 from toolscout.mirror.list_names import LIST_ITEMS, LIST_NAMES
 

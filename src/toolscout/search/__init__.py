@@ -32,7 +32,7 @@ def make_backend(
         raise ConfigurationError(f"unknown search backend {name!r}; choose one of: {', '.join(BACKENDS)}.")
     if model not in MODELS:
         raise ConfigurationError(f"unknown search model {model!r}; choose one of: {', '.join(MODELS)}.")
-    from toolscout.config.loader import user_cache_dir
+    from toolscout.config.locations import user_cache_dir
     from toolscout.search.dense import DenseBackend, VectorCache
     from toolscout.search.embedding import StaticEmbedder
 
