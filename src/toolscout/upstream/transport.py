@@ -45,8 +45,8 @@ from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import AnyServerConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
-from toolscout.face.stdio import MessageReader, MessageWriter, ReceiveIteration, parse_message
 from toolscout.masking import mask_text
+from toolscout.shared.lines import MessageReader, MessageWriter, ReceiveIteration, parse_message
 from toolscout.upstream.reaper import reaper
 
 logger = logging.getLogger(__name__)
