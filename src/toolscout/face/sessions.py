@@ -10,7 +10,8 @@ What identifies "a client" depends on the transport and the era:
   keyed by the authenticated principal and the client's name (`clientInfo`). Without
   authentication every instance of one client program shares it.
 
-HTTP states live in a bounded LRU (`max_http_clients`); an evicted client starts afresh.
+HTTP states live in a bounded LRU (`max_http_clients`); an evicted client starts afresh (and whoever
+follows evictions, `follow_evictions`, forgets it too).
 
 Change notifications follow the era: handshake-era clients get `notifications/tools/list_changed`
 on the stream of the request that caused it (the POST's response stream on HTTP, which needs no
@@ -130,8 +131,13 @@ class ClientSessions:
     def __init__(self, *, max_http_clients: int = DEFAULT_MAX_HTTP_CLIENTS) -> None:
         self.max_http_clients = max_http_clients
         self._http: OrderedDict[Hashable, ClientState] = OrderedDict()
-        self.on_evict: Callable[[ClientState], None] | None = None
-        """Told of each HTTP client state forgotten to make room (its subscriptions go with it)."""
+        self._eviction_listeners: list[Callable[[ClientState], None]] = []
+
+    def follow_evictions(self, listener: Callable[[ClientState], None]) -> Callable[[], None]:
+        """Have `listener` told of each HTTP client state forgotten to make room (its subscriptions go
+        with it), until the returned function is called."""
+        self._eviction_listeners.append(listener)
+        return lambda: self._eviction_listeners.remove(listener)
 
     def state(self, ctx: Context) -> ClientState:
         """The state of the client that sent this request, created on first use."""
@@ -153,8 +159,8 @@ class ClientSessions:
             state = self._http[key] = ClientState()
             while len(self._http) > self.max_http_clients:
                 _, evicted = self._http.popitem(last=False)
-                if self.on_evict is not None:
-                    self.on_evict(evicted)
+                for listener in list(self._eviction_listeners):
+                    listener(evicted)
         else:
             self._http.move_to_end(key)
         return state

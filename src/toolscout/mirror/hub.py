@@ -233,9 +233,11 @@ class ContentHub:
         for name, items in lists.items():
             self._listing(cast(ListName, name)).known[upstream.name] = list(items)
 
-    def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
-        """Have `listener(server, uri)` told of every `notifications/resources/updated` of an upstream."""
+    def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]:
+        """Have `listener(server, uri)` told of every `notifications/resources/updated` of an upstream,
+        until the returned function is called."""
         self._update_listeners.append(listener)
+        return lambda: self._update_listeners.remove(listener)
 
     async def resource_updated(self, upstream: Upstream, uri: str) -> None:
         """An upstream says its resource `uri` changed."""
