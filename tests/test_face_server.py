@@ -1,4 +1,5 @@
-"""The gateway's MCP face as a server that follows the gateway only while it serves.
+"""The gateway's MCP face as a server that follows the gateway only while it serves, and the HTTP edge
+where a request's principal is decided.
 
 Real parts: an in-process upstream with resources the gateway subscribes to, the gateway's server
 served in process and over streamable HTTP on a real socket (`serve_http`), the SDK's client.
@@ -12,15 +13,21 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPDeprecationWarning
+from starlette.requests import Request
 
+from tests.helpers.gateway_client import notes_server
+from tests.kitchen import Kitchen
 from toolscout.config.models import ModeName
+from toolscout.face.principals import Principal, PrincipalResolver
 from toolscout.face.serve import bind, serve_http
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
@@ -113,6 +120,7 @@ async def served_over_http(
     *,
     mode: ModeName = "discovery",
     stateless: bool = False,
+    principals: PrincipalResolver | None = None,
 ) -> AsyncGenerator[str]:
     """A server newly built on `gateway`, served over streamable HTTP until the block ends (and serving is over)."""
     sock = bind("127.0.0.1", 0)
@@ -127,6 +135,7 @@ async def served_over_http(
                 mode=mode,
                 stateless=stateless,
                 stop=stop,
+                principals=principals,
             )
         )
         try:
@@ -166,3 +175,39 @@ async def test_servers_served_one_after_another_on_one_gateway_leave_nothing_beh
 @asynccontextmanager
 async def _in_process(gateway: Gateway) -> AsyncGenerator[Server[Any]]:
     yield build_server(gateway)
+
+
+class HeaderPrincipals:
+    """A resolver that takes the principal a trusted proxy put in `x-user` (bearer tokens would do the same)."""
+
+    async def resolve(self, request: Request) -> Principal:
+        return Principal(subject=request.headers.get("x-user"))
+
+
+async def _loaded(url: str, user: str, load: bool) -> list[str]:
+    """The tools `user`'s client sees in dynamic mode over stateless HTTP, after loading one if `load`."""
+    async with (
+        httpx2.AsyncClient(headers={"x-user": user}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+    ):
+        if load:
+            await client.call_tool("load_tools", {"tools": [{"server": "kitchen", "tool": "get_weather"}]})
+        return [t.name for t in (await client.list_tools()).tools]
+
+
+@pytest.mark.parametrize("resolver", ["anonymous", "by header"])
+async def test_the_principal_the_http_edge_decides_tells_clients_apart(resolver: str) -> None:
+    """Stateless HTTP has no sessions: a client is its principal and its program's name. Anonymous
+    (today), two users of one client program share what they loaded; told apart by a resolver, not."""
+    specs = [
+        UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),
+        UpstreamSpec("notes", InProcessUpstream(notes_server())),
+    ]
+    principals = HeaderPrincipals() if resolver == "by header" else None
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with served_over_http(gateway, mode="dynamic", stateless=True, principals=principals) as url:
+            assert "kitchen__get_weather" in await _loaded(url, "alice", load=True)
+            bob_sees_it = "kitchen__get_weather" in await _loaded(url, "bob", load=False)
+            assert bob_sees_it == (resolver == "anonymous")

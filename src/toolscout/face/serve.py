@@ -27,6 +27,7 @@ from starlette.types import ASGIApp
 from toolscout.config.models import ModeName
 from toolscout.face.http_access import AllowList, HostOriginGuard
 from toolscout.face.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
+from toolscout.face.principals import AnonymousPrincipals, PrincipalAdmission, PrincipalResolver
 from toolscout.face.server import build_server
 from toolscout.face.stdio import serve_process_stdio
 from toolscout.gateway.core import Gateway
@@ -126,10 +127,12 @@ def http_app(
     allow: AllowList,
     stateless: bool = False,
     limits: SessionLimits | None = None,
+    principals: PrincipalResolver | None = None,
 ) -> ASGIApp:
     """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
-    that one runs only on the loopback names, after a session was already opened."""
+    that one runs only on the loopback names, after a session was already opened. `principals`
+    decides who each request is from (principals.py; unset: everyone is anonymous)."""
     manager = BoundedSessionManager(
         server,
         limits or SessionLimits(),
@@ -139,7 +142,8 @@ def http_app(
     app = Starlette(
         routes=[Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _: manager.run()
     )
-    return HostOriginGuard(PeerAdmission(app, manager), allow)
+    identified = PrincipalAdmission(app, principals or AnonymousPrincipals())
+    return HostOriginGuard(PeerAdmission(identified, manager), allow)
 
 
 async def serve_http(
@@ -154,13 +158,17 @@ async def serve_http(
     stop: anyio.Event | None = None,
     allow: AllowList | None = None,
     limits: SessionLimits | None = None,
+    principals: PrincipalResolver | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
     loggers as they are (they are global: a second server in the process must not reset them).
-    `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`)."""
+    `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
+    who each request is from (unset: anonymous)."""
     server = build_server(gateway, mode, options)
-    app = http_app(server, allow=allow or AllowList.for_bind(host), stateless=stateless, limits=limits)
+    app = http_app(
+        server, allow=allow or AllowList.for_bind(host), stateless=stateless, limits=limits, principals=principals
+    )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.face.stderr_log`); its loggers go to the gateway's log instead.
     config = uvicorn.Config(

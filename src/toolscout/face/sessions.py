@@ -7,8 +7,9 @@ What identifies "a client" depends on the transport and the era:
   and the state goes away with the connection.
 * streamable HTTP at 2024-11-05 … 2025-11-25: the `Mcp-Session-Id` header.
 * streamable HTTP at 2026-07-28, and stateless HTTP: the era has no sessions, so the state is
-  keyed by the authenticated principal and the client's name (`clientInfo`). Without
-  authentication every instance of one client program shares it.
+  keyed by the request's principal (decided at the HTTP edge, principals.py) and the client's
+  name (`clientInfo`). Without authentication (today) every instance of one client program
+  shares it.
 
 HTTP states live in a bounded LRU (`max_http_clients`); an evicted client starts afresh (and whoever
 follows evictions, `follow_evictions`, forgets it too).
@@ -29,7 +30,6 @@ from typing import Any, TypeVar, get_args
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.request_state import authenticated_principal
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -44,6 +44,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolscout.face.principals import principal_of
 from toolscout.upstream.relay import SamplingResult
 
 ListChanged = ToolsListChanged | ResourcesListChanged | PromptsListChanged
@@ -173,7 +174,7 @@ class ClientSessions:
             return ("session", session_id)
         params = ctx.session.client_params
         client = params.client_info.name if params is not None else None
-        return ("client", authenticated_principal(ctx), client)
+        return ("client", principal_of(ctx.request).subject, client)
 
     async def announce(self, ctx: Context, state: ClientState) -> None:
         """Tell the client whose request this is that its tool list changed, if it did."""
