@@ -16,6 +16,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
@@ -27,9 +28,11 @@ from starlette.requests import Request
 from tests.helpers.gateway_client import notes_server
 from tests.kitchen import Kitchen
 from toolscout.config.models import ModeName
+from toolscout.face.http_access import AllowList
 from toolscout.face.principals import Principal, PrincipalResolver
-from toolscout.face.serve import bind, serve_http
+from toolscout.face.serve import bind, http_app, serve_http
 from toolscout.face.server import build_server
+from toolscout.face.sessions import ClientSessions
 from toolscout.gateway.core import Gateway
 from toolscout.mirror.hub import gateway_uri
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
@@ -211,3 +214,31 @@ async def test_the_principal_the_http_edge_decides_tells_clients_apart(resolver:
             assert "kitchen__get_weather" in await _loaded(url, "alice", load=True)
             bob_sees_it = "kitchen__get_weather" in await _loaded(url, "bob", load=False)
             assert bob_sees_it == (resolver == "anonymous")
+
+
+async def test_a_client_forgotten_to_make_room_lets_go_of_its_subscriptions_whatever_else_shares_its_sessions() -> None:
+    """Two servers built on one gateway and one set of client sessions: the HTTP client the one
+    serving forgets to make room loses its upstream subscriptions (building the other one must not
+    take over who is told of evictions)."""
+    shelf = Shelf()
+    sessions = ClientSessions(max_http_clients=1)
+    async with Gateway([UpstreamSpec("shelf", InProcessUpstream(shelf.server), protocol="legacy")]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        serving = build_server(gateway, sessions=sessions)
+        build_server(gateway, sessions=sessions)  # built, never served
+        sock = bind("127.0.0.1", 0)
+        app = http_app(serving, allow=AllowList.for_bind("127.0.0.1"))
+        web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: web.serve(sockets=[sock]))
+            async with Client(url, mode="legacy") as first:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)  # as above: a 2025-11-25 client
+                    await first.subscribe_resource(gateway_uri("shelf", URIS[0]))  # pyright: ignore[reportDeprecated]
+                await shelf.wait_subscribed({URIS[0]})
+                async with Client(url, mode="legacy") as second:
+                    await second.list_resources()  # the only room for a client: the first one is forgotten
+                    await shelf.wait_subscribed(set())
+            web.should_exit = True
