@@ -154,7 +154,8 @@ class GatewayServer(Server[ConnectionScope]):
         params: types.InputResponseRequestParams,
         work: Callable[[], Awaitable[R]],
     ) -> R | types.InputRequiredResult:
-        """`work()` with the way back to this request's client (relay.py): in rounds at 2026-07-28 (rounds.py)."""
+        """`work()` with the way back to this request's client (upstream/relay.py): in rounds at
+        2026-07-28 (rounds.py)."""
         relay = self.clients.relay(ctx, state)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await self.rounds.run(state, relay, ctx.session.client_capabilities, params, work)

@@ -78,7 +78,7 @@ class ClientState:
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     """Events for this client's `subscriptions/listen` streams (2026-07-28 era)."""
     listed: dict[str, str] = field(default_factory=dict[str, str])
-    """Digest of each list this client fetched: "tools", or one of content.py's list names."""
+    """Digest of each list this client fetched: "tools", or one of the mirror's list names (`LIST_NAMES`)."""
     announced: dict[str, str] = field(default_factory=dict[str, str])
     """Digest of each list it was last told changed, so that one change is told once."""
     session: ServerSession | None = None
@@ -204,7 +204,7 @@ class ClientSessions:
             await state.session.send_notification(_handshake_notice(event))
 
     def relay(self, ctx: Context, state: ClientState) -> SessionRelay:
-        """The relay back to the client of this request (relay.py)."""
+        """The relay back to the client of this request (upstream/relay.py)."""
         return SessionRelay(ctx, state, self.describe(ctx))
 
 
