@@ -17,13 +17,13 @@ from toolscout.cli import startup
 # Runs the `toolscout` entry point after wrapping serve_stdio, to see the collector as serving begins.
 SERVE_WATCHED = """
 import gc, sys
-import toolscout.face.server as server
-original = server.serve_stdio
+import toolscout.face.serve as serve
+original = serve.serve_stdio
 async def serve_stdio(*args, **kwargs):
     # One string: the gateway's log thread writes to stderr too, between two parts of a print.
     print(f"serving: {gc.isenabled()} {gc.get_freeze_count() > 0}", file=sys.stderr)
     return await original(*args, **kwargs)
-server.serve_stdio = serve_stdio
+serve.serve_stdio = serve_stdio
 from toolscout.cli import main
 sys.argv = ["toolscout", *sys.argv[1:]]
 try:

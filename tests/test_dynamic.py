@@ -21,7 +21,8 @@ from tests.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
 from toolscout.config import ToolRule
 from toolscout.config.models import ModeName
 from toolscout.config.rules import RuleSet
-from toolscout.face.server import bind, build_server
+from toolscout.face.serve import bind
+from toolscout.face.server import build_server
 from toolscout.face.sessions import ClientSessions
 from toolscout.gateway.core import Gateway
 from toolscout.present.tokens import tool_tokens

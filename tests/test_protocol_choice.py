@@ -13,7 +13,7 @@ from tests.conftest import PYTHON
 from tests.procs import UVICORN_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.demo.units import build_server as units_server
-from toolscout.face.server import bind
+from toolscout.face.serve import bind
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import Status, Upstream
 

@@ -124,7 +124,7 @@ def serve(
         gateway_config = gateway_config.model_copy(update={"mode": mode})
     sock: socket.socket | None = None
     if transport is Transport.http:
-        from toolscout.face.server import bind
+        from toolscout.face.serve import bind
 
         try:
             sock = bind(host, port)
@@ -166,7 +166,7 @@ async def _serve(
 ) -> None:
     from toolscout.face.http_access import AllowList
     from toolscout.face.http_sessions import SessionLimits
-    from toolscout.face.server import serve_http, serve_stdio, stop_on_signals
+    from toolscout.face.serve import serve_http, serve_stdio, stop_on_signals
     from toolscout.gateway.core import Gateway
     from toolscout.surfaces.base import SurfaceOptions
 
@@ -220,7 +220,7 @@ async def _answering_the_command_line(
     """While serving, also serve the discovery meta-tools on the command line's local socket (see
     local_socket.py), when one could be made: stateless streamable HTTP, until `stop` is set."""
     from toolscout.face.local_socket import SOCKET_HOST, listen, release
-    from toolscout.face.server import serve_http
+    from toolscout.face.serve import serve_http
     from toolscout.surfaces.base import SurfaceOptions
 
     listening = listen(*answering) if answering is not None else None

@@ -7,10 +7,12 @@ What identifies "a client" depends on the transport and the era:
   and the state goes away with the connection.
 * streamable HTTP at 2024-11-05 … 2025-11-25: the `Mcp-Session-Id` header.
 * streamable HTTP at 2026-07-28, and stateless HTTP: the era has no sessions, so the state is
-  keyed by the authenticated principal and the client's name (`clientInfo`). Without
-  authentication every instance of one client program shares it.
+  keyed by the request's principal (decided at the HTTP edge, principals.py) and the client's
+  name (`clientInfo`). Without authentication (today) every instance of one client program
+  shares it.
 
-HTTP states live in a bounded LRU (`max_http_clients`); an evicted client starts afresh.
+HTTP states live in a bounded LRU (`max_http_clients`); an evicted client starts afresh (and whoever
+follows evictions, `follow_evictions`, forgets it too).
 
 Change notifications follow the era: handshake-era clients get `notifications/tools/list_changed`
 on the stream of the request that caused it (the POST's response stream on HTTP, which needs no
@@ -28,7 +30,6 @@ from typing import Any, TypeVar, get_args
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.request_state import authenticated_principal
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -43,6 +44,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolscout.face.principals import principal_of
 from toolscout.upstream.relay import SamplingResult
 
 ListChanged = ToolsListChanged | ResourcesListChanged | PromptsListChanged
@@ -130,8 +132,13 @@ class ClientSessions:
     def __init__(self, *, max_http_clients: int = DEFAULT_MAX_HTTP_CLIENTS) -> None:
         self.max_http_clients = max_http_clients
         self._http: OrderedDict[Hashable, ClientState] = OrderedDict()
-        self.on_evict: Callable[[ClientState], None] | None = None
-        """Told of each HTTP client state forgotten to make room (its subscriptions go with it)."""
+        self._eviction_listeners: list[Callable[[ClientState], None]] = []
+
+    def follow_evictions(self, listener: Callable[[ClientState], None]) -> Callable[[], None]:
+        """Have `listener` told of each HTTP client state forgotten to make room (its subscriptions go
+        with it), until the returned function is called."""
+        self._eviction_listeners.append(listener)
+        return lambda: self._eviction_listeners.remove(listener)
 
     def state(self, ctx: Context) -> ClientState:
         """The state of the client that sent this request, created on first use."""
@@ -153,8 +160,8 @@ class ClientSessions:
             state = self._http[key] = ClientState()
             while len(self._http) > self.max_http_clients:
                 _, evicted = self._http.popitem(last=False)
-                if self.on_evict is not None:
-                    self.on_evict(evicted)
+                for listener in list(self._eviction_listeners):
+                    listener(evicted)
         else:
             self._http.move_to_end(key)
         return state
@@ -167,7 +174,7 @@ class ClientSessions:
             return ("session", session_id)
         params = ctx.session.client_params
         client = params.client_info.name if params is not None else None
-        return ("client", authenticated_principal(ctx), client)
+        return ("client", principal_of(ctx.request).subject, client)
 
     async def announce(self, ctx: Context, state: ClientState) -> None:
         """Tell the client whose request this is that its tool list changed, if it did."""
@@ -197,7 +204,7 @@ class ClientSessions:
             await state.session.send_notification(_handshake_notice(event))
 
     def relay(self, ctx: Context, state: ClientState) -> SessionRelay:
-        """The relay back to the client of this request (relay.py)."""
+        """The relay back to the client of this request (upstream/relay.py)."""
         return SessionRelay(ctx, state, self.describe(ctx))
 
 

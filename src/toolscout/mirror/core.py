@@ -86,9 +86,11 @@ class Mirror:
         """List what the persistent catalog kept of `upstream` until it lists its own."""
         self.lists.use_stored(upstream, lists)
 
-    def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
-        """Have `listener(server, uri)` told of every `notifications/resources/updated` of an upstream."""
+    def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]:
+        """Have `listener(server, uri)` told of every `notifications/resources/updated` of an upstream,
+        until the returned function is called."""
         self._update_listeners.append(listener)
+        return lambda: self._update_listeners.remove(listener)
 
     async def resource_updated(self, upstream: Upstream, uri: str) -> None:
         """An upstream says its resource `uri` changed."""

@@ -17,7 +17,7 @@ from mcp.client import Transport
 from mcp.server import Server
 from mcp.shared.message import SessionMessage
 
-from toolscout.face.stdio import ReceiveIteration
+from toolscout.shared.lines import ReceiveIteration
 from toolscout.upstream._sdk import SessionReadStream, SessionStreams
 
 UpstreamTarget = Transport | Server[Any]

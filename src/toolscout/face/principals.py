@@ -1,0 +1,76 @@
+"""Who a request over HTTP is from: the seam where the HTTP edge decides a request's principal.
+
+The principal is decided once per HTTP request, before the SDK's session manager sees it, by
+`PrincipalAdmission` (ASGI middleware, see `toolscout.face.serve.http_app`) asking a
+`PrincipalResolver`, and kept in the request's ASGI scope. sessions.py reads it back
+(`principal_of`) where it tells clients apart: at 2026-07-28 and on stateless HTTP, where there
+are no sessions, a client is its principal and its program's name.
+
+Today toolscout authenticates no one, so there is one resolver, `AnonymousPrincipals`: every
+request is anonymous, and carries only its client address (for logs; an address is not an
+identity). Bearer tokens and their scopes are another resolver of the same shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from toolscout.face.http_sessions import peer_of
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request is from, as far as the gateway can tell."""
+
+    subject: str | None = None
+    """The authenticated identity; None for an anonymous request (it could be anyone)."""
+    address: str | None = None
+    """The client's address (`unix` on a Unix socket), for logs: not part of who the client is."""
+
+
+ANONYMOUS = Principal()
+"""The principal of a request no resolver has seen (the SDK's own HTTP app, which tests use)."""
+
+
+class PrincipalResolver(Protocol):
+    """Decides who an HTTP request is from, from its headers and connection (its body is not readable)."""
+
+    async def resolve(self, request: Request) -> Principal:
+        """The principal of `request`."""
+        ...
+
+
+class AnonymousPrincipals:
+    """Today's resolver: nobody is authenticated; a principal only says where the request came from."""
+
+    async def resolve(self, request: Request) -> Principal:
+        """An anonymous principal with the request's client address."""
+        return Principal(address=peer_of(request.scope))
+
+
+_SCOPE_KEY = "toolscout.principal"
+
+
+class PrincipalAdmission:
+    """ASGI middleware that has `resolver` decide each HTTP request's principal (read by `principal_of`)."""
+
+    def __init__(self, app: ASGIApp, resolver: PrincipalResolver) -> None:
+        self.app = app
+        self.resolver = resolver
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            # Without `receive`: a resolver decides from headers and connection, never by reading the body.
+            scope[_SCOPE_KEY] = await self.resolver.resolve(Request(scope))
+        await self.app(scope, receive, send)
+
+
+def principal_of(request: object) -> Principal:
+    """The principal decided for an HTTP request (a Starlette `Request`), `ANONYMOUS` if none was."""
+    scope: object = getattr(request, "scope", None)
+    principal = cast(dict[str, object], scope).get(_SCOPE_KEY) if isinstance(scope, dict) else None
+    return principal if isinstance(principal, Principal) else ANONYMOUS
