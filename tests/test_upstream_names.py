@@ -21,10 +21,10 @@ from mcp.server.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from tests.helpers.gateway_client import ERAS
-from tests.kitchen import Kitchen
-from tests.test_dynamic import http_gateway
-from tests.test_resources_prompts import Library, expect_error, libraries, text_of
+from tests.helpers.gateway_client import ERAS, expect_error, libraries, text_of
+from tests.helpers.http_gateway import http_gateway
+from tests.servers.kitchen import Kitchen
+from tests.servers.library import Library
 from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
 from toolscout.face.server import build_server
