@@ -25,7 +25,12 @@ from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    # Handshake-era logging (an upstream's log lines, a client's logging level): the SDK marks it
+    # deprecated as of 2026-07-28 (SEP-2577), and toolscout still relays it for handshake-era peers.
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 @pytest.fixture(scope="module")

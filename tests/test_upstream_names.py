@@ -32,7 +32,12 @@ from toolscout.gateway.core import Gateway
 from toolscout.mirror.routing import template_matches
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    # Handshake-era resources/subscribe and unsubscribe: the SDK marks them deprecated as of 2026-07-28
+    # (SEP-2577), and toolscout still relays them for handshake-era peers, which these tests are about.
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 @asynccontextmanager
