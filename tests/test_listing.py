@@ -35,6 +35,7 @@ def test_uniform_rows_become_toon_and_decode_back() -> None:
         ({}, "toon", ""),
         ("plain", "toon", "plain"),  # no quotes
         ({"ünï": "cödé ツール"}, "toon", '"ünï": cödé ツール'),
+        (ROWS, "toon", toon_format.encode(ROWS)),  # uniform rows: one header, a line each
     ],
 )
 def test_the_form_with_fewer_tokens_is_chosen(data: Any, form: str, expected: str) -> None:
