@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.conformance [--upstreams conformance,everything] [--configs default,legacy,auto]
 
-For each upstream (tests/conformance_server.py; `server-everything` 2026.8.31) and each suite
+For each upstream (tests/servers/conformance.py; `server-everything` 2026.8.31) and each suite
 (`@modelcontextprotocol/conformance` 0.1.16's default suite and `--suite all`, whose client speaks
 2025-11-25; its 0.2.0-alpha.12 prerelease with `--spec-version 2026-07-28`, whose client speaks
 2026-07-28), the suite runs against the upstream directly, then through `toolscout serve --transport

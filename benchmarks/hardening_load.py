@@ -40,7 +40,7 @@ import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from tests.procs import SERVE_READY, running
+from tests.helpers.procs import SERVE_READY, running
 
 from benchmarks.upstreams import PYTHON, rss_kib
 from toolscout.demo.config import demo_config

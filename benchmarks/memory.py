@@ -33,7 +33,7 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 from mcp import Client
-from tests.procs import running
+from tests.helpers.procs import running
 
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.token_modes import renamed

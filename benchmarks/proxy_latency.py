@@ -58,7 +58,7 @@ from typing import Any, TextIO
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from tests.procs import running
+from tests.helpers.procs import running
 
 ROOT = Path(__file__).resolve().parent.parent
 FASTMCP_VENV = ROOT / "benchmarks" / ".venv-fastmcp"

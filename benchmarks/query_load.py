@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import anyio.abc
 from mcp import Client
-from tests.procs import SERVE_READY, running
+from tests.helpers.procs import SERVE_READY, running
 
 from benchmarks.upstreams import PYTHON, catalog_over_http, copies, http_servers, write_catalog
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-from tests.procs import running
+from tests.helpers.procs import running
 
 from toolscout.demo.catalog_server import server_path
 

@@ -1,22 +1,19 @@
-"""Shared fixtures: the anyio backend, and where the npm-installed reference servers live."""
+"""Shared fixtures: the anyio backend, private state/runtime/cache directories, and a PATH with Node 22.
+
+Constants and helper functions live in tests/helpers/ (test modules import those, never this file)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import mcp.client.stdio as mcp_stdio
 import pytest
 
+from tests.helpers.paths import node_path
 from toolscout.masking import forget_secrets
-
-ROOT = Path(__file__).resolve().parent.parent
-NPM_BIN = ROOT / "tools" / "npm" / "node_modules" / ".bin"
-PYTHON = sys.executable
 
 
 @pytest.fixture
@@ -60,15 +57,7 @@ def _forget_remembered_secrets() -> Iterator[None]:
     forget_secrets()
 
 
-def npm_tool(name: str) -> Path:
-    """A binary from tools/npm (installed by scripts/test); a clear failure when it is missing."""
-    path = NPM_BIN / name
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run ./scripts/test (it installs the npm reference servers).")
-    return path
-
-
 @pytest.fixture
 def node_env() -> dict[str, str]:
     """An environment whose PATH starts with the pinned Node 22 from tools/npm."""
-    return {**os.environ, "PATH": f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return {**os.environ, "PATH": node_path()}

@@ -21,10 +21,10 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 from mcp import Client
 
-from tests.cli_helpers import Sandbox, make_sandbox
-from tests.conftest import PYTHON
-from tests.flows import call_in_mode
-from tests.kitchen import Kitchen
+from tests.helpers.cli_sandbox import Sandbox, make_sandbox
+from tests.helpers.mode_calls import call_in_mode
+from tests.helpers.paths import PYTHON
+from tests.servers.kitchen import Kitchen
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import AuditConfig, ModeName
 from toolscout.config.rules import RuleSet

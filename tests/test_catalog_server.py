@@ -13,10 +13,9 @@ from benchmarks.search import DEFAULT_EVAL_DIR
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import PYTHON
-from tests.flows import call_in_mode
-from tests.procs import running
-from tests.test_e2e_subprocess import SERVE_READY
+from tests.helpers.mode_calls import call_in_mode
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import SERVE_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.demo.catalog_server import server_path

@@ -11,17 +11,17 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
 
 import anyio
 import mcp_types as types
 import pytest
 from pydantic import ValidationError
 
-from tests.cli_helpers import make_sandbox
-from tests.conftest import PYTHON
-from tests.kitchen import Kitchen
-from tests.test_resources_prompts import Library
+from tests.helpers.catalog_cache import HANGING, UNIT_TOOLS, cached_config, meta, remember, snapshot
+from tests.helpers.cli_sandbox import make_sandbox
+from tests.helpers.paths import PYTHON
+from tests.servers.kitchen import Kitchen
+from tests.servers.library import Library
 from toolscout.config import GatewayConfig
 from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
@@ -29,56 +29,12 @@ from toolscout.errors import ServerUnavailable
 from toolscout.gateway import startup
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.core import Gateway
-from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure, ServerSnapshot
+from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure
 from toolscout.search.bm25 import BM25Backend
-from toolscout.surfaces.discovery import BY_NAME
-from toolscout.surfaces.meta_tool import run_meta_tool
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 from toolscout.upstream.spec import config_hash
 
 pytestmark = pytest.mark.anyio
-
-# A stdio "server" that starts and never says a word: its handshake never finishes.
-HANGING = {"command": PYTHON, "args": ["-c", "import time; time.sleep(3600)"]}
-
-UNIT_TOOLS = (
-    types.Tool(
-        name="convert_units",
-        description="Convert a value between units of length, mass and temperature (miles to kilometers).",
-        input_schema={
-            "type": "object",
-            "properties": {"value": {"type": "number"}, "from": {"type": "string"}, "to": {"type": "string"}},
-            "required": ["value", "from", "to"],
-        },
-    ),
-    types.Tool(
-        name="calculate", description="Evaluate an arithmetic expression safely.", input_schema={"type": "object"}
-    ),
-)
-
-
-def snapshot(server: str, key: str, tools: tuple[types.Tool, ...] = UNIT_TOOLS, **identity: Any) -> ServerSnapshot:
-    return ServerSnapshot(server=server, config_hash=key, tools=tools, saved_at=time.time(), **identity)
-
-
-def cached_config(tmp_path: Path, servers: dict[str, Any]) -> GatewayConfig:
-    return GatewayConfig.model_validate(
-        {"mcpServers": servers, "catalogCache": {"path": str(tmp_path / "catalog.sqlite3")}}
-    )
-
-
-def remember(config: GatewayConfig, server: str, **identity: Any) -> ServerSnapshot:
-    """Store UNIT_TOOLS as `server`'s catalog under its current configuration."""
-    assert config.catalog_cache.path is not None
-    saved = snapshot(server, config_hash(config.mcp_servers[server]), **identity)
-    CatalogStore(Path(config.catalog_cache.path)).save([saved])
-    return saved
-
-
-async def meta(gateway: Gateway, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await run_meta_tool(BY_NAME, gateway, name, arguments)
-    assert result is not None and not result.is_error, result
-    return cast(dict[str, Any], result.structured_content)
 
 
 def test_round_trip_keeps_tools_and_identity(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.cli_helpers import Sandbox, make_sandbox
-from tests.conftest import PYTHON
+from tests.helpers.cli_sandbox import Sandbox, make_sandbox
+from tests.helpers.paths import PYTHON
 
 COUNTED = Path(__file__).parent / "fixtures" / "counted_server.py"
 CONVERT = '{"value": 2, "from_unit": "km", "to_unit": "m"}'

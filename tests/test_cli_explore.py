@@ -12,8 +12,8 @@ from typing import Any, get_args
 import anyio
 import pytest
 
-from tests.cli_helpers import Sandbox, make_sandbox
-from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
+from tests.helpers.cli_sandbox import Sandbox, make_sandbox
+from tests.helpers.paths import NPM_BIN, PYTHON, ROOT, npm_tool
 from toolscout.config.models import ModeName
 from toolscout.demo.config import demo_config
 from toolscout.face.token_report import mode_tokens, server_costs

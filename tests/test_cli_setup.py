@@ -14,8 +14,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.cli_helpers import Sandbox, make_sandbox
-from tests.conftest import PYTHON
+from tests.helpers.cli_sandbox import Sandbox, make_sandbox
+from tests.helpers.paths import PYTHON
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clients"
 

@@ -26,7 +26,6 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 
-from tests.conformance_server import SEP1034_SCHEMA, SEP1330_SCHEMA
 from tests.helpers.conformance import (
     SUITES,
     ConfigName,
@@ -37,6 +36,7 @@ from tests.helpers.conformance import (
     run_suite,
     upstream_server,
 )
+from tests.servers.conformance import SEP1034_SCHEMA, SEP1330_SCHEMA
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +63,7 @@ EXPECTED_LOSSES: dict[tuple[UpstreamName, ConfigName], dict[Suite, list[str]]] =
 }
 MUST_PASS: dict[UpstreamName, int] = {"conformance": 30, "everything": 3}
 """How many scenarios of the default suite the upstream must pass itself for the comparison to be
-worth making: tests/conformance_server.py offers what every scenario asks for; server-everything has
+worth making: tests/servers/conformance.py offers what every scenario asks for; server-everything has
 tools of its own and passes the protocol-level ones."""
 
 

@@ -8,7 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.conftest import PYTHON
+from tests.helpers.paths import PYTHON
 
 
 def run_toolscout(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

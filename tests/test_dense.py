@@ -17,7 +17,7 @@ import mcp_types as types
 import numpy as np
 import pytest
 
-from tests.conftest import PYTHON
+from tests.helpers.paths import PYTHON
 from toolscout.errors import ConfigurationError
 from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.search import HybridBackend, make_backend

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client
 
 from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, error_of, notes_server, structured, text
-from tests.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
+from tests.helpers.http_gateway import http_gateway
+from tests.helpers.list_changes import ListWatcher, watched_client
+from tests.servers.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
 from toolscout.config import ToolRule
-from toolscout.config.models import ModeName
 from toolscout.config.rules import RuleSet
-from toolscout.face.serve import bind
 from toolscout.face.server import build_server
 from toolscout.face.sessions import ClientSessions
 from toolscout.gateway.core import Gateway
@@ -34,55 +32,6 @@ pytestmark = pytest.mark.anyio
 DYNAMIC_TOOLS = [*META_TOOL_NAMES, "load_tools", "unload_tools"]
 WEATHER = {"server": "kitchen", "tool": "get_weather"}
 NOTE = {"server": "notes", "tool": "create_note"}
-
-
-class ListWatcher:
-    """Counts the `tools/list_changed` notices a client gets, by notification or listen stream."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.listening = False  # at 2026-07-28 the SDK also hands listen-stream frames to message_handler
-        self._changed = anyio.Event()
-
-    def bump(self) -> None:
-        self.count += 1
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def message_handler(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification) and not self.listening:
-            self.bump()
-
-    async def wait_for(self, count: int) -> None:
-        with anyio.fail_after(10):
-            while self.count < count:
-                await self._changed.wait()
-
-
-@asynccontextmanager
-async def watched_client(target: Any, era: str, watcher: ListWatcher) -> AsyncGenerator[Client]:
-    """A client whose list-change notices `watcher` counts, in either era."""
-    async with Client(target, mode=era, message_handler=watcher.message_handler) as client:
-        if client.protocol_version != "2026-07-28":
-            yield client
-            return
-        async with listening(client, watcher):
-            yield client
-
-
-@asynccontextmanager
-async def listening(client: Client, watcher: ListWatcher) -> AsyncGenerator[None]:
-    """At 2026-07-28 change notices only come on a `subscriptions/listen` stream: open one."""
-    async with client.listen(tools_list_changed=True) as subscription, anyio.create_task_group() as tg:
-
-        async def pump() -> None:
-            async for _ in subscription:
-                watcher.bump()
-
-        watcher.listening = True
-        tg.start_soon(pump)
-        yield
-        tg.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -207,20 +156,6 @@ async def test_dynamic_surface_adds_little_to_the_default_one() -> None:
         async with Client(build_server(gateway, "discovery"), mode="legacy") as client:
             discovery = tool_tokens((await client.list_tools()).tools)
     assert discovery <= 350 and dynamic - discovery <= 150, (discovery, dynamic)
-
-
-@asynccontextmanager
-async def http_gateway(
-    gateway: Gateway, sessions: ClientSessions | None = None, mode: ModeName = "dynamic"
-) -> AsyncGenerator[str]:
-    """The gateway (in dynamic mode unless told otherwise) over streamable HTTP on a free port."""
-    server = build_server(gateway, mode, sessions=sessions)
-    sock = bind("127.0.0.1", 0)
-    web = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: web.serve(sockets=[sock]))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        web.should_exit = True
 
 
 @pytest.mark.parametrize("era", ERAS)

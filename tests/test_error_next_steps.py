@@ -13,9 +13,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.cli_helpers import Sandbox, make_sandbox
-from tests.conftest import PYTHON
-from tests.kitchen import Kitchen
+from tests.helpers.cli_sandbox import Sandbox, make_sandbox
+from tests.helpers.paths import PYTHON
+from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway

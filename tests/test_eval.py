@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON
+from tests.helpers.paths import PYTHON
 from toolscout.errors import ConfigurationError
 from toolscout.gateway.catalog import CatalogTool
 from toolscout.search import SearchHit

@@ -24,10 +24,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPDeprecationWarning
 from starlette.requests import Request
-from toolscout.mirror.uris import gateway_uri
 
 from tests.helpers.gateway_client import notes_server
-from tests.kitchen import Kitchen
+from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
 from toolscout.face.http_access import AllowList
 from toolscout.face.principals import Principal, PrincipalResolver
@@ -35,6 +34,7 @@ from toolscout.face.serve import bind, http_app, serve_http
 from toolscout.face.server import build_server
 from toolscout.face.sessions import ClientSessions
 from toolscout.gateway.core import Gateway
+from toolscout.mirror.uris import gateway_uri
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

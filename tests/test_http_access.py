@@ -19,8 +19,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import PYTHON
-from tests.procs import SERVE_READY, Running, running
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import SERVE_READY, Running, running
 from toolscout.config.addresses import check_host_entry, check_origin_entry
 from toolscout.face.http_access import AllowList
 

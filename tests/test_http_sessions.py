@@ -18,8 +18,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import PYTHON
-from tests.procs import SERVE_READY, running, stop
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import SERVE_READY, running, stop
 
 pytestmark = pytest.mark.anyio
 

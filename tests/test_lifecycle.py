@@ -1,6 +1,6 @@
 """Upstream lifecycle: lazy connection, closing idle connections, and coming back on demand.
 
-Real stdio servers (tests/chatty.py writes its pid, so the test sees each process come and go).
+Real stdio servers (tests/servers/chatty.py writes its pid, so the test sees each process come and go).
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.conftest import PYTHON, ROOT
 from tests.helpers.gateway_client import notes_server
-from tests.procs import exited, free_port, running, stop
-from tests.test_e2e_subprocess import UVICORN_READY
+from tests.helpers.paths import PYTHON, ROOT
+from tests.helpers.procs import UVICORN_READY, exited, free_port, running, stop
 from toolscout.config import GatewayConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway.core import Gateway
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 
 def chatty_spec(pid_file: Path, **options: object) -> UpstreamSpec:
-    config = StdioServerConfig(command=PYTHON, args=["-m", "tests.chatty", str(pid_file)], cwd=str(ROOT))
+    config = StdioServerConfig(command=PYTHON, args=["-m", "tests.servers.chatty", str(pid_file)], cwd=str(ROOT))
     return UpstreamSpec("chatty", StdioUpstream("chatty", config), **options)  # type: ignore[arg-type]
 
 

@@ -15,8 +15,9 @@ import pytest
 from mcp import Client
 
 from tests.helpers.gateway_client import ERAS, notes_server
-from tests.kitchen import Kitchen
-from tests.test_dynamic import ListWatcher, http_gateway, watched_client
+from tests.helpers.http_gateway import http_gateway
+from tests.helpers.list_changes import ListWatcher, watched_client
+from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway

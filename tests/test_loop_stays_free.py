@@ -23,9 +23,9 @@ import pytest
 from mcp import Client
 from mcp.server import Server
 
-from tests.cli_helpers import make_sandbox
-from tests.conftest import PYTHON
-from tests.procs import SERVE_READY, running
+from tests.helpers.cli_sandbox import make_sandbox
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import SERVE_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
 from toolscout.face.server import build_server

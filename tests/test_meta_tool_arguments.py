@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.kitchen import Kitchen
+from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway

@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 
 from tests.helpers.gateway_client import structured, text
-from tests.kitchen import TINY_PNG, Kitchen
+from tests.servers.kitchen import TINY_PNG, Kitchen
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.output_cap import cap_output

@@ -9,8 +9,8 @@ import anyio
 import pytest
 import uvicorn
 
-from tests.conftest import PYTHON
-from tests.procs import UVICORN_READY, running
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import UVICORN_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.demo.units import build_server as units_server
 from toolscout.face.serve import bind

@@ -16,10 +16,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import NPM_BIN, PYTHON, ROOT, npm_tool
-from tests.flows import call_in_mode
-from tests.procs import free_port, running
-from tests.test_e2e_subprocess import SERVE_READY
+from tests.helpers.mode_calls import call_in_mode
+from tests.helpers.paths import NPM_DIR, PYTHON, node_path, npm_tool
+from tests.helpers.procs import SERVE_READY, free_port, running
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.face.server import build_server
@@ -27,13 +26,7 @@ from toolscout.gateway.core import Gateway
 
 pytestmark = pytest.mark.anyio
 
-NPM_DIR = ROOT / "tools" / "npm"
 EVERYTHING = "@modelcontextprotocol/server-everything"
-
-
-def node_path() -> str:
-    npm_tool("node")  # fails clearly when tools/npm is not installed
-    return f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 def npx_server(package: str, *args: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.helpers.gateway_client import ERAS, text
-from tests.test_dynamic import http_gateway
+from tests.helpers.http_gateway import http_gateway
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

@@ -1,6 +1,6 @@
 """Nothing reaches an upstream unless it listed it under that very name and `toolRules` allow it.
 
-The upstream here (tests/loose_server.py, a real stdio process) looks names up loosely: case,
+The upstream here (tests/servers/loose.py, a real stdio process) looks names up loosely: case,
 Unicode NFKC, zero-width characters, spaces and `server__` prefixes are all forgiven, so any
 spelling of `delete_everything` would run it. The rules disable that tool, the resource
 `loose://secret` and the prompt `wipe`. Whatever a client sends, in every mode and both protocol
@@ -27,9 +27,9 @@ from mcp.client.stdio import stdio_client
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import PYTHON, ROOT
-from tests.kitchen import Kitchen
-from tests.procs import SERVE_READY, running
+from tests.helpers.paths import PYTHON, ROOT
+from tests.helpers.procs import SERVE_READY, running
+from tests.servers.kitchen import Kitchen
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName, StdioServerConfig
 from toolscout.config.rules import RuleSet
@@ -41,7 +41,7 @@ from toolscout.mirror.routing import template_matches
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 from toolscout.upstream.stdio_child import StdioUpstream
 
-LOOSE = ROOT / "tests" / "loose_server.py"
+LOOSE = ROOT / "tests" / "servers" / "loose.py"
 ERAS = ["legacy", "auto"]  # "auto" lands on 2026-07-28
 RULES: list[dict[str, Any]] = [
     {"pattern": "*delete*", "enabled": False},

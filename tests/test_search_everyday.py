@@ -19,8 +19,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.cli_helpers import Sandbox, make_sandbox
-from tests.conftest import NPM_BIN, PYTHON, npm_tool
+from tests.helpers.cli_sandbox import Sandbox, make_sandbox
+from tests.helpers.paths import NPM_BIN, PYTHON, npm_tool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MIN_RELEVANCE
 from toolscout.demo.config import demo_config

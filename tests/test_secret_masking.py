@@ -26,9 +26,9 @@ from mcp.client.stdio import stdio_client
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
-from tests.cli_helpers import make_sandbox
-from tests.conftest import PYTHON
-from tests.procs import free_port
+from tests.helpers.cli_sandbox import make_sandbox
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import free_port
 from toolscout.config.models import ModeName
 from toolscout.config.secrets import config_secrets, mask_server
 from toolscout.face.server import build_server

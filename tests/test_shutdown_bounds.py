@@ -29,8 +29,8 @@ import anyio
 import anyio.abc
 import pytest
 
-from tests.conftest import PYTHON, ROOT
-from tests.procs import SERVE_READY, collect_lines, exited, running
+from tests.helpers.paths import PYTHON, ROOT
+from tests.helpers.procs import SERVE_READY, alive, collect_lines, exited, running
 from toolscout.upstream.stdio_child import _exit_with_gateway  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = [
@@ -86,17 +86,6 @@ async def pids_written(pid_file: Path) -> tuple[int, int]:
             await anyio.sleep(POLL)
     server, child = (await path.read_text()).split()
     return int(server), int(child)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    with suppress(FileNotFoundError):
-        return "\nState:\tZ" not in status.read_text()
-    return False
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from benchmarks.search import DEFAULT_EVAL_DIR
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from toolscout.present.signature import MAX_DEPTH, call_signature, signature
@@ -133,8 +133,11 @@ _schemas = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(_schemas)
-def test_any_input_gives_a_string(schema: Any) -> None:
-    assert isinstance(signature(schema), str)
+@example(obj({"q": {"type": "string", "description": "two\nlines"}, "a\nb": {"enum": ["x\ny"]}}))
+def test_any_input_gives_one_line_and_dropping_descriptions_never_lengthens_it(schema: Any) -> None:
+    text = signature(schema)  # never raises, whatever the upstream sent
+    assert text and "\n" not in text, repr(text)  # a line per tool in a listing: newlines are flattened
+    assert len(signature(schema, max_description_len=0)) <= len(text)
 
 
 @settings(max_examples=200, deadline=None)

@@ -16,9 +16,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.conftest import PYTHON, ROOT
-from tests.procs import running
-from tests.test_e2e_subprocess import SERVE_READY, UVICORN_READY
+from tests.helpers.paths import PYTHON, ROOT
+from tests.helpers.procs import SERVE_READY, UVICORN_READY, running
 from toolscout.demo.catalog_server import server_path
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +42,7 @@ async def test_hung_and_slow_upstreams_do_not_hold_up_the_others(tmp_path: Path)
             "mcpServers": {
                 "slow": {
                     "command": PYTHON,
-                    "args": ["-m", "tests.sluggish", "--start-when", str(let_slow_start)],
+                    "args": ["-m", "tests.servers.sluggish", "--start-when", str(let_slow_start)],
                     "cwd": str(ROOT),
                     "connectTimeout": 600,
                 },
@@ -54,7 +53,7 @@ async def test_hung_and_slow_upstreams_do_not_hold_up_the_others(tmp_path: Path)
                 },
                 "mute": {
                     "command": PYTHON,
-                    "args": ["-m", "tests.sluggish", "--hang-listing"],
+                    "args": ["-m", "tests.servers.sluggish", "--hang-listing"],
                     "cwd": str(ROOT),
                     "connectTimeout": HUNG_TIMEOUT,
                 },

@@ -13,9 +13,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import PYTHON, ROOT
-from tests.kitchen import Kitchen
-from tests.test_catalog_store import HANGING, cached_config, meta, remember
+from tests.helpers.catalog_cache import HANGING, cached_config, meta, remember
+from tests.helpers.paths import PYTHON, ROOT
+from tests.servers.kitchen import Kitchen
 from toolscout.config import StdioServerConfig
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, UpstreamSpec
@@ -56,10 +56,10 @@ async def test_with_a_cache_a_stored_server_is_not_waited_for_and_a_new_one_unti
 async def test_without_a_cache_the_first_search_waits_for_every_server_that_is_still_starting() -> None:
     specs = [
         UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),  # there at once
-        stdio("quick", "-m", "tests.sluggish"),
+        stdio("quick", "-m", "tests.servers.sluggish"),
         # Seconds after the others: a server importing slowly on a loaded machine. A quiet time
         # after the last server listed its tools (the old rule) gave up on it.
-        stdio("slow", "-m", "tests.sluggish", "--start-after", "4"),
+        stdio("slow", "-m", "tests.servers.sluggish", "--start-after", "4"),
         stdio("stuck", "-c", "import time; time.sleep(600)", connect_timeout=3, reconnect=False),
     ]
     async with Gateway(specs) as gateway:
@@ -80,7 +80,9 @@ async def test_without_a_cache_the_first_search_waits_for_every_server_that_is_s
 
 async def test_a_server_that_failed_is_not_waited_for_again_while_it_retries(tmp_path: Path) -> None:
     # Its first start fails at once; every later one hangs far longer than the bound below.
-    flaky = stdio("flaky", "-m", "tests.sluggish", "--fail-first", str(tmp_path / "started"), connect_timeout=600)
+    flaky = stdio(
+        "flaky", "-m", "tests.servers.sluggish", "--fail-first", str(tmp_path / "started"), connect_timeout=600
+    )
     async with Gateway([UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)), flaky]) as gateway:
         with anyio.fail_after(BOUND):
             first = await meta(gateway, "list_mcp_servers", {})
@@ -100,7 +102,7 @@ async def test_a_server_that_failed_is_not_waited_for_again_while_it_retries(tmp
 
 
 async def test_without_a_cache_a_question_waits_for_a_slow_only_server() -> None:
-    async with Gateway([stdio("slow", "-m", "tests.sluggish", "--start-after", "1")]) as gateway:
+    async with Gateway([stdio("slow", "-m", "tests.servers.sluggish", "--start-after", "1")]) as gateway:
         with anyio.fail_after(BOUND):
             found = await meta(gateway, "search_tools", {"query": "says it is up"})
     assert [(r["server"], r["tool"]) for r in found["results"]] == [("slow", "hello")]

@@ -6,6 +6,8 @@ import logging
 import os
 import threading
 
+import pytest
+
 from toolscout.face.stderr_log import CLOSE_WAIT_SECONDS, BackgroundStderrHandler
 
 
@@ -80,11 +82,23 @@ def test_closing_with_a_pipe_nobody_reads_returns_in_bounded_time() -> None:
     os.close(read_end)
 
 
-def test_a_closed_reader_ends_the_log_without_errors() -> None:
+def test_a_closed_reader_ends_the_log_without_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    errors: list[object] = []
+
+    def thread_failed(args: threading.ExceptHookArgs) -> None:  # the writer thread's
+        errors.append(args.exc_value)
+
+    monkeypatch.setattr(threading, "excepthook", thread_failed)
+    descriptors = len(os.listdir("/proc/self/fd"))
     read_end, write_end = os.pipe()
     handler = BackgroundStderrHandler(write_end)
+    monkeypatch.setattr(handler, "handleError", errors.append)  # what logging would print as "Logging error"
     os.close(write_end)
     os.close(read_end)
     for _ in range(10):
         handler.emit(_record("nobody hears this"))  # EPIPE in the writer thread, nothing raised here
+    handler.flush()
     handler.close()
+    assert errors == []
+    # The writer ended (close() lets go of the handler's own descriptor only once it has): nothing leaks.
+    assert len(os.listdir("/proc/self/fd")) == descriptors

@@ -25,10 +25,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.big_result import expected_text
-from tests.conftest import PYTHON, ROOT
-from tests.procs import running
-from tests.test_e2e_subprocess import SERVE_READY, UVICORN_READY
+from tests.helpers.paths import PYTHON, ROOT
+from tests.helpers.procs import SERVE_READY, UVICORN_READY, running
+from tests.servers.big_result import expected_text
 from toolscout.demo.catalog_server import server_path
 
 pytestmark = pytest.mark.anyio
@@ -161,17 +160,17 @@ CONVERT = {"server": "units", "tool": "convert_units", "arguments": {"value": 1,
 
 @asynccontextmanager
 async def big_result_config(tmp_path: Path, upstream: str, **extra: Any) -> AsyncGenerator[Path]:
-    """A config fronting tests/big_result.py and the units demo (stdio).
+    """A config fronting tests/servers/big_result.py and the units demo (stdio).
 
     `upstream` is how the gateway reaches big_result: `stdio`, `http` (`protocol: auto`, so 2026-07-28,
     where the SDK answers a call with plain JSON) or `http-legacy` (the handshake era, the default,
     where it answers with an SSE stream, as most HTTP servers do)."""
     async with contextlib.AsyncExitStack() as stack:
         if upstream == "stdio":
-            big: dict[str, Any] = {"command": PYTHON, "args": ["-m", "tests.big_result"], "cwd": str(ROOT)}
+            big: dict[str, Any] = {"command": PYTHON, "args": ["-m", "tests.servers.big_result"], "cwd": str(ROOT)}
         else:
             served = await stack.enter_async_context(
-                running([PYTHON, "-m", "tests.big_result", "--http", "--port", "0"], ready=UVICORN_READY)
+                running([PYTHON, "-m", "tests.servers.big_result", "--http", "--port", "0"], ready=UVICORN_READY)
             )
             big = {"url": f"http://127.0.0.1:{served.match.group(1)}/mcp"}
             big["protocol"] = "legacy" if upstream == "http-legacy" else "auto"

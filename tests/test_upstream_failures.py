@@ -12,7 +12,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.conftest import PYTHON, ROOT
+from tests.helpers.paths import PYTHON, ROOT
+from tests.helpers.procs import alive
 from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.face.server import build_server
@@ -165,23 +166,13 @@ async def test_children_are_gone_after_the_gateway_exits(tmp_path: Path) -> None
             await gateway.settle()
         assert gateway.upstream("child").status is Status.CONNECTED
         pid = int(pid_file.read_text())
-        assert _alive(pid)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead but not reaped; it counts as gone.
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
+        assert alive(pid)
+    assert not alive(pid)
 
 
 async def test_list_mcp_servers_shows_connecting_then_the_reason_of_the_failure(tmp_path: Path) -> None:
     # Its first start fails at once; the retry then never finishes its handshake, for 3 s.
-    flaky = [str(ROOT / "tests" / "sluggish.py"), "--fail-first", str(tmp_path / "started")]
+    flaky = [str(ROOT / "tests" / "servers" / "sluggish.py"), "--fail-first", str(tmp_path / "started")]
     specs = [stdio_spec("flaky", flaky, connect_timeout=3), stdio_spec("time", ["-m", "mcp_server_time"])]
     async with Gateway(specs) as gateway, Client(build_server(gateway)) as client:
         upstream = gateway.upstream("flaky")
@@ -206,7 +197,7 @@ async def test_list_mcp_servers_shows_connecting_then_the_reason_of_the_failure(
 
 async def test_a_call_in_flight_when_its_server_dies_fails_at_once_and_the_server_comes_back(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    config = StdioServerConfig(command=PYTHON, args=["-m", "tests.chatty", str(pid_file)], cwd=str(ROOT))
+    config = StdioServerConfig(command=PYTHON, args=["-m", "tests.servers.chatty", str(pid_file)], cwd=str(ROOT))
     spec = UpstreamSpec("chatty", StdioUpstream("chatty", config), call_timeout=60)
     arrived = anyio.Event()
 

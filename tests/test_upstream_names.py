@@ -21,10 +21,10 @@ from mcp.server.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from tests.helpers.gateway_client import ERAS
-from tests.kitchen import Kitchen
-from tests.test_dynamic import http_gateway
-from tests.test_resources_prompts import Library, expect_error, libraries, text_of
+from tests.helpers.gateway_client import ERAS, expect_error, libraries, text_of
+from tests.helpers.http_gateway import http_gateway
+from tests.servers.kitchen import Kitchen
+from tests.servers.library import Library
 from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
 from toolscout.face.server import build_server
@@ -32,7 +32,12 @@ from toolscout.gateway.core import Gateway
 from toolscout.mirror.routing import template_matches
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    # Handshake-era resources/subscribe and unsubscribe: the SDK marks them deprecated as of 2026-07-28
+    # (SEP-2577), and toolscout still relays them for handshake-era peers, which these tests are about.
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 @asynccontextmanager

@@ -12,13 +12,13 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.conftest import PYTHON, ROOT
+from tests.helpers.paths import PYTHON, ROOT
 from toolscout.config import StdioServerConfig
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import StdioUpstream, UpstreamSpec
 
-ONE_TOOL_SERVER = ["-m", "tests.sluggish"]  # lists one tool, `hello`
+ONE_TOOL_SERVER = ["-m", "tests.servers.sluggish"]  # lists one tool, `hello`
 
 
 @pytest.mark.anyio

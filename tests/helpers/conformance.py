@@ -6,7 +6,7 @@ gateway) and benchmarks/conformance.py (which writes the table of docs/BENCHMARK
 Suites (`SUITES`): `@modelcontextprotocol/conformance` 0.1.16 from tools/npm, its default (`active`)
 suite and `--suite all`, whose client speaks 2025-11-25; and the 0.2.0 prerelease, installed as
 `conformance-2026`, with `--spec-version 2026-07-28`, whose client speaks 2026-07-28 (0.1.16 has no
-scenario of that era). Upstreams (`UPSTREAMS`): tests/conformance_server.py, written to pass the
+scenario of that era). Upstreams (`UPSTREAMS`): tests/servers/conformance.py, written to pass the
 scenarios, and `server-everything`, which has tools of its own and passes the protocol-level ones.
 Gateway configurations (`CONFIGS`): the upstream's entry as a user writes it, `{"url": ...}`, and with
 `protocol` pinned to `legacy` or `auto`.
@@ -25,8 +25,8 @@ from typing import Any, Literal, cast
 
 import anyio
 
-from tests.conftest import NPM_BIN, PYTHON, ROOT
-from tests.procs import SERVE_READY, UVICORN_READY, free_port, running
+from tests.helpers.paths import NPM_BIN, PYTHON, ROOT
+from tests.helpers.procs import SERVE_READY, UVICORN_READY, free_port, running
 
 SUITE_TIMEOUT = 180
 SUMMARY_LINE = re.compile(r"^([✓✗]) (\S+): (\d+) passed, (\d+) failed", re.MULTILINE)
@@ -121,7 +121,7 @@ async def run_suite(suite: Suite, url: str, out: Path) -> SuiteRun:
 async def upstream_server(name: UpstreamName) -> AsyncGenerator[str]:
     """The upstream running over streamable HTTP: its URL."""
     if name == "conformance":
-        command = [PYTHON, "-m", "tests.conformance_server", "--port", "0"]
+        command = [PYTHON, "-m", "tests.servers.conformance", "--port", "0"]
         async with running(command, ready=UVICORN_READY) as upstream:
             yield f"http://127.0.0.1:{upstream.match.group(1)}/mcp"
     else:

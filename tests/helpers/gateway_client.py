@@ -1,5 +1,6 @@
 """The in-process gateway many tests drive: an SDK client -> the gateway's MCP face -> upstreams over
-the in-memory transport (the kitchen-sink server and a small notes server), and readers of results."""
+the in-memory transport (the kitchen-sink server and a small notes server; two `Library` servers of
+resources and prompts), and readers of results and errors."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import Any, cast
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client
 from mcp.server import Server
+from mcp.shared.exceptions import MCPError
 
-from tests.kitchen import Kitchen
+from tests.servers.kitchen import Kitchen
+from tests.servers.library import Library
 from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
 from toolscout.face.server import build_server
@@ -68,6 +72,23 @@ async def connected(
             yield client, kitchen
 
 
+@asynccontextmanager
+async def libraries(
+    *, rules: Sequence[ToolRule] = (), protocol: str = "auto", extra: Sequence[UpstreamSpec] = ()
+) -> AsyncGenerator[tuple[Gateway, Library, Library]]:
+    books, films = Library("books"), Library("films")
+    specs = [
+        UpstreamSpec("books", InProcessUpstream(books.server), protocol=protocol),
+        UpstreamSpec("films", InProcessUpstream(films.server), protocol=protocol),
+        UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),  # tools only: no resources, no prompts
+        *extra,
+    ]
+    async with Gateway(specs, rules=RuleSet(rules)) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        yield gateway, books, films
+
+
 def structured(result: types.CallToolResult) -> dict[str, Any]:
     content: Any = result.structured_content
     assert isinstance(content, dict)
@@ -83,3 +104,19 @@ def error_of(result: types.CallToolResult) -> dict[str, Any]:
     data = structured(result)
     assert data["success"] is False
     return cast(dict[str, Any], data["error"])
+
+
+def text_of(contents: types.TextResourceContents | types.BlobResourceContents) -> str:
+    assert isinstance(contents, types.TextResourceContents)
+    return contents.text
+
+
+async def expect_error(call: Any, code: int, *fragments: str) -> MCPError:
+    with pytest.raises(MCPError) as caught:
+        await call
+    error = caught.value
+    assert error.code == code, error.message
+    for fragment in fragments:
+        assert fragment in error.message
+    assert "Traceback" not in error.message
+    return error

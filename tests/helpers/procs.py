@@ -7,8 +7,9 @@ import re
 import socket
 import subprocess
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -104,6 +105,18 @@ async def stop(process: anyio.abc.Process, grace: float = 10) -> int:
         await process.wait()
     assert process.returncode is not None
     return process.returncode
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs: a zombie (dead, not yet reaped) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    with suppress(FileNotFoundError):
+        return "\nState:\tZ" not in status.read_text()
+    return False  # it ended between the two looks
 
 
 async def exited(pid: int) -> None:

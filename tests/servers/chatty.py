@@ -1,6 +1,6 @@
 """A test upstream that logs, asks its client's model, or waits, as told; in process or over stdio.
 
-python -m tests.chatty    # serves one client on stdin/stdout (handshake era)
+python -m tests.servers.chatty    # serves one client on stdin/stdout (handshake era)
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON
+from tests.helpers.paths import PYTHON
 from toolscout.cli import startup
 
 # Runs the `toolscout` entry point after wrapping serve_stdio, to see the collector as serving begins.

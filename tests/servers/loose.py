@@ -1,6 +1,6 @@
 """A stdio upstream whose own lookups are forgiving, as real servers' often are.
 
-python tests/loose_server.py --log FILE
+python tests/servers/loose.py --log FILE
 
 A tool, resource or prompt is found by its exact name first, then by a loosened form of it
 (`orig(name) or orig(name.lower())`, and more: Unicode NFKC, case folding, zero-width characters

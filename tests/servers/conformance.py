@@ -1,6 +1,6 @@
 """An upstream that offers what the MCP conformance suite's server scenarios ask for, over streamable HTTP.
 
-python -m tests.conformance_server --port 0    # prints uvicorn's "running on" line with the port
+python -m tests.servers.conformance --port 0    # prints uvicorn's "running on" line with the port
 
 Written from the scenario descriptions of `@modelcontextprotocol/conformance` (`conformance list
 --server`, each scenario's "Server Implementation Requirements"): its tools (`test_simple_text`,

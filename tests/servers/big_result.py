@@ -1,7 +1,7 @@
 """A stdio upstream whose `blob` tool returns as much text as asked for.
 
-python -m tests.big_result                  # serves one client on stdin/stdout
-python -m tests.big_result --http --port 0  # streamable HTTP at /mcp (uvicorn prints the port)
+python -m tests.servers.big_result                  # serves one client on stdin/stdout
+python -m tests.servers.big_result --http --port 0  # streamable HTTP at /mcp (uvicorn prints the port)
 
 The text is a run of SHA-256 hex digests of `seed:n`: nothing repeats, so a lost, doubled or
 reordered piece changes the checksum, and the test rebuilds the same text with `expected_text`.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import NPM_BIN, PYTHON
+from tests.helpers.paths import NPM_BIN, PYTHON
 
 
 @dataclass

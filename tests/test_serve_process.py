@@ -21,10 +21,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import PYTHON
-from tests.procs import SERVE_READY, UVICORN_READY, free_port, running, stop
-from tests.test_dynamic import ListWatcher, watched_client
-from tests.test_upstream_failures import _alive  # pyright: ignore[reportPrivateUsage]
+from tests.helpers.list_changes import ListWatcher, watched_client
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import SERVE_READY, UVICORN_READY, alive, free_port, running, stop
 
 pytestmark = pytest.mark.anyio
 
@@ -140,9 +139,9 @@ async def test_serve_over_stdio(tmp_path: Path, era: str) -> None:
                 assert client.server_info is not None and client.server_info.name == "toolscout"
                 await exercise(client)
                 notes_pid = int((tmp_path / "notes.pid").read_text())
-                assert _alive(notes_pid)
+                assert alive(notes_pid)
         # Closing stdin ends the gateway, and its children with it.
-        assert not _alive(notes_pid)
+        assert not alive(notes_pid)
         logged = log.read_text()
         assert "serving MCP on stdio" in logged
         assert "notes: connected" in logged
@@ -168,12 +167,12 @@ async def test_sigterm_stops_the_gateway_and_its_children(tmp_path: Path) -> Non
                 servers = data(await client.call_tool("list_mcp_servers", {}))["servers"]
                 assert all(s["status"] == "connected" for s in servers)
             notes_pid = int((tmp_path / "notes.pid").read_text())
-            assert _alive(notes_pid)
+            assert alive(notes_pid)
             gateway.process.send_signal(signal.SIGTERM)
             with anyio.fail_after(30):
                 code = await gateway.process.wait()
             assert code == 0, "\n".join(gateway.stderr)
-            assert not _alive(notes_pid)
+            assert not alive(notes_pid)
             assert "received SIGTERM, shutting down" in "\n".join(gateway.stderr)
 
 
@@ -195,7 +194,7 @@ async def test_sigterm_on_stdio_does_not_wait_for_the_client(tmp_path: Path) -> 
         process.send_signal(signal.SIGTERM)
         with anyio.fail_after(30):
             assert await process.wait() == 0
-        assert not _alive(notes_pid)
+        assert not alive(notes_pid)
         await stop(process)
 
 

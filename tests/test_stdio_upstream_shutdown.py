@@ -22,8 +22,8 @@ import anyio
 import anyio.abc
 import pytest
 
-from tests.conftest import PYTHON, ROOT
-from tests.procs import collect_lines, exited, stop
+from tests.helpers.paths import PYTHON, ROOT
+from tests.helpers.procs import collect_lines, exited, stop
 
 pytestmark = pytest.mark.anyio
 

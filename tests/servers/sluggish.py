@@ -1,9 +1,9 @@
 """A stdio upstream that is slow to start, or that completes the handshake and then never lists its tools.
 
-python -m tests.sluggish --start-after 10    # sleeps 10 s before reading stdin, then serves
-python -m tests.sluggish --hang-listing      # answers `initialize`, never answers `tools/list`
-python -m tests.sluggish --fail-first FILE   # the first start (no FILE yet) exits at once; later ones hang
-python -m tests.sluggish --start-when FILE   # serves once FILE exists (the test decides when it is up)
+python -m tests.servers.sluggish --start-after 10    # sleeps 10 s before reading stdin, then serves
+python -m tests.servers.sluggish --hang-listing      # answers `initialize`, never answers `tools/list`
+python -m tests.servers.sluggish --fail-first FILE   # the first start (no FILE yet) exits at once; later ones hang
+python -m tests.servers.sluggish --start-when FILE   # serves once FILE exists (the test decides when it is up)
 """
 
 from __future__ import annotations

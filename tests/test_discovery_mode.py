@@ -10,7 +10,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, connected, error_of, structured, text
-from tests.kitchen import TINY_PNG, Kitchen
+from tests.servers.kitchen import TINY_PNG, Kitchen
 from toolscout.config import ToolRule
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
