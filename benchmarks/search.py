@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolscout.gateway.catalog import CatalogTool
+from toolscout.catalog import CatalogTool
 from toolscout.search import make_backend
 from toolscout.search.evaluation import (
     LabelledQuery,

@@ -38,7 +38,7 @@ from typing import Any, cast
 
 import mcp_types as types
 
-from toolscout.gateway.catalog import Catalog, CatalogTool
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.search import HybridBackend, SearchBackend, bm25, make_backend
 from toolscout.search.evaluation import LabelledQuery, evaluate
 

@@ -141,6 +141,25 @@ def test_no_import_circle_in_src() -> None:
     )
 
 
+def room_of(module: str) -> str:
+    """`toolscout.gateway.core` -> `gateway`; a top-level module is a room of its own."""
+    return module.split(".")[1] if module.count(".") else module
+
+
+def test_no_circle_between_rooms() -> None:
+    """The rooms (face/, surfaces/, gateway/, mirror/, upstream/, ... and each top-level module) form
+    layers: a room never depends, through any of its modules, on a room that depends on it."""
+    graph = import_graph(modules(PACKAGE))
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        here = room_of(module)
+        rooms.setdefault(here, set()).update(room_of(t) for t in targets if room_of(t) != here)
+    found = circles(rooms)
+    assert not found, "rooms that depend on each other:\n" + "\n".join(
+        describe(rooms, component) for component in sorted(found, key=sorted)
+    )
+
+
 def test_the_circle_finder_finds_a_circle_and_names_its_path() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set[str](), "e": {"e"}}
     assert circles(graph) == [frozenset({"a", "b", "c"})]

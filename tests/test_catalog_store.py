@@ -22,12 +22,12 @@ from tests.helpers.cli_sandbox import make_sandbox
 from tests.helpers.paths import PYTHON
 from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway import startup
-from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure
 from toolscout.search.bm25 import BM25Backend

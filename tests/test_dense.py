@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from tests.helpers.paths import PYTHON
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.errors import ConfigurationError
-from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.search import HybridBackend, make_backend
 from toolscout.search import embedding as embedding_module
 from toolscout.search.dense import DenseBackend, VectorCache, Vectors

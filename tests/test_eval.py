@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.paths import PYTHON
+from toolscout.catalog import CatalogTool
 from toolscout.errors import ConfigurationError
-from toolscout.gateway.catalog import CatalogTool
 from toolscout.search import SearchHit
 from toolscout.search.evaluation import (
     LabelledQuery,

@@ -26,11 +26,11 @@ from mcp.server import Server
 from tests.helpers.cli_sandbox import make_sandbox
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import SERVE_READY, running
+from toolscout.catalog import CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
 from toolscout.face.server import build_server
 from toolscout.gateway.audit import AuditLog
-from toolscout.gateway.catalog import CatalogTool
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.redaction import REDACT_INLINE_CHARS, REDACTED, Redactor
 from toolscout.gateway.validation import PATTERN_SECONDS

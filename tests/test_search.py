@@ -5,7 +5,7 @@ from __future__ import annotations
 import mcp_types as types
 import pytest
 
-from toolscout.gateway.catalog import Catalog, CatalogTool, summarize
+from toolscout.catalog import Catalog, CatalogTool, summarize
 from toolscout.search import BM25Backend, bm25
 from toolscout.search.text import split_identifier, terms
 

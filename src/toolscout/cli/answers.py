@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     import mcp_types as types
     from mcp import Client
 
+    from toolscout.catalog import CatalogTool
     from toolscout.cli.common import Output
-    from toolscout.gateway.catalog import CatalogTool
 
 logger = logging.getLogger(__name__)
 

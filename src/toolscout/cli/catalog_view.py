@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.rules import RuleSet
 from toolscout.errors import server_unavailable
-from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, store_path
 from toolscout.masking import mask_text
 from toolscout.suggestions import server_not_found

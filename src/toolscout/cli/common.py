@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from toolscout.gateway.catalog import CatalogTool
+    from toolscout.catalog import CatalogTool
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.store import CatalogStore
     from toolscout.search import SearchHit

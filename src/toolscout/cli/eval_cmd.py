@@ -13,7 +13,7 @@ from toolscout.cli.common import EXIT_INVALID, ConfigOption, JsonOption, Output,
 from toolscout.errors import ConfigurationError, ToolscoutError
 
 if TYPE_CHECKING:
-    from toolscout.gateway.catalog import CatalogTool
+    from toolscout.catalog import CatalogTool
     from toolscout.search.evaluation import Report
 
 LIVE = "live"

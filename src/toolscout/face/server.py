@@ -28,10 +28,10 @@ from toolscout.face.edge import call_result, mcp_errors, refuse_cursor, unknown_
 from toolscout.face.notify import watching_changes
 from toolscout.face.rounds import Rounds
 from toolscout.face.sessions import ClientSessions, ClientState, ConnectionScope, Context
+from toolscout.face.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
 from toolscout.gateway.core import Gateway
 from toolscout.mirror.completions import complete
 from toolscout.mirror.list_names import ListName
-from toolscout.mirror.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
 from toolscout.naming import call_target
 from toolscout.suggestions import unknown_tool
 from toolscout.surfaces.base import Surface, SurfaceOptions, make_surface

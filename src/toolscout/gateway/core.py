@@ -24,6 +24,7 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import (
     DEFAULT_MAX_QUERY_CHARS,
     DEFAULT_MAX_QUERY_STEPS,
@@ -34,11 +35,9 @@ from toolscout.config.rules import RuleSet
 from toolscout.config.secrets import config_secrets
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
-from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.index import SearchIndex, build_backend
 from toolscout.gateway.output_cap import cap_output
 from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
-from toolscout.gateway.results import without_hop_metadata
 from toolscout.gateway.snapshots import Snapshots, SnapshotStore
 from toolscout.gateway.startup import Startup
 from toolscout.gateway.store import CatalogStore, store_path
@@ -48,6 +47,7 @@ from toolscout.mirror.core import Mirror
 from toolscout.upstream import Status, Upstream, UpstreamSpec
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.relay import current_relay
+from toolscout.upstream.results import without_hop_metadata
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit

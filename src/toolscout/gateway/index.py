@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
+from toolscout.catalog import Catalog
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS, DEFAULT_MIN_RELEVANCE
-from toolscout.gateway.catalog import Catalog
 from toolscout.gateway.registry import UpstreamRegistry
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start

@@ -11,8 +11,8 @@ from __future__ import annotations
 import mcp_types as types
 from mcp import Client
 
-from toolscout.gateway.results import without_hop_metadata
 from toolscout.mirror.core import Mirror
+from toolscout.upstream.results import without_hop_metadata
 
 NO_COMPLETION = types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
 

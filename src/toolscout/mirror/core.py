@@ -38,17 +38,17 @@ from toolscout.errors import (
     ServerUnavailable,
     ToolscoutError,
 )
-from toolscout.gateway.changes import Changes
-from toolscout.gateway.results import without_hop_metadata
 from toolscout.mirror.list_names import ListName
 from toolscout.mirror.lists import ListedCallback, UpstreamLists
 from toolscout.mirror.routing import template_matches, uri_owners
 from toolscout.mirror.upstreams import Upstreams
 from toolscout.mirror.uris import PREFIX, gateway_block, gateway_uri, split_gateway_uri
 from toolscout.naming import native_names, only_owner
+from toolscout.shared.changes import Changes
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Upstream
 from toolscout.upstream.connection import ListKind
+from toolscout.upstream.results import without_hop_metadata
 
 AdmitKind = Literal["resource", "template", "prompt"]
 """What `Mirror.admit` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""

@@ -25,9 +25,9 @@ from pydantic import BaseModel
 
 from toolscout.config.rules import RuleKind, RuleSet
 from toolscout.errors import ToolscoutError, UpstreamError
-from toolscout.gateway.changes import Changes
 from toolscout.mirror.list_names import ListName
 from toolscout.mirror.upstreams import Upstreams
+from toolscout.shared.changes import Changes
 from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.paging import MAX_PAGES, paginate

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from toolscout.catalog import CatalogTool
 from toolscout.errors import InvalidArguments
-from toolscout.gateway.catalog import CatalogTool
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any, cast
 import bm25s
 import numpy as np
 
-from toolscout.gateway.catalog import CatalogTool
+from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit, top_hits
 from toolscout.search.expansion import SYNONYM_WEIGHT, expand
 from toolscout.search.text import terms

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from toolscout.gateway.catalog import CatalogTool
+from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit, top_hits
 from toolscout.search.expansion import with_implied_words
 

@@ -19,8 +19,8 @@ from typing import Any, cast
 import mcp_types as types
 import numpy as np
 
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.errors import ConfigurationError
-from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.search.base import SearchBackend
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from toolscout.gateway.catalog import CatalogTool
+from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit, rank
 from toolscout.search.bm25 import BM25Backend
 from toolscout.search.dense import DenseBackend

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from toolscout.gateway.catalog import CatalogTool
+from toolscout.catalog import CatalogTool
 from toolscout.search.text import normalized_name
 
 # A query of this many words or fewer may be a tool name with a typo in it; longer ones are

@@ -24,8 +24,8 @@ import mcp_types as types
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName, ToolNaming
 from toolscout.errors import Phrasing
-from toolscout.face.sessions import ClientState
 from toolscout.gateway.core import Gateway
+from toolscout.surfaces.client import SurfaceClient
 from toolscout.surfaces.compact import CompactSurface
 from toolscout.surfaces.discovery import DiscoverySurface
 from toolscout.surfaces.dynamic import DynamicSurface
@@ -41,11 +41,11 @@ class Surface(Protocol):
     per_client: bool
     """Whether two clients may see different tools (else one list serves them all)."""
 
-    async def tools(self, client: ClientState) -> list[types.Tool]:
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         """The tools `client` sees."""
         ...
 
-    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         """The result of `client` calling `name`, or None when this surface has no such tool."""
         ...
 

@@ -14,11 +14,11 @@ import mcp_types as types
 from pydantic import Field, field_validator
 
 from toolscout.errors import Phrasing
-from toolscout.face.sessions import ClientState
 from toolscout.gateway.core import Gateway
 from toolscout.present.listing import model_text
 from toolscout.present.render import INSTRUCTIONS_LIMIT, cut_text
 from toolscout.surfaces.arguments import ArgsModel, forgive_arguments
+from toolscout.surfaces.client import SurfaceClient
 from toolscout.surfaces.meta_tool import MetaTool, run_meta_tool, tool_result
 from toolscout.upstream import Status, Upstream
 
@@ -93,14 +93,14 @@ class CompactSurface:
                 lines.append(f"    - {tool.name}: {tool.summary}" if tool.summary else f"    - {tool.name}")
         return "\n".join(lines)
 
-    async def tools(self, client: ClientState) -> list[types.Tool]:
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         # The description is the catalog: give servers that are still starting their moment first.
         await self.gateway.settle_startup()
         inspect = self._inspect.definition()
         inspect.description = self.description()
         return [inspect, self._exec.definition()]
 
-    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(self._by_name, self.gateway, name, arguments)
 
     def native(self, name: str) -> bool:

@@ -13,7 +13,6 @@ from pydantic import Field, field_validator
 
 from toolscout.config.models import ListingFormat
 from toolscout.errors import AGENT_STEPS, Phrasing
-from toolscout.face.sessions import ClientState
 from toolscout.gateway.core import Gateway
 from toolscout.present import render
 from toolscout.present.listing import compact_json
@@ -21,6 +20,7 @@ from toolscout.present.render import INSTRUCTIONS_LIMIT, cut_text
 from toolscout.present.schemas import is_flat, parameters
 from toolscout.present.signature import call_signature
 from toolscout.surfaces.arguments import ArgsModel, forgive_arguments
+from toolscout.surfaces.client import SurfaceClient
 from toolscout.surfaces.meta_tool import MetaTool, run_meta_tool, tool_result
 from toolscout.upstream import Status
 
@@ -212,10 +212,10 @@ class DiscoverySurface:
         self.listing_format: ListingFormat = listing_format
         self._definitions = [tool.definition() for tool in META_TOOLS]
 
-    async def tools(self, client: ClientState) -> list[types.Tool]:
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         return self._definitions
 
-    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
 
     def native(self, name: str) -> bool:

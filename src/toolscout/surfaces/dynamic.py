@@ -15,9 +15,9 @@ from pydantic import Field
 
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
 from toolscout.errors import AGENT_STEPS, LoadLimitReached, Phrasing
-from toolscout.face.sessions import ClientState
 from toolscout.gateway.core import Gateway
 from toolscout.surfaces.arguments import ArgsModel
+from toolscout.surfaces.client import SurfaceClient
 from toolscout.surfaces.discovery import BY_NAME, META_TOOLS, ToolRefArgs
 from toolscout.surfaces.meta_tool import ToolSpec, run_meta_tool, tool_result
 from toolscout.surfaces.passthrough import NativeNames
@@ -56,7 +56,7 @@ class DynamicSurface:
         self._unload = ToolSpec("unload_tools", "Remove loaded tools from your tool list.", UnloadToolsArgs)
         self._definitions = [tool.definition() for tool in (*META_TOOLS, self._load, self._unload)]
 
-    async def tools(self, client: ClientState) -> list[types.Tool]:
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         loaded: list[types.Tool] = []
         for server, tool in client.loaded:
             entry = self.gateway.catalog.get(server, tool)
@@ -66,7 +66,7 @@ class DynamicSurface:
                 loaded.append(self.names.expose(entry))
         return [*self._definitions, *loaded]
 
-    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         if name in BY_NAME:
             return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
         if name == self._load.name:
@@ -84,7 +84,7 @@ class DynamicSurface:
     def native(self, name: str) -> bool:
         return name not in BY_NAME and name not in (self._load.name, self._unload.name)
 
-    async def _run_load(self, client: ClientState, args: LoadToolsArgs) -> types.CallToolResult:
+    async def _run_load(self, client: SurfaceClient, args: LoadToolsArgs) -> types.CallToolResult:
         # Every tool is checked before any is loaded: a call either loads all it names or none.
         wanted: dict[tuple[str, str], None] = {}
         for ref in args.tools:
@@ -115,7 +115,7 @@ class DynamicSurface:
         )
         return tool_result(data, text)
 
-    def _run_unload(self, client: ClientState, args: UnloadToolsArgs) -> types.CallToolResult:
+    def _run_unload(self, client: SurfaceClient, args: UnloadToolsArgs) -> types.CallToolResult:
         if args.names is None:
             gone = list(client.loaded)
         else:

@@ -17,12 +17,12 @@ from typing import Any
 
 import mcp_types as types
 
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import ToolNaming
 from toolscout.errors import Phrasing
-from toolscout.face.sessions import ClientState
-from toolscout.gateway.catalog import Catalog, CatalogTool
 from toolscout.gateway.core import Gateway
 from toolscout.naming import native_names, only_owner
+from toolscout.surfaces.client import SurfaceClient
 
 
 class NativeNames:
@@ -112,7 +112,7 @@ class PassthroughSurface:
             else "each tool is named server__tool (a tool's own name works too when one server has it)."
         )
 
-    async def tools(self, client: ClientState) -> list[types.Tool]:
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         await self.gateway.settle_startup()
         # Made again only when the catalog changed: a copy of each of 10,000 tools took 0.2-0.6 s
         # of the event loop on every tools/list.
@@ -122,7 +122,7 @@ class PassthroughSurface:
             self._exposed_version = catalog.version
         return self._exposed
 
-    async def call(self, client: ClientState, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         route = self.names.route(name)
         if route is None:
             await self.gateway.settle_startup()  # a client may call before the catalog has arrived

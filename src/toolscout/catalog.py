@@ -12,7 +12,7 @@ import mcp_types as types
 
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolDisabled, ToolNotFound
-from toolscout.gateway.changes import Changes
+from toolscout.shared.changes import Changes
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
 
 SUMMARY_LIMIT = 160
