@@ -33,6 +33,7 @@ from toolscout.config.models import (
 )
 from toolscout.config.rules import RuleSet
 from toolscout.config.secrets import config_secrets
+from toolscout.config.server_source import ConfiguredServers, ServerSource
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, build_backend
@@ -122,19 +123,24 @@ class Gateway:
 
     @classmethod
     def from_config(
-        cls, config: GatewayConfig, *, only: Collection[str] | None = None, reconnect: bool | None = None, **kwargs: Any
+        cls,
+        config: GatewayConfig,
+        *,
+        only: Collection[str] | None = None,
+        reconnect: bool | None = None,
+        source: ServerSource | None = None,
+        **kwargs: Any,
     ) -> Gateway:
         """A gateway for the configured servers (or just those named in `only`).
 
-        `reconnect=False`: one connection attempt per server, whatever the config says (for a
-        command that ends once it has its answer, a server trying again would only be waited for).
+        `source`: where the upstream servers come from (default: the config's `mcpServers`, the
+        `ServerSource` seam's one implementation today). `reconnect=False`: one connection attempt
+        per server, whatever the config says (for a command that ends once it has its answer, a
+        server trying again would only be waited for).
         """
         remember_secrets(config_secrets(config))  # a config built in code, not read by load_config
-        specs = [
-            UpstreamSpec.from_config(name, server)
-            for name, server in config.mcp_servers.items()
-            if only is None or name in only
-        ]
+        servers = (source or ConfiguredServers(config, only)).servers()
+        specs = [UpstreamSpec.from_config(name, server) for name, server in servers.items()]
         if reconnect is not None:
             specs = [dataclasses.replace(spec, reconnect=reconnect) for spec in specs]
         build = functools.partial(build_backend, config.search.backend, config.search.model)
