@@ -1,5 +1,5 @@
 """The catalog a command answers from: each server's tools as listed live by this command, or as
-stored by an earlier one (catalog_store.py), under the config's tool rules, searched and looked up
+stored by an earlier one (gateway/store.py), under the config's tool rules, searched and looked up
 as the gateway does.
 
 Only servers the persistent catalog knows nothing of (for their current config entry) are

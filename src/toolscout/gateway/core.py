@@ -2,9 +2,9 @@
 
 The MCP face (`face/server.py`) and the CLI call only this; it raises `ToolscoutError`s and leaves
 turning them into MCP results or exit codes to them. Its parts, each built whole before the next:
-the upstreams by name (`registry.py`), the catalog their tools land in (`catalog.py`), what is
+the upstreams by name (`registry.py`), the catalog their tools land in (`toolscout.catalog`), what is
 kept of it between runs (`snapshots.py`), the search index (`index.py`), the start-up policy
-(`startup.py`) and the upstreams' resources and prompts (`mirror/hub.py`). The facade itself
+(`startup.py`) and the upstreams' resources and prompts (`mirror/`). The facade itself
 runs them (an async context manager, entered once), finds servers and tools, says how a server
 is, and executes a call: look up, validate, call, cap the result, audit.
 """
