@@ -85,6 +85,16 @@ class UpstreamSpec:
     """Declared in the config: listed until the server's own list replaces them."""
     cache_key: str | None = None
     """Its key in the persistent catalog (a hash of its config entry); None: never kept there."""
+    namespace: str | None = None
+    """The namespace it was registered in at run time (`name` is then `{namespace}.{registered}`,
+    `toolscout.config.scopes.qualified_name`); None: the global namespace (the config file's servers)."""
+
+    @property
+    def registered_name(self) -> str:
+        """Its name in its namespace: what a scope's `servers` match (spec 002's node id)."""
+        if self.namespace is None:
+            return self.name
+        return self.name.removeprefix(f"{self.namespace}.")
 
     @classmethod
     def from_config(cls, name: str, config: AnyServerConfig) -> UpstreamSpec:

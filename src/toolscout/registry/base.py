@@ -1,0 +1,161 @@
+"""The `Registry` seam: issued tokens, servers registered at run time, and callback tools, each in a
+namespace (spec 002's run id), each until it expires.
+
+Tokens are stored by a hash of their secret only (`secret_hash`): the secret is shown once, when it is
+issued, and a lookup hashes what a request presents. The embedded default keeps everything in SQLite
+(sqlite.py); a shared one (Redis) lets the replicas of a gateway share it. Every method is async so
+that either fits, and none raises for an unknown name: it answers None or False.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from toolscout.config.scopes import Scope
+
+TOKEN_PREFIX = "ts_"
+DEFAULT_REGISTRATION_TTL = 3600.0
+"""A registration's life unless it says otherwise: spec 002's Redis TTL, one hour."""
+
+
+def new_secret() -> str:
+    """A fresh token secret: `ts_` and 256 random bits."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def secret_hash(secret: str) -> str:
+    """What is stored of a secret. The secret is 256 random bits (or an operator's key), so one round
+    of SHA-256 is as good as a slow hash here, and keeps a request's lookup cheap."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """An issued token, as stored: never its secret."""
+
+    id: str
+    namespace: str
+    servers: tuple[str, ...]
+    tools: tuple[Any, ...] = ()
+    """Tool rules narrowing `servers` (pattern strings or toolRules entries, as given)."""
+    pinned_tools: tuple[str, ...] = ()
+    label: str | None = None
+    expires_at: float | None = None
+    """Seconds since the epoch; None: never."""
+    created_at: float = 0.0
+    requests_per_minute: int | None = None
+    secret_hash: str = field(default="", repr=False)
+
+    def scope(self) -> Scope:
+        """What the holder may see and do."""
+        return Scope.of(
+            namespace=self.namespace,
+            servers=self.servers,
+            tools=self.tools,
+            pinned_tools=self.pinned_tools,
+            label=self.label,
+        )
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+    def public(self) -> dict[str, Any]:
+        """The API's view (`GET /api/v1/tokens`): everything but the secret and its hash."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "label": self.label,
+            "namespace": self.namespace,
+            "servers": list(self.servers),
+            "expiresAt": self.expires_at,
+        }
+        if self.tools:
+            out["tools"] = list(self.tools)
+        if self.pinned_tools:
+            out["pinnedTools"] = list(self.pinned_tools)
+        if self.requests_per_minute is not None:
+            out["requestsPerMinute"] = self.requests_per_minute
+        return out
+
+
+@dataclass(frozen=True)
+class ServerRegistration:
+    """An MCP endpoint registered at run time (spec 002's register-local)."""
+
+    namespace: str | None
+    """None: global (registered with an admin key), seen from every namespace."""
+    name: str
+    url: str
+    transport: Literal["http", "sse"] = "http"
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    description: str | None = None
+    expires_at: float | None = None
+    created_at: float = 0.0
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+
+@dataclass(frozen=True)
+class ToolRegistration:
+    """A single tool registered at run time (spec 002's register-component): calling it POSTs its
+    arguments to `callback_url`, which answers with an MCP tool result."""
+
+    namespace: str | None
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    callback_url: str
+    expires_at: float | None = None
+    created_at: float = 0.0
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+
+class Registry(Protocol):
+    """Tokens, registered servers and registered tools, shared by whoever serves from it."""
+
+    async def add_token(self, record: TokenRecord) -> None:
+        """Store an issued token (its `secret_hash`, never the secret)."""
+        ...
+
+    async def token_by_hash(self, hashed: str) -> TokenRecord | None:
+        """The token whose secret hashes to `hashed`, expired or not (the caller decides); None if none."""
+        ...
+
+    async def tokens(self) -> list[TokenRecord]:
+        """Every token not yet swept, oldest first."""
+        ...
+
+    async def revoke_token(self, token_id: str) -> bool:
+        """Forget a token; False if there was none by that id."""
+        ...
+
+    async def put_server(self, registration: ServerRegistration) -> None:
+        """Register a server, replacing one of the same namespace and name."""
+        ...
+
+    async def remove_server(self, namespace: str | None, name: str) -> bool: ...
+
+    async def servers(self, namespace: str | None = None, *, every: bool = False) -> list[ServerRegistration]:
+        """The servers of `namespace` (None: the global ones; `every`: all of them), by name."""
+        ...
+
+    async def put_tool(self, registration: ToolRegistration) -> None: ...
+
+    async def remove_tool(self, namespace: str | None, name: str) -> bool: ...
+
+    async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]: ...
+
+    async def sweep(self, now: float) -> int:
+        """Delete what expired before `now`; how many entries went."""
+        ...
+
+    async def version(self) -> int:
+        """A number that changes whenever servers or tools are registered, removed or swept (a
+        gateway polls it to learn that another process changed the registry)."""
+        ...

@@ -1,0 +1,262 @@
+"""The embedded `Registry`: tokens and registrations in one SQLite file beside the persistent catalog,
+so a restart loses none of them.
+
+One connection per operation, run in a worker thread; WAL and a busy timeout let a running gateway
+and the command line (`toolscout token ...` without `--url`) share the file. A `meta` row counts
+changes to servers and tools (`version`), which a gateway polls to pick up another process's edits.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import anyio.to_thread
+
+from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
+
+T = TypeVar("T")
+
+DEFAULT_FILE_NAME = "registry.sqlite3"
+BUSY_TIMEOUT_SECONDS = 5.0
+_GLOBAL = ""
+"""The global namespace in a key column (SQLite's NULL is never equal to itself)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS token_v1 (
+    id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL UNIQUE,
+    body TEXT NOT NULL,
+    expires_at REAL
+);
+CREATE TABLE IF NOT EXISTS server_v1 (
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    expires_at REAL,
+    PRIMARY KEY (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS tool_v1 (
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    expires_at REAL,
+    PRIMARY KEY (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS meta_v1 (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+def _token_body(record: TokenRecord) -> str:
+    return json.dumps(
+        {
+            "namespace": record.namespace,
+            "servers": list(record.servers),
+            "tools": list(record.tools),
+            "pinnedTools": list(record.pinned_tools),
+            "label": record.label,
+            "createdAt": record.created_at,
+            "requestsPerMinute": record.requests_per_minute,
+        }
+    )
+
+
+def _token(row: tuple[str, str, str, float | None]) -> TokenRecord:
+    token_id, hashed, body, expires_at = row
+    data = cast(dict[str, Any], json.loads(body))
+    return TokenRecord(
+        id=token_id,
+        namespace=data["namespace"],
+        servers=tuple(data["servers"]),
+        tools=tuple(data.get("tools") or ()),
+        pinned_tools=tuple(data.get("pinnedTools") or ()),
+        label=data.get("label"),
+        expires_at=expires_at,
+        created_at=data.get("createdAt") or 0.0,
+        requests_per_minute=data.get("requestsPerMinute"),
+        secret_hash=hashed,
+    )
+
+
+def _server(row: tuple[str, str, str, float | None]) -> ServerRegistration:
+    namespace, name, body, expires_at = row
+    data = cast(dict[str, Any], json.loads(body))
+    return ServerRegistration(
+        namespace=namespace or None,
+        name=name,
+        url=data["url"],
+        transport=data.get("transport") or "http",
+        headers=dict(data.get("headers") or {}),
+        description=data.get("description"),
+        expires_at=expires_at,
+        created_at=data.get("createdAt") or 0.0,
+    )
+
+
+def _tool(row: tuple[str, str, str, float | None]) -> ToolRegistration:
+    namespace, name, body, expires_at = row
+    data = cast(dict[str, Any], json.loads(body))
+    return ToolRegistration(
+        namespace=namespace or None,
+        name=name,
+        description=data.get("description") or "",
+        input_schema=data.get("inputSchema") or {"type": "object"},
+        callback_url=data["callbackUrl"],
+        expires_at=expires_at,
+        created_at=data.get("createdAt") or 0.0,
+    )
+
+
+class SqliteRegistry:
+    """A `Registry` in one SQLite file (created, with its directory, on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._ready = False
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS)
+        try:
+            if not self._ready:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+                self._ready = True
+            with db:  # one transaction: committed whole, or rolled back
+                return work(db)
+        finally:
+            db.close()
+
+    async def _do(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, work)
+
+    @staticmethod
+    def _changed(db: sqlite3.Connection) -> None:
+        db.execute(
+            "INSERT INTO meta_v1 (key, value) VALUES ('version', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1"
+        )
+
+    # Tokens
+
+    async def add_token(self, record: TokenRecord) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO token_v1 (id, secret_hash, body, expires_at) VALUES (?, ?, ?, ?)",
+                (record.id, record.secret_hash, _token_body(record), record.expires_at),
+            )
+
+        await self._do(write)
+
+    async def token_by_hash(self, hashed: str) -> TokenRecord | None:
+        def read(db: sqlite3.Connection) -> TokenRecord | None:
+            row = db.execute(
+                "SELECT id, secret_hash, body, expires_at FROM token_v1 WHERE secret_hash = ?", (hashed,)
+            ).fetchone()
+            return _token(row) if row is not None else None
+
+        return await self._do(read)
+
+    async def tokens(self) -> list[TokenRecord]:
+        def read(db: sqlite3.Connection) -> list[TokenRecord]:
+            rows = db.execute("SELECT id, secret_hash, body, expires_at FROM token_v1").fetchall()
+            return sorted((_token(row) for row in rows), key=lambda t: (t.created_at, t.id))
+
+        return await self._do(read)
+
+    async def revoke_token(self, token_id: str) -> bool:
+        return await self._do(lambda db: db.execute("DELETE FROM token_v1 WHERE id = ?", (token_id,)).rowcount > 0)
+
+    # Servers and tools
+
+    async def put_server(self, registration: ServerRegistration) -> None:
+        body = {
+            "url": registration.url,
+            "transport": registration.transport,
+            "headers": dict(registration.headers),
+            "description": registration.description,
+            "createdAt": registration.created_at,
+        }
+        await self._put("server_v1", registration.namespace, registration.name, body, registration.expires_at)
+
+    async def remove_server(self, namespace: str | None, name: str) -> bool:
+        return await self._remove("server_v1", namespace, name)
+
+    async def servers(self, namespace: str | None = None, *, every: bool = False) -> list[ServerRegistration]:
+        return [_server(row) for row in await self._rows("server_v1", namespace, every)]
+
+    async def put_tool(self, registration: ToolRegistration) -> None:
+        body = {
+            "description": registration.description,
+            "inputSchema": dict(registration.input_schema),
+            "callbackUrl": registration.callback_url,
+            "createdAt": registration.created_at,
+        }
+        await self._put("tool_v1", registration.namespace, registration.name, body, registration.expires_at)
+
+    async def remove_tool(self, namespace: str | None, name: str) -> bool:
+        return await self._remove("tool_v1", namespace, name)
+
+    async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]:
+        return [_tool(row) for row in await self._rows("tool_v1", namespace, every)]
+
+    async def _put(
+        self, table: str, namespace: str | None, name: str, body: dict[str, Any], expires: float | None
+    ) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                f"INSERT OR REPLACE INTO {table} (namespace, name, body, expires_at) VALUES (?, ?, ?, ?)",
+                (namespace or _GLOBAL, name, json.dumps(body), expires),
+            )
+            self._changed(db)
+
+        await self._do(write)
+
+    async def _remove(self, table: str, namespace: str | None, name: str) -> bool:
+        def write(db: sqlite3.Connection) -> bool:
+            gone = db.execute(
+                f"DELETE FROM {table} WHERE namespace = ? AND name = ?", (namespace or _GLOBAL, name)
+            ).rowcount
+            if gone:
+                self._changed(db)
+            return gone > 0
+
+        return await self._do(write)
+
+    async def _rows(self, table: str, namespace: str | None, every: bool) -> list[tuple[str, str, str, float | None]]:
+        def read(db: sqlite3.Connection) -> list[tuple[str, str, str, float | None]]:
+            select = f"SELECT namespace, name, body, expires_at FROM {table}"
+            if every:
+                return db.execute(select + " ORDER BY namespace, name").fetchall()
+            return db.execute(select + " WHERE namespace = ? ORDER BY name", (namespace or _GLOBAL,)).fetchall()
+
+        return await self._do(read)
+
+    # Upkeep
+
+    async def sweep(self, now: float | None = None) -> int:
+        at = time.time() if now is None else now
+
+        def write(db: sqlite3.Connection) -> int:
+            gone = 0
+            for table in ("server_v1", "tool_v1"):
+                gone += db.execute(
+                    f"DELETE FROM {table} WHERE expires_at IS NOT NULL AND expires_at <= ?", (at,)
+                ).rowcount
+            if gone:
+                self._changed(db)
+            gone += db.execute("DELETE FROM token_v1 WHERE expires_at IS NOT NULL AND expires_at <= ?", (at,)).rowcount
+            return gone
+
+        return await self._do(write)
+
+    async def version(self) -> int:
+        def read(db: sqlite3.Connection) -> int:
+            row = db.execute("SELECT value FROM meta_v1 WHERE key = 'version'").fetchone()
+            return int(row[0]) if row is not None else 0
+
+        return await self._do(read)
