@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Send
+from starlette.types import Scope as ASGIScope
 
+from toolscout.config.scopes import UNSCOPED, Scope
 from toolscout.face.http_sessions import peer_of
 
 
@@ -30,6 +32,12 @@ class Principal:
     """The authenticated identity; None for an anonymous request (it could be anyone)."""
     address: str | None = None
     """The client's address (`unix` on a Unix socket), for logs: not part of who the client is."""
+    scope: Scope = UNSCOPED
+    """What the principal may see and do (`toolscout.config.scopes`); the face serves each of its
+    requests under it (`scoped`)."""
+    admin: bool = False
+    """Whether it may use the HTTP API (`/api/v1/...`): an admin key, or anyone when the gateway
+    authenticates no one (loopback, or `--insecure-no-auth`)."""
 
 
 ANONYMOUS = Principal()
@@ -45,11 +53,12 @@ class PrincipalResolver(Protocol):
 
 
 class AnonymousPrincipals:
-    """Today's resolver: nobody is authenticated; a principal only says where the request came from."""
+    """The resolver of a gateway that authenticates no one: every request is anonymous, sees everything
+    and may use the API; a principal only says where the request came from."""
 
     async def resolve(self, request: Request) -> Principal:
         """An anonymous principal with the request's client address."""
-        return Principal(address=peer_of(request.scope))
+        return Principal(address=peer_of(request.scope), admin=True)
 
 
 _SCOPE_KEY = "toolscout.principal"
@@ -62,7 +71,7 @@ class PrincipalAdmission:
         self.app = app
         self.resolver = resolver
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             # Without `receive`: a resolver decides from headers and connection, never by reading the body.
             scope[_SCOPE_KEY] = await self.resolver.resolve(Request(scope))
