@@ -265,6 +265,15 @@ class CatalogCacheConfig(_Model):
     _path_is_absolute = field_validator("path")(absolute_path)
 
 
+class RegistryConfig(_Model):
+    """The embedded registry of issued tokens and run-time registrations (`toolscout.registry`)."""
+
+    path: str | None = None
+    """The SQLite file; unset: `registry.sqlite3` beside the persistent catalog's file. `~` is expanded."""
+
+    _path_is_absolute = field_validator("path")(absolute_path)
+
+
 DEFAULT_MAX_SESSIONS = 1000
 """At about 40 kB a session, some 40 MB; the SDK's 10,000 took the gateway from 148 to 548 MB."""
 DEFAULT_MAX_SESSIONS_PER_CLIENT = 32
@@ -330,6 +339,8 @@ class GatewayConfig(_Model):
     catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)
     """The persistent catalog; `false` turns it off, `true` is the default."""
     http: HttpServeConfig = Field(default_factory=HttpServeConfig)
+    registry: RegistryConfig = Field(default_factory=RegistryConfig)
+    """Where issued tokens and run-time registrations are kept."""
     """`serve --transport http`: allowed Host/Origin headers and session limits."""
 
     @field_validator("catalog_cache", mode="before")

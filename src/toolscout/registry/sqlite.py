@@ -17,6 +17,8 @@ from typing import Any, TypeVar, cast
 
 import anyio.to_thread
 
+from toolscout.config.locations import user_cache_dir
+from toolscout.config.models import GatewayConfig
 from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
 
 T = TypeVar("T")
@@ -49,6 +51,16 @@ CREATE TABLE IF NOT EXISTS tool_v1 (
 );
 CREATE TABLE IF NOT EXISTS meta_v1 (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
+
+
+def registry_path(config: GatewayConfig) -> Path:
+    """The file `registry.path` names, else `registry.sqlite3` beside the persistent catalog's file
+    (`catalogCache.path`, or the user cache directory), whether or not that cache is on."""
+    if config.registry.path:
+        return Path(config.registry.path).expanduser()
+    if config.catalog_cache.path:
+        return Path(config.catalog_cache.path).expanduser().parent / DEFAULT_FILE_NAME
+    return user_cache_dir() / DEFAULT_FILE_NAME
 
 
 def _token_body(record: TokenRecord) -> str:
