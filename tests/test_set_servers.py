@@ -247,3 +247,18 @@ def gateway_specs(gateway: Gateway) -> list[UpstreamSpec]:
 async def tool_names(client: Client) -> list[str]:
     result: types.ListToolsResult = await client.list_tools()
     return [t.name for t in result.tools]
+
+
+async def test_a_restarted_server_keeps_its_resource_subscriptions() -> None:
+    first, second = Library("books"), Library("books")
+    async with Gateway([UpstreamSpec("books", InProcessUpstream(first.server), protocol="legacy")]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        await gateway.upstream("books").resource_subscriptions.add("note://1")
+        await first.wait_subscribed({"note://1"})
+
+        moved = UpstreamSpec("books", InProcessUpstream(second.server), protocol="legacy")
+        assert (await gateway.set_servers([moved], owner="config")).restarted == ("books",)
+
+        await second.wait_subscribed({"note://1"})  # subscribed again on the new connection
+        assert gateway.upstream("books").resource_subscriptions.uris == ["note://1"]
