@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -139,8 +140,14 @@ def live() -> Iterator[tuple[BlockingPortal, Gateway]]:
 
 tool_names = st.lists(st.sampled_from([f"{v}_{w}" for v in ("get", "delete", "make") for w in WORDS]), max_size=6)
 catalogs = st.lists(tool_names, min_size=len(SERVERS), max_size=len(SERVERS))
+
+
+def make_scope(namespace: str | None, servers: list[str] | None, tools: list[str]) -> Scope:
+    return Scope.of(namespace=namespace, servers=servers, tools=tools)
+
+
 scopes = st.builds(
-    lambda namespace, servers, tools: Scope.of(namespace=namespace, servers=servers, tools=tools),
+    make_scope,
     st.sampled_from([*NAMESPACES, None]),
     st.one_of(st.none(), st.lists(st.sampled_from(["grp", "grp-one", "gr", "shared", "grpx", "*", "grp-two"]))),
     st.lists(st.sampled_from(["!delete_*", "get_*", "*_note", "!*_chart"]), max_size=2),
@@ -157,9 +164,7 @@ async def check_scope(gateway: Gateway, catalog: list[list[str]], scope: Scope) 
         if scope.sees_tool(ns, name, shown(ns, name), t)
     }
     seen_servers = {shown(ns, name) for ns, name in SERVERS if scope.sees_server(ns, name)}
-    unseen_names = {t for (ns, name), names in zip(SERVERS, catalog, strict=True) for t in names} - {
-        t for _, t in visible
-    }
+    unseen_names = {t for names in catalog for t in names} - {t for _, t in visible}
     with scoped(scope):
         assert {u.name for u in gateway.upstreams} == seen_servers
         listed = {(s, t.name) for s in seen_servers for t in await gateway.tools(s, include_disabled=True)}
@@ -172,7 +177,7 @@ async def check_scope(gateway: Gateway, catalog: list[list[str]], scope: Scope) 
                     continue
                 with pytest.raises(NotFound) as refused:
                     await gateway.execute(shown(namespace, name), t, {})
-                suggested = refused.value.details.get("suggestions") or []
+                suggested: list[Any] = refused.value.details.get("suggestions") or []
                 # Did-you-mean names nothing the scope does not see.
                 for s in suggested:
                     assert (s["server"], s["tool"]) in visible if isinstance(s, dict) else s in seen_servers
