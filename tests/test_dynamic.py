@@ -1,7 +1,9 @@
 """Dynamic mode: tools a client loads join that client's own tool list, and the client is told.
 
 Real SDK clients over the in-memory transport (one connection each) and over streamable HTTP
-(sessions at 2025-11-25, none at 2026-07-28), in both protocol eras.
+(sessions at 2025-11-25). Loading is for handshake-era clients only: at 2026-07-28 tools/list cannot
+vary per connection, so a client of that era lists the meta-tools and is refused a load, with the
+way to get tools of its own (a token's pinnedTools, tests/test_scoped_face.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from toolscout.upstream import InProcessUpstream, UpstreamSpec
 pytestmark = pytest.mark.anyio
 
 DYNAMIC_TOOLS = [*META_TOOL_NAMES, "load_tools", "unload_tools"]
+HANDSHAKE = [era for era in ERAS if era == "legacy"]
 WEATHER = {"server": "kitchen", "tool": "get_weather"}
 NOTE = {"server": "notes", "tool": "create_note"}
 
@@ -52,7 +55,7 @@ async def names(client: Client) -> list[str]:
     return [t.name for t in (await client.list_tools()).tools]
 
 
-@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("era", HANDSHAKE)
 async def test_loaded_tools_join_the_list_with_full_schemas_and_run_natively(era: str) -> None:
     watcher = ListWatcher()
     async with dynamic_gateway() as (gateway, _):
@@ -94,7 +97,7 @@ async def test_loaded_tools_join_the_list_with_full_schemas_and_run_natively(era
             assert watcher.count == 3
 
 
-@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("era", HANDSHAKE)
 async def test_loading_is_all_or_nothing_capped_and_quiet_when_nothing_changes(era: str) -> None:
     watcher = ListWatcher()
     async with dynamic_gateway() as (gateway, _):
@@ -127,7 +130,7 @@ async def test_loading_is_all_or_nothing_capped_and_quiet_when_nothing_changes(e
 async def test_each_connection_has_its_own_loaded_tools() -> None:
     async with dynamic_gateway() as (gateway, _):
         server = build_server(gateway, "dynamic")
-        async with Client(server, mode="legacy") as first, Client(server, mode="auto") as second:
+        async with Client(server, mode="legacy") as first, Client(server, mode="legacy") as second:
             await first.call_tool("load_tools", {"tools": [WEATHER]})
             await second.call_tool("load_tools", {"tools": [NOTE]})
             assert (await names(first))[-1:] == ["kitchen__get_weather"]
@@ -158,21 +161,35 @@ async def test_dynamic_surface_adds_little_to_the_default_one() -> None:
     assert discovery <= 350 and dynamic - discovery <= 150, (discovery, dynamic)
 
 
-@pytest.mark.parametrize("era", ERAS)
-async def test_over_http_each_client_is_notified_and_sees_only_its_own_tools(era: str) -> None:
+async def test_over_http_each_client_is_notified_and_sees_only_its_own_tools() -> None:
     watcher = ListWatcher()
     async with dynamic_gateway() as (gateway, _), http_gateway(gateway) as url:
-        async with watched_client(url, era, watcher) as client:
+        async with watched_client(url, "legacy", watcher) as client:
             await client.call_tool("load_tools", {"tools": [WEATHER]})
             await watcher.wait_for(1)
             assert (await names(client))[-1] == "kitchen__get_weather"
             result = await client.call_tool("kitchen__get_weather", {"city": "Rome"})
             assert not result.is_error
-        if era == "legacy":
-            # Another session starts with nothing loaded. (At 2026-07-28 there are no sessions:
-            # the same client program, unauthenticated, finds its tools again.)
-            async with Client(url, mode=era) as other:
-                assert await names(other) == DYNAMIC_TOOLS
+        # Another session starts with nothing loaded.
+        async with Client(url, mode="legacy") as other:
+            assert await names(other) == DYNAMIC_TOOLS
+
+
+@pytest.mark.parametrize("transport", ["memory", "http"])
+async def test_at_2026_07_28_nothing_is_loaded_and_loading_points_to_pinned_tools(transport: str) -> None:
+    async with dynamic_gateway() as (gateway, _), http_gateway(gateway, mode="dynamic") as url:
+        target = build_server(gateway, "dynamic") if transport == "memory" else url
+        async with Client(target, mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            assert await names(client) == META_TOOL_NAMES  # the same list for every connection
+            for tool, arguments in (("load_tools", {"tools": [WEATHER]}), ("unload_tools", {})):
+                refused = error_of(await client.call_tool(tool, arguments))
+                assert refused["code"] == "NOT_IN_THIS_PROTOCOL", refused
+                assert "2026-07-28" in refused["message"] and "pinnedTools" in refused["message"]
+            assert await names(client) == META_TOOL_NAMES
+            # The tools themselves stay reachable, by execute_tool or their native name.
+            direct = await client.call_tool("kitchen__get_weather", {"city": "Rome"})
+            assert not direct.is_error
 
 
 async def test_http_client_states_are_bounded() -> None:

@@ -310,7 +310,7 @@ async def test_an_upstream_protocol_error_on_its_own_tool_reaches_the_client_as_
         with anyio.fail_after(10):
             await gateway.settle()
         async with Client(build_server(gateway, mode), mode=era) as client:
-            if mode == "dynamic":
+            if mode == "dynamic" and era == "legacy":  # (at 2026-07-28 nothing loads; native names still work)
                 loaded = await client.call_tool(
                     "load_tools", {"tools": [{"server": "kitchen", "tool": "protocol_error"}]}
                 )

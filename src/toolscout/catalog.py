@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +66,10 @@ class CatalogTool:
     @property
     def output_schema(self) -> dict[str, Any] | None:
         return self.tool.output_schema
+
+
+Visible = Callable[[CatalogTool], bool]
+"""Whether the scope of a request sees a tool (gateway/visibility.py)."""
 
 
 class Catalog:
@@ -137,9 +141,12 @@ class Catalog:
     def get(self, server: str, name: str) -> CatalogTool | None:
         return self._servers.get(server, {}).get(name)
 
-    def admit(self, server: str, name: str) -> CatalogTool:
+    def admit(self, server: str, name: str, *, visible: Visible | None = None) -> CatalogTool:
         """`server`'s tool called exactly `name`, if its server listed it and `toolRules` enable it;
         else `ToolNotFound` (with the closest enabled names) or `ToolDisabled`.
+
+        `visible`: whether the caller's scope sees a tool (gateway/visibility.py); one it does not
+        see is `ToolNotFound` whatever the rules say, and only tools it sees are suggested.
 
         The one rule for a call to reach an upstream: the gateway asks it before validating the
         arguments, and `Upstream.call_tool` again before sending, so no path can call a tool the
@@ -147,8 +154,8 @@ class Catalog:
         case-insensitive, would otherwise run a disabled tool under another spelling of its name).
         """
         entry = self.get(server, name)
-        if entry is None:
-            raise self.not_found(server, name)
+        if entry is None or (visible is not None and not visible(entry)):
+            raise self.not_found(server, name, visible=visible)
         if not entry.enabled:
             raise ToolDisabled(
                 f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
@@ -163,13 +170,14 @@ class Catalog:
     def servers_with_tool(self, name: str) -> list[str]:
         return [server for server, entries in self._servers.items() if name in entries]
 
-    def not_found(self, server: str, name: str) -> ToolNotFound:
+    def not_found(self, server: str, name: str, *, visible: Visible | None = None) -> ToolNotFound:
         """The error for a tool `server` does not have, with the closest of its tools and the other
-        servers that have one of that name."""
-        suggestions = [{"server": server, "tool": t} for t in closest(name, [t.name for t in self.tools(server)])]
+        servers that have one of that name (of those `visible` says the caller sees, if given)."""
+        own = [t for t in self.tools(server) if visible is None or visible(t)]
+        suggestions = [{"server": server, "tool": t} for t in closest(name, [t.name for t in own])]
         for other in self.servers_with_tool(name):
             entry = self.get(other, name)
-            if other != server and entry is not None and entry.enabled:
+            if other != server and entry is not None and entry.enabled and (visible is None or visible(entry)):
                 suggestions.insert(0, {"server": other, "tool": name})
         suggestions = suggestions[:MAX_SUGGESTIONS]
         hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"

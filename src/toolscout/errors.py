@@ -20,7 +20,8 @@ into MCP errors, `isError` results or exit codes.
     │   ├── InvalidArguments       INVALID_ARGUMENTS    (a meta-tool's own arguments)
     │   ├── ArgumentValidationError VALIDATION_ERROR    (an upstream tool's arguments vs its schema)
     │   ├── AmbiguousName          AMBIGUOUS_NAME
-    │   └── LoadLimitReached       LOAD_LIMIT_REACHED
+    │   ├── LoadLimitReached       LOAD_LIMIT_REACHED
+    │   └── NotInThisProtocol      NOT_IN_THIS_PROTOCOL (a tool the client's protocol era cannot have)
     ├── Unavailable
     │   ├── ServerUnavailable      SERVER_UNAVAILABLE
     │   └── CallTimeout            TIMEOUT
@@ -174,6 +175,13 @@ class LoadLimitReached(Invalid):
     """Dynamic mode: loading more tools would pass the configured `maxLoadedTools`."""
 
     code = "LOAD_LIMIT_REACHED"
+
+
+class NotInThisProtocol(Invalid):
+    """A request the client's protocol version rules out (dynamic mode's `load_tools` at 2026-07-28,
+    where tools/list cannot vary per connection)."""
+
+    code = "NOT_IN_THIS_PROTOCOL"
 
 
 class Unavailable(ToolscoutError):

@@ -10,15 +10,17 @@ notice in the client's era). The server's lifespan runs them for as long as it s
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Hashable
 from contextlib import asynccontextmanager
 
 import anyio
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 
+from toolscout.config.scopes import Scope, scoped
 from toolscout.face.sessions import ClientSessions, ClientState, ConnectionScope, ListChanged
 from toolscout.gateway.core import Gateway
-from toolscout.mirror.list_names import LIST_NAMES
+from toolscout.gateway.visibility import scope_key
+from toolscout.mirror.list_names import LIST_NAMES, ListName
 from toolscout.surfaces.base import Surface
 from toolscout.surfaces.digest import digest_off_loop
 
@@ -36,6 +38,11 @@ _NOTICES: dict[str, ListChanged] = {
 
 News = dict[int, tuple[ClientState, set[ListChanged]]]
 """The notices due to each client (by the id of its state)."""
+
+
+def view_key(scope: Scope) -> Hashable:
+    """What two clients whose lists are the same share: what their scopes see, and pin."""
+    return (scope_key(scope), scope.pinned_tools)
 
 
 @asynccontextmanager
@@ -72,16 +79,21 @@ async def watch_catalog(gateway: Gateway, surface: Surface, clients: ClientSessi
     Only clients that have listed tools are told, and only when what they would now get differs
     from what they got (or were last told about): a server reconnecting with the same tools
     tells no one. Changes that come together (start-up, several servers at once) are told once.
+    Each client's list is made under its principal's scope: a change it cannot see tells it nothing.
     """
     async for _ in gateway.catalog.changes.bursts(CHANGE_QUIET_SECONDS):
         news: News = {}
-        shared: str | None = None  # a list that is the same for every client is listed once
+        shared: dict[Hashable, str] = {}  # a list that is the same for every client of a view is listed once
         for state in [scope.client, *clients.http_states()]:
             if "tools" not in state.listed:
                 continue
-            current = shared or await digest_off_loop(await surface.tools(state))
-            if not surface.per_client:
-                shared = current
+            view = view_key(state.scope)
+            current = shared.get(view)
+            if current is None:
+                with scoped(state.scope):
+                    current = await digest_off_loop(await surface.tools(state))
+                if not surface.per_client:
+                    shared[view] = current
             if state.news("tools", current):
                 news[id(state)] = (state, {_NOTICES["tools"]})
         await tell_news(clients, news)
@@ -99,14 +111,22 @@ async def watch_mirror(gateway: Gateway, clients: ClientSessions, scope: Connect
         news: News = {}
         for name in LIST_NAMES:
             listeners = [state for state in states if name in state.listed]
-            if not listeners:
-                continue
-            try:
-                current = await digest_off_loop(await mirror.listed(name))
-            except Exception:  # never a reason to stop telling clients about later changes
-                logger.exception("could not list %s to compare", name)
-                continue
+            digests: dict[Hashable, str | None] = {}  # per scope: each client compares what it sees
             for state in listeners:
-                if state.news(name, current):
+                view = scope_key(state.scope)
+                if view not in digests:
+                    digests[view] = await _mirror_digest(gateway, name, state.scope)
+                current = digests[view]
+                if current is not None and state.news(name, current):
                     news.setdefault(id(state), (state, set()))[1].add(_NOTICES[name])
         await tell_news(clients, news)
+
+
+async def _mirror_digest(gateway: Gateway, name: ListName, scope: Scope) -> str | None:
+    """The digest of the mirror's list `name` as `scope` sees it (None: it could not be listed)."""
+    try:
+        with scoped(scope):
+            return await digest_off_loop(await gateway.mirror.listed(name))
+    except Exception:  # never a reason to stop telling clients about later changes
+        logger.exception("could not list %s to compare", name)
+        return None

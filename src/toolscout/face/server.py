@@ -24,8 +24,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
 from toolscout.config.models import ModeName
+from toolscout.config.scopes import UNSCOPED, scoped
 from toolscout.face.edge import call_result, mcp_errors, refuse_cursor, unknown_tool_error
 from toolscout.face.notify import watching_changes
+from toolscout.face.principals import principal_of
 from toolscout.face.rounds import Rounds
 from toolscout.face.sessions import ClientSessions, ClientState, ConnectionScope, Context
 from toolscout.face.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
@@ -41,7 +43,22 @@ from toolscout.upstream.relay import relaying
 logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
+P = TypeVar("P")
 ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
+
+
+def under_scope(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
+    """`handler`, run under the scope of the principal its request is from (`UNSCOPED` on stdio, in
+    process, and for a principal that sees everything: then at no cost at all)."""
+
+    async def run(ctx: Context, params: P) -> R:
+        scope = principal_of(ctx.request).scope
+        if scope is UNSCOPED:
+            return await handler(ctx, params)
+        with scoped(scope):
+            return await handler(ctx, params)
+
+    return run
 
 
 class GatewayServer(Server[ConnectionScope]):
@@ -84,19 +101,20 @@ class GatewayServer(Server[ConnectionScope]):
                 title="toolscout MCP gateway",
                 instructions=self.surface.instructions,
                 lifespan=lambda _: self.serving(),
-                on_list_tools=self.on_list_tools,
-                on_call_tool=self.on_call_tool,
+                # Every request is served under its principal's scope (config/scopes.py).
+                on_list_tools=under_scope(self.on_list_tools),
+                on_call_tool=under_scope(self.on_call_tool),
                 on_set_logging_level=self.on_set_logging_level,
-                on_list_resources=self.on_list_resources,
-                on_list_resource_templates=self.on_list_resource_templates,
-                on_read_resource=self.on_read_resource,
-                on_list_prompts=self.on_list_prompts,
-                on_get_prompt=self.on_get_prompt,
-                on_subscribe_resource=self.on_subscribe_resource,
-                on_unsubscribe_resource=self.on_unsubscribe_resource,
-                on_completion=self.on_completion,
+                on_list_resources=under_scope(self.on_list_resources),
+                on_list_resource_templates=under_scope(self.on_list_resource_templates),
+                on_read_resource=under_scope(self.on_read_resource),
+                on_list_prompts=under_scope(self.on_list_prompts),
+                on_get_prompt=under_scope(self.on_get_prompt),
+                on_subscribe_resource=under_scope(self.on_subscribe_resource),
+                on_unsubscribe_resource=under_scope(self.on_unsubscribe_resource),
+                on_completion=under_scope(self.on_completion),
                 # Always: resource and prompt lists change in every mode (tools too, except in discovery).
-                on_subscriptions_listen=self.subscriptions.listen,
+                on_subscriptions_listen=under_scope(self.subscriptions.listen),
             )
 
     def get_capabilities(

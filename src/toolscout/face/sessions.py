@@ -44,6 +44,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolscout.config.scopes import UNSCOPED, Scope
 from toolscout.face.principals import principal_of
 from toolscout.upstream.relay import SamplingResult
 
@@ -85,6 +86,8 @@ class ClientState:
     """The session of its latest request: its standalone channel, for telling it about changes."""
     modern: bool = False
     """Whether it speaks 2026-07-28 (changes go to its listen streams, not to a channel)."""
+    scope: Scope = UNSCOPED
+    """What its principal sees (of its latest request): its lists are compared under it when they change."""
     _listen: ListenHandler | None = None
     _tools_changed: bool = False
 
@@ -145,6 +148,7 @@ class ClientSessions:
         state = self._find(ctx)
         state.session = ctx.session
         state.modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        state.scope = principal_of(ctx.request).scope
         return state
 
     def http_states(self) -> list[ClientState]:

@@ -32,6 +32,7 @@ from toolscout.config.models import (
     GatewayConfig,
 )
 from toolscout.config.rules import RuleSet
+from toolscout.config.scopes import current_scope
 from toolscout.config.secrets import config_secrets
 from toolscout.config.server_source import ConfiguredServers, ServerSource
 from toolscout.errors import InvalidArguments, ToolscoutError
@@ -44,6 +45,7 @@ from toolscout.gateway.snapshots import Snapshots, SnapshotStore
 from toolscout.gateway.startup import Startup
 from toolscout.gateway.store import CatalogStore, store_path
 from toolscout.gateway.validation import ArgumentValidator
+from toolscout.gateway.visibility import Visibility, unscoped
 from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.mirror.core import Mirror
 from toolscout.upstream import Status, Upstream, UpstreamSpec
@@ -92,6 +94,8 @@ class Gateway:
         # after it; it runs (and reports) only once the gateway is entered, all parts built.
         self._upstreams = UpstreamRegistry(self._new_upstream(spec) for spec in specs)
         self.catalog.order_servers(self._upstreams.names)  # not the order they happen to connect in
+        self.visibility = Visibility(self._upstreams, self.catalog)
+        """What the scope of the request being served sees (`current_scope()`): every lookup below asks it."""
         self._snapshots = Snapshots(catalog_store, self._upstreams)
         self._index = SearchIndex(
             self.catalog,
@@ -209,7 +213,7 @@ class Gateway:
         never the gateway (it must not raise)."""
         if self._task_group is None:
             raise RuntimeError("the gateway is not running")
-        self._task_group.start_soon(func, *args, name=name)
+        self._task_group.start_soon(unscoped, func, *args, name=name)
 
     # The set of upstreams (gateway/runtime.py)
 
@@ -240,16 +244,20 @@ class Gateway:
 
     @property
     def upstreams(self) -> list[Upstream]:
-        """Every upstream: the config's in file order, then the others by name."""
-        return list(self._upstreams)
+        """Every upstream the request's scope sees (all, outside a request): the config's in file
+        order, then the others by name."""
+        return self.visibility.upstreams(current_scope())
 
     def upstream(self, name: str) -> Upstream:
-        """The upstream called `name`, or `ServerNotFound` with the closest names."""
-        return self._upstreams.named(name)
+        """The upstream called `name` if the request's scope sees it, or `ServerNotFound` with the
+        closest names it sees."""
+        return self.visibility.named(name, current_scope())
 
     async def live_upstream(self, server: str) -> Upstream:
         """The upstream `server`, connected (woken when idle, waited for while connecting), or why not."""
-        return await self._upstreams.live(server)
+        upstream = self.upstream(server)
+        await wait_until_connected(upstream)
+        return upstream
 
     async def settle(self) -> None:
         """Wait until no upstream is still connecting (bound it with a cancel scope)."""
@@ -267,7 +275,7 @@ class Gateway:
 
     def server_status(self, upstream: Upstream) -> dict[str, Any]:
         """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready)."""
-        total, enabled = self.catalog.counts(upstream.name)
+        total, enabled = self.visibility.counts(current_scope(), upstream.name)
         entry: dict[str, Any] = {
             "name": upstream.name,
             "description": upstream.description,
@@ -320,16 +328,17 @@ class Gateway:
     async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
         """The tools of one server (waiting for it if it is still connecting and has no stored catalog)."""
         await self._catalog_ready(self.upstream(server))
-        return self.catalog.tools(server, include_disabled=include_disabled)
+        return self.visibility.tools(current_scope(), server, include_disabled=include_disabled)
 
     async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""
+        scope = current_scope()
         await self._catalog_ready(self.upstream(server))
         if not include_disabled:
-            return self.catalog.admit(server, name)
-        entry = self.catalog.get(server, name)
+            return self.visibility.admit(scope, server, name)
+        entry = self.visibility.get(scope, server, name)
         if entry is None:
-            raise self.catalog.not_found(server, name)
+            raise self.visibility.not_found(scope, server, name)
         return entry
 
     async def _catalog_ready(self, upstream: Upstream) -> None:
@@ -378,9 +387,9 @@ class Gateway:
             raise InvalidArguments(
                 f"arguments must be an object, got {type(arguments).__name__}.", server=server, tool=name
             )
-        upstream = await self._upstreams.live(server)  # never from the stored catalog: a call needs the server
+        upstream = await self.live_upstream(server)  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
-        entry = self.catalog.admit(server, name)
+        entry = self.visibility.admit(current_scope(), server, name)
         if not self._validator.accepts(entry.input_schema, args, server=server, tool=name):
             # jsonschema's own walk (an invalid call, or a schema the quick check does not judge):
             # costly on big arguments, so off the event loop.

@@ -18,7 +18,10 @@ import anyio.abc
 
 from toolscout.catalog import Catalog
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS, DEFAULT_MIN_RELEVANCE
+from toolscout.config.scopes import Scope, current_scope
 from toolscout.gateway.registry import UpstreamRegistry
+from toolscout.gateway.scoped_search import ScopedIndexes
+from toolscout.gateway.visibility import Visibility, narrows
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
@@ -61,6 +64,10 @@ class SearchIndex:
         self._min_relevance = min_relevance
         self._max_query_chars, self._max_query_steps = max_query_chars, max_query_steps
         self._indexed_version = -1
+        self._visibility = Visibility(upstreams, catalog)
+        self._scoped = ScopedIndexes(
+            self._visibility, lambda: (catalog.version, tuple(u.name for u in upstreams)), self._server_context
+        )
         # All three made in `start`, in the event loop they belong to.
         self._index_lock: anyio.Lock
         """Held while the index is rebuilt (in a worker thread) or read: one at a time, off the event loop."""
@@ -105,16 +112,23 @@ class SearchIndex:
         min_relevance: float | None = None,
     ) -> list[SearchHit]:
         """Enabled tools ranked for `query` (see `Gateway.search`): the query is checked against its
-        caps and `server` looked up before any work; the index is rebuilt first if the catalog changed."""
+        caps and `server` looked up before any work; the index is rebuilt first if the catalog changed.
+
+        Within the scope of the request (`current_scope()`), only the tools it sees are searched, by an
+        index of those tools alone (scoped_search.py): what it cannot see changes no ranking.
+        """
         from toolscout.search.base import check_queries, search_steps
 
+        scope = current_scope()
         floor = self._min_relevance if min_relevance is None else min_relevance
         check_queries(query, limit, floor, max_chars=self._max_query_chars, max_steps=self._max_query_steps)
         if server is not None:
-            self._upstreams.named(server)
+            self._visibility.named(server, scope)
         rank = functools.partial(search_steps, query=query, server=server, limit=limit, min_relevance=floor)
         async with self._index_lock:
             backend = await self._indexed()
+            if narrows(scope):
+                backend = await self._scoped.backend(scope, backend)
             # Scoring takes milliseconds per step on a large catalog, more on a long query: in a worker
             # thread, the event loop goes on answering other clients. Under the lock, no rebuild can
             # swap the index underneath it (one search at a time reads it).
@@ -138,10 +152,12 @@ class SearchIndex:
                 self._search = (self._search_factory or build_backend)()
             return self._search
 
-    def _server_context(self) -> dict[str, str]:
+    def _server_context(self, scope: Scope | None = None) -> dict[str, str]:
+        """What each server (each one `scope` sees, if given) says about itself: context for its tools."""
         from toolscout.search.base import server_context
 
+        upstreams = self._upstreams if scope is None else self._visibility.upstreams(scope)
         return {
             up.name: server_context(up.description, up.identity.instructions if up.identity else None)
-            for up in self._upstreams
+            for up in upstreams
         }

@@ -22,7 +22,7 @@ the URI read), `kind: prompt` prompt names; both by the upstream's own URI or na
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 import mcp_types as types
 from mcp import Client
@@ -39,7 +39,7 @@ from toolscout.errors import (
     ToolscoutError,
 )
 from toolscout.mirror.list_names import ListName
-from toolscout.mirror.lists import ListedCallback, UpstreamLists
+from toolscout.mirror.lists import ListedCallback, UpstreamLists, in_scope
 from toolscout.mirror.routing import template_matches, uri_owners
 from toolscout.mirror.upstreams import Upstreams
 from toolscout.mirror.uris import PREFIX, gateway_block, gateway_uri, split_gateway_uri
@@ -50,6 +50,7 @@ from toolscout.upstream import Upstream
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.results import without_hop_metadata
 
+ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
 AdmitKind = Literal["resource", "template", "prompt"]
 """What `Mirror.admit` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""
 
@@ -170,6 +171,9 @@ class Mirror:
         the rules keep back under another spelling.
         """
         rule_kind: RuleKind = "prompt" if kind == "prompt" else "resource"
+        # Outside the request's scope is as good as not there: never DISABLED, no neighbour named.
+        if not in_scope(self.upstreams.upstream(server), name, rule_kind):
+            raise self._not_listed(kind, server, name)
         if not self._rules.verdict(server, name, rule_kind).enabled:
             if kind == "prompt":
                 message = f"Prompt {name!r} of {server!r} is disabled by toolRules and cannot be used."
@@ -208,14 +212,24 @@ class Mirror:
             return any(t.uri_template == name for t in templates or ())
         if any(r.uri == name for r in resources or ()):
             return True
+        upstream = self.upstreams.upstream(server)
         return any(
-            template_matches(t.uri_template, name) and self._rules.verdict(server, t.uri_template, "resource").enabled
+            template_matches(t.uri_template, name)
+            and self._rules.verdict(server, t.uri_template, "resource").enabled
+            and in_scope(upstream, t.uri_template, "resource")
             for t in templates or ()
         )
 
+    def _seen(self, server: str, names: Iterable[str], kind: RuleKind) -> list[str]:
+        """Those of `server`'s `names` the request's scope sees (the only ones an error may suggest)."""
+        upstream = self.upstreams.upstream(server)
+        return [name for name in names if in_scope(upstream, name, kind)]
+
     def _not_listed(self, kind: AdmitKind, server: str, name: str) -> ToolscoutError:
         if kind == "prompt":
-            close = closest(name, [p.name for p in self.lists.prompts.known.get(server, ())])
+            close = closest(
+                name, self._seen(server, (p.name for p in self.lists.prompts.known.get(server, ())), "prompt")
+            )
             return PromptNotFound(
                 f"Server {server!r} lists no prompt {name!r}.{did_you_mean(close)} prompts/list shows every prompt.",
                 server=server,
@@ -228,7 +242,7 @@ class Mirror:
         else:
             known = [r.uri for r in self.lists.resources.known.get(server, ())]
             what, where = "resource", "resources/list and resources/templates/list show what each server offers."
-        close = closest(name, known)
+        close = closest(name, self._seen(server, known, "resource"))
         extra = " and none of its templates matches it" if kind == "resource" else ""
         return ResourceNotFound(
             f"Server {server!r} lists no {what} {name!r}{extra}.{did_you_mean(close)} {where}",
@@ -245,7 +259,7 @@ class Mirror:
         for attempt in range(2):
             if attempt:
                 await self.lists.gather(self.lists.templates)
-            known = self.lists.templates.known
+            known = self._visible(self.lists.templates.known)
             owners = [s for s, items in known.items() if any(t.uri_template == template for t in items)]
             server = only_owner("resource template", template, owners, (gateway_uri(s, template) for s in owners))
             if server is not None:
@@ -267,8 +281,8 @@ class Mirror:
             ]
             owners = uri_owners(
                 uri,
-                {s: [r.uri for r in items] for s, items in self.lists.resources.known.items()},
-                {s: [t.uri_template for t in items] for s, items in self.lists.templates.known.items()},
+                {s: [r.uri for r in items] for s, items in self._visible(self.lists.resources.known).items()},
+                {s: [t.uri_template for t in items] for s, items in self._visible(self.lists.templates.known).items()},
                 offering,
             )
             server = only_owner("resource", uri, owners, (gateway_uri(s, uri) for s in sorted(set(owners))))
@@ -299,6 +313,15 @@ class Mirror:
         contents = [c.model_copy(update={"uri": gateway_uri(server, c.uri)}) for c in result.contents]
         return without_hop_metadata(result.model_copy(update={"contents": contents}))
 
+    def _visible(self, known: Mapping[str, Sequence[ItemT]]) -> dict[str, list[ItemT]]:
+        """Each server's `known` items the request's scope sees, of the servers it sees."""
+        seen: dict[str, list[ItemT]] = {}
+        for upstream in self.upstreams.upstreams:
+            items = known.get(upstream.name)
+            if items is not None:
+                seen[upstream.name] = [i for i in items if in_scope(upstream, _rule_key(i), _rule_kind(i))]
+        return seen
+
     # Prompts
 
     def _prompt_names(self) -> dict[tuple[str, str], str]:
@@ -308,10 +331,11 @@ class Mirror:
 
     def _route_prompt(self, name: str) -> tuple[str, str] | None:
         names = self._prompt_names()
-        route = next((pair for pair, native in names.items() if native == name), None)
+        seen = {(server, p.name) for server, items in self._visible(self.lists.prompts.known).items() for p in items}
+        route = next((pair for pair, native in names.items() if native == name and pair in seen), None)
         if route is not None:
             return route
-        owners = [server for server, prompt in names if prompt == name]
+        owners = [server for server, prompt in names if prompt == name and (server, prompt) in seen]
         server = only_owner("prompt", name, owners, (names[(s, name)] for s in sorted(set(owners))))
         return None if server is None else (server, name)
 
@@ -346,3 +370,13 @@ class Mirror:
             prompt=name,
             suggestions=close or None,
         )
+
+
+def _rule_key(item: types.Resource | types.ResourceTemplate | types.Prompt) -> str:
+    if isinstance(item, types.Resource):
+        return item.uri
+    return item.uri_template if isinstance(item, types.ResourceTemplate) else item.name
+
+
+def _rule_kind(item: types.Resource | types.ResourceTemplate | types.Prompt) -> RuleKind:
+    return "prompt" if isinstance(item, types.Prompt) else "resource"

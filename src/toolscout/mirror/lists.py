@@ -24,6 +24,7 @@ from mcp import Client
 from pydantic import BaseModel
 
 from toolscout.config.rules import RuleKind, RuleSet
+from toolscout.config.scopes import current_scope
 from toolscout.errors import ToolscoutError, UpstreamError
 from toolscout.mirror.list_names import ListName
 from toolscout.mirror.upstreams import Upstreams
@@ -59,6 +60,15 @@ async def _templates_page(client: Client, cursor: str | None) -> tuple[list[type
 async def _prompts_page(client: Client, cursor: str | None) -> tuple[list[types.Prompt], str | None]:
     page = await client.list_prompts(cursor=cursor)
     return page.prompts, page.next_cursor
+
+
+def in_scope(upstream: Upstream, name: str, kind: RuleKind) -> bool:
+    """Whether the scope of the request sees `upstream`'s prompt `name` or resource URI (template) `name`."""
+    scope = current_scope()
+    if scope.unrestricted:
+        return True
+    spec = upstream.spec
+    return scope.sees_tool(spec.namespace, spec.registered_name, upstream.name, name, kind)
 
 
 @dataclass(eq=False)
@@ -140,12 +150,14 @@ class UpstreamLists:
             self.listing(cast(ListName, name)).known[upstream.name] = list(items)
 
     def enabled(self, listing: Listing[ItemT]) -> list[tuple[str, ItemT]]:
-        """`(server, item)` of every item `toolRules` enable, servers in configuration order."""
+        """`(server, item)` of every item `toolRules` enable and the request's scope sees, servers in
+        configuration order (the upstreams' own, which are those the scope sees)."""
         return [
             (upstream.name, item)
             for upstream in self._upstreams.upstreams
             for item in listing.known.get(upstream.name, ())
             if self._rules.verdict(upstream.name, listing.rule_key(item), listing.rule_kind).enabled
+            and in_scope(upstream, listing.rule_key(item), listing.rule_kind)
         ]
 
     async def gather(self, listing: Listing[ItemT]) -> None:

@@ -23,6 +23,7 @@ import mcp_types as types
 
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName, ToolNaming
+from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.surfaces.client import SurfaceClient
@@ -30,6 +31,7 @@ from toolscout.surfaces.compact import CompactSurface
 from toolscout.surfaces.discovery import DiscoverySurface
 from toolscout.surfaces.dynamic import DynamicSurface
 from toolscout.surfaces.passthrough import PassthroughSurface
+from toolscout.surfaces.pinned import PinnedTools
 
 
 class Surface(Protocol):
@@ -76,15 +78,47 @@ class SurfaceOptions:
         )
 
 
+class WithPinnedTools:
+    """A surface, plus the pinned tools of the request's principal (surfaces/pinned.py) after its own."""
+
+    def __init__(self, surface: Surface, gateway: Gateway) -> None:
+        self.surface = surface
+        self.pinned = PinnedTools(gateway)
+        self.instructions = surface.instructions
+        self.next_steps = surface.next_steps
+        self.per_client = surface.per_client
+
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
+        tools = await self.surface.tools(client)
+        if current_scope().pinned_tools:
+            await self.pinned.gateway.settle_startup()  # a pinned server still starting: its moment first
+        pinned = self.pinned.tools()
+        if not pinned:
+            return tools
+        own = {tool.name for tool in tools}  # (dynamic mode: a loaded tool that is also pinned, once)
+        return [*tools, *(tool for tool in pinned if tool.name not in own)]
+
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        result = await self.pinned.call(name, arguments)
+        return result if result is not None else await self.surface.call(client, name, arguments)
+
+    def native(self, name: str) -> bool:
+        return self.surface.native(name) or self.pinned.route(name) is not None
+
+
 def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | None = None) -> Surface:
-    """The surface of `mode` over `gateway`."""
+    """The surface of `mode` over `gateway` (with each principal's pinned tools, except in passthrough
+    mode, which lists every tool a principal sees natively already)."""
     options = options or SurfaceOptions()
     match mode:
         case "discovery":
-            return DiscoverySurface(gateway, listing_format=options.listing_format)
+            return WithPinnedTools(DiscoverySurface(gateway, listing_format=options.listing_format), gateway)
         case "compact":
-            return CompactSurface(gateway)
+            return WithPinnedTools(CompactSurface(gateway), gateway)
         case "passthrough":
             return PassthroughSurface(gateway, naming=options.tool_names)
         case "dynamic":
-            return DynamicSurface(gateway, max_loaded=options.max_loaded_tools, listing_format=options.listing_format)
+            dynamic = DynamicSurface(
+                gateway, max_loaded=options.max_loaded_tools, listing_format=options.listing_format
+            )
+            return WithPinnedTools(dynamic, gateway)

@@ -10,6 +10,8 @@ class SurfaceClient(Protocol):
 
     loaded: dict[tuple[str, str], None]
     """Tools this client loaded in dynamic mode, as `(server, tool)`, in loading order."""
+    modern: bool
+    """Whether it speaks 2026-07-28 (no tool list of its own: dynamic mode loads nothing for it)."""
 
     def mark_tools_changed(self) -> None:
         """Record that this client's tool list changed (the face tells the client)."""

@@ -13,8 +13,10 @@ from typing import Any
 import mcp_types as types
 from pydantic import Field, field_validator
 
+from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
+from toolscout.gateway.visibility import ScopedCache
 from toolscout.present.listing import model_text
 from toolscout.present.render import INSTRUCTIONS_LIMIT, cut_text
 from toolscout.surfaces.arguments import ArgsModel, forgive_arguments
@@ -66,19 +68,18 @@ class CompactSurface:
             read_only=False,
         )
         self._by_name = {tool.name: tool for tool in (self._inspect, self._exec)}
-        self._described: tuple[Any, str] = (None, "")
+        self._described = ScopedCache[str]()
 
     def description(self) -> str:
-        """`inspect`'s description: the layout of spec 001 §4.1, one block per server.
+        """`inspect`'s description: the layout of spec 001 §4.1, one block per server the request's
+        scope sees, with the tools it sees.
 
         Made again only when the catalog or a server's status or identity changed: every
         `tools/list` asks for it, and for 10,000 tools it took 40 ms of the event loop.
         """
         upstreams = self.gateway.upstreams
-        key = (self.gateway.catalog.version, tuple((u.status, u.identity, u.description) for u in upstreams))
-        if key != self._described[0]:
-            self._described = (key, self._describe(upstreams))
-        return self._described[1]
+        key = (self.gateway.catalog.version, tuple((u.name, u.status, u.identity, u.description) for u in upstreams))
+        return self._described.get(current_scope(), key, lambda: self._describe(upstreams))
 
     def _describe(self, upstreams: list[Upstream]) -> str:
         lines = ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
@@ -89,7 +90,7 @@ class CompactSurface:
             if upstream.status is not Status.CONNECTED:
                 head += f" [{upstream.status.value}]"
             lines.append(head)
-            for tool in self.gateway.catalog.tools(upstream.name):
+            for tool in self.gateway.visibility.tools(current_scope(), upstream.name):
                 lines.append(f"    - {tool.name}: {tool.summary}" if tool.summary else f"    - {tool.name}")
         return "\n".join(lines)
 

@@ -14,7 +14,8 @@ import mcp_types as types
 from pydantic import Field
 
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
-from toolscout.errors import AGENT_STEPS, LoadLimitReached, Phrasing
+from toolscout.config.scopes import current_scope
+from toolscout.errors import AGENT_STEPS, LoadLimitReached, NotInThisProtocol, Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.surfaces.arguments import ArgsModel
 from toolscout.surfaces.client import SurfaceClient
@@ -55,11 +56,17 @@ class DynamicSurface:
         )
         self._unload = ToolSpec("unload_tools", "Remove loaded tools from your tool list.", UnloadToolsArgs)
         self._definitions = [tool.definition() for tool in (*META_TOOLS, self._load, self._unload)]
+        self._modern_definitions = [tool.definition() for tool in META_TOOLS]
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
+        if client.modern:
+            # 2026-07-28: tools/list must not vary per connection, so nothing is loaded into it
+            # (a principal's pinned tools are how a client gets tools of its own there).
+            return self._modern_definitions
         loaded: list[types.Tool] = []
+        scope = current_scope()
         for server, tool in client.loaded:
-            entry = self.gateway.catalog.get(server, tool)
+            entry = self.gateway.visibility.get(scope, server, tool)
             # A tool its server dropped, or a rule disabled, leaves the list but stays loaded:
             # it comes back if the server offers it again.
             if entry is not None and entry.enabled:
@@ -69,17 +76,29 @@ class DynamicSurface:
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         if name in BY_NAME:
             return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
+        if name in (self._load.name, self._unload.name) and client.modern:
+            raise NotInThisProtocol(
+                f"{name} works only for clients of protocol versions up to 2025-11-25: at 2026-07-28 tools/list "
+                "cannot vary per connection, so no tool can be loaded into it. Call the tool with execute_tool, "
+                "or have it pinned in your token's pinnedTools (server/tool) to see it in tools/list."
+            )
         if name == self._load.name:
             return await self._run_load(client, self._load.parse(arguments))
         if name == self._unload.name:
             return self._run_unload(client, self._unload.parse(arguments))
         # Any catalog tool answers to its native name, loaded or not: a client whose list is
         # stale (say, across a gateway restart) still reaches the tool it means.
-        route = self.names.route(name) or next((p for p in client.loaded if self.names.name(*p) == name), None)
+        visible = self.gateway.visibility.tool_filter(current_scope())
+        route = self.names.route(name, visible) or next(
+            (p for p in client.loaded if self.names.name(*p) == name and self._sees(p)), None
+        )
         if route is None:
             return None
         # A loaded tool its server has since dropped gets TOOL_NOT_FOUND (with suggestions), not "unknown tool".
         return await self.gateway.execute(route[0], route[1], arguments)
+
+    def _sees(self, pair: tuple[str, str]) -> bool:
+        return self.gateway.visibility.sees(current_scope(), *pair)
 
     def native(self, name: str) -> bool:
         return name not in BY_NAME and name not in (self._load.name, self._unload.name)

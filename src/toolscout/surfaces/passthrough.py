@@ -17,10 +17,12 @@ from typing import Any
 
 import mcp_types as types
 
-from toolscout.catalog import Catalog, CatalogTool
+from toolscout.catalog import Catalog, CatalogTool, Visible
 from toolscout.config.models import ToolNaming
+from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
+from toolscout.gateway.visibility import ScopedCache
 from toolscout.naming import native_names, only_owner
 from toolscout.surfaces.client import SurfaceClient
 
@@ -56,19 +58,25 @@ class NativeNames:
         self._fresh()
         return self._names.get((server, tool)) or native_names([(server, tool)], bare=self._bare)[(server, tool)]
 
-    def route(self, name: str) -> tuple[str, str] | None:
+    def route(self, name: str, visible: Visible | None = None) -> tuple[str, str] | None:
         """The `(server, tool)` a native name stands for, its `server__tool` name when names are bare, or
         an upstream's own tool name (naming.py), in that order.
 
-        A bare name that several servers' enabled tools share raises `AmbiguousName`.
+        A bare name that several servers' enabled tools share raises `AmbiguousName`. `visible`: whether
+        the request's scope sees a tool; a name for a tool it does not see stands for nothing.
         """
         self._fresh()
         route = self._routes.get(name) or self._prefixed.get(name)
         if route is not None:
-            return route
+            entry = self._catalog.get(*route)
+            return route if visible is None or entry is None or visible(entry) else None
         # An enabled tool wins over disabled namesakes; only a disabled one gets TOOL_DISABLED.
         for enabled in (True, False):
-            owners = [e.server for e in self._catalog.tools(include_disabled=not enabled) if e.name == name]
+            owners = [
+                e.server
+                for e in self._catalog.tools(include_disabled=not enabled)
+                if e.name == name and (visible is None or visible(e))
+            ]
             server = only_owner("tool", name, owners, (self.name(s, name) for s in sorted(set(owners))))
             if server is not None:
                 return server, name
@@ -105,7 +113,10 @@ class PassthroughSurface:
         bare = bare_names(naming, gateway)
         self.names = NativeNames(gateway.catalog, bare=bare)
         self._exposed: list[types.Tool] = []
+        self._entries: list[CatalogTool] = []
         self._exposed_version = -1
+        self._scoped = ScopedCache[list[types.Tool]]()
+        """What each scope that narrows sees of `_exposed`."""
         self.instructions = "toolscout passes through the tools of its MCP servers; " + (
             "each keeps its own name, unless two servers have a tool of that name: then it is named server__tool."
             if bare
@@ -118,15 +129,25 @@ class PassthroughSurface:
         # of the event loop on every tools/list.
         catalog = self.gateway.catalog
         if self._exposed_version != catalog.version:
-            self._exposed = [self.names.expose(e) for e in catalog.tools()]
+            self._entries = catalog.tools()
+            self._exposed = [self.names.expose(e) for e in self._entries]
             self._exposed_version = catalog.version
-        return self._exposed
+        scope = current_scope()
+        visible = self.gateway.visibility.tool_filter(scope)
+        if visible is None:
+            return self._exposed
+        return self._scoped.get(
+            scope,
+            (catalog.version, tuple(u.name for u in self.gateway.upstreams)),
+            lambda: [tool for entry, tool in zip(self._entries, self._exposed, strict=True) if visible(entry)],
+        )
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        route = self.names.route(name)
+        visible = self.gateway.visibility.tool_filter(current_scope())
+        route = self.names.route(name, visible)
         if route is None:
             await self.gateway.settle_startup()  # a client may call before the catalog has arrived
-            route = self.names.route(name)
+            route = self.names.route(name, visible)
         if route is None:
             # Never forwarded, not even in front of one server: a server whose own lookup is loose
             # (case-insensitive, say) would run a tool the rules disabled under another spelling.
