@@ -262,3 +262,33 @@ async def test_a_restarted_server_keeps_its_resource_subscriptions() -> None:
 
         await second.wait_subscribed({"note://1"})  # subscribed again on the new connection
         assert gateway.upstream("books").resource_subscriptions.uris == ["note://1"]
+
+
+async def test_clients_are_told_their_resource_and_prompt_lists_changed() -> None:
+    told: list[str] = []
+    arrived = anyio.Event()
+
+    async def handler(message: Any) -> None:
+        nonlocal arrived
+        if isinstance(message, types.ResourceListChangedNotification | types.PromptListChangedNotification):
+            told.append(message.method)
+            arrived.set()
+            arrived = anyio.Event()
+
+    books, films = Library("books"), Library("films")
+    specs = [
+        UpstreamSpec("books", InProcessUpstream(books.server)),
+        UpstreamSpec("films", InProcessUpstream(films.server)),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway), mode="legacy", message_handler=handler) as client:
+            assert any("films" in r.uri for r in (await client.list_resources()).resources)
+            assert any(p.name.startswith("films__") for p in (await client.list_prompts()).prompts)
+            await gateway.set_servers(specs[:1], owner="config")
+            with anyio.fail_after(10):
+                while set(told) != {"notifications/resources/list_changed", "notifications/prompts/list_changed"}:
+                    await arrived.wait()
+            assert not any("films" in r.uri for r in (await client.list_resources()).resources)
+            assert not any(p.name.startswith("films__") for p in (await client.list_prompts()).prompts)
