@@ -11,6 +11,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from tests.helpers.catalog_cache import HANGING, UNIT_TOOLS, cached_config, remember
 from tests.helpers.gateway_client import notes_server
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.helpers.paths import PYTHON, ROOT
@@ -292,3 +293,17 @@ async def test_clients_are_told_their_resource_and_prompt_lists_changed() -> Non
                     await arrived.wait()
             assert not any("films" in r.uri for r in (await client.list_resources()).resources)
             assert not any(p.name.startswith("films__") for p in (await client.list_prompts()).prompts)
+
+
+async def test_a_server_added_while_running_starts_from_its_stored_catalog(tmp_path: Path) -> None:
+    config = cached_config(tmp_path, {"units": HANGING})
+    remember(config, "units")  # what a gateway of this config listed last time
+    async with Gateway.from_config(cached_config(tmp_path, {})) as gateway:
+        specs = [UpstreamSpec.from_config(name, server) for name, server in config.mcp_servers.items()]
+        with anyio.fail_after(20):
+            await gateway.set_servers(specs, owner="config")
+        # Its handshake never finishes: what it offers comes from the store, at once.
+        assert [t.name for t in gateway.catalog.tools("units")] == [t.name for t in UNIT_TOOLS]
+        assert gateway.cached_at("units") is not None
+        hits = await gateway.search("miles to kilometers")
+        assert (hits[0].tool.server, hits[0].tool.name) == ("units", "convert_units")
