@@ -21,9 +21,11 @@ from mcp.client.stdio import stdio_client
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import SERVE_READY, alive, exited, running
+from toolscout.config import StdioServerConfig
 from toolscout.config.loader import load_config
 from toolscout.face.reload import ConfigReloader
 from toolscout.gateway.core import Gateway
+from toolscout.upstream import UpstreamSpec
 
 pytestmark = pytest.mark.anyio
 
@@ -124,6 +126,8 @@ async def test_http_passthrough_follows_added_and_removed_servers(tmp_path: Path
             await exited(pid)
             result = await client.call_tool("convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
             assert not result.is_error
+        # The server left as it was kept its one connection throughout.
+        assert len([line for line in gateway.stderr if "units: connected (" in line]) == 1
         assert not any("Traceback" in line for line in gateway.stderr), "\n".join(gateway.stderr)
 
 
@@ -262,3 +266,21 @@ async def test_a_file_caught_half_written_is_looked_at_again_before_it_is_report
         write_config(path, {"mcpServers": {}})
         assert await reloader.check()
         assert gateway.upstreams == []
+
+
+async def test_a_name_a_registered_server_has_is_refused_and_the_running_set_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "toolscout.json"
+    write_config(path, {"mcpServers": {}})
+    async with Gateway.from_config(load_config(path)) as gateway:
+        reloader = ConfigReloader(gateway, path, load_config(path))
+        registered = UpstreamSpec.from_config("units", StdioServerConfig.model_validate(units()))
+        await gateway.set_servers([registered], owner="registry")
+        write_config(path, {"mcpServers": {"units": units(), "other": {**units(), "description": "Other"}}})
+        assert not await reloader.check(asked=True)
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1
+        assert "'units' is already there (registered at run time)" in errors[0]
+        assert "Still serving the servers it had" in errors[0]
+        assert [u.name for u in gateway.upstreams] == ["units"] and gateway.upstream("units").spec is registered

@@ -11,6 +11,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from tests.helpers.catalog_cache import HANGING, UNIT_TOOLS, cached_config, remember
 from tests.helpers.gateway_client import notes_server
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.helpers.paths import PYTHON, ROOT
@@ -262,3 +263,47 @@ async def test_a_restarted_server_keeps_its_resource_subscriptions() -> None:
 
         await second.wait_subscribed({"note://1"})  # subscribed again on the new connection
         assert gateway.upstream("books").resource_subscriptions.uris == ["note://1"]
+
+
+async def test_clients_are_told_their_resource_and_prompt_lists_changed() -> None:
+    told: list[str] = []
+    arrived = anyio.Event()
+
+    async def handler(message: Any) -> None:
+        nonlocal arrived
+        if isinstance(message, types.ResourceListChangedNotification | types.PromptListChangedNotification):
+            told.append(message.method)
+            arrived.set()
+            arrived = anyio.Event()
+
+    books, films = Library("books"), Library("films")
+    specs = [
+        UpstreamSpec("books", InProcessUpstream(books.server)),
+        UpstreamSpec("films", InProcessUpstream(films.server)),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway), mode="legacy", message_handler=handler) as client:
+            assert any("films" in r.uri for r in (await client.list_resources()).resources)
+            assert any(p.name.startswith("films__") for p in (await client.list_prompts()).prompts)
+            await gateway.set_servers(specs[:1], owner="config")
+            with anyio.fail_after(10):
+                while set(told) != {"notifications/resources/list_changed", "notifications/prompts/list_changed"}:
+                    await arrived.wait()
+            assert not any("films" in r.uri for r in (await client.list_resources()).resources)
+            assert not any(p.name.startswith("films__") for p in (await client.list_prompts()).prompts)
+
+
+async def test_a_server_added_while_running_starts_from_its_stored_catalog(tmp_path: Path) -> None:
+    config = cached_config(tmp_path, {"units": HANGING})
+    remember(config, "units")  # what a gateway of this config listed last time
+    async with Gateway.from_config(cached_config(tmp_path, {})) as gateway:
+        specs = [UpstreamSpec.from_config(name, server) for name, server in config.mcp_servers.items()]
+        with anyio.fail_after(20):
+            await gateway.set_servers(specs, owner="config")
+        # Its handshake never finishes: what it offers comes from the store, at once.
+        assert [t.name for t in gateway.catalog.tools("units")] == [t.name for t in UNIT_TOOLS]
+        assert gateway.cached_at("units") is not None
+        hits = await gateway.search("miles to kilometers")
+        assert (hits[0].tool.server, hits[0].tool.name) == ("units", "convert_units")
