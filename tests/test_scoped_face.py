@@ -278,3 +278,27 @@ async def test_a_client_is_told_only_of_changes_its_scope_sees(era: str) -> None
         await alpha.call_tool("alpha_books__add_note", {"name": "fresh"})
         await alpha_heard.wait_for("Resource")
         assert not any(n.startswith("Tool") for n in alpha_heard.notices), alpha_heard.notices
+
+
+async def test_a_call_in_rounds_runs_under_its_requests_scope() -> None:
+    """A 2026-07-28 client that can be asked questions has its calls run in rounds, in the gateway's own
+    task group: still under the scope of the request that started it."""
+
+    async def decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with (
+        two_namespaces() as gateway,
+        scoped_http(gateway, "discovery") as url,
+        httpx2.AsyncClient(headers={"Authorization": "Bearer alpha-token"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode="auto", elicitation_callback=decline) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        outside = await failure(client, "execute_tool", {"server": "beta.films", "tool": "add_note", "arguments": {}})
+        assert outside["code"] == "SERVER_NOT_FOUND"
+        hidden = await failure(client, "execute_tool", {"server": "kitchen", "tool": "delete_city"})
+        assert hidden["code"] == "TOOL_NOT_FOUND"
+        inside = await client.call_tool(
+            "execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": {"city": "Oslo"}}
+        )
+        assert not inside.is_error, text(inside)
