@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, error_of, structured, text
@@ -197,3 +202,103 @@ async def test_dynamic_loads_only_what_the_scope_sees_in_the_handshake_era() -> 
         ]
         hidden = await failure(client, "load_tools", {"tools": [{"server": "kitchen", "tool": "get_weather"}]})
         assert hidden["code"] == "SERVER_NOT_FOUND"
+
+
+class Heard:
+    """The change notices one client got, in the order they came (handshake era: notifications on
+    its session's stream; 2026-07-28: events of its listen stream)."""
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
+        self.listening = False  # at 2026-07-28 the SDK also hands listen-stream frames to message_handler
+        self._changed = anyio.Event()
+
+    def add(self, notice: object) -> None:
+        self.notices.append(type(notice).__name__.removesuffix("Notification"))
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def message_handler(self, message: Any) -> None:
+        notices = (types.ToolListChangedNotification, types.ResourceListChangedNotification)
+        if isinstance(message, notices) and not self.listening:
+            self.add(message)
+
+    async def wait_for(self, notice: str) -> None:
+        with anyio.fail_after(10):
+            while not any(n.startswith(notice) for n in self.notices):
+                await self._changed.wait()
+
+
+@asynccontextmanager
+async def heard_client(url: str, token: str, era: str, heard: Heard) -> AsyncGenerator[Client]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(
+            streamable_http_client(url, http_client=http), mode=era, message_handler=heard.message_handler
+        ) as client,
+    ):
+        if era == "legacy":
+            yield client
+            return
+        async with (
+            client.listen(tools_list_changed=True, resources_list_changed=True) as subscription,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def pump() -> None:
+                async for event in subscription:
+                    heard.add(event)
+
+            heard.listening = True
+            tg.start_soon(pump)
+            yield client
+            tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_client_is_told_only_of_changes_its_scope_sees(era: str) -> None:
+    """Each client's lists are compared under its own scope: a change in another namespace tells it nothing."""
+    alpha_heard, beta_heard = Heard(), Heard()
+    async with (
+        two_namespaces() as gateway,
+        scoped_http(gateway, "passthrough") as url,
+        heard_client(url, "alpha-token", era, alpha_heard) as alpha,
+        heard_client(url, "beta-token", era, beta_heard) as beta,
+    ):
+        await alpha.list_tools()
+        await alpha.list_resources()
+        before = [t.name for t in (await beta.list_tools()).tools]
+        films = [t.tool for t in gateway.catalog.tools("beta.films")]
+        new = types.Tool(name="rate_film", input_schema={"type": "object"})
+        gateway.catalog.set_server_tools("beta.films", [*films, new])
+        await beta_heard.wait_for("ToolListChanged" if era == "legacy" else "ToolsListChanged")
+        assert [t.name for t in (await beta.list_tools()).tools] == [*before, "beta_films__rate_film"]
+        # Then a change alpha sees, told on the same stream as any notice of beta's change would
+        # have been, after it: alpha's resources.
+        await alpha.call_tool("alpha_books__add_note", {"name": "fresh"})
+        await alpha_heard.wait_for("Resource")
+        assert not any(n.startswith("Tool") for n in alpha_heard.notices), alpha_heard.notices
+
+
+async def test_a_call_in_rounds_runs_under_its_requests_scope() -> None:
+    """A 2026-07-28 client that can be asked questions has its calls run in rounds, in the gateway's own
+    task group: still under the scope of the request that started it."""
+
+    async def decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with (
+        two_namespaces() as gateway,
+        scoped_http(gateway, "discovery") as url,
+        httpx2.AsyncClient(headers={"Authorization": "Bearer alpha-token"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode="auto", elicitation_callback=decline) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        outside = await failure(client, "execute_tool", {"server": "beta.films", "tool": "add_note", "arguments": {}})
+        assert outside["code"] == "SERVER_NOT_FOUND"
+        hidden = await failure(client, "execute_tool", {"server": "kitchen", "tool": "delete_city"})
+        assert hidden["code"] == "TOOL_NOT_FOUND"
+        inside = await client.call_tool(
+            "execute_tool", {"server": "kitchen", "tool": "get_weather", "arguments": {"city": "Oslo"}}
+        )
+        assert not inside.is_error, text(inside)

@@ -28,13 +28,17 @@ ALPHA = Scope.of(
     namespace="alpha",
     servers=["books", "kitchen"],
     tools=["!delete_*"],
-    # The last three are outside alpha's scope (another namespace's, or a server it is not given): never shown.
+    # The rest are outside alpha's scope (another namespace's, a server it is not given, a tool its
+    # rules hide), name no tool, or repeat one: never shown (twice).
     pinned_tools=[
         "books/add_note",
         "kitchen/get_weather",
         "films/add_note",
         "beta.films/add_prompt",
         "notes/create_note",
+        "kitchen/delete_city",
+        "kitchen",
+        "books/add_note",
     ],
     label="alpha",
 )

@@ -22,6 +22,7 @@ from mcp.server.subscriptions import ResourceUpdated
 
 from toolscout.errors import ToolscoutError
 from toolscout.face.sessions import ClientSessions, ClientState, Context
+from toolscout.gateway.visibility import unscoped
 from toolscout.mirror.core import Mirror
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ class ResourceSubscriptions:
 
     def drop_soon(self, state: ClientState) -> None:
         """`drop`, in the background (for callers that cannot wait)."""
-        self._upstreams.start_soon(self.drop, state, name="drop resource subscriptions")
+        # Outside any scope: it may be started from another principal's request (an eviction).
+        self._upstreams.start_soon(unscoped, self.drop, state, name="drop resource subscriptions")
 
     async def _release(self, key: Key, state: ClientState, uri: str) -> None:
         if self._forget(key, state, uri):

@@ -45,7 +45,7 @@ from toolscout.gateway.snapshots import Snapshots, SnapshotStore
 from toolscout.gateway.startup import Startup
 from toolscout.gateway.store import CatalogStore, store_path
 from toolscout.gateway.validation import ArgumentValidator
-from toolscout.gateway.visibility import Visibility, unscoped
+from toolscout.gateway.visibility import Visibility
 from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.mirror.core import Mirror
 from toolscout.upstream import Status, Upstream, UpstreamSpec
@@ -213,7 +213,8 @@ class Gateway:
         never the gateway (it must not raise)."""
         if self._task_group is None:
             raise RuntimeError("the gateway is not running")
-        self._task_group.start_soon(unscoped, func, *args, name=name)
+        # In the context it is started from (a call in rounds runs under its request's scope).
+        self._task_group.start_soon(func, *args, name=name)
 
     # The set of upstreams (gateway/runtime.py)
 

@@ -23,6 +23,10 @@ from toolscout.gateway.visibility import MAX_SCOPES, Visibility, scope_key
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
+    from toolscout.search.dense import DenseBackend, VectorCache
+
+EMBED_AFRESH_UP_TO = 1_000
+"""A scope seeing up to this many tools embeds them afresh; beyond, their vectors come from the cache."""
 
 
 class FilteredBackend:
@@ -48,18 +52,23 @@ def narrowed(full: SearchBackend, tools: Sequence[CatalogTool], context: Mapping
     from toolscout.search.hybrid import HybridBackend
 
     backend: SearchBackend
+    # A scope's few tools are embedded afresh (reading the vector cache on disk costs more); a scope
+    # that sees most of a large catalog reads their vectors from the gateway's cache instead.
     if isinstance(full, HybridBackend):
-        # No vector cache on disk: reading it costs more than embedding a scope's few tools.
-        dense = None if full.dense is None else DenseBackend(full.dense.embedder)
+        dense = None if full.dense is None else DenseBackend(full.dense.embedder, _cache(full.dense, tools))
         backend = HybridBackend(dense, full.weights)
     elif isinstance(full, DenseBackend):
-        backend = DenseBackend(full.embedder)
+        backend = DenseBackend(full.embedder, _cache(full, tools))
     elif isinstance(full, BM25Backend):
         backend = BM25Backend(full.weights)
     else:
         return FilteredBackend(full, tools)
     backend.rebuild(tools, context)
     return backend
+
+
+def _cache(full: DenseBackend, tools: Sequence[CatalogTool]) -> VectorCache | None:
+    return full.cache if len(tools) > EMBED_AFRESH_UP_TO else None
 
 
 @dataclass

@@ -88,17 +88,23 @@ class DynamicSurface:
             return self._run_unload(client, self._unload.parse(arguments))
         # Any catalog tool answers to its native name, loaded or not: a client whose list is
         # stale (say, across a gateway restart) still reaches the tool it means.
-        visible = self.gateway.visibility.tool_filter(current_scope())
-        route = self.names.route(name, visible) or next(
-            (p for p in client.loaded if self.names.name(*p) == name and self._sees(p)), None
-        )
+        route = self._route(client, name)
+        if route is None:
+            await self.gateway.settle_startup()  # a client may call before the catalog has arrived
+            route = self._route(client, name)
         if route is None:
             return None
         # A loaded tool its server has since dropped gets TOOL_NOT_FOUND (with suggestions), not "unknown tool".
         return await self.gateway.execute(route[0], route[1], arguments)
 
-    def _sees(self, pair: tuple[str, str]) -> bool:
-        return self.gateway.visibility.sees(current_scope(), *pair)
+    def _route(self, client: SurfaceClient, name: str) -> tuple[str, str] | None:
+        """The `(server, tool)` the native `name` stands for, among the tools the request's scope sees."""
+        scope = current_scope()
+        visible = self.gateway.visibility.tool_filter(scope)
+        return self.names.route(name, visible) or next(
+            (p for p in client.loaded if self.names.name(*p) == name and self.gateway.visibility.sees(scope, *p)),
+            None,
+        )
 
     def native(self, name: str) -> bool:
         return name not in BY_NAME and name not in (self._load.name, self._unload.name)
