@@ -102,8 +102,9 @@ def token_request(data: Mapping[str, Any], now: float) -> tuple[TokenRecord, str
         Scope.of(namespace=namespace, servers=servers, tools=tools, pinned_tools=pinned, label=label)
     except ValidationError as exc:
         raise TokenRequestError(f"tools: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-    except ValueError as exc:
-        raise TokenRequestError(str(exc)) from None
+    except ValueError as exc:  # the namespace's own message names it; a pattern's does not
+        message = str(exc)
+        raise TokenRequestError(message if message.startswith("namespace") else f"tools: {message}") from None
     secret = new_secret()
     record = TokenRecord(
         id="tok_" + secrets.token_hex(8),
