@@ -13,7 +13,7 @@ import pytest
 from starlette.requests import Request
 
 from toolscout.config.auth import AuthConfig
-from toolscout.config.loader import parse_config
+from toolscout.config.loader import check_config_text, parse_config
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.config.secrets import config_secrets, mask_auth
 from toolscout.errors import ConfigurationError
@@ -259,3 +259,20 @@ async def test_audit_lines_carry_the_label_and_namespace_never_the_credential(tm
     plain, labelled = (json.loads(line) for line in audit.path.read_text().splitlines())
     assert "label" not in plain and "namespace" not in plain
     assert (labelled["label"], labelled["namespace"]) == ("run one", "run-1")
+
+
+def test_a_config_with_unset_key_variables_is_still_checked_and_edited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands that only read or edit the file (`token` without `--url`, `config show`) do not need
+    the keys' variables set where they run."""
+    for name in ("TOOLSCOUT_ADMIN_KEY", "CI_AGENT_KEY", "K"):
+        monkeypatch.delenv(name, raising=False)
+    text = json.dumps(
+        {
+            "auth": {
+                "adminKeys": ["${TOOLSCOUT_ADMIN_KEY}", "${K}"],
+                "keys": [{"key": "${CI_AGENT_KEY}", "label": "ci", "namespace": "default"}],
+            }
+        }
+    )
+    config = check_config_text(text, "json", "test.json")
+    assert len(config.auth.admin_keys) == 2 and len(config.auth.keys) == 1

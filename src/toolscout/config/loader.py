@@ -32,8 +32,9 @@ from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
 from toolscout.suggestions import closest
 
-_PLACEHOLDER = "placeholder"
-"""What an unset `${VAR}` stands for when a file is only checked."""
+_PLACEHOLDER = "placeholder-for-unset-"
+"""What an unset `${VAR}` stands for when a file is only checked, followed by the variable's name (so
+that two unset keys are not one key twice, and a key's placeholder is as long as a key must be)."""
 _VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -55,7 +56,7 @@ def _remember_secrets(config: GatewayConfig, text: str, environment: Mapping[str
     """From here on, the configured secrets are masked by value wherever they would be printed."""
     used = {m.group(1) for m in _VAR.finditer(text) if m.group(1)}
     found = config_secrets(config, {k: v for k, v in environment.items() if k in used})
-    remember_secrets(found - {_PLACEHOLDER})
+    remember_secrets(value for value in found if not value.startswith(_PLACEHOLDER))
 
 
 def check_config_file(path: Path) -> GatewayConfig:
@@ -115,7 +116,7 @@ def check_config_text(text: str, fmt: str, origin: str) -> GatewayConfig:
     only where `serve` runs is fine. Unset variables get a placeholder for the check.
     """
     raw = _parse_text(text, fmt, origin)
-    placeholders = dict.fromkeys(referenced_variables(raw), _PLACEHOLDER)
+    placeholders = {name: _PLACEHOLDER + name.lower().replace("_", "-") for name in referenced_variables(raw)}
     config = parse_config(text, fmt, origin, {**placeholders, **os.environ})
     _remember_secrets(config, text, os.environ)
     return config
