@@ -11,8 +11,9 @@ token), all open at once and warmed up, then measured round-robin in batches, in
 each round, so the machine's noise falls on all of them alike. Each configuration calls
 `search_tools` and `execute_tool` (convert_units) in turn.
 
-Prints Markdown: p50 and p99 per configuration and call, and the added p50 against no
-authentication (the goal: at most 0.2 ms). Over HTTP a call takes milliseconds and its noise is
+Prints Markdown: p50 and p99 per configuration and call, the added p50 against no authentication
+(the goal: at most 0.2 ms), and the same round by round (each round's median minus the same round's
+no-authentication median: the machine's drift between rounds falls out). Over HTTP a call takes milliseconds and its noise is
 larger than what authentication adds, so the run also times the resolver itself, in process
 (`BearerPrincipals.resolve` on a Starlette request, per credential kind): that is the part
 authentication adds to every request, whatever the transport does.
@@ -116,6 +117,8 @@ async def run(calls: int, batch: int, era: str) -> None:
     env = {**os.environ, "HOME": str(root)}
     command = [PYTHON, "-m", "toolscout", "serve", "--transport", "http", "--port", "0", "--log-level", "warning"]
     samples: dict[tuple[str, str], list[float]] = {}
+    rounds: dict[tuple[str, str], list[float]] = {}
+    """Each round's median per configuration and call (ms): paired with the same round's baseline."""
     async with AsyncExitStack() as stack:
         plain = await stack.enter_async_context(
             running([*command, "-c", str(write_config(root, "plain", keyed=False))], ready=SERVE_READY, env=env)
@@ -153,24 +156,33 @@ async def run(calls: int, batch: int, era: str) -> None:
             random.shuffle(order)
             for name in order:
                 for call, (tool, arguments) in CALLS.items():
+                    batch_times: list[float] = []
                     for _ in range(batch):
                         started = time.perf_counter()
                         result = await clients[name].call_tool(tool, arguments)
-                        samples.setdefault((name, call), []).append(time.perf_counter() - started)
+                        batch_times.append(time.perf_counter() - started)
                         assert not result.is_error, result.content
+                    samples.setdefault((name, call), []).extend(batch_times)
+                    rounds.setdefault((name, call), []).append(statistics.median(batch_times) * 1000)
             done += batch
     resolved = await resolver_times(root, 20_000)
 
     print(f"# Authentication overhead — {date.today()}\n")
     print(f"{os.cpu_count()} cores, Python {platform.python_version()}, era {era}, {calls} calls per row\n")
-    print("| credential | call | p50 ms | p99 ms | added p50 ms |")
-    print("|---|---|---|---|---|")
+    print("| credential | call | p50 ms | p99 ms | added p50 ms | added, round by round: median [quartiles] ms |")
+    print("|---|---|---|---|---|---|")
     for call in CALLS:
         base = summary(samples[("no authentication", call)])[0]
         for name in setups:
             p50, p99 = summary(samples[(name, call)])
-            added = "—" if name == "no authentication" else f"{p50 - base:+.3f}"
-            print(f"| {name} | {call} | {p50:.3f} | {p99:.3f} | {added} |")
+            if name == "no authentication":
+                added = paired = "—"
+            else:
+                added = f"{p50 - base:+.3f}"
+                diffs = [a - b for a, b in zip(rounds[(name, call)], rounds[("no authentication", call)], strict=True)]
+                q1, q2, q3 = statistics.quantiles(diffs, n=4, method="inclusive")
+                paired = f"{q2:+.3f} [{q1:+.3f}, {q3:+.3f}]"
+            print(f"| {name} | {call} | {p50:.3f} | {p99:.3f} | {added} | {paired} |")
     print("\nThe resolver alone (`BearerPrincipals.resolve`, in process, 20,000 requests each):\n")
     print("| credential | p50 µs | p99 µs |")
     print("|---|---|---|")
