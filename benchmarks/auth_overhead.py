@@ -13,10 +13,10 @@ each round, so the machine's noise falls on all of them alike. Each configuratio
 
 Prints Markdown: p50 and p99 per configuration and call, the added p50 against no authentication
 (the goal: at most 0.2 ms), and the same round by round (each round's median minus the same round's
-no-authentication median: the machine's drift between rounds falls out). Over HTTP a call takes milliseconds and its noise is
-larger than what authentication adds, so the run also times the resolver itself, in process
-(`BearerPrincipals.resolve` on a Starlette request, per credential kind): that is the part
-authentication adds to every request, whatever the transport does.
+no-authentication median: the machine's drift between rounds falls out). Over HTTP a call takes
+milliseconds and its noise is larger than what authentication adds, so the run also times the
+resolver itself, in process (`BearerPrincipals.resolve` on a Starlette request, per credential
+kind): that is the part authentication adds to every request, whatever the transport does.
 """
 
 from __future__ import annotations
