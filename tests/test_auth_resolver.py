@@ -276,3 +276,18 @@ def test_a_config_with_unset_key_variables_is_still_checked_and_edited(monkeypat
     )
     config = check_config_text(text, "json", "test.json")
     assert len(config.auth.admin_keys) == 2 and len(config.auth.keys) == 1
+
+
+async def test_a_tokens_own_rate_applies_to_it_alone(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    registry = SqliteRegistry(tmp_path / "registry.sqlite3")
+    principals = BearerPrincipals(AUTH, registry)
+    _, slow = await issue_token(registry, {**TOKEN_REQUEST, "requestsPerMinute": 1})
+    _, fast = await issue_token(registry, TOKEN_REQUEST)
+    await principals.resolve(request(slow))
+    status, headers, _ = await refusal(principals, request(slow))
+    assert status == 429 and headers["retry-after"] == "60"
+    for _ in range(5):
+        await principals.resolve(request(fast))
+    # Refusals are logged (once a minute per address), the credential never.
+    assert any("over the rate of run one" in r.getMessage() for r in caplog.records)
+    assert all(slow not in r.getMessage() for r in caplog.records)

@@ -53,6 +53,8 @@ TOKEN_RECHECK_SECONDS = 1.0
 TOKENS_CHECK_SECONDS = 1.0
 """While authentication is off: how often the registry is asked whether a token was issued."""
 MAX_CACHED_TOKENS = 10_000
+REFUSALS_LOGGED_EVERY = 60.0
+"""Seconds between two log lines about one client address's refused requests."""
 MCP_PATH_PREFIX = "/mcp"
 
 _MISSING = (
@@ -118,6 +120,7 @@ class BearerPrincipals:
         self._tokens_checked = -math.inf
         self._cache: dict[str, _Cached] = {}
         self._limits = RateLimiter(monotonic)
+        self._last_logged: dict[str, float] = {}
 
     @property
     def on(self) -> bool:
@@ -149,6 +152,7 @@ class BearerPrincipals:
             return Principal(address=address, admin=True)
         credential = _bearer(request)
         if credential is None:
+            self._log_refusal(address, "without a credential")
             raise PrincipalRefused(_unauthorized(request, None, _MISSING))
         hashed = secret_hash(credential)
         key = self._key(hashed.encode())
@@ -157,13 +161,25 @@ class BearerPrincipals:
         else:
             cached = await self._token(hashed, credential)
             if cached is None:
+                self._log_refusal(address, "with an unknown, revoked or expired credential")
                 raise PrincipalRefused(_unauthorized(request, "invalid_token", _INVALID))
             principal, per_minute = cached.principal, cached.record.requests_per_minute
         if per_minute is not None and principal.subject is not None:
             wait = self._limits.admit(principal.subject, per_minute)
             if wait is not None:
+                self._log_refusal(address, f"over the rate of {principal.scope.label or principal.subject}")
                 raise PrincipalRefused(_too_many(request, principal, per_minute, wait))
         return replace(principal, address=address)
+
+    def _log_refusal(self, address: str | None, why: str) -> None:
+        # Once a minute per client address: a client refused in a loop must not flood the log. The
+        # credential itself is never logged (nor masked: it is simply not part of the line).
+        where, now = address or "unknown", self._monotonic()
+        if now - self._last_logged.get(where, -math.inf) >= REFUSALS_LOGGED_EVERY:
+            if len(self._last_logged) > MAX_CACHED_TOKENS:
+                self._last_logged = {a: t for a, t in self._last_logged.items() if now - t < REFUSALS_LOGGED_EVERY}
+            self._last_logged[where] = now
+            logger.warning("refused HTTP requests from %s %s (logged once a minute per client)", where, why)
 
     def _key(self, hashed: bytes) -> _Key | None:
         found: _Key | None = None
