@@ -293,3 +293,14 @@ async def test_serving_beyond_loopback_needs_keys_or_an_explicit_flag(tmp_path: 
         url = f"http://127.0.0.1:{port}/mcp"
         assert (await post(http, url, {})).status_code == 401
         assert (await post(http, url, bearer(CLIENT))).status_code == 200
+
+
+async def test_an_unusable_registry_file_is_a_clear_error(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path)
+    config = sandbox.write("work/toolscout.json", json.dumps({"registry": {"path": "/proc/no-such-dir/r.sqlite3"}}))
+    served = await cli(sandbox, "serve", "-c", str(config), "--transport", "http", "--port", "0")
+    assert served.returncode == 2 and "cannot open the registry of issued tokens" in served.stderr
+    listed = await cli(sandbox, "token", "list", "-c", str(config))
+    assert listed.returncode == 3 and "cannot use the token registry" in listed.stderr
+    for done in (served, listed):
+        assert "Traceback" not in done.stderr

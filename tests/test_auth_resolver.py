@@ -291,3 +291,10 @@ async def test_a_tokens_own_rate_applies_to_it_alone(tmp_path: Path, caplog: pyt
     # Refusals are logged (once a minute per address), the credential never.
     assert any("over the rate of run one" in r.getMessage() for r in caplog.records)
     assert all(slow not in r.getMessage() for r in caplog.records)
+
+
+async def test_a_registry_that_cannot_be_read_is_503_not_a_crash() -> None:
+    principals = BearerPrincipals(AUTH, SqliteRegistry(Path("/proc/no-such-dir/registry.sqlite3")))
+    status, headers, body = await refusal(principals, request("ts_" + "x" * 43))
+    assert status == 503 and headers["retry-after"] == "1" and "try again" in body["error"]["message"]
+    assert (await principals.resolve(request(ADMIN))).admin  # keys need no registry

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import socket
+import sqlite3
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -188,7 +189,17 @@ async def _serve(
 
         registry = SqliteRegistry(registry_path(config))
         principals = BearerPrincipals(config.auth, registry)
-        _check_exposure(config, sock, await principals.check_tokens(), insecure_no_auth)
+        try:
+            authenticating = await principals.check_tokens()
+        except (sqlite3.Error, OSError) as exc:
+            Output().fail(
+                ConfigurationError(
+                    f"cannot open the registry of issued tokens {registry.path}: {exc}. Set registry.path to a "
+                    "file this user may write."
+                ),
+                EXIT_CONFIG,
+            )
+        _check_exposure(config, sock, authenticating, insecure_no_auth)
     gateway = Gateway.from_config(config)
     stop = anyio.Event()
     async with anyio.create_task_group() as signals:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 from rich.markup import escape
@@ -26,6 +28,8 @@ from toolscout.masking import remember_secrets
 
 if TYPE_CHECKING:
     from toolscout.registry.sqlite import SqliteRegistry
+
+T = TypeVar("T")
 
 ADMIN_KEY_VARIABLE = "TOOLSCOUT_ADMIN_KEY"
 HTTP_TIMEOUT = 30.0
@@ -109,10 +113,20 @@ def _local_config(config: Path | None, output: Output) -> GatewayConfig:
     return load(config, output, lenient=True)[0]
 
 
-def _registry(config: Path | None, output: Output) -> SqliteRegistry:
+def _locally(config: Path | None, output: Output, work: Callable[[SqliteRegistry], Awaitable[T]]) -> T:
+    """`work` done on the registry file the configuration names, or exit saying why it cannot be."""
     from toolscout.registry.sqlite import SqliteRegistry, registry_path
 
-    return SqliteRegistry(registry_path(_local_config(config, output)))
+    registry = SqliteRegistry(registry_path(_local_config(config, output)))
+    try:
+        return run(work, registry)
+    except (sqlite3.Error, OSError) as exc:
+        output.fail(
+            ToolscoutError(
+                f"cannot use the token registry {registry.path}: {exc}. Set registry.path in the config to a "
+                "file this user may write, or use --url to ask the running gateway."
+            )
+        )
 
 
 @token_app.command()
@@ -153,7 +167,7 @@ def create(
         from toolscout.registry.tokens import TokenRequestError, issue_token
 
         try:
-            record, secret = run(issue_token, _registry(config, output), request)
+            record, secret = _locally(config, output, lambda registry: issue_token(registry, request))
         except TokenRequestError as exc:
             output.fail(InvalidArguments(str(exc)))
         token_id, expires = record.id, record.expires_at
@@ -172,7 +186,7 @@ def list_tokens(url: UrlOption = None, config: ConfigOption = None, as_json: Jso
     if url is not None:
         tokens = cast(list[dict[str, Any]], run(_call, output, "GET", url, "/tokens")["tokens"])
     else:
-        tokens = [record.public() for record in run(_registry(config, output).tokens)]
+        tokens = [record.public() for record in _locally(config, output, lambda registry: registry.tokens())]
     if as_json:
         output.data({"tokens": tokens})
         return
@@ -200,7 +214,7 @@ def revoke(
     output = Output(as_json)
     if url is not None:
         run(_call, output, "DELETE", url, f"/tokens/{token_id}")
-    elif not run(_registry(config, output).revoke_token, token_id):
+    elif not _locally(config, output, lambda registry: registry.revoke_token(token_id)):
         output.fail(ToolscoutError(f"no token {token_id!r}; `toolscout token list` lists them"), EXIT_NOT_FOUND)
     if as_json:
         output.data({"success": True, "id": token_id})

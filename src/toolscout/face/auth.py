@@ -147,7 +147,10 @@ class BearerPrincipals:
         """The principal of `request`, or `PrincipalRefused` (401, 429)."""
         address = peer_of(request.scope)
         if not self._on and self._monotonic() - self._tokens_checked >= TOKENS_CHECK_SECONDS:
-            await self.check_tokens()
+            try:
+                await self.check_tokens()
+            except Exception:  # it could not be read at start either, or `serve` would not have started
+                logger.exception("cannot read the token registry; checking again in %g s", TOKENS_CHECK_SECONDS)
         if not self._on:
             return Principal(address=address, admin=True)
         credential = _bearer(request)
@@ -159,7 +162,7 @@ class BearerPrincipals:
         if key is not None:
             principal, per_minute = key.principal, key.per_minute
         else:
-            cached = await self._token(hashed, credential)
+            cached = await self._token(request, hashed, credential)
             if cached is None:
                 self._log_refusal(address, "with an unknown, revoked or expired credential")
                 raise PrincipalRefused(_unauthorized(request, "invalid_token", _INVALID))
@@ -188,7 +191,16 @@ class BearerPrincipals:
                 found = key
         return found
 
-    async def _token(self, hashed: str, credential: str) -> _Cached | None:
+    async def _read(self, request: Request, hashed: str) -> TokenRecord | None:
+        """The registry's record of a token, or 503 (never 500, never a traceback) when it cannot be read."""
+        assert self._registry is not None
+        try:
+            return await self._registry.token_by_hash(hashed)
+        except Exception:  # whatever the backend raises: the client is told to retry, the log says why
+            logger.exception("cannot read the token registry")
+            raise PrincipalRefused(_unavailable(request)) from None
+
+    async def _token(self, request: Request, hashed: str, credential: str) -> _Cached | None:
         """The cached (or freshly read) record of the token that hashes to `hashed`, if valid now."""
         now = self._monotonic()
         cached = self._cache.get(hashed)
@@ -197,7 +209,7 @@ class BearerPrincipals:
             self._cache.pop(hashed, None)
             # Only issued tokens have the prefix: anything else is not worth a registry query.
             if self._registry is not None and credential.startswith(TOKEN_PREFIX):
-                record = await self._registry.token_by_hash(hashed)
+                record = await self._read(request, hashed)
                 if record is not None:
                     principal = Principal(subject=f"token:{record.id}", scope=record.scope())
                     cached = _Cached(record, principal, now)
@@ -233,6 +245,15 @@ def _unauthorized(request: Request, error: str | None, message: str) -> Response
         body = {"error": error or "invalid_token", "error_description": message}
         return JSONResponse(body, status_code=401, headers=headers)
     return error_response(401, "UNAUTHORIZED", message, headers)
+
+
+def _unavailable(request: Request) -> Response:
+    message = "The gateway cannot check tokens right now (its registry cannot be read); try again shortly."
+    headers = {"Retry-After": "1"}
+    if _is_mcp(request):
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+        return JSONResponse(body, status_code=503, headers=headers)
+    return error_response(503, "UNAVAILABLE", message, headers)
 
 
 def _too_many(request: Request, principal: Principal, per_minute: int, wait: int) -> Response:
