@@ -59,6 +59,9 @@ def _execute(request_id: int = 2) -> dict[str, Any]:
 async def serving(bind: str, *extra: str) -> AsyncGenerator[tuple[Running, str]]:
     """`toolscout serve --demo --transport http` bound to `bind`, and the URL to reach it at."""
     command = [PYTHON, "-m", "toolscout", "serve", "--demo", "--transport", "http", "--host", bind, "--port", "0"]
+    if bind == "0.0.0.0":
+        # No keys configured here: beyond loopback, serving without authentication must be asked for.
+        command.append("--insecure-no-auth")
     async with running([*command, *extra], ready=SERVE_READY) as gateway:
         port = re.search(r":(\d+)/mcp$", gateway.match.group(1))
         assert port is not None

@@ -74,6 +74,7 @@ _TOKEN_SHAPES = (
     r"ya29\.[A-Za-z0-9_\-]{20,}",  # Google OAuth access tokens
     r"npm_[A-Za-z0-9]{36}",
     r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
+    r"ts_[A-Za-z0-9_\-]{40,}",  # toolscout's own issued tokens (`toolscout.registry.base.new_secret`)
     r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+",  # JWTs
 )
 _TOKEN = re.compile(r"\b(?:" + "|".join(_TOKEN_SHAPES) + ")")

@@ -22,7 +22,7 @@ from toolscout.config import (
 )
 from toolscout.config.loader import environment_for, read_raw
 from toolscout.config.locations import candidate_paths
-from toolscout.config.secrets import mask_server
+from toolscout.config.secrets import mask_auth, mask_server
 from toolscout.errors import ConfigurationError
 from toolscout.present.render import counted
 
@@ -66,6 +66,7 @@ def _effective(config: GatewayConfig, raw: dict[str, Any]) -> dict[str, Any]:
             entry["args"] = [w if isinstance(w, str) and "${" in w else a for w, a in pairs]
         servers[name] = mask_server(entry)
     dumped["mcpServers"] = servers
+    dumped["auth"] = mask_auth(dumped["auth"], cast(dict[str, Any], raw.get("auth") or {}))
     return dumped
 
 

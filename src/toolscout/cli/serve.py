@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import socket
+import sqlite3
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -16,16 +17,17 @@ import anyio
 import typer
 
 from toolscout import __version__
-from toolscout.cli.common import EXIT_INVALID, ConfigOption, Output, load, run
+from toolscout.cli.common import EXIT_CONFIG, EXIT_INVALID, ConfigOption, Output, load, run
 from toolscout.cli.startup import startup_over
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
-from toolscout.errors import ToolscoutError
+from toolscout.errors import ConfigurationError, ToolscoutError
 from toolscout.masking import install_log_masking
 from toolscout.present.render import counted
 
 if TYPE_CHECKING:
     from toolscout.gateway.core import Gateway
+    from toolscout.registry.sqlite import SqliteRegistry
 
 
 class Transport(StrEnum):
@@ -105,6 +107,14 @@ def serve(
             "or * for any; repeat for more. Added to http.allowedOrigins."
         ),
     ] = None,
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-no-auth",
+            help="(http) Serve on a non-loopback address without any key configured: anyone who reaches "
+            "the port can run every tool. Without it, that refuses to start.",
+        ),
+    ] = False,
 ) -> None:
     """Run the gateway as an MCP server."""
     setup_logging(log_level, background=True)
@@ -136,7 +146,7 @@ def serve(
             )
     # The file as loaded, before any option changed it: what its next version is compared with (reload.py).
     watched = (source.path, loaded) if source is not None else None
-    run(_serve, gateway_config, sock, host, stateless, log_level, answering, watched)
+    run(_serve, gateway_config, sock, host, stateless, log_level, answering, watched, insecure_no_auth)
 
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
@@ -167,7 +177,9 @@ async def _serve(
     level: LogLevel,
     answering: tuple[Path, Path] | None,
     watched: tuple[Path, GatewayConfig] | None,
+    insecure_no_auth: bool = False,
 ) -> None:
+    from toolscout.face.auth import BearerPrincipals
     from toolscout.face.http_access import AllowList
     from toolscout.face.http_sessions import SessionLimits
     from toolscout.face.reload import ConfigReloader, reloading
@@ -175,6 +187,24 @@ async def _serve(
     from toolscout.gateway.core import Gateway
     from toolscout.surfaces.base import SurfaceOptions
 
+    registry: SqliteRegistry | None = None
+    principals: BearerPrincipals | None = None
+    if sock is not None:
+        from toolscout.registry.sqlite import SqliteRegistry, registry_path
+
+        registry = SqliteRegistry(registry_path(config))
+        principals = BearerPrincipals(config.auth, registry)
+        try:
+            authenticating = await principals.check_tokens()
+        except (sqlite3.Error, OSError) as exc:
+            Output().fail(
+                ConfigurationError(
+                    f"cannot open the registry of issued tokens {registry.path}: {exc}. Set registry.path to a "
+                    "file this user may write."
+                ),
+                EXIT_CONFIG,
+            )
+        _check_exposure(config, sock, authenticating, insecure_no_auth)
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
     stop = anyio.Event()
@@ -216,9 +246,45 @@ async def _serve(
                     stop=stop,
                     allow=allow,
                     limits=SessionLimits.of(config.http),
+                    principals=principals,
+                    registry=registry,
                 )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
+
+
+def _check_exposure(config: GatewayConfig, sock: socket.socket, authenticating: bool, insecure: bool) -> None:
+    """Refuse (exit 2) to serve HTTP beyond this machine without authentication, unless told to; say
+    on stderr whether requests need a credential."""
+    from toolscout.config.addresses import parse_ip
+
+    address = parse_ip(str(sock.getsockname()[0]))
+    loopback = address is not None and address.is_loopback
+    if authenticating:
+        keys = config.auth
+        typer.echo(
+            f"toolscout: every HTTP request needs a credential ({counted(len(keys.admin_keys), 'admin key')}, "
+            f"{counted(len(keys.keys), 'client key')}, and the tokens issued into the registry)",
+            err=True,
+        )
+    elif loopback:
+        typer.echo("toolscout: no keys configured: requests from this machine need no credential", err=True)
+    elif insecure:
+        typer.echo(
+            "toolscout: WARNING: serving beyond this machine without authentication (--insecure-no-auth): "
+            "anyone who reaches the port can run every tool",
+            err=True,
+        )
+    else:
+        Output().fail(
+            ConfigurationError(
+                f"refusing to serve HTTP on {sock.getsockname()[0]} without authentication: anyone who reaches "
+                "the port could run every tool of every server. Configure auth.adminKeys or auth.keys "
+                "(values from ${ENV} references), listen on 127.0.0.1, or pass --insecure-no-auth if "
+                "something in front of the gateway authenticates its clients."
+            ),
+            EXIT_CONFIG,
+        )
 
 
 @asynccontextmanager

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from toolscout.config import jsonc
+from toolscout.config.auth import AuthConfig, ClientKey
 from toolscout.config.models import (
     SERVER_KIND_TAGS,
     AuditConfig,
@@ -30,8 +32,9 @@ from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
 from toolscout.suggestions import closest
 
-_PLACEHOLDER = "placeholder"
-"""What an unset `${VAR}` stands for when a file is only checked."""
+_PLACEHOLDER = "placeholder-for-unset-"
+"""What an unset `${VAR}` stands for when a file is only checked, followed by the variable's name (so
+that two unset keys are not one key twice, and a key's placeholder is as long as a key must be)."""
 _VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -53,7 +56,7 @@ def _remember_secrets(config: GatewayConfig, text: str, environment: Mapping[str
     """From here on, the configured secrets are masked by value wherever they would be printed."""
     used = {m.group(1) for m in _VAR.finditer(text) if m.group(1)}
     found = config_secrets(config, {k: v for k, v in environment.items() if k in used})
-    remember_secrets(found - {_PLACEHOLDER})
+    remember_secrets(value for value in found if not value.startswith(_PLACEHOLDER))
 
 
 def check_config_file(path: Path) -> GatewayConfig:
@@ -113,7 +116,7 @@ def check_config_text(text: str, fmt: str, origin: str) -> GatewayConfig:
     only where `serve` runs is fine. Unset variables get a placeholder for the check.
     """
     raw = _parse_text(text, fmt, origin)
-    placeholders = dict.fromkeys(referenced_variables(raw), _PLACEHOLDER)
+    placeholders = {name: _PLACEHOLDER + name.lower().replace("_", "-") for name in referenced_variables(raw)}
     config = parse_config(text, fmt, origin, {**placeholders, **os.environ})
     _remember_secrets(config, text, os.environ)
     return config
@@ -134,9 +137,28 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
     if problems:
         raise ConfigurationError(_report(origin, problems))
     try:
-        return GatewayConfig.model_validate(data)
+        config = GatewayConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigurationError(_report(origin, [_describe(err) for err in exc.errors()])) from None
+    problems = _auth_problems(config)
+    if problems:
+        raise ConfigurationError(_report(origin, problems))
+    return config
+
+
+def _auth_problems(config: GatewayConfig) -> list[str]:
+    """What is wrong with a client key's scope (its namespace, its toolRules entries), which the
+    models cannot check without `Scope` (config/scopes.py builds on them)."""
+    from toolscout.config.scopes import Scope
+
+    problems: list[str] = []
+    for index, key in enumerate(config.auth.keys):
+        try:
+            Scope.of(namespace=key.namespace, servers=key.servers, tools=key.tools, pinned_tools=key.pinned_tools)
+        except (ValueError, ValidationError) as exc:
+            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            problems.append(f"auth.keys[{index}] ({key.label}): {reason.removeprefix('Value error, ')}")
+    return problems
 
 
 def _parse_text(text: str, fmt: str, origin: str) -> Any:
@@ -227,7 +249,7 @@ def _dotted(path: tuple[str | int, ...]) -> str:
 
 
 _KNOWN_KEYS: dict[str, set[str]] = {
-    "top": {"$schema", "mcpServers", "toolRules", "mode", "audit"},
+    "top": {"$schema", "mcpServers", "toolRules", "mode", "audit", "http", "registry", "auth"},
     "server": {
         *(f.alias or n for n, f in StdioServerConfig.model_fields.items()),
         *(f.alias or n for n, f in HttpServerConfig.model_fields.items()),
@@ -237,6 +259,7 @@ _KNOWN_KEYS: dict[str, set[str]] = {
     - {"kind"},
     "rule": {f.alias or n for n, f in ToolRule.model_fields.items()},
     "audit": {f.alias or n for n, f in AuditConfig.model_fields.items()},
+    "auth": {to_camel(n) for model in (AuthConfig, ClientKey) for n in model.model_fields},
 }
 
 
@@ -249,7 +272,11 @@ def _describe(err: ErrorDetails) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         key = str(loc[-1])
-        scope = "top" if len(loc) == 1 else {"toolRules": "rule", "audit": "audit"}.get(str(loc[0]), "server")
+        scope = (
+            "top"
+            if len(loc) == 1
+            else {"toolRules": "rule", "audit": "audit", "auth": "auth"}.get(str(loc[0]), "server")
+        )
         hint = closest(key, sorted(_KNOWN_KEYS[scope]), limit=1, cutoff=70)
         suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
         return f"{path}: unknown key{suggestion}"

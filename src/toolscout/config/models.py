@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, 
 from pydantic.alias_generators import to_camel
 
 from toolscout.config.addresses import check_host_entry, check_origin_entry
+from toolscout.config.auth import AuthConfig
 from toolscout.config.locations import user_log_dir
 from toolscout.config.patterns import compile_pattern
 
@@ -339,9 +340,11 @@ class GatewayConfig(_Model):
     catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)
     """The persistent catalog; `false` turns it off, `true` is the default."""
     http: HttpServeConfig = Field(default_factory=HttpServeConfig)
+    """`serve --transport http`: allowed Host/Origin headers and session limits."""
     registry: RegistryConfig = Field(default_factory=RegistryConfig)
     """Where issued tokens and run-time registrations are kept."""
-    """`serve --transport http`: allowed Host/Origin headers and session limits."""
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    """Admin and client keys of `serve --transport http` (config/auth.py)."""
 
     @field_validator("catalog_cache", mode="before")
     @classmethod

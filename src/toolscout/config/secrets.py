@@ -46,6 +46,29 @@ def mask_server(entry: Mapping[str, Any]) -> dict[str, Any]:
     return masked
 
 
+def mask_auth(auth: Mapping[str, Any], written: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the `auth` section (as dumped, camelCase) that is safe to print: each key shown as
+    written when that was a `${VAR}` reference, else masked."""
+
+    def shown(as_written: Any) -> str:
+        return as_written if isinstance(as_written, str) and has_reference(as_written) else MASK
+
+    admin_written = cast(list[Any], written.get("adminKeys") or [])
+    keys_written = cast(list[Any], written.get("keys") or [])
+    masked = dict(auth)
+    masked["adminKeys"] = [
+        shown(admin_written[i] if i < len(admin_written) else None)
+        for i in range(len(cast(list[Any], auth.get("adminKeys") or [])))
+    ]
+    keys: list[dict[str, Any]] = []
+    for i, entry in enumerate(cast(list[dict[str, Any]], auth.get("keys") or [])):
+        raw = keys_written[i] if i < len(keys_written) else None
+        key = cast(Mapping[str, Any], raw).get("key") if isinstance(raw, Mapping) else None
+        keys.append({**entry, "key": shown(key)})
+    masked["keys"] = keys
+    return masked
+
+
 def secrets_in(text: str) -> list[str]:
     """The parts of `text` that `mask_text` hides."""
     masked = mask_text(text, marker=_FOUND)
@@ -89,6 +112,8 @@ def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) 
         texts += args + [str(values.get(k) or "") for k in ("command", "url", "cwd")]
         for text in texts:
             found.update(secrets_in(text))
+    found.update(config.auth.admin_keys)
+    found.update(key.key for key in config.auth.keys)
     if env is not None:
         found.update(value for name, value in env.items() if secret_name(name) and value)
     return {value for value in found if not has_reference(value)}

@@ -6,9 +6,10 @@ The principal is decided once per HTTP request, before the SDK's session manager
 (`principal_of`) where it tells clients apart: at 2026-07-28 and on stateless HTTP, where there
 are no sessions, a client is its principal and its program's name.
 
-Today toolscout authenticates no one, so there is one resolver, `AnonymousPrincipals`: every
-request is anonymous, and carries only its client address (for logs; an address is not an
-identity). Bearer tokens and their scopes are another resolver of the same shape.
+A gateway that authenticates no one has `AnonymousPrincipals`: every request is anonymous, and
+carries only its client address (for logs; an address is not an identity). One with keys or issued
+tokens has `toolscout.face.auth.BearerPrincipals`, which refuses a request (`PrincipalRefused`: 401
+without a valid credential, 429 over its rate) before anything behind the admission sees it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, cast
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as ASGIScope
@@ -44,11 +47,24 @@ ANONYMOUS = Principal()
 """The principal of a request no resolver has seen (the SDK's own HTTP app, which tests use)."""
 
 
+class PrincipalRefused(Exception):
+    """A resolver's refusal of a request: `response` (an ASGI app, a Starlette `Response`) is sent
+    instead of serving it."""
+
+    def __init__(self, response: ASGIApp) -> None:
+        super().__init__("refused")
+        self.response = response
+
+
 class PrincipalResolver(Protocol):
     """Decides who an HTTP request is from, from its headers and connection (its body is not readable)."""
 
     async def resolve(self, request: Request) -> Principal:
-        """The principal of `request`."""
+        """The principal of `request`.
+
+        Raises:
+            PrincipalRefused: the request is not served (no valid credential, too many requests).
+        """
         ...
 
 
@@ -73,8 +89,17 @@ class PrincipalAdmission:
 
     async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            # Without `receive`: a resolver decides from headers and connection, never by reading the body.
-            scope[_SCOPE_KEY] = await self.resolver.resolve(Request(scope))
+            try:
+                # Without `receive`: a resolver decides from headers and connection, never by reading the body.
+                principal = await self.resolver.resolve(Request(scope))
+            except PrincipalRefused as refused:
+                await refused.response(scope, receive, send)
+                return
+            scope[_SCOPE_KEY] = principal
+            if principal.subject is not None:
+                # The SDK's session manager binds a session to the user that opened it: a session ID
+                # presented with another principal's credential answers 404, as an unknown one.
+                scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=principal.subject, scopes=[]))
         await self.app(scope, receive, send)
 
 

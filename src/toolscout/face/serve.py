@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,16 +21,18 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from toolscout.config.models import ModeName
+from toolscout.face.api import TokenEvents, api_exception_handlers, api_mount
 from toolscout.face.http_access import AllowList, HostOriginGuard
 from toolscout.face.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
 from toolscout.face.principals import AnonymousPrincipals, PrincipalAdmission, PrincipalResolver
 from toolscout.face.server import build_server
 from toolscout.face.stdio import serve_process_stdio
 from toolscout.gateway.core import Gateway
+from toolscout.registry.base import Registry
 from toolscout.surfaces.base import SurfaceOptions
 
 logger = logging.getLogger(__name__)
@@ -132,20 +134,29 @@ def http_app(
     stateless: bool = False,
     limits: SessionLimits | None = None,
     principals: PrincipalResolver | None = None,
+    registry: Registry | None = None,
+    api_routes: Sequence[BaseRoute] = (),
 ) -> ASGIApp:
     """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
-    decides who each request is from (principals.py; unset: everyone is anonymous)."""
+    decides who each request is from, and refuses those without a valid credential (principals.py,
+    auth.py; unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
+    the token routes and `api_routes`.
+
+    In front of everything, the Host/Origin check; then the session admission; then the principal
+    (authentication, rate limits): a bad Origin is refused before any credential is looked at."""
     manager = BoundedSessionManager(
         server,
         limits or SessionLimits(),
         stateless=stateless,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    app = Starlette(
-        routes=[Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _: manager.run()
-    )
+    routes: list[BaseRoute] = [Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))]
+    if registry is not None:
+        events = principals if isinstance(principals, TokenEvents) else None
+        routes.append(api_mount(registry, events, api_routes))
+    app = Starlette(routes=routes, lifespan=lambda _: manager.run(), exception_handlers=api_exception_handlers)
     identified = PrincipalAdmission(app, principals or AnonymousPrincipals())
     return HostOriginGuard(PeerAdmission(identified, manager), allow)
 
@@ -163,15 +174,23 @@ async def serve_http(
     allow: AllowList | None = None,
     limits: SessionLimits | None = None,
     principals: PrincipalResolver | None = None,
+    registry: Registry | None = None,
+    api_routes: Sequence[BaseRoute] = (),
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
     loggers as they are (they are global: a second server in the process must not reset them).
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
-    who each request is from (unset: anonymous)."""
+    who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`)."""
     server = build_server(gateway, mode, options)
     app = http_app(
-        server, allow=allow or AllowList.for_bind(host), stateless=stateless, limits=limits, principals=principals
+        server,
+        allow=allow or AllowList.for_bind(host),
+        stateless=stateless,
+        limits=limits,
+        principals=principals,
+        registry=registry,
+        api_routes=api_routes,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.face.stderr_log`); its loggers go to the gateway's log instead.

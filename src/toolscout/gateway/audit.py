@@ -1,11 +1,13 @@
 """The audit log: every tool execution through the gateway, one JSON line each.
 
 A line is `{"time", "client", "server", "tool", "arguments", "durationMs", "outcome", "code"}`
-with secrets in the arguments redacted. Each line reaches the file with one `os.write` on an
-`O_APPEND` descriptor: the kernel appends it whole, so a gateway killed at any moment leaves
-only complete lines, and two writers never interleave inside a line. The file is renamed to
-`<path>.1` (`.1` to `.2`, and so on) before a line would take it past `max_bytes`, so rotation
-never splits a line either.
+with secrets in the arguments redacted, and `label` and `namespace` when the call was made with a
+client key or an issued token (the scope's, `toolscout.config.scopes.current_scope`).
+
+Each line reaches the file with one `os.write` on an `O_APPEND` descriptor: the kernel appends it
+whole, so a gateway killed at any moment leaves only complete lines, and two writers never
+interleave inside a line. The file is renamed to `<path>.1` (`.1` to `.2`, and so on) before a line
+would take it past `max_bytes`, so rotation never splits a line either.
 
 The log must never cost a tool call: when the file cannot be written, a warning is logged
 once and the gateway carries on.
@@ -28,6 +30,7 @@ import anyio
 import mcp_types as types
 
 from toolscout.config.models import DEFAULT_AUDIT_BACKUPS, DEFAULT_AUDIT_MAX_BYTES, AuditConfig
+from toolscout.config.scopes import current_scope
 from toolscout.errors import ToolscoutError
 from toolscout.gateway.redaction import REDACT_INLINE_CHARS, Redactor, larger_than
 from toolscout.naming import call_target
@@ -181,6 +184,13 @@ class AuditLog:
             "outcome": outcome,
             "code": code,
         }
+        # Who asked, as far as the request's scope says (a client key's or token's label and
+        # namespace): never the credential, which no scope holds.
+        scope = current_scope()
+        if scope.label is not None:
+            entry["label"] = scope.label
+        if scope.namespace is not None:
+            entry["namespace"] = scope.namespace
         # JSON escapes newlines inside strings, so the record is exactly one line (the other line
         # breaks, and C1 and bidi controls, are escaped too: `_UNSAFE_IN_A_LINE`). A lone surrogate
         # (JSON allows "\ud800") cannot be UTF-8: backslashreplace writes it back as that same escape.
