@@ -101,8 +101,7 @@ class Gateway:
             )
             for spec in specs
         )
-        self.visibility = Visibility(self._upstreams, self.catalog)
-        """What the scope of the request being served sees (`current_scope()`): every lookup below asks it."""
+        self.visibility = Visibility(self._upstreams, self.catalog)  # what the request's scope sees
         self._snapshots = Snapshots(catalog_store, self._upstreams)
         self._index = SearchIndex(
             self.catalog,
@@ -321,9 +320,8 @@ class Gateway:
     async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""
         await self._catalog_ready(self.upstream(server))
-        if not include_disabled:
-            return self.visibility.admit(current_scope(), server, name)
-        return self.visibility.any_tool(current_scope(), server, name)
+        find = self.visibility.any_tool if include_disabled else self.visibility.admit
+        return find(current_scope(), server, name)
 
     async def _catalog_ready(self, upstream: Upstream) -> None:
         if self._snapshots.cached_at(upstream.name) is None:
