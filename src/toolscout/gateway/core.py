@@ -101,7 +101,8 @@ class Gateway:
             )
             for spec in specs
         )
-        self.visibility = Visibility(self._upstreams, self.catalog)  # what the request's scope sees
+        self.visibility = Visibility(self._upstreams, self.catalog)
+        """What the scope of the request being served sees (`current_scope()`): every lookup below asks it."""
         self._snapshots = Snapshots(catalog_store, self._upstreams)
         self._index = SearchIndex(
             self.catalog,
