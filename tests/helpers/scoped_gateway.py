@@ -87,14 +87,14 @@ async def two_namespaces() -> AsyncGenerator[Gateway]:
 async def scoped_http(gateway: Gateway, mode: ModeName, scopes: Mapping[str, Scope] = SCOPES) -> AsyncGenerator[str]:
     """`gateway`'s face in `mode` over streamable HTTP, principals decided by `BearerScopes(scopes)`."""
     app = http_app(build_server(gateway, mode), allow=AllowList.for_bind("127.0.0.1"), principals=BearerScopes(scopes))
-    sock = bind("127.0.0.1", 0)
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: web.serve(sockets=[sock]))
-        try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        finally:
-            web.should_exit = True
+    with bind("127.0.0.1", 0) as sock:  # closed however the block ends
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: web.serve(sockets=[sock]))
+            try:
+                yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+            finally:
+                web.should_exit = True
 
 
 @asynccontextmanager

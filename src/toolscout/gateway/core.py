@@ -209,11 +209,10 @@ class Gateway:
                 self.audit.close()
 
     def start_soon(self, func: Callable[[*Ts], Coroutine[Any, Any, Any]], *args: *Ts, name: str) -> None:
-        """Run `func(*args)` in the gateway's own task group: it outlives the request that started it,
-        never the gateway (it must not raise)."""
+        """Run `func(*args)` in the gateway's own task group: it outlives the request that started it
+        (under its scope still), never the gateway (it must not raise)."""
         if self._task_group is None:
             raise RuntimeError("the gateway is not running")
-        # In the context it is started from (a call in rounds runs under its request's scope).
         self._task_group.start_soon(func, *args, name=name)
 
     # The set of upstreams (gateway/runtime.py)
@@ -256,9 +255,7 @@ class Gateway:
 
     async def live_upstream(self, server: str) -> Upstream:
         """The upstream `server`, connected (woken when idle, waited for while connecting), or why not."""
-        upstream = self.upstream(server)
-        await wait_until_connected(upstream)
-        return upstream
+        return await self.visibility.live(server, current_scope())
 
     async def settle(self) -> None:
         """Wait until no upstream is still connecting (bound it with a cancel scope)."""
@@ -333,14 +330,9 @@ class Gateway:
 
     async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""
-        scope = current_scope()
         await self._catalog_ready(self.upstream(server))
-        if not include_disabled:
-            return self.visibility.admit(scope, server, name)
-        entry = self.visibility.get(scope, server, name)
-        if entry is None:
-            raise self.visibility.not_found(scope, server, name)
-        return entry
+        find = self.visibility.any_tool if include_disabled else self.visibility.admit
+        return find(current_scope(), server, name)
 
     async def _catalog_ready(self, upstream: Upstream) -> None:
         if self._snapshots.cached_at(upstream.name) is None:

@@ -20,7 +20,7 @@ from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.rules import RuleKind
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.errors import ToolNotFound
-from toolscout.gateway.registry import UpstreamRegistry
+from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.suggestions import server_not_found
 from toolscout.upstream import Upstream
 
@@ -87,6 +87,12 @@ class Visibility:
         upstream = self._registry.get(server)
         return upstream is not None and sees_item(scope, upstream, tool)
 
+    async def live(self, name: str, scope: Scope) -> Upstream:
+        """The server `name` if `scope` sees it, connected (woken when idle, waited for while connecting)."""
+        upstream = self.named(name, scope)
+        await wait_until_connected(upstream)
+        return upstream
+
     def tool_filter(self, scope: Scope) -> Callable[[CatalogTool], bool] | None:
         """Whether `scope` sees a catalog tool (None: it sees every one)."""
         if not narrows(scope):
@@ -109,6 +115,13 @@ class Visibility:
         """`Catalog.admit` within `scope`: a tool it does not see is `TOOL_NOT_FOUND` (never
         `TOOL_DISABLED`), its suggestions only tools it sees."""
         return self._catalog.admit(server, name, visible=self.tool_filter(scope))
+
+    def any_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
+        """`server`'s tool `name`, enabled or not, if `scope` sees it; else `TOOL_NOT_FOUND`."""
+        entry = self.get(scope, server, name)
+        if entry is None:
+            raise self.not_found(scope, server, name)
+        return entry
 
     def not_found(self, scope: Scope, server: str, name: str) -> ToolNotFound:
         """The `TOOL_NOT_FOUND` for a tool `scope` does not see (suggesting only tools it sees)."""
