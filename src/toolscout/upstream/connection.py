@@ -39,8 +39,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_LAZY_IDLE = 300.0
 """A lazy server's connection is closed after this many seconds without calls, unless configured."""
 BACKOFF_INITIAL = 1.0
-BACKOFF_MAX = 60.0
-"""Seconds between connection attempts: doubling from the first, capped at the second."""
+"""Seconds before the first connection attempt again; doubling up to the spec's `backoff_max`."""
 T = TypeVar("T")
 
 
@@ -117,7 +116,7 @@ class Upstream:
 
     async def run(self) -> None:
         """Connect and stay connected until stopped; after a failure or a lost connection, connect
-        again after a backoff that doubles (with jitter) up to `BACKOFF_MAX` seconds."""
+        again after a backoff that doubles (with jitter) up to the spec's `backoff_max` seconds."""
         state = self._state
         if self.spec.disabled or state.stopping:  # stopped before its task got to run
             return
@@ -149,7 +148,7 @@ class Upstream:
                     await anyio.sleep(wait)
             if state.stopping:
                 return
-            delay = min(delay * 2, BACKOFF_MAX)
+            delay = min(delay * 2, self.spec.backoff_max)
             state.move(Status.CONNECTING)
 
     def want(self) -> None:
@@ -206,6 +205,8 @@ class Upstream:
                         # Connected: from here on only stop() or a lost connection ends this.
                         scope.deadline = math.inf
                         self._on_connected(client, tools)
+                        if not tools and self.spec.relist_empty and client.server_capabilities.tools is not None:
+                            tg.start_soon(self._tools.relist_while_empty, self._request_refresh)
                         self._connected_since = anyio.current_time()
                         tg.start_soon(self.resource_subscriptions.keep, client)
                         idle = await self._serve(client)
