@@ -78,6 +78,7 @@ class Catalog:
     def __init__(self, rules: RuleSet | None = None) -> None:
         self._rules = rules or RuleSet()
         self._servers: dict[str, dict[str, CatalogTool]] = {}
+        self._order: dict[str, int] = {}
         self.changes = Changes()
 
     @property
@@ -93,10 +94,23 @@ class Catalog:
             entries[tool.name] = CatalogTool(server, tool, verdict.enabled, verdict.tags)
         previous = self._servers.get(server)
         self._servers[server] = entries
+        if previous is None:
+            self._sort()
         # A server listing what it listed before (reconnected; live again after its stored list)
         # changes nothing: no index rebuild, no list_changed for clients.
         if previous is None or list(previous.values()) != list(entries.values()):
             self.changes.bump()
+
+    def order_servers(self, names: Sequence[str]) -> None:
+        """List the servers' tools in the order of `names` (the gateway's order of its upstreams), not in
+        the order they happened to be listed in; a server not named comes last."""
+        self._order = {name: i for i, name in enumerate(names)}
+        self._sort()
+
+    def _sort(self) -> None:
+        if self._order:
+            last = len(self._order)
+            self._servers = dict(sorted(self._servers.items(), key=lambda item: self._order.get(item[0], last)))
 
     def drop_server(self, server: str) -> None:
         if self._servers.pop(server, None) is not None:

@@ -6,6 +6,7 @@ into MCP errors, `isError` results or exit codes.
 
     ToolscoutError                 TOOLSCOUT_ERROR
     ├── ConfigurationError         CONFIGURATION_ERROR
+    │   └── ServerNameTaken        SERVER_NAME_TAKEN    (a server name another owner has)
     ├── NotFound
     │   ├── ServerNotFound         SERVER_NOT_FOUND
     │   ├── ToolNotFound           TOOL_NOT_FOUND
@@ -89,6 +90,12 @@ class ConfigurationError(ToolscoutError):
     """The configuration cannot be found, parsed or validated."""
 
     code = "CONFIGURATION_ERROR"
+
+
+class ServerNameTaken(ConfigurationError):
+    """A server name is already taken by another owner (the config file's, or one registered at run time)."""
+
+    code = "SERVER_NAME_TAKEN"
 
 
 class NotFound(ToolscoutError):

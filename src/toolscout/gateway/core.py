@@ -39,6 +39,7 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, build_backend
 from toolscout.gateway.output_cap import cap_output
 from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
+from toolscout.gateway.runtime import ServerChanges, ServerSet
 from toolscout.gateway.snapshots import Snapshots, SnapshotStore
 from toolscout.gateway.startup import Startup
 from toolscout.gateway.store import CatalogStore, store_path
@@ -89,16 +90,8 @@ class Gateway:
         self.catalog = Catalog(self.rules)
         # An upstream reports to the gateway's methods below, which hand on to the parts built
         # after it; it runs (and reports) only once the gateway is entered, all parts built.
-        self._upstreams = UpstreamRegistry(
-            Upstream(
-                spec,
-                self.catalog,
-                on_tools_listed=self._tools_listed,
-                on_list_changed=self._lists_changed,
-                on_resource_updated=self._resource_updated,
-            )
-            for spec in specs
-        )
+        self._upstreams = UpstreamRegistry(self._new_upstream(spec) for spec in specs)
+        self.catalog.order_servers(self._upstreams.names)  # not the order they happen to connect in
         self._snapshots = Snapshots(catalog_store, self._upstreams)
         self._index = SearchIndex(
             self.catalog,
@@ -120,6 +113,9 @@ class Gateway:
         # Built last, from the parts above (its background fetches run in the gateway's task group).
         self.mirror = Mirror(self, self.rules, on_listed=self._snapshots.content_listed)
         """The upstreams' resources and prompts under gateway names (mirror/)."""
+        parts = (self.mirror, self._snapshots)
+        self._servers = ServerSet(self._upstreams, self._startup, self.catalog, parts, self._new_upstream)
+        self._servers.state = lambda: self._state
 
     @classmethod
     def from_config(
@@ -180,7 +176,8 @@ class Gateway:
         # The search index first (the first search needs it), then the store's writer, then the upstreams.
         self._index.start(self._task_group)
         self._task_group.start_soon(self._snapshots.save_until_closed, name="catalog store")
-        self._startup.start(self._task_group, self._index.built_at_start)
+        self._servers.runner.attach(self._task_group)
+        self._startup.start(self._task_group, self._servers.runner.start, self._index.built_at_start)
         if self.audit is not None:
             self.audit.open()  # never raises: an unwritable log is a warning, not a reason not to serve
         return self
@@ -214,12 +211,24 @@ class Gateway:
             raise RuntimeError("the gateway is not running")
         self._task_group.start_soon(func, *args, name=name)
 
+    # The set of upstreams (gateway/runtime.py)
+
+    async def set_servers(self, specs: Sequence[UpstreamSpec], *, owner: str) -> ServerChanges:
+        """Make the upstreams `owner` owns ("config": the config file's; "registry": registered at run
+        time) exactly `specs`, starting, stopping and restarting only what changed (`ServerSet.apply`)."""
+        return await self._servers.apply(specs, owner=owner)
+
+    def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
+        tools, lists, updated = self._tools_listed, self._lists_changed, self._resource_updated
+        return Upstream(spec, self.catalog, on_tools_listed=tools, on_list_changed=lists, on_resource_updated=updated)
+
     # What the upstreams report (while the gateway runs)
 
     def _tools_listed(self, upstream: Upstream, tools: Sequence[types.Tool]) -> None:
-        """A live tool list arrived (connect, list_changed)."""
-        self.mirror.upstream_connected(upstream)  # (or its tools changed): its other lists may have too
-        self._snapshots.tools_listed(upstream, tools)
+        """A live tool list arrived (connect, list_changed); not kept from one stopped (it may have left)."""
+        if not upstream.stopped:
+            self.mirror.upstream_connected(upstream)  # (or its tools changed): its other lists may have too
+            self._snapshots.tools_listed(upstream, tools)
 
     def _lists_changed(self, upstream: Upstream, kind: ListKind) -> None:
         self.mirror.upstream_changed(upstream, kind)
@@ -231,7 +240,7 @@ class Gateway:
 
     @property
     def upstreams(self) -> list[Upstream]:
-        """Every upstream, in configuration order."""
+        """Every upstream: the config's in file order, then the others by name."""
         return list(self._upstreams)
 
     def upstream(self, name: str) -> Upstream:

@@ -144,6 +144,12 @@ class Snapshots:
         upstream.use_offline_tools(snapshot.tools)  # listed if the connection is lost later
         self._save(snapshot)
 
+    def forget(self, server: str) -> None:
+        """`server` left the gateway: nothing of it is answered from or saved any more (what the store
+        keeps under its config hash stays, for a server of that very configuration to start from)."""
+        self._snapshots.pop(server, None)
+        self._unsaved.pop(server, None)
+
     def content_listed(self, upstream: Upstream, name: str, items: Sequence[BaseModel]) -> None:
         """A live list of resources, templates or prompts (`name`, a `ServerSnapshot` field) arrived:
         kept with the server's tools, and saved."""

@@ -10,6 +10,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from toolscout.gateway.registry import UpstreamRegistry
+from toolscout.upstream import Upstream
 
 WARM_INDEX_FIRST_SECONDS = 1.0
 """With a stored catalog, how long its servers wait at start for its search index to be built first."""
@@ -26,27 +27,45 @@ class Startup:
         self._upstreams = upstreams
         self._stored = stored
         self._started_at = 0.0
+        self._launched_at: dict[Upstream, float] = {}
+        """When each upstream added while the gateway runs was started (`launch`)."""
+        self._run: Callable[[Upstream], None] | None = None
         self._stopping = False
 
-    def start(self, task_group: anyio.abc.TaskGroup, index_built: anyio.Event) -> None:
-        """Run every upstream in `task_group`; those the store answers for once `index_built` is set."""
+    def start(self, task_group: anyio.abc.TaskGroup, run: Callable[[Upstream], None], index_built: anyio.Event) -> None:
+        """Have `run(upstream)` start every upstream (from a task of `task_group`); those the store
+        answers for once `index_built` is set."""
         self._started_at = anyio.current_time()
-        task_group.start_soon(self._start_upstreams, task_group, index_built, name="upstreams")
+        self._run = run
+        task_group.start_soon(self._start_upstreams, index_built, name="upstreams")
+
+    def launch(self, upstream: Upstream) -> None:
+        """Start an upstream added while the gateway runs: at once, waited for by `settle` as if it had
+        been there at start (its first attempt, bounded by its connect timeout)."""
+        assert self._run is not None, "the gateway is not running"
+        self._launched_at[upstream] = anyio.current_time()
+        self._run(upstream)
+
+    def forget(self, upstream: Upstream) -> None:
+        """`upstream` left the gateway."""
+        self._launched_at.pop(upstream, None)
 
     def stop(self) -> None:
         """Upstreams not started yet never start (the gateway is stopping)."""
         self._stopping = True
 
-    async def _start_upstreams(self, task_group: anyio.abc.TaskGroup, index_built: anyio.Event) -> None:
+    async def _start_upstreams(self, index_built: anyio.Event) -> None:
         # Servers with nothing stored start at once: the first catalog question waits for them
         # (`settle`). Those the stored catalog answers for start once its index is built,
         # since it is what the first search needs (on few cores, a hundred connections starting
         # with it slowed it threefold), then one per event-loop turn, so that the first search,
         # woken by the same index, is not queued behind a hundred connections' first steps.
+        run = self._run
+        assert run is not None
         stored = [u for u in self._upstreams if self._stored(u.name)]
         for upstream in self._upstreams:
             if not self._stored(upstream.name):
-                task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+                run(upstream)
         if not stored:
             return
         with anyio.move_on_after(WARM_INDEX_FIRST_SECONDS):
@@ -54,7 +73,7 @@ class Startup:
         for upstream in stored:
             if self._stopping:
                 return
-            task_group.start_soon(upstream.run, name=f"upstream {upstream.name}")
+            run(upstream)  # (one removed meanwhile is stopped: it does not start)
             await anyio.lowlevel.checkpoint()
 
     async def settle(self) -> None:
@@ -74,6 +93,7 @@ class Startup:
                 continue
             # The attempt bounds itself (these servers start at once); this bound only guards against
             # a task that never got to run.
-            deadline = self._started_at + upstream.spec.connect_timeout + STOP_MARGIN_SECONDS
+            started = self._launched_at.get(upstream, self._started_at)
+            deadline = started + upstream.spec.connect_timeout + STOP_MARGIN_SECONDS
             with anyio.move_on_after(deadline - anyio.current_time()):
                 await upstream.wait_first_attempt()

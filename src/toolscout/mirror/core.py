@@ -86,6 +86,10 @@ class Mirror:
         """List what the persistent catalog kept of `upstream` until it lists its own."""
         self.lists.use_stored(upstream, lists)
 
+    def forget(self, server: str) -> None:
+        """`server` left the gateway: its resources, templates and prompts are listed no more."""
+        self.lists.forget(server)
+
     def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]:
         """Have `listener(server, uri)` told of every `notifications/resources/updated` of an upstream,
         until the returned function is called."""

@@ -125,6 +125,15 @@ class UpstreamLists:
             listing.generation[upstream.name] = listing.generation.get(upstream.name, 0) + 1
         self.changes.bump()
 
+    def forget(self, server: str) -> None:
+        """`server` left the gateway: nothing of its lists is kept (a fetch still under way is dropped)."""
+        dropped = False
+        for listing in (self.resources, self.templates, self.prompts):
+            dropped = listing.known.pop(server, None) is not None or dropped
+            listing.generation.pop(server, None)
+        if dropped:
+            self.changes.bump()
+
     def use_stored(self, upstream: Upstream, lists: Mapping[str, Sequence[BaseModel]]) -> None:
         """List what the persistent catalog kept of `upstream` until it lists its own."""
         for name, items in lists.items():
@@ -186,6 +195,8 @@ class UpstreamLists:
             done.set()
 
     def _store(self, listing: Listing[ItemT], upstream: Upstream, items: list[ItemT]) -> None:
+        if upstream.stopped:
+            return  # it left the gateway (or the gateway stops) while this was fetched
         if listing.known.get(upstream.name) != items:
             listing.known[upstream.name] = items
             self.changes.bump()

@@ -50,6 +50,13 @@ class ToolCall:
         self.tool = tool
 
     def unavailable(self, state: ConnectionState) -> ServerUnavailable:
+        if state.stop_reason is not None:
+            return ServerUnavailable(
+                f"Server {self.server!r} was {state.stop_reason}; {self.tool!r} was not called.",
+                server=self.server,
+                tool=self.tool,
+                status="removed",
+            )
         return server_unavailable(self.server, state.status.value, state.error, tool=self.tool)
 
     def gone(self, reason: str, again: str) -> ServerUnavailable:
@@ -96,6 +103,9 @@ class Request:
         self.what = what
 
     def unavailable(self, state: ConnectionState) -> ServerUnavailable:
+        if state.stop_reason is not None:
+            message = f"Server {self.server!r} was {state.stop_reason}."
+            return ServerUnavailable(message, server=self.server, status="removed")
         return server_unavailable(self.server, state.status.value, state.error)
 
     def gone(self, reason: str, again: str) -> ServerUnavailable:
@@ -206,7 +216,9 @@ class CallsInFlight:
                 self._relays.pop(token, None)
                 self._on_ended()
         if dropped.cancelled_caught or state.lost or state.stopping:
-            reason = "the gateway is stopping" if state.stopping else "the connection was lost"
+            reason = "the connection was lost"
+            if state.stopping:
+                reason = state.stop_reason or "the gateway is stopping"
             raise sending.gone(reason, self._again())
         raise sending.timed_out(limit)
 

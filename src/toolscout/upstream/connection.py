@@ -110,9 +110,7 @@ class Upstream:
         if self.spec.description:
             return self.spec.description
         identity = self.identity
-        if identity is not None:
-            return identity.description or identity.title or ""
-        return ""
+        return (identity.description or identity.title or "") if identity is not None else ""
 
     async def run(self) -> None:
         """Connect and stay connected until stopped; after a failure or a lost connection, connect
@@ -242,9 +240,10 @@ class Upstream:
         if self._state.session is None and not self.spec.disabled:
             self._tools.list_offline()
 
-    def stop(self) -> None:
-        """End the connection; the run task tears everything down."""
-        self._state.stop()
+    def stop(self, reason: str | None = None) -> None:
+        """End the connection; the run task tears everything down. `reason` ("removed from the gateway"):
+        what calls on it are told from now on (unset: the gateway is stopping)."""
+        self._state.stop(reason)
         if self._scope is not None:
             self._scope.cancel()
         self._calls.drop()
@@ -254,14 +253,21 @@ class Upstream:
         await self._state.wait_settled()
 
     @property
+    def stopped(self) -> bool:
+        """Whether `stop()` was called (it never connects again); `stop_reason`: the reason it was given."""
+        return self._state.stopping
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._state.stop_reason
+
+    @property
     def first_attempt_over(self) -> bool:
         """Whether the first attempt to connect has ended, however (or the server never tries)."""
         return self._state.first_attempt_over
 
     async def wait_first_attempt(self) -> None:
-        """Wait until the first attempt to connect has ended: connected, failed (its connect timeout
-        bounds that), idle on purpose, disabled or stopped. Later attempts (reconnecting after a
-        failure) are not waited for."""
+        """Wait until the first attempt to connect has ended, however it did (never for a later one)."""
         await self._state.wait_first_attempt()
 
     async def wait_changed(self) -> None:

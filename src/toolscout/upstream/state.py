@@ -55,6 +55,8 @@ class ConnectionState:
         """The current attempt's transport went away (or the server forgot our session)."""
         self.stopping = False
         """`stop()` was called: no attempt starts any more."""
+        self.stop_reason: str | None = None
+        """Why it was stopped, when not because the gateway stops (e.g. removed from the gateway)."""
         self._settled = anyio.Event()
         self._first_attempt = anyio.Event()
         """Set once the first attempt to connect has ended; never cleared."""
@@ -108,9 +110,14 @@ class ConnectionState:
         """The attempt's session is closed: nothing is sent on it any more."""
         self.session = None
 
-    def stop(self) -> None:
-        """Stopped for good: nobody is to wait for a server that will not connect."""
+    def stop(self, reason: str | None = None) -> None:
+        """Stopped for good: nobody is to wait for a server that will not connect (`reason`: why, when
+        not because the gateway stops; waiters of `wait_settled` are then woken too)."""
         self.stopping = True
+        if reason is not None:
+            self.stop_reason = reason
+            self._settled.set()
+            self.notify_changed()
         self._first_attempt.set()
 
     def _settle(self) -> None:

@@ -1,0 +1,251 @@
+"""The gateway's set of upstreams changing while it runs: each upstream run alone (so that one can be
+stopped, its child reaped, without touching the others), and `ServerSet.apply`, which makes the
+servers of one owner exactly a given list of specs, starting, stopping and restarting only what changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+
+from toolscout.catalog import Catalog
+from toolscout.errors import ConfigurationError, ServerNameTaken
+from toolscout.gateway.registry import CONFIG_OWNER, UpstreamRegistry
+from toolscout.gateway.startup import Startup
+from toolscout.upstream import Upstream, UpstreamSpec
+
+logger = logging.getLogger(__name__)
+
+STOP_WAIT_SECONDS = 10.0
+"""How long a stopped upstream's task may take to tear its connection down (a stdio child's own
+shutdown is bounded below this) before it is cancelled outright."""
+REMOVED = "removed from the gateway"
+RESTARTED = "restarted with its new configuration"
+"""What calls in flight on a stopped upstream are told (`Server 'x' was ...`)."""
+
+
+@dataclass(frozen=True)
+class ServerChanges:
+    """What one `set_servers` changed, each a tuple of names in the gateway's order."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    restarted: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.restarted)
+
+    def describe(self) -> str:
+        """`added a, b; removed c` (or `no change`), for the log."""
+        parts = [
+            f"{what} {', '.join(names)}"
+            for what, names in (("added", self.added), ("removed", self.removed), ("restarted", self.restarted))
+            if names
+        ]
+        return "; ".join(parts) or "no change"
+
+
+def spec_key(spec: UpstreamSpec) -> tuple[Any, ...]:
+    """What decides whether a spec's upstream must be restarted to follow it: everything in the spec.
+    With a `cache_key` (the hash of its config entry, which says how it is reached) the transport is
+    known by its label; without one, the transport object itself is all there is to compare."""
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name != "transport"}
+    transport = spec.transport.label if spec.cache_key is not None else id(spec.transport)
+    return (type(spec.transport).__name__, transport, tuple(sorted(fields.items())))
+
+
+@dataclass(eq=False)
+class _Run:
+    scope: anyio.CancelScope
+    done: anyio.Event
+
+
+class UpstreamRunner:
+    """Runs each upstream as a task of the gateway's task group, inside a cancel scope of its own."""
+
+    def __init__(self) -> None:
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._runs: dict[Upstream, _Run] = {}
+
+    def attach(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Run upstreams in `task_group` from now on (the gateway's, while it runs)."""
+        self._task_group = task_group
+
+    def start(self, upstream: Upstream) -> None:
+        """Run `upstream` until it is stopped (once: a second start, or one after it stopped, does nothing)."""
+        if self._task_group is None:
+            raise RuntimeError("the gateway is not running")
+        if upstream in self._runs or upstream.stopped:
+            return
+        run = self._runs[upstream] = _Run(anyio.CancelScope(), anyio.Event())
+        self._task_group.start_soon(self._run, upstream, run, name=f"upstream {upstream.name}")
+
+    async def _run(self, upstream: Upstream, run: _Run) -> None:
+        try:
+            with run.scope:
+                await upstream.run()
+        finally:
+            run.done.set()
+
+    async def stop(self, upstream: Upstream, reason: str) -> None:
+        """Stop `upstream` alone and wait until its connection is torn down (its child reaped);
+        cancelled outright if that takes over `STOP_WAIT_SECONDS`. Calls still in flight on it end
+        with `SERVER_UNAVAILABLE` saying `reason`."""
+        upstream.stop(reason)
+        run = self._runs.pop(upstream, None)
+        if run is None:
+            return  # never started
+        with anyio.move_on_after(STOP_WAIT_SECONDS):
+            await run.done.wait()
+        if not run.done.is_set():
+            logger.warning("%s: not stopped within %gs; cancelling it", upstream.name, STOP_WAIT_SECONDS)
+            run.scope.cancel()
+            with anyio.move_on_after(STOP_WAIT_SECONDS):
+                await run.done.wait()
+
+
+class Forgets(Protocol):
+    """A part of the gateway that keeps something of each server (the mirror, the snapshots)."""
+
+    def forget(self, server: str) -> None:
+        """`server` left the gateway: keep nothing of it."""
+        ...
+
+
+class ServerSet:
+    """Changes the gateway's upstreams, one owner's at a time (`apply`), one change at a time.
+
+    `build(spec)`: a new upstream wired to the gateway; what the gateway knows of a server that left
+    is dropped from `catalog` and each of `parts`; `state()`: the gateway's state ("new": changes
+    only edit the set its start will run; "stopped": they are refused).
+    """
+
+    def __init__(
+        self,
+        upstreams: UpstreamRegistry,
+        startup: Startup,
+        catalog: Catalog,
+        parts: Sequence[Forgets],
+        build: Callable[[UpstreamSpec], Upstream],
+    ) -> None:
+        self._upstreams = upstreams
+        self._startup = startup
+        self.runner = UpstreamRunner()
+        """Runs each upstream (the gateway attaches it to its task group when it starts)."""
+        self._catalog = catalog
+        self._parts = parts
+        self._build = build
+        self.state: Callable[[], str] = lambda: "new"
+        """The gateway's state: "new", "running" or "stopped" (set by the gateway)."""
+        self._lock: anyio.Lock | None = None
+
+    async def apply(self, specs: Sequence[UpstreamSpec], *, owner: str) -> ServerChanges:
+        """Make the upstreams `owner` owns exactly `specs`; what changed (also logged).
+
+        New names start at once (in the gateway's task group); names no longer there stop (their
+        child processes reaped) and leave the catalog, the search index, the mirror and the snapshots;
+        a spec that changed (`spec_key`) restarts its upstream; the others are left alone, their
+        connections untouched. Calls in flight on a stopped upstream end with `SERVER_UNAVAILABLE`;
+        clients whose lists changed are told as for any catalog change. A name twice in `specs`
+        (`ConfigurationError`) or another owner's (`ServerNameTaken`) refuses the whole change. Before
+        the gateway is entered this only edits the set it will start; after it stopped, `RuntimeError`.
+        """
+        if self.state() == "stopped":
+            raise RuntimeError("the gateway has stopped: its servers cannot change any more")
+        self._check(specs, owner)
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            self._check(specs, owner)  # again: another change may have taken a name while this one waited
+            return await self._apply(specs, owner)
+
+    def _check(self, specs: Sequence[UpstreamSpec], owner: str) -> None:
+        """Refuse the whole change, before any of it, when a name is twice in `specs` or is another owner's."""
+        names = [spec.name for spec in specs]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ConfigurationError(f"Server names must be unique; given more than once: {', '.join(twice)}.")
+        for name in names:
+            other = self._upstreams.owner(name)
+            if other is not None and other != owner:
+                raise ServerNameTaken(
+                    f"A server called {name!r} is already there ({_owner_words(other)}); choose another name.",
+                    server=name,
+                    owner=other,
+                )
+
+    async def _apply(self, specs: Sequence[UpstreamSpec], owner: str) -> ServerChanges:
+        wanted = {spec.name: spec for spec in specs}
+        current = {upstream.name: upstream for upstream in self._upstreams.owned_by(owner)}
+        removed = [name for name in current if name not in wanted]
+        restarted = [n for n in current if n in wanted and spec_key(current[n].spec) != spec_key(wanted[n])]
+        unchanged = [n for n in current if n in wanted and n not in restarted]
+        added = [name for name in wanted if name not in current]
+        running = self.state() == "running"
+        # Out of the registry first: from now on the name is SERVER_NOT_FOUND, whatever its teardown takes.
+        gone = [upstream for name in removed if (upstream := self._upstreams.remove(name)) is not None]
+        for upstream in gone:
+            self._forget_upstream(upstream)
+        async with anyio.create_task_group() as tg:
+            for upstream in gone:
+                tg.start_soon(self.runner.stop, upstream, REMOVED)
+            for name in restarted:
+                tg.start_soon(self.runner.stop, current[name], RESTARTED)
+        for upstream in gone:
+            self._forget_upstream(upstream)  # again: its teardown lists its last known tools once more
+            self._startup.forget(upstream)
+        order = [spec.name for spec in specs] if owner == CONFIG_OWNER else ()
+        fresh: list[Upstream] = []
+        for name in restarted:
+            self._forget_upstream(current[name])
+            self._startup.forget(current[name])
+            upstream = self._build(wanted[name])
+            self._upstreams.replace(upstream)
+            fresh.append(upstream)
+        for name in added:
+            upstream = self._build(wanted[name])
+            self._upstreams.add(upstream, owner)
+            fresh.append(upstream)
+        if order:
+            self._upstreams.reorder(order)
+        self._catalog.order_servers(self._upstreams.names)
+        if running:
+            for upstream in fresh:
+                self._startup.launch(upstream)
+        position = {name: i for i, name in enumerate(self._upstreams.names)}
+
+        def ordered(names: list[str]) -> tuple[str, ...]:
+            return tuple(sorted(names, key=lambda n: position.get(n, len(position))))
+
+        changes = ServerChanges(
+            added=ordered(added),
+            removed=tuple(sorted(removed)),
+            restarted=ordered(restarted),
+            unchanged=ordered(unchanged),
+        )
+        if changes:
+            logger.info("servers (%s): %s", owner, changes.describe())
+        return changes
+
+    def _forget_upstream(self, upstream: Upstream) -> None:
+        """`upstream` (stopping or stopped) left the gateway: nothing of it is listed, searched or kept."""
+        if self._upstreams.get(upstream.name) not in (None, upstream):
+            return  # (its name is another upstream's now)
+        self._catalog.drop_server(upstream.name)  # the index is rebuilt on the next search; clients told
+        for part in self._parts:
+            part.forget(upstream.name)
+
+
+def _owner_words(owner: str) -> str:
+    if owner == CONFIG_OWNER:
+        return "from the config file"
+    if owner == "registry":
+        return "registered at run time"
+    return f"owned by {owner!r}"
