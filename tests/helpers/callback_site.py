@@ -58,10 +58,13 @@ async def callback_site(answer: Answer) -> AsyncGenerator[CallbackSite]:
 
     app = Starlette(routes=[Route("/{path:path}", endpoint, methods=["POST"])])
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: web.serve(sockets=[sock]))
-        try:
-            yield site
-        finally:
-            site.hold.set()
-            web.should_exit = True
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: web.serve(sockets=[sock]))
+            try:
+                yield site
+            finally:
+                site.hold.set()
+                web.should_exit = True
+    finally:
+        sock.close()

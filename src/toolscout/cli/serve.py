@@ -164,19 +164,24 @@ async def _serve(
     level: LogLevel,
     answering: tuple[Path, Path] | None,
 ) -> None:
+    from toolscout.face.api_registry import registry_routes
     from toolscout.face.http_access import AllowList
     from toolscout.face.http_sessions import SessionLimits
     from toolscout.face.serve import serve_http, serve_stdio, stop_on_signals
     from toolscout.gateway.core import Gateway
+    from toolscout.gateway.registrations import Registrations
+    from toolscout.registry.sqlite import SqliteRegistry, registry_path
     from toolscout.surfaces.base import SurfaceOptions
 
     gateway = Gateway.from_config(config)
+    # Servers and tools registered at run time (this gateway's API, or the CLI's local registry).
+    registrations = Registrations(SqliteRegistry(registry_path(config)), gateway)
     stop = anyio.Event()
     async with anyio.create_task_group() as signals:
         # Stop signals are handled from before the first upstream starts until the last has stopped:
         # one that came while they are being stopped must not kill the gateway and leave them running.
         signals.start_soon(stop_on_signals, stop)
-        async with gateway, _answering_the_command_line(gateway, config, answering, stop):
+        async with gateway, registrations.running(), _answering_the_command_line(gateway, config, answering, stop):
             startup_over()  # everything is imported and the gateway is built: what follows is serving
             count = len(config.mcp_servers)
             if sock is None:
@@ -208,6 +213,7 @@ async def _serve(
                     stop=stop,
                     allow=allow,
                     limits=SessionLimits.of(config.http),
+                    api_routes=registry_routes(registrations),
                 )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from toolscout.config.models import ModeName
@@ -39,6 +39,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 HTTP_SHUTDOWN_GRACE = 2
 """How long, once HTTP serving is asked to stop, responses in progress may take before they are cut."""
 HTTP_PATH = "/mcp"
+API_PATH = "/api/v1"
 
 
 async def stop_on_signals(stop: anyio.Event) -> None:
@@ -128,20 +129,23 @@ def http_app(
     stateless: bool = False,
     limits: SessionLimits | None = None,
     principals: PrincipalResolver | None = None,
+    api_routes: Sequence[BaseRoute] = (),
 ) -> ASGIApp:
     """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
-    decides who each request is from (principals.py; unset: everyone is anonymous)."""
+    decides who each request is from (principals.py; unset: everyone is anonymous); `api_routes`
+    are the HTTP API's, under /api/v1."""
     manager = BoundedSessionManager(
         server,
         limits or SessionLimits(),
         stateless=stateless,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    app = Starlette(
-        routes=[Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _: manager.run()
-    )
+    routes: list[BaseRoute] = [Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))]
+    if api_routes:
+        routes.append(Mount(API_PATH, routes=list(api_routes)))
+    app = Starlette(routes=routes, lifespan=lambda _: manager.run())
     identified = PrincipalAdmission(app, principals or AnonymousPrincipals())
     return HostOriginGuard(PeerAdmission(identified, manager), allow)
 
@@ -159,15 +163,21 @@ async def serve_http(
     allow: AllowList | None = None,
     limits: SessionLimits | None = None,
     principals: PrincipalResolver | None = None,
+    api_routes: Sequence[BaseRoute] = (),
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
     loggers as they are (they are global: a second server in the process must not reset them).
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
-    who each request is from (unset: anonymous)."""
+    who each request is from (unset: anonymous); `api_routes`: the HTTP API's (under /api/v1)."""
     server = build_server(gateway, mode, options)
     app = http_app(
-        server, allow=allow or AllowList.for_bind(host), stateless=stateless, limits=limits, principals=principals
+        server,
+        allow=allow or AllowList.for_bind(host),
+        stateless=stateless,
+        limits=limits,
+        principals=principals,
+        api_routes=api_routes,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.face.stderr_log`); its loggers go to the gateway's log instead.

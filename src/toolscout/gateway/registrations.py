@@ -21,7 +21,8 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import AsyncGenerator, Hashable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import anyio
@@ -46,6 +47,8 @@ SWEEP_SECONDS = 60.0
 REGISTERED_BACKOFF_MAX = 10.0
 """The longest wait between two attempts to reach a registered endpoint: a run's endpoint that starts
 late is found within seconds, and a dead one costs an attempt every 10 s until it expires."""
+PING_SECONDS = 5.0
+"""How often a registered server is pinged: one that died is seen to be down (and retried) within seconds."""
 CALLBACK_SECONDS = 55.0
 """How long a callback tool's URL may take to answer; the call's own timeout is a little longer, so
 that a slow callback is told as such."""
@@ -105,6 +108,7 @@ def registered_spec(registration: Registration) -> UpstreamSpec:
         reconnect=True,  # whatever happens, until the registration expires
         backoff_max=REGISTERED_BACKOFF_MAX,
         relist_empty=isinstance(registration, ServerRegistration),
+        ping_seconds=PING_SECONDS if isinstance(registration, ServerRegistration) else None,
         # Never answered from the persistent catalog: an endpoint of a run that is gone must not
         # look as if its tools were there.
         cache_key=None,
@@ -221,6 +225,16 @@ class Registrations:
                 continue
             if changed:
                 await self._sync_logged()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[Registrations]:
+        """Keep in sync (`run`) while the block runs; the first sync is done when it starts."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.run)
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
 
     async def _sync_logged(self) -> None:
         try:
