@@ -19,6 +19,7 @@ before the answer (`Registrations.put`): a 201 means the server is connecting.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -97,7 +98,8 @@ class RegistryApi:
             found.extend(await registry.servers(namespace, every=every))
         else:
             found.extend(await registry.tools(namespace, every=every))
-        return [self._entry(registration) for registration in found]
+        now = time.time()  # an entry expired but not swept yet is gone already
+        return [self._entry(registration) for registration in found if not registration.expired(now)]
 
     async def post_server(self, request: Request) -> Response:
         registration = server_registration(await json_object(request))
