@@ -247,3 +247,48 @@ def gateway_specs(gateway: Gateway) -> list[UpstreamSpec]:
 async def tool_names(client: Client) -> list[str]:
     result: types.ListToolsResult = await client.list_tools()
     return [t.name for t in result.tools]
+
+
+async def test_a_restarted_server_keeps_its_resource_subscriptions() -> None:
+    first, second = Library("books"), Library("books")
+    async with Gateway([UpstreamSpec("books", InProcessUpstream(first.server), protocol="legacy")]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        await gateway.upstream("books").resource_subscriptions.add("note://1")
+        await first.wait_subscribed({"note://1"})
+
+        moved = UpstreamSpec("books", InProcessUpstream(second.server), protocol="legacy")
+        assert (await gateway.set_servers([moved], owner="config")).restarted == ("books",)
+
+        await second.wait_subscribed({"note://1"})  # subscribed again on the new connection
+        assert gateway.upstream("books").resource_subscriptions.uris == ["note://1"]
+
+
+async def test_clients_are_told_their_resource_and_prompt_lists_changed() -> None:
+    told: list[str] = []
+    arrived = anyio.Event()
+
+    async def handler(message: Any) -> None:
+        nonlocal arrived
+        if isinstance(message, types.ResourceListChangedNotification | types.PromptListChangedNotification):
+            told.append(message.method)
+            arrived.set()
+            arrived = anyio.Event()
+
+    books, films = Library("books"), Library("films")
+    specs = [
+        UpstreamSpec("books", InProcessUpstream(books.server)),
+        UpstreamSpec("films", InProcessUpstream(films.server)),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway), mode="legacy", message_handler=handler) as client:
+            assert any("films" in r.uri for r in (await client.list_resources()).resources)
+            assert any(p.name.startswith("films__") for p in (await client.list_prompts()).prompts)
+            await gateway.set_servers(specs[:1], owner="config")
+            with anyio.fail_after(10):
+                while set(told) != {"notifications/resources/list_changed", "notifications/prompts/list_changed"}:
+                    await arrived.wait()
+            assert not any("films" in r.uri for r in (await client.list_resources()).resources)
+            assert not any(p.name.startswith("films__") for p in (await client.list_prompts()).prompts)

@@ -88,10 +88,7 @@ class Catalog:
 
     def set_server_tools(self, server: str, tools: Iterable[types.Tool]) -> None:
         """Replace everything known about `server`'s tools."""
-        entries: dict[str, CatalogTool] = {}
-        for tool in tools:
-            verdict = self._rules.verdict(server, tool.name)
-            entries[tool.name] = CatalogTool(server, tool, verdict.enabled, verdict.tags)
+        entries = {tool.name: self._judged(server, tool) for tool in tools}
         previous = self._servers.get(server)
         self._servers[server] = entries
         if previous is None:
@@ -100,6 +97,20 @@ class Catalog:
         # changes nothing: no index rebuild, no list_changed for clients.
         if previous is None or list(previous.values()) != list(entries.values()):
             self.changes.bump()
+
+    def rules_changed(self) -> None:
+        """The rules were replaced (`RuleSet.replace`): every tool's verdict again (a change if any differs)."""
+        before = self._servers
+        self._servers = {
+            server: {name: self._judged(server, entry.tool) for name, entry in entries.items()}
+            for server, entries in before.items()
+        }
+        if self._servers != before:
+            self.changes.bump()
+
+    def _judged(self, server: str, tool: types.Tool) -> CatalogTool:
+        verdict = self._rules.verdict(server, tool.name)
+        return CatalogTool(server, tool, verdict.enabled, verdict.tags)
 
     def order_servers(self, names: Sequence[str]) -> None:
         """List the servers' tools in the order of `names` (the gateway's order of its upstreams), not in

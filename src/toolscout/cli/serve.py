@@ -110,6 +110,7 @@ def serve(
     setup_logging(log_level, background=True)
     output = Output()
     gateway_config, source = load(config, output, demo=demo)
+    loaded = gateway_config
     if allow_host or allow_origin:
         gateway_config = _with_allowed(gateway_config, allow_host or [], allow_origin or [], output)
     # Where this machine's command line asks this gateway instead of starting the servers itself
@@ -133,7 +134,9 @@ def serve(
                 ToolscoutError(f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port."),
                 EXIT_INVALID,
             )
-    run(_serve, gateway_config, sock, host, stateless, log_level, answering)
+    # The file as loaded, before any option changed it: what its next version is compared with (reload.py).
+    watched = (source.path, loaded) if source is not None else None
+    run(_serve, gateway_config, sock, host, stateless, log_level, answering, watched)
 
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
@@ -163,10 +166,12 @@ async def _serve(
     stateless: bool,
     level: LogLevel,
     answering: tuple[Path, Path] | None,
+    watched: tuple[Path, GatewayConfig] | None,
 ) -> None:
     from toolscout.face.api_registry import registry_routes
     from toolscout.face.http_access import AllowList
     from toolscout.face.http_sessions import SessionLimits
+    from toolscout.face.reload import ConfigReloader, reloading
     from toolscout.face.serve import serve_http, serve_stdio, stop_on_signals
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.registrations import Registrations
@@ -174,14 +179,22 @@ async def _serve(
     from toolscout.surfaces.base import SurfaceOptions
 
     gateway = Gateway.from_config(config)
+    reloader = ConfigReloader(gateway, *watched) if watched is not None else None
     # Servers and tools registered at run time (this gateway's API, or the CLI's local registry).
     registrations = Registrations(SqliteRegistry(registry_path(config)), gateway)
     stop = anyio.Event()
     async with anyio.create_task_group() as signals:
         # Stop signals are handled from before the first upstream starts until the last has stopped:
         # one that came while they are being stopped must not kill the gateway and leave them running.
-        signals.start_soon(stop_on_signals, stop)
-        async with gateway, registrations.running(), _answering_the_command_line(gateway, config, answering, stop):
+        signals.start_soon(
+            functools.partial(stop_on_signals, stop, reload=reloader.request if reloader is not None else None)
+        )
+        async with (
+            gateway,
+            registrations.running(),
+            _answering_the_command_line(gateway, config, answering, stop),
+            reloading(reloader),
+        ):
             startup_over()  # everything is imported and the gateway is built: what follows is serving
             count = len(config.mcp_servers)
             if sock is None:

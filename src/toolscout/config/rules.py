@@ -45,6 +45,10 @@ class RuleSet:
     """The compiled `toolRules`, applied to (server, name) pairs of one kind (tools unless told)."""
 
     def __init__(self, rules: Sequence[ToolRule] = ()) -> None:
+        self.replace(rules)
+
+    def replace(self, rules: Sequence[ToolRule]) -> None:
+        """Apply `rules` from now on, in place (whoever holds this set sees them: a reloaded config)."""
         self._rules = tuple(
             _CompiledRule(
                 kind=rule.kind or "tool",

@@ -1,10 +1,10 @@
 """Where the gateway's upstream servers come from: the seam between a source of server configs and the
 gateway that connects to them.
 
-Today there is one source, the configuration file's `mcpServers`, read once when the gateway starts
-(`ConfiguredServers`); a change to the file takes a restart. Servers registered at run time (shared by
-the replicas of an HTTP gateway) will be another `ServerSource`: one whose servers change while the
-gateway runs, which is when this protocol gains a way to say that they did.
+Today there is one source, the configuration file's `mcpServers` (`ConfiguredServers`): read when the
+gateway starts, and again whenever `serve` reloads the file (face/reload.py), whose servers it then
+hands to `Gateway.set_servers` (owner "config"). Servers registered at run time reach the gateway the
+same way, under their own owner ("registry").
 """
 
 from __future__ import annotations

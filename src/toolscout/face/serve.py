@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,8 +42,9 @@ HTTP_PATH = "/mcp"
 API_PATH = "/api/v1"
 
 
-async def stop_on_signals(stop: anyio.Event) -> None:
-    """Set `stop` on SIGINT, SIGTERM or SIGHUP, and keep receiving them until cancelled.
+async def stop_on_signals(stop: anyio.Event, *, reload: Callable[[], None] | None = None) -> None:
+    """Set `stop` on SIGINT, SIGTERM or SIGHUP, and keep receiving them until cancelled; with `reload`,
+    SIGHUP calls it instead (`toolscout serve` reads its config file again).
 
     One that comes once `stop` is set is logged and nothing more: left to its default action it
     would kill the process while it stops its upstream servers, and their children would outlive it.
@@ -51,7 +52,10 @@ async def stop_on_signals(stop: anyio.Event) -> None:
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async for signum in signals:
             name = signal.Signals(signum).name
-            if stop.is_set():
+            if signum == signal.SIGHUP and reload is not None and not stop.is_set():
+                logger.info("received SIGHUP, reading the configuration again")
+                reload()
+            elif stop.is_set():
                 logger.info("received %s; still stopping the upstream servers", name)
             else:
                 logger.info("received %s, shutting down", name)

@@ -188,7 +188,6 @@ class ServerSet:
         restarted = [n for n in current if n in wanted and spec_key(current[n].spec) != spec_key(wanted[n])]
         unchanged = [n for n in current if n in wanted and n not in restarted]
         added = [name for name in wanted if name not in current]
-        running = self.state() == "running"
         # Out of the registry first: from now on the name is SERVER_NOT_FOUND, whatever its teardown takes.
         gone = [upstream for name in removed if (upstream := self._upstreams.remove(name)) is not None]
         for upstream in gone:
@@ -207,6 +206,7 @@ class ServerSet:
             self._forget_upstream(current[name])
             self._startup.forget(current[name])
             upstream = self._build(wanted[name])
+            upstream.resource_subscriptions.adopt(current[name].resource_subscriptions)  # clients' stay
             self._upstreams.replace(upstream)
             fresh.append(upstream)
         for name in added:
@@ -216,7 +216,7 @@ class ServerSet:
         if order:
             self._upstreams.reorder(order)
         self._catalog.order_servers(self._upstreams.names)
-        if running:
+        if self.state() == "running":  # (not if the gateway stopped meanwhile: its task group is gone)
             for upstream in fresh:
                 self._startup.launch(upstream)
         position = {name: i for i, name in enumerate(self._upstreams.names)}

@@ -76,6 +76,11 @@ class ResourceWatch:
     def __bool__(self) -> bool:
         return bool(self._counts)
 
+    def adopt(self, previous: ResourceWatch) -> None:
+        """Take on the subscribers of `previous` (its server restarted with a new configuration): they are
+        subscribed upstream on this watch's first connection, as after any reconnect."""
+        self._counts.update(previous._counts)
+
     async def add(self, uri: str) -> None:
         """One more subscriber of `uri`; the first one subscribes upstream (its failure is raised)."""
         client = self._client
