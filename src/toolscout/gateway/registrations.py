@@ -47,6 +47,9 @@ SWEEP_SECONDS = 60.0
 REGISTERED_BACKOFF_MAX = 10.0
 """The longest wait between two attempts to reach a registered endpoint: a run's endpoint that starts
 late is found within seconds, and a dead one costs an attempt every 10 s until it expires."""
+REGISTERED_CONNECT_TIMEOUT = 10.0
+"""How long one attempt to reach a registered endpoint may take: a hanging one is tried again rather
+than waited for (an agent's first search waits for a new server's first attempt)."""
 PING_SECONDS = 5.0
 """How often a registered server is pinged: one that died is seen to be down (and retried) within seconds."""
 CALLBACK_SECONDS = 55.0
@@ -106,6 +109,7 @@ def registered_spec(registration: Registration) -> UpstreamSpec:
         description=description,
         call_timeout=max(spec.call_timeout, CALLBACK_SECONDS + 5),
         reconnect=True,  # whatever happens, until the registration expires
+        connect_timeout=REGISTERED_CONNECT_TIMEOUT,
         backoff_max=REGISTERED_BACKOFF_MAX,
         relist_empty=isinstance(registration, ServerRegistration),
         ping_seconds=PING_SECONDS if isinstance(registration, ServerRegistration) else None,
