@@ -225,6 +225,11 @@ async def test_names_taken_are_409_and_bad_bodies_400(tmp_path: Path) -> None:
         assert (refused.status_code, refused.json()["error"]["code"]) == (400, "INVALID_JSON")
         refused = await gateway.api("GET", "/registry/servers?namespace=a.b")
         assert refused.status_code == 400
+        global_tool = {k: v for k, v in tool_body("shared", "http://127.0.0.1:9/tool").items() if k != "namespace"}
+        assert (await gateway.api("POST", "/registry/tools", {**global_tool, "global": True})).status_code == 201
+        listed = (await gateway.api("GET", "/registry/tools")).json()["tools"]
+        assert [(t["namespace"], t["shownAs"]) for t in listed] == [(None, "shared"), ("run-1", "run-1.lookup")]
+        assert (await gateway.api("DELETE", "/registry/tools/shared")).status_code == 204
         missing = await gateway.api("DELETE", "/registry/servers/run-1/nothing")
         assert missing.status_code == 404
         assert (await gateway.api("DELETE", "/registry/tools/run-1/lookup")).status_code == 204

@@ -31,6 +31,7 @@ import anyio.abc
 from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.config.scopes import qualified_name
 from toolscout.errors import ToolscoutError
+from toolscout.masking import remember_secrets
 from toolscout.registry.base import Registry, ServerRegistration, ToolRegistration
 from toolscout.registry.requests import NameClash, name_taken
 from toolscout.upstream import Upstream, UpstreamSpec
@@ -89,6 +90,8 @@ def registered_spec(registration: Registration) -> UpstreamSpec:
     """The upstream of one registration (a new transport each time: build once per change, see `_Specs`)."""
     shown = qualified_name(registration.namespace, registration.name)
     if isinstance(registration, ServerRegistration):
+        # A header's value (a bearer token, say) is masked wherever it could show: logs, errors, audit.
+        remember_secrets(registration.headers.values())
         config_type = SseServerConfig if registration.transport == "sse" else HttpServerConfig
         config = config_type(url=registration.url, headers=dict(registration.headers))
         spec = UpstreamSpec.from_config(shown, config)
