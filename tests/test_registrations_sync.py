@@ -105,3 +105,16 @@ async def test_a_configured_name_is_refused_and_a_clash_written_past_the_api_is_
         assert registrations.status(server)["status"] == "refused"
         assert [u.name for u in gateway.upstreams] == ["notes", "run-1.lookup"]
         assert upstream(gateway, "notes") is not None
+
+
+async def test_an_unusable_registry_file_is_logged_and_the_gateway_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    async with Gateway([configured("notes")]) as gateway:
+        registrations = Registrations(SqliteRegistry(blocker / "registry.sqlite3"), gateway, poll_seconds=0.05)
+        async with registrations.running():
+            assert [u.name for u in gateway.upstreams] == ["notes"]
+    assert "could not apply the registry's registrations" in caplog.text
+    assert "Traceback" not in caplog.text

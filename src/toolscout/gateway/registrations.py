@@ -30,7 +30,6 @@ import anyio.abc
 
 from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.config.scopes import qualified_name
-from toolscout.errors import ToolscoutError
 from toolscout.masking import remember_secrets
 from toolscout.registry.base import Registry, ServerRegistration, ToolRegistration
 from toolscout.registry.requests import NameClash, name_taken
@@ -158,6 +157,7 @@ class Registrations:
         self._version: int | None = None
         self._next_expiry: float | None = None
         self._lock: anyio.Lock | None = None
+        self._last_trouble: str | None = None
 
     def _locked(self) -> anyio.Lock:
         if self._lock is None:
@@ -228,7 +228,7 @@ class Registrations:
                         logger.info("swept %d expired registration(s) and token(s)", gone)
                 changed = due or await self.registry.version() != self._version
             except Exception as exc:  # a busy or broken registry file: try again at the next poll
-                logger.warning("could not read the registry: %s", exc)
+                self._trouble(f"could not read the registry: {exc}")
                 continue
             if changed:
                 await self._sync_logged()
@@ -246,10 +246,18 @@ class Registrations:
     async def _sync_logged(self) -> None:
         try:
             await self.sync()
-        except (ToolscoutError, OSError, RuntimeError, ValueError) as exc:
-            logger.warning("could not apply the registry's registrations: %s", exc)
-        except Exception:  # sqlite3 and the like: logged whole, never the end of the gateway's sync
-            logger.exception("could not apply the registry's registrations")
+        except Exception as exc:  # the registry's file (sqlite3, OSError) or the gateway: tried again later
+            self._trouble(f"could not apply the registry's registrations: {exc or type(exc).__name__}")
+            return
+        if self._last_trouble is not None:
+            logger.info("the registry's registrations are applied again")
+            self._last_trouble = None
+
+    def _trouble(self, message: str) -> None:
+        """Log a failure of the sync once, not at every poll while it lasts."""
+        if message != self._last_trouble:
+            logger.warning("%s (tried again every %gs)", message, self._poll)
+            self._last_trouble = message
 
     # Writes (the HTTP API)
 
