@@ -307,3 +307,26 @@ async def test_a_server_added_while_running_starts_from_its_stored_catalog(tmp_p
         assert gateway.cached_at("units") is not None
         hits = await gateway.search("miles to kilometers")
         assert (hits[0].tool.server, hits[0].tool.name) == ("units", "convert_units")
+
+
+async def test_a_change_is_made_whole_even_if_its_caller_is_cancelled() -> None:
+    kitchen = UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))
+    async with Gateway([kitchen]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        old = gateway.upstream("kitchen")
+        caller = anyio.CancelScope()
+
+        async def change() -> None:
+            with caller:
+                await gateway.set_servers([notes_spec()], owner="config")
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(change)
+                while not old.stopped:  # the change is under way: kitchen is being stopped
+                    await old.wait_changed()
+                caller.cancel()
+        assert [u.name for u in gateway.upstreams] == ["notes"]
+        assert gateway.catalog.tools("kitchen", include_disabled=True) == []
+        await until(gateway.upstream("notes"), Status.CONNECTED)
