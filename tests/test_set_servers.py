@@ -24,6 +24,7 @@ from toolscout.errors import ConfigurationError, ServerNameTaken, ServerNotFound
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.runtime import ServerChanges
+from toolscout.surfaces.compact import CompactSurface
 from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, Upstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -330,3 +331,16 @@ async def test_a_change_is_made_whole_even_if_its_caller_is_cancelled() -> None:
         assert [u.name for u in gateway.upstreams] == ["notes"]
         assert gateway.catalog.tools("kitchen", include_disabled=True) == []
         await until(gateway.upstream("notes"), Status.CONNECTED)
+
+
+async def test_compacts_description_follows_a_server_swapped_for_one_that_looks_the_same() -> None:
+    def disabled(name: str) -> UpstreamSpec:
+        return UpstreamSpec(name, InProcessUpstream(notes_server()), disabled=True)
+
+    async with Gateway([disabled("alpha")]) as gateway:
+        surface = CompactSurface(gateway)
+        assert "Server: alpha [disabled]" in surface.description()
+        # No tools either way: the catalog is as it was.
+        await gateway.set_servers([disabled("beta")], owner="config")
+        assert "Server: beta [disabled]" in surface.description()
+        assert "alpha" not in surface.description()
