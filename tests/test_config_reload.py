@@ -126,6 +126,8 @@ async def test_http_passthrough_follows_added_and_removed_servers(tmp_path: Path
             await exited(pid)
             result = await client.call_tool("convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"})
             assert not result.is_error
+        # The server left as it was kept its one connection throughout.
+        assert len([line for line in gateway.stderr if "units: connected (" in line]) == 1
         assert not any("Traceback" in line for line in gateway.stderr), "\n".join(gateway.stderr)
 
 

@@ -113,8 +113,8 @@ class Gateway:
         # Built last, from the parts above (its background fetches run in the gateway's task group).
         self.mirror = Mirror(self, self.rules, on_listed=self._snapshots.content_listed)
         """The upstreams' resources and prompts under gateway names (mirror/)."""
-        parts = (self.mirror, self._snapshots)
-        self._servers = ServerSet(self._upstreams, self._startup, self.catalog, parts, self._new_upstream)
+        parts = (self.catalog, self.mirror, self._snapshots)
+        self._servers = ServerSet(self._upstreams, self._startup, *parts, build=self._new_upstream)
         self._servers.state = lambda: self._state
 
     @classmethod

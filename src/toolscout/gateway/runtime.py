@@ -9,7 +9,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -17,7 +17,9 @@ import anyio.abc
 from toolscout.catalog import Catalog
 from toolscout.errors import ConfigurationError, ServerNameTaken
 from toolscout.gateway.registry import CONFIG_OWNER, UpstreamRegistry
+from toolscout.gateway.snapshots import Snapshots
 from toolscout.gateway.startup import Startup
+from toolscout.mirror.core import Mirror
 from toolscout.upstream import Upstream, UpstreamSpec
 
 logger = logging.getLogger(__name__)
@@ -111,20 +113,13 @@ class UpstreamRunner:
                 await run.done.wait()
 
 
-class Forgets(Protocol):
-    """A part of the gateway that keeps something of each server (the mirror, the snapshots)."""
-
-    def forget(self, server: str) -> None:
-        """`server` left the gateway: keep nothing of it."""
-        ...
-
-
 class ServerSet:
     """Changes the gateway's upstreams, one owner's at a time (`apply`), one change at a time.
 
     `build(spec)`: a new upstream wired to the gateway; what the gateway knows of a server that left
-    is dropped from `catalog` and each of `parts`; `state()`: the gateway's state ("new": changes
-    only edit the set its start will run; "stopped": they are refused).
+    is dropped from `catalog`, `mirror` and `snapshots`, and a server that joins starts from its
+    snapshot if the store has one; `state()`: the gateway's state ("new": changes only edit the set
+    its start will run; "stopped": they are refused).
     """
 
     def __init__(
@@ -132,15 +127,18 @@ class ServerSet:
         upstreams: UpstreamRegistry,
         startup: Startup,
         catalog: Catalog,
-        parts: Sequence[Forgets],
+        mirror: Mirror,
+        snapshots: Snapshots,
+        *,
         build: Callable[[UpstreamSpec], Upstream],
     ) -> None:
         self._upstreams = upstreams
         self._startup = startup
+        self._mirror = mirror
+        self._snapshots = snapshots
         self.runner = UpstreamRunner()
         """Runs each upstream (the gateway attaches it to its task group when it starts)."""
         self._catalog = catalog
-        self._parts = parts
         self._build = build
         self.state: Callable[[], str] = lambda: "new"
         """The gateway's state: "new", "running" or "stopped" (set by the gateway)."""
@@ -156,15 +154,21 @@ class ServerSet:
         clients whose lists changed are told as for any catalog change. A name twice in `specs`
         (`ConfigurationError`) or another owner's (`ServerNameTaken`) refuses the whole change. Before
         the gateway is entered this only edits the set it will start; after it stopped, `RuntimeError`.
+        Once begun, a change is finished even if the caller is cancelled.
         """
         if self.state() == "stopped":
             raise RuntimeError("the gateway has stopped: its servers cannot change any more")
         self._check(specs, owner)
         if self._lock is None:
             self._lock = anyio.Lock()
+        changes = ServerChanges()
         async with self._lock:
             self._check(specs, owner)  # again: another change may have taken a name while this one waited
-            return await self._apply(specs, owner)
+            # Made whole even if the caller is cancelled meanwhile (a change half made would leave
+            # servers out of the registry yet running); every wait in it is bounded.
+            with anyio.CancelScope(shield=True):
+                changes = await self._apply(specs, owner)
+        return changes
 
     def _check(self, specs: Sequence[UpstreamSpec], owner: str) -> None:
         """Refuse the whole change, before any of it, when a name is twice in `specs` or is another owner's."""
@@ -216,6 +220,10 @@ class ServerSet:
         if order:
             self._upstreams.reorder(order)
         self._catalog.order_servers(self._upstreams.names)
+        if fresh and self.state() == "running":
+            # Each as it was last listed, if the store has it (at start, the gateway loads them all).
+            for name, snapshot in (await self._snapshots.load(fresh)).items():
+                self._mirror.use_stored(self._upstreams.named(name), snapshot.content())
         if self.state() == "running":  # (not if the gateway stopped meanwhile: its task group is gone)
             for upstream in fresh:
                 self._startup.launch(upstream)
@@ -239,8 +247,8 @@ class ServerSet:
         if self._upstreams.get(upstream.name) not in (None, upstream):
             return  # (its name is another upstream's now)
         self._catalog.drop_server(upstream.name)  # the index is rebuilt on the next search; clients told
-        for part in self._parts:
-            part.forget(upstream.name)
+        self._mirror.forget(upstream.name)
+        self._snapshots.forget(upstream.name)
 
 
 def _owner_words(owner: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import anyio
@@ -93,11 +93,13 @@ class Snapshots:
             return None
         return snapshot.saved_at
 
-    async def load(self) -> dict[str, ServerSnapshot]:
-        """Read the stored snapshots of this configuration's servers and have each server list its
-        stored tools (and say what it said about itself) until it is connected; the snapshots read."""
+    async def load(self, upstreams: Iterable[Upstream] | None = None) -> dict[str, ServerSnapshot]:
+        """Read the stored snapshots of this configuration's servers (or of `upstreams`, added while the
+        gateway runs) and have each server list its stored tools (and say what it said about itself)
+        until it is connected; the snapshots read."""
         store = self._store
-        keys = {u.name: u.spec.cache_key for u in self._upstreams if u.spec.cache_key and not u.spec.disabled}
+        chosen = self._upstreams if upstreams is None else upstreams
+        keys = {u.name: u.spec.cache_key for u in chosen if u.spec.cache_key and not u.spec.disabled}
         if store is None or not keys:
             return {}
         found: dict[str, ServerSnapshot] = {}
@@ -109,18 +111,17 @@ class Snapshots:
                 logger.warning("catalog cache not read: %s", exc)
         if scope.cancelled_caught:
             logger.warning("catalog cache not read within %gs; starting without it", CACHE_LOAD_BUDGET_SECONDS)
+        loaded: dict[str, ServerSnapshot] = {}
         for name, snapshot in found.items():
             upstream = self._upstreams.get(name)
             if upstream is None or snapshot.config_hash != keys.get(name):
                 continue  # never another configuration's catalog
-            self._snapshots[name] = snapshot
+            loaded[name] = self._snapshots[name] = snapshot
             upstream.identity = _identity(snapshot)
             upstream.use_offline_tools(snapshot.tools)
-        if self._snapshots:
-            logger.info(
-                "catalog cache: %d of %d servers answer from it until connected", len(self._snapshots), len(keys)
-            )
-        return dict(self._snapshots)
+        if loaded:
+            logger.info("catalog cache: %d of %d servers answer from it until connected", len(loaded), len(keys))
+        return loaded
 
     def tools_listed(self, upstream: Upstream, tools: Sequence[types.Tool]) -> None:
         """A live tool list arrived (connect, list_changed): it is the one to fall back on, and to save."""

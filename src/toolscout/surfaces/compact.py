@@ -75,7 +75,7 @@ class CompactSurface:
         `tools/list` asks for it, and for 10,000 tools it took 40 ms of the event loop.
         """
         upstreams = self.gateway.upstreams
-        key = (self.gateway.catalog.version, tuple((u.status, u.identity, u.description) for u in upstreams))
+        key = (self.gateway.catalog.version, tuple((u.name, u.status, u.identity, u.description) for u in upstreams))
         if key != self._described[0]:
             self._described = (key, self._describe(upstreams))
         return self._described[1]
