@@ -20,7 +20,7 @@ from tests.helpers.callback_site import callback_site, text_result
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.helpers.paths import PYTHON, ROOT
 from tests.helpers.procs import UVICORN_READY, free_port, running, stop
-from tests.helpers.registration_gateway import served_gateway, status_of, structured, until, write_config
+from tests.helpers.registration_gateway import served_gateway, servers, status_of, structured, until, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -180,8 +180,18 @@ async def test_the_cli_writes_the_local_registry_a_running_gateway_picks_up(tmp_
         assert code == 0, err
         await until(client, lambda found: status_of("run-2.lookup")(found) == "connected")
 
+        endpoint = f"http://127.0.0.1:{free_port()}/mcp"
+        code, out, err = await cli("registry", "add", "text", endpoint, "-n", "run-2", "--url", gateway.base_url)
+        assert code == 0, err
+        assert "Registered run-2.text on the gateway" in out
+        assert "run-2.text" in await servers(client)  # applied before the command returned
+        code, _, err = await cli("registry", "add", "units", endpoint, "--global", "--url", gateway.base_url)
+        assert code == 1
+        assert "'units' is the name of a configured server" in err
+
         code, out, err = await cli("registry", "list", "--url", gateway.base_url, "--json")
         assert code == 0, err
+        assert [s["shownAs"] for s in json.loads(out)["servers"]] == ["run-2.text"]
         [entry] = json.loads(out)["tools"]
         assert (entry["shownAs"], entry["status"], entry["toolCount"]) == ("run-2.lookup", "connected", 1)
 
