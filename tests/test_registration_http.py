@@ -62,7 +62,7 @@ async def test_a_server_registered_before_it_starts_is_found_once_it_answers(tmp
             arguments = {"server": "run-1.text", "tool": "slugify", "arguments": {"text": "Hello, World!"}}
             assert structured(await client.call_tool("execute_tool", arguments)) == {"result": "hello-world"}
             [listed] = (await gateway.api("GET", "/registry/servers")).json()["servers"]
-            assert (listed["status"], listed["toolCount"]) == ("connected", listed["toolCount"])
+            assert listed["status"] == "connected"
             assert listed["toolCount"] > 0
             assert "error" not in listed
 
