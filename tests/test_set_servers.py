@@ -24,6 +24,7 @@ from toolscout.errors import ConfigurationError, ServerNameTaken, ServerNotFound
 from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.runtime import ServerChanges
+from toolscout.surfaces.compact import CompactSurface
 from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, Upstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -307,3 +308,39 @@ async def test_a_server_added_while_running_starts_from_its_stored_catalog(tmp_p
         assert gateway.cached_at("units") is not None
         hits = await gateway.search("miles to kilometers")
         assert (hits[0].tool.server, hits[0].tool.name) == ("units", "convert_units")
+
+
+async def test_a_change_is_made_whole_even_if_its_caller_is_cancelled() -> None:
+    kitchen = UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))
+    async with Gateway([kitchen]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        old = gateway.upstream("kitchen")
+        caller = anyio.CancelScope()
+
+        async def change() -> None:
+            with caller:
+                await gateway.set_servers([notes_spec()], owner="config")
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(change)
+                while not old.stopped:  # the change is under way: kitchen is being stopped
+                    await old.wait_changed()
+                caller.cancel()
+        assert [u.name for u in gateway.upstreams] == ["notes"]
+        assert gateway.catalog.tools("kitchen", include_disabled=True) == []
+        await until(gateway.upstream("notes"), Status.CONNECTED)
+
+
+async def test_compacts_description_follows_a_server_swapped_for_one_that_looks_the_same() -> None:
+    def disabled(name: str) -> UpstreamSpec:
+        return UpstreamSpec(name, InProcessUpstream(notes_server()), disabled=True)
+
+    async with Gateway([disabled("alpha")]) as gateway:
+        surface = CompactSurface(gateway)
+        assert "Server: alpha [disabled]" in surface.description()
+        # No tools either way: the catalog is as it was.
+        await gateway.set_servers([disabled("beta")], owner="config")
+        assert "Server: beta [disabled]" in surface.description()
+        assert "alpha" not in surface.description()

@@ -48,7 +48,16 @@ def make_app(command: str | None = None) -> typer.Typer:
     explore.register(app)
     if command in EXPLORE_COMMANDS:
         return app
-    from toolscout.cli import audit_cmd, cache_cmd, config_cmd, eval_cmd, rules_cmd, setup_cmd, token_cmd
+    from toolscout.cli import (
+        audit_cmd,
+        cache_cmd,
+        config_cmd,
+        eval_cmd,
+        registry_cmd,
+        rules_cmd,
+        setup_cmd,
+        token_cmd,
+    )
 
     config_cmd.register(app)
     rules_cmd.register(app)
@@ -57,6 +66,7 @@ def make_app(command: str | None = None) -> typer.Typer:
     audit_cmd.register(app)
     cache_cmd.register(app)
     token_cmd.register(app)
+    registry_cmd.register(app)
     return app
 
 

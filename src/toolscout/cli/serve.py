@@ -27,7 +27,6 @@ from toolscout.present.render import counted
 
 if TYPE_CHECKING:
     from toolscout.gateway.core import Gateway
-    from toolscout.registry.sqlite import SqliteRegistry
 
 
 class Transport(StrEnum):
@@ -179,20 +178,21 @@ async def _serve(
     watched: tuple[Path, GatewayConfig] | None,
     insecure_no_auth: bool = False,
 ) -> None:
+    from toolscout.face.api_registry import registry_routes
     from toolscout.face.auth import BearerPrincipals
     from toolscout.face.http_access import AllowList
     from toolscout.face.http_sessions import SessionLimits
     from toolscout.face.reload import ConfigReloader, reloading
     from toolscout.face.serve import serve_http, serve_stdio, stop_on_signals
     from toolscout.gateway.core import Gateway
+    from toolscout.gateway.registrations import Registrations
+    from toolscout.registry.sqlite import SqliteRegistry, registry_path
     from toolscout.surfaces.base import SurfaceOptions
 
-    registry: SqliteRegistry | None = None
+    # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry).
+    registry = SqliteRegistry(registry_path(config))
     principals: BearerPrincipals | None = None
     if sock is not None:
-        from toolscout.registry.sqlite import SqliteRegistry, registry_path
-
-        registry = SqliteRegistry(registry_path(config))
         principals = BearerPrincipals(config.auth, registry)
         try:
             authenticating = await principals.check_tokens()
@@ -207,6 +207,7 @@ async def _serve(
         _check_exposure(config, sock, authenticating, insecure_no_auth)
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
+    registrations = Registrations(registry, gateway)
     stop = anyio.Event()
     async with anyio.create_task_group() as signals:
         # Stop signals are handled from before the first upstream starts until the last has stopped:
@@ -214,7 +215,12 @@ async def _serve(
         signals.start_soon(
             functools.partial(stop_on_signals, stop, reload=reloader.request if reloader is not None else None)
         )
-        async with gateway, _answering_the_command_line(gateway, config, answering, stop), reloading(reloader):
+        async with (
+            gateway,
+            registrations.running(),
+            _answering_the_command_line(gateway, config, answering, stop),
+            reloading(reloader),
+        ):
             startup_over()  # everything is imported and the gateway is built: what follows is serving
             count = len(config.mcp_servers)
             if sock is None:
@@ -248,6 +254,7 @@ async def _serve(
                     limits=SessionLimits.of(config.http),
                     principals=principals,
                     registry=registry,
+                    api_routes=registry_routes(registrations),
                 )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()

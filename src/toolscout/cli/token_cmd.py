@@ -9,8 +9,6 @@ The token's secret is printed once, by `create`; nothing stores or prints it aga
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -20,19 +18,17 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 import typer
 from rich.markup import escape
 
+from toolscout.cli.api_client import ADMIN_KEY_VARIABLE
 from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, load, run
 from toolscout.config import find_config
 from toolscout.config.models import GatewayConfig
 from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
-from toolscout.masking import remember_secrets
 
 if TYPE_CHECKING:
     from toolscout.registry.sqlite import SqliteRegistry
 
 T = TypeVar("T")
 
-ADMIN_KEY_VARIABLE = "TOOLSCOUT_ADMIN_KEY"
-HTTP_TIMEOUT = 30.0
 
 token_app = typer.Typer(
     name="token", help="Issue, list and revoke tokens that scope an agent to a namespace.", no_args_is_help=True
@@ -58,49 +54,17 @@ def _when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _api_base(url: str, output: Output) -> str:
-    """`http://host:port` from what the user gave (the /mcp URL agents use is accepted too)."""
-    base = url.strip().rstrip("/")
-    base = base.removesuffix("/mcp")
-    if not base.startswith(("http://", "https://")):
-        output.fail(InvalidArguments(f"--url must be the gateway's http:// or https:// address, got {url!r}"))
-    return base
-
-
 async def _call(output: Output, method: str, url: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     """The gateway API's answer (a JSON object, empty for 204), or exit saying what went wrong."""
-    import httpx2
+    from toolscout.cli.api_client import ApiRefused, call_api
 
-    base = _api_base(url, output)
-    key = os.environ.get(ADMIN_KEY_VARIABLE, "")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    if key:
-        remember_secrets([key])
     try:
-        async with httpx2.AsyncClient(timeout=HTTP_TIMEOUT) as http:
-            response = await http.request(method, f"{base}/api/v1{path}", json=body, headers=headers)
-    except httpx2.HTTPError as exc:
-        output.fail(ToolscoutError(f"cannot reach the gateway at {base}: {exc or type(exc).__name__}. Is it running?"))
-    if response.status_code == 204:
-        return {}
-    answer: dict[str, Any] = {}
-    with contextlib.suppress(ValueError):  # not JSON (a proxy's page): its text says what happened
-        parsed: object = response.json()
-        answer = cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
-    error: object = answer.get("error")
-    message = str(cast(dict[str, Any], error).get("message")) if isinstance(error, dict) else response.text[:200]
-    if response.status_code == 401:
-        hint = f"set {ADMIN_KEY_VARIABLE} to one of its auth.adminKeys" if not key else "check " + ADMIN_KEY_VARIABLE
-        output.fail(ConfigurationError(f"the gateway at {base} refused the credential ({message}); {hint}."))
-    if response.status_code == 403:
-        output.fail(ConfigurationError(f"the gateway at {base} refused: {message} (set {ADMIN_KEY_VARIABLE})."))
-    if response.status_code == 404:
-        output.fail(ToolscoutError(message), EXIT_NOT_FOUND)
-    if response.status_code == 400:
-        output.fail(InvalidArguments(message))
-    if response.status_code >= 300:
-        output.fail(ToolscoutError(f"the gateway at {base} answered {response.status_code}: {message}"))
-    return answer
+        answer = await call_api(url, method, path, body)
+    except ApiRefused as exc:
+        output.fail(exc, EXIT_NOT_FOUND)
+    except ToolscoutError as exc:
+        output.fail(exc)
+    return cast(dict[str, Any], answer) if isinstance(answer, dict) else {}
 
 
 def _local_config(config: Path | None, output: Output) -> GatewayConfig:

@@ -154,15 +154,21 @@ class ServerSet:
         clients whose lists changed are told as for any catalog change. A name twice in `specs`
         (`ConfigurationError`) or another owner's (`ServerNameTaken`) refuses the whole change. Before
         the gateway is entered this only edits the set it will start; after it stopped, `RuntimeError`.
+        Once begun, a change is finished even if the caller is cancelled.
         """
         if self.state() == "stopped":
             raise RuntimeError("the gateway has stopped: its servers cannot change any more")
         self._check(specs, owner)
         if self._lock is None:
             self._lock = anyio.Lock()
+        changes = ServerChanges()
         async with self._lock:
             self._check(specs, owner)  # again: another change may have taken a name while this one waited
-            return await self._apply(specs, owner)
+            # Made whole even if the caller is cancelled meanwhile (a change half made would leave
+            # servers out of the registry yet running); every wait in it is bounded.
+            with anyio.CancelScope(shield=True):
+                changes = await self._apply(specs, owner)
+        return changes
 
     def _check(self, specs: Sequence[UpstreamSpec], owner: str) -> None:
         """Refuse the whole change, before any of it, when a name is twice in `specs` or is another owner's."""

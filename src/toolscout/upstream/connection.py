@@ -28,6 +28,7 @@ from toolscout.masking import mask_text
 from toolscout.upstream.callbacks import ClientCallbacks
 from toolscout.upstream.calls import CallsInFlight, Request, ToolCall
 from toolscout.upstream.failures import describe_exception, innermost
+from toolscout.upstream.liveness import EndpointWatch
 from toolscout.upstream.relay import current_relay
 from toolscout.upstream.spec import ListKind, ServerIdentity, Status, UpstreamSpec
 from toolscout.upstream.state import ConnectionState
@@ -38,9 +39,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LAZY_IDLE = 300.0
 """A lazy server's connection is closed after this many seconds without calls, unless configured."""
-BACKOFF_INITIAL = 1.0
-BACKOFF_MAX = 60.0
-"""Seconds between connection attempts: doubling from the first, capped at the second."""
+BACKOFF_INITIAL = 1.0  # seconds before connecting again after a failure, doubling up to the spec's backoff_max
 T = TypeVar("T")
 
 
@@ -75,6 +74,7 @@ class Upstream:
             resource_updated=self._resource_updated,
         )
         self.resource_subscriptions = ResourceWatch(self.name, self.request, self._resource_updated)
+        self._endpoint = EndpointWatch(spec, self._tools, self.request, self._request_refresh, self._on_closed)
         """The resources subscribed to on this server for the gateway's clients (watch.py)."""
         self._wake = anyio.Event()
         """Wakes `_serve`: the connection lost, a tool list to fetch, a call ended (the idle countdown)."""
@@ -115,7 +115,7 @@ class Upstream:
 
     async def run(self) -> None:
         """Connect and stay connected until stopped; after a failure or a lost connection, connect
-        again after a backoff that doubles (with jitter) up to `BACKOFF_MAX` seconds."""
+        again after a backoff that doubles (with jitter) up to the spec's `backoff_max` seconds."""
         state = self._state
         if self.spec.disabled or state.stopping:  # stopped before its task got to run
             return
@@ -147,7 +147,7 @@ class Upstream:
                     await anyio.sleep(wait)
             if state.stopping:
                 return
-            delay = min(delay * 2, BACKOFF_MAX)
+            delay = min(delay * 2, self.spec.backoff_max)
             state.move(Status.CONNECTING)
 
     def want(self) -> None:
@@ -168,9 +168,8 @@ class Upstream:
         self._wanted = anyio.Event()
 
     def _idle_after(self) -> float | None:
-        if self.spec.idle_timeout is not None:
-            return self.spec.idle_timeout
-        return DEFAULT_LAZY_IDLE if self.spec.lazy else None
+        idle = self.spec.idle_timeout
+        return idle if idle is not None else (DEFAULT_LAZY_IDLE if self.spec.lazy else None)
 
     async def _connect_and_serve(self) -> bool:
         """One connection: connect (within connectTimeout), list tools, serve until it ends.
@@ -204,6 +203,7 @@ class Upstream:
                         # Connected: from here on only stop() or a lost connection ends this.
                         scope.deadline = math.inf
                         self._on_connected(client, tools)
+                        tg.start_soon(self._endpoint.watch, client, tools)
                         self._connected_since = anyio.current_time()
                         tg.start_soon(self.resource_subscriptions.keep, client)
                         idle = await self._serve(client)

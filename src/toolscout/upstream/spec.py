@@ -77,6 +77,14 @@ class UpstreamSpec:
     then reached at 2026-07-28 (what a configured server gets unless its entry says otherwise)."""
     reconnect: bool = True
     """Connect again (with backoff) after a failure or a lost connection."""
+    backoff_max: float = 60.0
+    """The longest wait between two connection attempts (the wait doubles from 1 s up to it)."""
+    relist_empty: bool = False
+    """List tools again, a few times with backoff, while a server that offers tools lists none right after
+    connecting (a server registered at run time often answers before it has loaded its tools)."""
+    ping_seconds: float | None = None
+    """Ping the connected server this often, and connect again when it does not answer (None: never;
+    a connection that ends is noticed anyway, but an HTTP server that died is silent until a call)."""
     lazy: bool = False
     """Connect on first use when a catalog is known without connecting (cached or declared)."""
     idle_timeout: float | None = None

@@ -7,12 +7,17 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+import anyio
 import mcp_types as types
 from mcp import Client
 
 from toolscout.upstream.paging import MAX_PAGES, paginate
 
 logger = logging.getLogger(__name__)
+
+RELIST_EMPTY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+"""When a server lists no tools right after connecting (and `relist_empty`), the waits before each
+listing again, as long as it still lists none: about half a minute in all."""
 
 
 class ToolListing(Protocol):
@@ -60,6 +65,17 @@ class ServerTools:
         """The server said its tools changed."""
         self.refresh_requested = True
         self.stale = True
+
+    async def relist_while_empty(self, request: Callable[[], None]) -> None:
+        """Ask for the list again (`request`) after each of `RELIST_EMPTY_DELAYS` while the last one
+        was empty (run beside the connection, cancelled with it)."""
+        for delay in RELIST_EMPTY_DELAYS:
+            await anyio.sleep(delay)
+            if self.offline:  # it listed some at last (or told us of a change)
+                return
+            logger.info("%s: listed no tools yet; listing again", self._server)
+            request()
+        logger.info("%s: still lists no tools; listed again when it says its tools changed", self._server)
 
     async def fetch(self, client: Client) -> list[types.Tool]:
         """The server's whole tool list (every page)."""

@@ -1,0 +1,304 @@
+"""The Registry's servers and callback tools kept running in a gateway (spec 002's register-local and
+register-component): each registration becomes an upstream (owner "registry") shown under
+`qualified_name(namespace, name)`.
+
+`Registrations.sync` makes the gateway's registered upstreams exactly the registrations not yet
+expired: at start (a restarted gateway keeps every registration), right after each write through it
+(the HTTP API), and whenever the registry's `version()` changed (another process wrote it: the command
+line without `--url`); `run` polls that version and sweeps expired entries, so an expired
+registration's upstream stops. An unchanged registration keeps its upstream (and its connection);
+a changed one (another URL, headers, schema) is restarted.
+
+Registered endpoints are expected to come and go (spec 002's "Endpoint Discovery Timing"): one that
+is down or slow is retried with a backoff of at most `REGISTERED_BACKOFF_MAX` seconds until it answers
+or its registration expires, one that lists no tools right after it starts is listed again
+(`UpstreamSpec.relist_empty`), and one that goes away and comes back is connected again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Hashable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+
+from toolscout.config.models import HttpServerConfig, SseServerConfig
+from toolscout.config.scopes import qualified_name
+from toolscout.masking import remember_secrets
+from toolscout.registry.base import Registry, ServerRegistration, ToolRegistration
+from toolscout.registry.requests import NameClash, name_taken
+from toolscout.upstream import Upstream, UpstreamSpec
+from toolscout.upstream.callback_tool import CallbackToolUpstream, callback_server
+
+logger = logging.getLogger(__name__)
+
+OWNER = "registry"
+"""The owner of registered upstreams in the gateway (`Gateway.set_servers`)."""
+POLL_SECONDS = 1.0
+"""How often the registry's version is checked for another process's changes."""
+SWEEP_SECONDS = 60.0
+"""How often expired entries are swept from the registry when none is known to be due."""
+REGISTERED_BACKOFF_MAX = 10.0
+"""The longest wait between two attempts to reach a registered endpoint: a run's endpoint that starts
+late is found within seconds, and a dead one costs an attempt every 10 s until it expires."""
+REGISTERED_CONNECT_TIMEOUT = 10.0
+"""How long one attempt to reach a registered endpoint may take: a hanging one is tried again rather
+than waited for (an agent's first search waits for a new server's first attempt)."""
+PING_SECONDS = 5.0
+"""How often a registered server is pinged: one that died is seen to be down (and retried) within seconds."""
+CALLBACK_SECONDS = 55.0
+"""How long a callback tool's URL may take to answer; the call's own timeout is a little longer, so
+that a slow callback is told as such."""
+
+Registration = ServerRegistration | ToolRegistration
+
+
+class RegisteredServers(Protocol):
+    """What `Registrations` needs of the gateway (`toolscout.gateway.core.Gateway`)."""
+
+    async def set_servers(self, specs: Sequence[UpstreamSpec], *, owner: str) -> object:
+        """Make the upstreams `owner` owns exactly `specs`."""
+        ...
+
+    @property
+    def upstreams(self) -> list[Upstream]:
+        """Every upstream, whoever owns it."""
+        ...
+
+    def server_status(self, upstream: Upstream) -> dict[str, Any]:
+        """One server as `list_mcp_servers` shows it."""
+        ...
+
+
+def _key(registration: Registration) -> Hashable:
+    """What decides how a registration is reached: equal keys keep the same upstream running."""
+    if isinstance(registration, ServerRegistration):
+        headers = tuple(sorted(registration.headers.items()))
+        return ("server", registration.url, registration.transport, headers, registration.description)
+    schema = json.dumps(dict(registration.input_schema), sort_keys=True)
+    return ("tool", registration.description, schema, registration.callback_url)
+
+
+def registered_spec(registration: Registration) -> UpstreamSpec:
+    """The upstream of one registration (a new transport each time: build once per change, see `_Specs`)."""
+    shown = qualified_name(registration.namespace, registration.name)
+    if isinstance(registration, ServerRegistration):
+        # A header's value (a bearer token, say) is masked wherever it could show: logs, errors, audit.
+        remember_secrets(registration.headers.values())
+        config_type = SseServerConfig if registration.transport == "sse" else HttpServerConfig
+        config = config_type(url=registration.url, headers=dict(registration.headers))
+        spec = UpstreamSpec.from_config(shown, config)
+        description = registration.description
+    else:
+        server = callback_server(
+            registration.name,
+            registration.description,
+            registration.input_schema,
+            registration.callback_url,
+            timeout=CALLBACK_SECONDS,
+        )
+        spec = UpstreamSpec(shown, CallbackToolUpstream(server, registration.callback_url))
+        description = registration.description
+    return dataclasses.replace(
+        spec,
+        namespace=registration.namespace,
+        description=description,
+        call_timeout=max(spec.call_timeout, CALLBACK_SECONDS + 5),
+        reconnect=True,  # whatever happens, until the registration expires
+        connect_timeout=REGISTERED_CONNECT_TIMEOUT,
+        backoff_max=REGISTERED_BACKOFF_MAX,
+        relist_empty=isinstance(registration, ServerRegistration),
+        ping_seconds=PING_SECONDS if isinstance(registration, ServerRegistration) else None,
+        # Never answered from the persistent catalog: an endpoint of a run that is gone must not
+        # look as if its tools were there.
+        cache_key=None,
+    )
+
+
+class _Specs:
+    """One spec per registration for as long as it is unchanged: the gateway restarts an upstream
+    whose spec differs (its transport compared by identity), so an unchanged one must get the same."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, tuple[Hashable, UpstreamSpec]] = {}
+
+    def of(self, registration: Registration) -> UpstreamSpec:
+        shown = qualified_name(registration.namespace, registration.name)
+        key = _key(registration)
+        made = self._made.get(shown)
+        if made is None or made[0] != key:
+            made = self._made[shown] = (key, registered_spec(registration))
+        return made[1]
+
+    def keep_only(self, names: set[str]) -> None:
+        for name in set(self._made) - names:
+            del self._made[name]
+
+
+class Registrations:
+    """Keeps `gateway`'s registered upstreams equal to `registry`'s live registrations, and writes
+    registrations for the HTTP API (refusing a name that is taken)."""
+
+    def __init__(self, registry: Registry, gateway: RegisteredServers, *, poll_seconds: float = POLL_SECONDS) -> None:
+        self.registry = registry
+        self._gateway = gateway
+        self._poll = poll_seconds
+        self._specs = _Specs()
+        self._applied: set[str] = set()
+        """The names this applied last (the gateway's other upstreams are configured ones)."""
+        self._refused: dict[str, str] = {}
+        """Registrations left out of the gateway at the last sync, and why (a name taken meanwhile)."""
+        self._version: int | None = None
+        self._next_expiry: float | None = None
+        self._lock: anyio.Lock | None = None
+        self._last_trouble: str | None = None
+
+    def _locked(self) -> anyio.Lock:
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        return self._lock
+
+    def configured(self) -> set[str]:
+        """The names of the gateway's upstreams that are not registrations (the config file's)."""
+        return {upstream.name for upstream in self._gateway.upstreams} - self._applied
+
+    async def sync(self) -> None:
+        """Make the gateway's registered upstreams the registry's live registrations, now.
+
+        Raises what the registry or the gateway raised (`run` logs it and tries again)."""
+        async with self._locked():
+            await self._sync()
+
+    async def _sync(self) -> None:
+        version = await self.registry.version()
+        now = time.time()
+        live: list[Registration] = [
+            *(s for s in await self.registry.servers(every=True) if not s.expired(now)),
+            *(t for t in await self.registry.tools(every=True) if not t.expired(now)),
+        ]
+        configured = self.configured()
+        specs: list[UpstreamSpec] = []
+        refused: dict[str, str] = {}
+        for registration in sorted(live, key=lambda r: qualified_name(r.namespace, r.name)):
+            shown = qualified_name(registration.namespace, registration.name)
+            if shown in configured:
+                refused[shown] = f"not served: {shown!r} is the name of a configured server"
+            elif specs and specs[-1].name == shown:
+                # A server and a tool of one name (written past the API's check, by another process).
+                refused[shown] = f"not served: {shown!r} is registered both as a server and as a callback tool"
+            else:
+                specs.append(self._specs.of(registration))
+        changes = await self._gateway.set_servers(specs, owner=OWNER)
+        self._applied = {spec.name for spec in specs}
+        self._specs.keep_only(self._applied)
+        for name, reason in refused.items():
+            if self._refused.get(name) != reason:
+                logger.warning("registered %s", reason)
+        self._refused = refused
+        self._version = version
+        expiries = [r.expires_at for r in live if r.expires_at is not None]
+        self._next_expiry = min(expiries, default=None)
+        if changes:
+            logger.info("registered servers: %s", getattr(changes, "describe", lambda: str(changes))())
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Sync now, then keep in sync until cancelled: poll the registry's version, sweep what expired.
+        Never raises for what the registry or the gateway does (logged, and tried again)."""
+        await self._sync_logged()
+        task_status.started()
+        last_sweep = time.time()
+        while True:
+            wait = self._poll
+            if self._next_expiry is not None:
+                wait = min(wait, max(0.0, self._next_expiry - time.time()))
+            await anyio.sleep(wait)
+            now = time.time()
+            due = self._next_expiry is not None and self._next_expiry <= now
+            try:
+                if due or now - last_sweep >= SWEEP_SECONDS:
+                    last_sweep = now
+                    gone = await self.registry.sweep(now)
+                    if gone:
+                        logger.info("swept %d expired registration(s) and token(s)", gone)
+                changed = due or await self.registry.version() != self._version
+            except Exception as exc:  # a busy or broken registry file: try again at the next poll
+                self._trouble(f"could not read the registry: {exc}")
+                continue
+            if changed:
+                await self._sync_logged()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[Registrations]:
+        """Keep in sync (`run`) while the block runs; the first sync is done when it starts."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.run)
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _sync_logged(self) -> None:
+        try:
+            await self.sync()
+        except Exception as exc:  # the registry's file (sqlite3, OSError) or the gateway: tried again later
+            self._trouble(f"could not apply the registry's registrations: {exc or type(exc).__name__}")
+            return
+        if self._last_trouble is not None:
+            logger.info("the registry's registrations are applied again")
+            self._last_trouble = None
+
+    def _trouble(self, message: str) -> None:
+        """Log a failure of the sync once, not at every poll while it lasts."""
+        if message != self._last_trouble:
+            logger.warning("%s (tried again every %gs)", message, self._poll)
+            self._last_trouble = message
+
+    # Writes (the HTTP API)
+
+    async def _check(self, registration: Registration) -> None:
+        servers = await self.registry.servers(registration.namespace)
+        tools = await self.registry.tools(registration.namespace)
+        reason = name_taken(registration, configured=self.configured(), servers=servers, tools=tools)
+        if reason is not None:
+            raise NameClash(reason)
+
+    async def put(self, registration: Registration) -> None:
+        """Register (or re-register) `registration` and apply it at once; `NameClash` if its name is
+        a configured server's or a registration of the other kind."""
+        async with self._locked():
+            await self._check(registration)
+            if isinstance(registration, ServerRegistration):
+                await self.registry.put_server(registration)
+            else:
+                await self.registry.put_tool(registration)
+            await self._sync()
+
+    async def remove(self, kind: type[Registration], namespace: str | None, name: str) -> bool:
+        """Unregister a server or tool and stop its upstream; False if there was none."""
+        async with self._locked():
+            if kind is ServerRegistration:
+                gone = await self.registry.remove_server(namespace, name)
+            else:
+                gone = await self.registry.remove_tool(namespace, name)
+            if gone:
+                await self._sync()
+            return gone
+
+    def status(self, registration: Registration) -> dict[str, Any]:
+        """How the registration's upstream is doing, as `list_mcp_servers` says it (`status`, `error`,
+        `toolCount`, `retryInSeconds`), or why it is not served."""
+        shown = qualified_name(registration.namespace, registration.name)
+        if shown in self._refused:
+            return {"status": "refused", "error": self._refused[shown]}
+        upstream = next((u for u in self._gateway.upstreams if u.name == shown and shown in self._applied), None)
+        if upstream is None:
+            return {"status": "pending"}
+        entry = self._gateway.server_status(upstream)
+        keys = ("status", "error", "toolCount", "retryInSeconds", "serverInfo")
+        return {key: entry[key] for key in keys if key in entry}

@@ -1,0 +1,70 @@
+"""A small real HTTP server standing in for a callback tool's URL (spec 002's component): it records
+every POSTed body and answers what the test says, on a free port, in process (uvicorn)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from toolscout.face.serve import bind
+
+Answer = Callable[[Any], tuple[int, bytes]]
+"""From the POSTed JSON, the status and body to answer."""
+
+
+def text_result(text: str, **extra: Any) -> tuple[int, bytes]:
+    """A 200 answer carrying an MCP tool result of one text block."""
+    return 200, json.dumps({"content": [{"type": "text", "text": text}], **extra}).encode()
+
+
+@dataclass
+class CallbackSite:
+    """The running site: its base URL, what it received, and what it answers next."""
+
+    base: str
+    answer: Answer
+    received: list[tuple[str, Any, dict[str, str]]] = field(default_factory=list[tuple[str, Any, dict[str, str]]])
+    """(path, JSON body, headers) of every POST, in order."""
+    hold: anyio.Event = field(default_factory=anyio.Event)
+    """`/slow` answers only once this is set (a callback that hangs)."""
+
+    def url(self, path: str = "/tool") -> str:
+        return f"{self.base}{path}"
+
+
+@asynccontextmanager
+async def callback_site(answer: Answer) -> AsyncGenerator[CallbackSite]:
+    """Serve a callback site on a free loopback port for the block."""
+    sock = bind("127.0.0.1", 0)
+    site = CallbackSite(f"http://127.0.0.1:{sock.getsockname()[1]}", answer)
+
+    async def endpoint(request: Request) -> Response:
+        body = json.loads(await request.body() or b"null")
+        site.received.append((request.url.path, body, dict(request.headers)))
+        if request.url.path == "/slow":
+            await site.hold.wait()
+        status, content = site.answer(body)
+        return Response(content, status_code=status, media_type="application/json")
+
+    app = Starlette(routes=[Route("/{path:path}", endpoint, methods=["POST"])])
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: web.serve(sockets=[sock]))
+            try:
+                yield site
+            finally:
+                site.hold.set()
+                web.should_exit = True
+    finally:
+        sock.close()
