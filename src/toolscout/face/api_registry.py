@@ -45,12 +45,14 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def _answering(handler: Handler) -> Handler:
-    """`handler` behind the admin check (its refusals, `ApiError`s, are answered by the API's
-    exception handler, `toolscout.face.api.api_exception_handlers`)."""
+    """`handler` behind the admin check, its refusals answered in the API's error shape."""
 
     async def answer(request: Request) -> Response:
-        require_admin(request)
-        return await handler(request)
+        try:
+            require_admin(request)
+            return await handler(request)
+        except ApiError as exc:
+            return error_response(exc.status, exc.code, exc.message)
         except NameClash as exc:
             return error_response(409, "NAME_TAKEN", str(exc))
         except RegistrationRefused as exc:
