@@ -112,7 +112,8 @@ class UpstreamRegistry:
         rank = {name: i for i, name in enumerate(config_order)}
         before = {u.name: i for i, u in enumerate(self._ordered)}
         config = [n for n in self._by_name if self._owners[n] == CONFIG_OWNER]
-        config.sort(key=lambda n: (rank.get(n, len(rank)), before.get(n, len(before)), n))
+        added = {name: i for i, name in enumerate(self._by_name)}  # the order they were given in
+        config.sort(key=lambda n: (rank.get(n, len(rank)), before.get(n, len(before)), added[n]))
         others = sorted(n for n in self._by_name if self._owners[n] != CONFIG_OWNER)
         self._ordered = tuple(self._by_name[n] for n in [*config, *others])
 
