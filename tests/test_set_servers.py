@@ -185,6 +185,7 @@ async def test_config_servers_come_first_in_file_order_then_the_others_by_name()
         return UpstreamSpec(name, InProcessUpstream(notes_server()))
 
     async with Gateway([spec("m"), spec("b")]) as gateway:
+        assert [u.name for u in gateway.upstreams] == ["m", "b"]  # as given (the file's order)
         await gateway.set_servers([spec("zeta"), spec("alpha")], owner="registry")
         await gateway.set_servers([spec("c"), spec("m"), spec("b")], owner="config")
         assert [u.name for u in gateway.upstreams] == ["c", "m", "b", "alpha", "zeta"]

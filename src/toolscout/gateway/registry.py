@@ -18,6 +18,8 @@ from toolscout.upstream import Status, Upstream
 
 CONFIG_OWNER = "config"
 """The owner of the config file's servers (`mcpServers`)."""
+REGISTRY_OWNER = "registry"
+"""The owner of the servers registered at run time (the `Registry`, registry/)."""
 
 
 class UpstreamRegistry:

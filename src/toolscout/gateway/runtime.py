@@ -16,7 +16,7 @@ import anyio.abc
 
 from toolscout.catalog import Catalog
 from toolscout.errors import ConfigurationError, ServerNameTaken
-from toolscout.gateway.registry import CONFIG_OWNER, UpstreamRegistry
+from toolscout.gateway.registry import CONFIG_OWNER, REGISTRY_OWNER, UpstreamRegistry
 from toolscout.gateway.snapshots import Snapshots
 from toolscout.gateway.startup import Startup
 from toolscout.mirror.core import Mirror
@@ -254,6 +254,6 @@ class ServerSet:
 def _owner_words(owner: str) -> str:
     if owner == CONFIG_OWNER:
         return "from the config file"
-    if owner == "registry":
+    if owner == REGISTRY_OWNER:
         return "registered at run time"
     return f"owned by {owner!r}"
