@@ -226,7 +226,7 @@ async def test_credentials_decide_everything_a_request_gets(tmp_path: Path) -> N
         as_client = await cli(sandbox, "token", "list", "--url", url, TOOLSCOUT_ADMIN_KEY=CLIENT)
         assert as_client.returncode == 2 and "needs an admin key" in as_client.stderr
         without = await cli(sandbox, "token", "list", "--url", url, TOOLSCOUT_ADMIN_KEY="")
-        assert without.returncode == 2 and "set TOOLSCOUT_ADMIN_KEY" in without.stderr
+        assert without.returncode == 2 and "Set TOOLSCOUT_ADMIN_KEY" in without.stderr
         for done in (made, shown, revoked, unknown, as_client, without):
             assert "Traceback" not in done.stderr and ADMIN not in done.stdout + done.stderr
 

@@ -35,6 +35,7 @@ def api_base(url: str) -> str:
 def _refusal(status: int, body: Any, fallback: str) -> ToolscoutError:
     error: Any = cast(dict[str, Any], body).get("error") if isinstance(body, dict) else None
     message = str(cast(dict[str, Any], error).get("message")) if isinstance(error, dict) else fallback
+    message = message.rstrip(". ")  # each answer below ends its own sentence
     if status in (401, 403):
         hint = f" Set {ADMIN_KEY_VARIABLE} to one of the gateway's auth.adminKeys."
         return ConfigurationError(f"The gateway refused the request ({status}): {message}.{hint}")
