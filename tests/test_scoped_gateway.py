@@ -7,6 +7,8 @@ Real gateways over in-process servers (`toolscout.demo.catalog_server.build_serv
 
 from __future__ import annotations
 
+import dataclasses
+import socket
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +20,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from toolscout.config.models import HttpServerConfig
 from toolscout.config.scopes import Scope, scoped
 from toolscout.demo.catalog_server import build_server
 from toolscout.errors import NotFound
@@ -192,3 +195,25 @@ def test_nothing_outside_a_scope_is_listed_found_or_executable(
 ) -> None:
     portal, gateway = live
     portal.call(check_scope, gateway, catalog, scope)
+
+
+async def test_one_namespaces_hanging_endpoint_never_delays_anothers_answer() -> None:
+    # An endpoint that accepts the connection and never answers: its first attempt lasts its whole
+    # connect timeout (10 minutes here), which only its own namespace's first answer waits for.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        config = HttpServerConfig.model_validate({"url": url, "connectTimeout": 600})
+        hanging = dataclasses.replace(UpstreamSpec.from_config("a.hangs", config), namespace="a")
+        other = spec("books", [tool("add_book", "add a book to the shelf")], namespace="b")
+        async with Gateway([hanging, other], search=BM25Backend()) as gateway:
+            with scoped(Scope.of(namespace="b", servers=["*"])), anyio.fail_after(60):
+                await gateway.settle_startup()  # what every catalog question waits for first
+                hits = await gateway.search("add a book", min_relevance=0.0)
+                assert [(hit.tool.server, hit.tool.name) for hit in hits] == [("b.books", "add_book")]
+                assert [u.name for u in gateway.upstreams] == ["b.books"]
+            assert not gateway.upstream("a.hangs").first_attempt_over  # it was hanging all along
+    finally:
+        listener.close()

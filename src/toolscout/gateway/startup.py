@@ -9,7 +9,9 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from toolscout.config.scopes import current_scope
 from toolscout.gateway.registry import UpstreamRegistry
+from toolscout.gateway.visibility import narrows, sees_upstream
 from toolscout.upstream import Upstream
 
 WARM_INDEX_FIRST_SECONDS = 1.0
@@ -87,9 +89,14 @@ class Startup:
         in the first answer, a hanging one costs at most its connect timeout, once, and a server
         that failed is not waited for again while it retries. Servers still connecting when an
         answer is given are named in it (`connecting` in search_tools, their status in list_mcp_servers).
+        Only servers the request's scope sees are waited for: one namespace's hanging endpoint never
+        delays another namespace's answer.
         """
+        scope = current_scope()
         for upstream in self._upstreams:
             if self._stored(upstream.name) or upstream.first_attempt_over:
+                continue
+            if narrows(scope) and not sees_upstream(scope, upstream):
                 continue
             # The attempt bounds itself (these servers start at once); this bound only guards against
             # a task that never got to run.
