@@ -16,13 +16,18 @@ Prints Markdown: p50 and p99 per configuration and call, the added p50 against n
 no-authentication median: the machine's drift between rounds falls out). Over HTTP a call takes
 milliseconds and its noise is larger than what authentication adds, so the run also times the
 resolver itself, in process (`BearerPrincipals.resolve` on a Starlette request, per credential
-kind): that is the part authentication adds to every request, whatever the transport does.
+kind): that is the part authentication adds to every request, whatever the transport does; and
+the scope's part, in process too: the same `search_tools` and `execute_tool` calls on one gateway
+(the demo server `units` in process, the discovery surface) under a token's scope and unscoped,
+interleaved call by call, so authentication + scope filtering = the resolver + the scoped call's
+difference.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import random
@@ -112,6 +117,48 @@ async def resolver_times(root: Path, count: int) -> dict[str, list[float]]:
     return times
 
 
+class _Client:
+    """The discovery surface's view of a client (nothing loaded, handshake era)."""
+
+    def __init__(self) -> None:
+        self.loaded: dict[tuple[str, str], None] = {}
+        self.modern = False
+
+    def mark_tools_changed(self) -> None:
+        pass
+
+
+async def scope_times(count: int) -> dict[tuple[str, str], list[float]]:
+    """Each call through the discovery surface, unscoped and under a token's scope, interleaved."""
+    from toolscout.config.scopes import UNSCOPED, Scope, scoped
+    from toolscout.demo.units import build_server
+    from toolscout.gateway.core import Gateway
+    from toolscout.surfaces.base import make_surface
+    from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+    scopes = {
+        "unscoped": UNSCOPED,
+        "scoped": Scope.of(namespace="bench", servers=["units"], tools=["!*delete*"], label="bench"),
+    }
+    times: dict[tuple[str, str], list[float]] = {}
+    logging.getLogger("toolscout").setLevel(logging.WARNING)  # one INFO line per execution otherwise
+    async with Gateway([UpstreamSpec("units", InProcessUpstream(build_server()))]) as gateway:
+        with anyio.fail_after(60):
+            await gateway.settle()
+        surface, client = make_surface("discovery", gateway), _Client()
+        for round_ in range(count + 50):  # the first 50 warm up (the scope's own index is built on its first search)
+            for name, scope in scopes.items():
+                for call, (tool, arguments) in CALLS.items():
+                    with scoped(scope):
+                        started = time.perf_counter()
+                        result = await surface.call(client, tool, dict(arguments))
+                        elapsed = time.perf_counter() - started
+                    assert result is not None and not result.is_error, result
+                    if round_ >= 50:
+                        times.setdefault((name, call), []).append(elapsed)
+    return times
+
+
 async def run(calls: int, batch: int, era: str) -> None:
     root = Path(tempfile.mkdtemp(prefix="auth-bench-"))
     env = {**os.environ, "HOME": str(root)}
@@ -166,6 +213,7 @@ async def run(calls: int, batch: int, era: str) -> None:
                     rounds.setdefault((name, call), []).append(statistics.median(batch_times) * 1000)
             done += batch
     resolved = await resolver_times(root, 20_000)
+    filtered = await scope_times(2_000)
 
     print(f"# Authentication overhead — {date.today()}\n")
     print(f"{os.cpu_count()} cores, Python {platform.python_version()}, era {era}, {calls} calls per row\n")
@@ -189,6 +237,21 @@ async def run(calls: int, batch: int, era: str) -> None:
     for kind, values in resolved.items():
         p50, p99 = summary(values)
         print(f"| {kind} | {p50 * 1000:.1f} | {p99 * 1000:.1f} |")
+    print("\nThe scope's filtering, in process (the discovery surface, 2,000 calls each, interleaved):\n")
+    print("| call | unscoped p50 µs | p99 µs | scoped p50 µs | p99 µs | added p50 µs |")
+    print("|---|---|---|---|---|---|")
+    for call in CALLS:
+        base, base99 = summary(filtered[("unscoped", call)])
+        p50, p99 = summary(filtered[("scoped", call)])
+        added = (p50 - base) * 1000
+        cells = (
+            f"{base * 1000:.0f}",
+            f"{base99 * 1000:.0f}",
+            f"{p50 * 1000:.0f}",
+            f"{p99 * 1000:.0f}",
+            f"{added:+.0f}",
+        )
+        print(f"| {call} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:

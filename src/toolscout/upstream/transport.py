@@ -14,14 +14,14 @@ from typing import Any, Protocol
 
 import anyio
 from mcp.client import Transport
-from mcp.server import Server
+from mcp.server import MCPServer, Server
 from mcp.shared.message import SessionMessage
 
 from toolscout.shared.lines import ReceiveIteration
 from toolscout.upstream._sdk import SessionReadStream, SessionStreams
 
-UpstreamTarget = Transport | Server[Any]
-"""What `mcp.Client` connects to: a stream transport, or a low-level server run in-process."""
+UpstreamTarget = Transport | Server[Any] | MCPServer
+"""What `mcp.Client` connects to: a stream transport, or a server (low-level or `MCPServer`) run in-process."""
 
 
 class UpstreamTransport(Protocol):
@@ -71,9 +71,9 @@ async def watched(transport: Transport, on_closed: Callable[[], None]) -> AsyncG
 
 
 class InProcessUpstream:
-    """A low-level `mcp.server.Server` run inside the gateway's process (tests, embedding)."""
+    """An SDK server (low-level `Server` or `MCPServer`) run inside the gateway's process (tests, embedding)."""
 
-    def __init__(self, server: Server[Any]) -> None:
+    def __init__(self, server: Server[Any] | MCPServer) -> None:
         self._server = server
 
     @property
