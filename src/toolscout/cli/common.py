@@ -140,6 +140,17 @@ def load(
         output.fail(exc)
 
 
+def registry_config(config: Path | None, output: Output) -> GatewayConfig:
+    """The configuration naming the registry file (and its servers' names) for `token` and `registry`
+    commands run on this machine: the file given or found, read leniently, else the defaults."""
+    if config is None:
+        try:
+            find_config(None)
+        except ConfigurationError:
+            return GatewayConfig()
+    return load(config, output, lenient=True)[0]
+
+
 def _progress(gateway: Gateway) -> Table:
     from rich.markup import escape
     from rich.table import Table

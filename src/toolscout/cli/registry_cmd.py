@@ -19,9 +19,9 @@ import typer
 from rich.markup import escape
 
 from toolscout.cli.api_client import ApiRefused, call_api
-from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, load, run
-from toolscout.config import GatewayConfig, find_config
-from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
+from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, registry_config, run
+from toolscout.config import GatewayConfig
+from toolscout.errors import InvalidArguments, ToolscoutError
 
 registry_app = typer.Typer(
     name="registry",
@@ -61,16 +61,6 @@ def _where(namespace: str | None, is_global: bool) -> dict[str, Any]:
 
 def _path(kind: str, namespace: str | None, name: str) -> str:
     return f"/registry/{kind}/{namespace}/{name}" if namespace is not None else f"/registry/{kind}/{name}"
-
-
-def _config(config: Path | None, output: Output) -> GatewayConfig:
-    """The configuration (its registry's file and its servers' names), or the defaults when none is found."""
-    if config is None:
-        try:
-            find_config(None)
-        except ConfigurationError:
-            return GatewayConfig()
-    return load(config, output, lenient=True)[0]
 
 
 def _fail(output: Output, error: ToolscoutError) -> NoReturn:
@@ -183,7 +173,7 @@ def add(
 ) -> None:
     """Register an MCP server (streamable HTTP or SSE) into a namespace."""
     output = Output(as_json)
-    gateway_config = _config(config, output)
+    gateway_config = registry_config(config, output)
     try:
         body: dict[str, Any] = {**_where(namespace, is_global), "name": name, "url": endpoint}
         body.update({"headers": _headers(header or []), "description": description, "ttlSeconds": ttl})
@@ -212,7 +202,7 @@ def add_tool(
 ) -> None:
     """Register a callback tool: calling it POSTs its arguments to a URL that answers an MCP tool result."""
     output = Output(as_json)
-    gateway_config = _config(config, output)
+    gateway_config = registry_config(config, output)
     try:
         body: dict[str, Any] = {**_where(namespace, is_global), "name": name, "description": description}
         body.update({"inputSchema": _schema(input_schema), "callbackUrl": callback_url, "ttlSeconds": ttl})
@@ -252,7 +242,7 @@ def list_registrations(
 ) -> None:
     """The registered servers and callback tools (with --url: each with its status on the gateway)."""
     output = Output(as_json)
-    gateway_config = _config(config, output)
+    gateway_config = registry_config(config, output)
     if namespace is not None:
         from toolscout.config.scopes import NAMESPACE_PATTERN
 
@@ -289,7 +279,7 @@ def _removal(
     kind: str, name: str, namespace: str | None, is_global: bool, url: str | None, config: Path | None, as_json: bool
 ) -> None:
     output = Output(as_json)
-    gateway_config = _config(config, output)
+    gateway_config = registry_config(config, output)
     try:
         _where(namespace, is_global)
         gone = run(_remove, url, gateway_config, kind, namespace, name)

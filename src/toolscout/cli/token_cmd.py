@@ -19,10 +19,8 @@ import typer
 from rich.markup import escape
 
 from toolscout.cli.api_client import ADMIN_KEY_VARIABLE
-from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, load, run
-from toolscout.config import find_config
-from toolscout.config.models import GatewayConfig
-from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
+from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, registry_config, run
+from toolscout.errors import InvalidArguments, ToolscoutError
 
 if TYPE_CHECKING:
     from toolscout.registry.sqlite import SqliteRegistry
@@ -67,21 +65,11 @@ async def _call(output: Output, method: str, url: str, path: str, body: dict[str
     return cast(dict[str, Any], answer) if isinstance(answer, dict) else {}
 
 
-def _local_config(config: Path | None, output: Output) -> GatewayConfig:
-    """The configuration naming the registry file (its defaults when none is named and none is found)."""
-    if config is None:
-        try:
-            find_config(None)
-        except ConfigurationError:
-            return GatewayConfig()
-    return load(config, output, lenient=True)[0]
-
-
 def _locally(config: Path | None, output: Output, work: Callable[[SqliteRegistry], Awaitable[T]]) -> T:
     """`work` done on the registry file the configuration names, or exit saying why it cannot be."""
     from toolscout.registry.sqlite import SqliteRegistry, registry_path
 
-    registry = SqliteRegistry(registry_path(_local_config(config, output)))
+    registry = SqliteRegistry(registry_path(registry_config(config, output)))
     try:
         return run(work, registry)
     except (sqlite3.Error, OSError) as exc:
