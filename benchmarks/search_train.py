@@ -24,9 +24,6 @@ older checkout's `src` it measures that code (without `--set`).
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import os
 import random
 import statistics
 import time
@@ -34,64 +31,24 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
 
-import mcp_types as types
-
-from toolscout.catalog import Catalog, CatalogTool
+from benchmarks import train_data
+from toolscout.catalog import CatalogTool
 from toolscout.search import HybridBackend, SearchBackend, bm25, make_backend
 from toolscout.search.evaluation import LabelledQuery, evaluate
 
-DEFAULT_TRAIN_DIR = Path(
-    os.environ.get("TOOLSCOUT_TRAIN_DIR") or Path(__file__).resolve().parents[2] / "shared" / "train"
-)
-# Groups of sources (by `source` prefix), MIT or Apache-2.0 only (see the corpus README).
-GROUPS: dict[str, tuple[str, ...]] = {
-    "api_bank": ("api_bank",),
-    "tooltalk": ("tooltalk",),
-    "toolalpaca": ("toolalpaca",),
-    "nestful": ("nestful_",),
-    "bfcl": ("bfcl_",),
-    "seal_tools": ("seal_tools",),
-    "stabletoolbench": ("stabletoolbench", "toolbench_example"),
-}
+# The noisy-labelled APIBench (many models do one job) is left out of these averages.
+GROUPS = {name: prefixes for name, prefixes in train_data.GROUPS.items() if name != "gorilla_apibench"}
 SMALL = 30
 
 
 def load_groups(train_dir: Path, max_queries: int) -> dict[str, tuple[list[CatalogTool], list[LabelledQuery]]]:
     """Each group's catalog and (up to `max_queries`, shuffled with a fixed seed) labelled queries."""
-    with gzip.open(train_dir / "retrieval_pairs.jsonl.gz", "rt", encoding="utf-8") as handle:
-        rows = [cast(dict[str, Any], json.loads(line)) for line in handle]
-    out: dict[str, tuple[list[CatalogTool], list[LabelledQuery]]] = {}
-    for group, prefixes in GROUPS.items():
-        picked = [r for r in rows if str(r["source"]).startswith(prefixes)]
-        by_server: dict[str, dict[str, types.Tool]] = defaultdict(dict)
-        key_of: dict[str, tuple[str, str]] = {}
-        for row in picked:
-            tool = cast(dict[str, Any], row["tool"])
-            if row["tool_id"] in key_of:
-                continue
-            server, name = str(tool["server"] or group), str(tool["name"])
-            key_of[row["tool_id"]] = (server, name)
-            if name not in by_server[server]:  # two ids under one name: the first one's definition
-                schema = tool.get("input_schema")
-                by_server[server][name] = types.Tool(
-                    name=name,
-                    description=tool.get("description"),
-                    input_schema=cast(dict[str, Any], schema) if isinstance(schema, dict) else {"type": "object"},
-                )
-        catalog = Catalog()
-        for server, tools in by_server.items():
-            catalog.set_server_tools(server, list(tools.values()))
-        gold: dict[str, set[tuple[str, str]]] = defaultdict(set)
-        text: dict[str, str] = {}
-        for row in picked:
-            gold[row["qid"]].add(key_of[row["tool_id"]])
-            text[row["qid"]] = row["query"]
-        queries = [LabelledQuery(text[q], frozenset(tools)) for q, tools in gold.items()]
-        random.Random(0).shuffle(queries)
-        out[group] = (catalog.tools(include_disabled=True), queries[:max_queries])
-    return out
+    pairs = train_data.load_pairs(train_dir, GROUPS)
+    return {
+        group: train_data.catalog_and_queries([p for p in pairs if p.group == group], max_queries=max_queries)
+        for group in GROUPS
+    }
 
 
 def small_catalog(
@@ -164,7 +121,7 @@ def backend_factory(name: str, settings: list[str]) -> Callable[[], SearchBacken
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--train-dir", type=Path, default=DEFAULT_TRAIN_DIR)
+    parser.add_argument("--train-dir", type=Path, default=train_data.DEFAULT_TRAIN_DIR)
     parser.add_argument("--queries", type=int, default=400, help="Queries per group (shuffled, fixed seed).")
     parser.add_argument("--backend", default="hybrid")
     parser.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
