@@ -20,6 +20,8 @@ from toolscout.search.evaluation import (
     evaluate,
     load_catalog_file,
     load_queries_file,
+    load_servers_file,
+    servers_beside,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
@@ -134,3 +136,51 @@ def test_eval_command_exit_codes() -> None:
     unknown = _eval("--catalog", catalog, "--queries", str(FIXTURES / "queries.jsonl"), "--backend", "magic")
     assert unknown.returncode == 1 and "hybrid, bm25, dense" in unknown.stderr
     assert _eval("--catalog", catalog).returncode == 1  # --queries is required
+
+
+class RecordsContext(FixedRanking):
+    """Ranks in a fixed order and keeps the server context it was indexed with."""
+
+    def __init__(self, order: list[str]) -> None:
+        super().__init__(order)
+        self.context: Mapping[str, str] | None = None
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        super().rebuild(tools)
+        self.context = servers
+
+
+def _files_with_servers(tmp_path: Path, servers: str) -> tuple[Path, Path]:
+    catalog = tmp_path / "catalog_demo.jsonl"
+    catalog.write_text((FIXTURES / "catalog.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "servers_demo.jsonl").write_text(servers, encoding="utf-8")
+    return catalog, FIXTURES / "queries.jsonl"
+
+
+def test_server_descriptions_are_indexed_as_the_gateway_does(tmp_path: Path) -> None:
+    servers = '{"server": "fs", "description": "Files on disk", "category": "x"}\n{"server": "web"}\n'
+    catalog, _ = _files_with_servers(tmp_path, servers)
+    context = load_servers_file(tmp_path / "servers_demo.jsonl")
+    assert context == {"fs": "Files on disk", "web": ""}
+    assert servers_beside(catalog) == tmp_path / "servers_demo.jsonl"
+    assert servers_beside(FIXTURES / "catalog.jsonl") is None  # not named catalog_<name>.jsonl
+    tools = load_catalog_file(catalog)
+    backend = RecordsContext([t.name for t in tools])
+    evaluate(backend, tools, [LabelledQuery("read a file", frozenset({("fs", "read_file")}))], servers=context)
+    assert backend.context == context
+
+
+def test_eval_command_reads_the_servers_file_beside_the_catalog(tmp_path: Path) -> None:
+    catalog, queries = _files_with_servers(tmp_path, '{"server": "fs", "description": "Files on disk"}\n')
+    found = _eval("--catalog", str(catalog), "--queries", str(queries), "--backend", "bm25", "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["servers"] == str(tmp_path / "servers_demo.jsonl")
+    off = _eval("--catalog", str(catalog), "--queries", str(queries), "--backend", "bm25", "--json", "--no-servers")
+    assert off.returncode == 0 and json.loads(off.stdout)["servers"] is None
+    human = _eval("--catalog", str(catalog), "--queries", str(queries), "--backend", "bm25")
+    assert "server descriptions from" in human.stdout and "(1 servers)" in human.stdout
+
+    (tmp_path / "servers_demo.jsonl").write_text('{"server": "fs"}\n{"description": "no name"}\n', encoding="utf-8")
+    bad = _eval("--catalog", str(catalog), "--queries", str(queries))
+    assert bad.returncode == 2 and 'servers_demo.jsonl: line 2: needs a string "server"' in bad.stderr
+    assert "Traceback" not in bad.stderr

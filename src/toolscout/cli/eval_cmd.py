@@ -41,6 +41,18 @@ def eval_command(
             help='Labelled queries as JSON Lines {"query", "relevant": [[server, tool], ...]}.',
         ),
     ],
+    servers: Annotated[
+        Path | None,
+        typer.Option(
+            "--servers",
+            metavar="SERVERS.jsonl",
+            help='What each server says about itself, as JSON Lines {"server", "description"}, indexed as context '
+            "for its tools (default: servers_<name>.jsonl beside catalog_<name>.jsonl, if there is one).",
+        ),
+    ] = None,
+    no_servers: Annotated[
+        bool, typer.Option("--no-servers", help="Index no server descriptions, even one found beside the catalog.")
+    ] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Results per search, as an agent would ask.")] = 10,
     backend: Annotated[
         str, typer.Option(help="Search backend: hybrid (the default), bm25 (lexical only) or dense (embeddings only).")
@@ -54,7 +66,7 @@ def eval_command(
 ) -> None:
     """Measure search quality: Recall@1/@5, Hit@1/@5, nDCG@10, MRR and latency."""
     from toolscout.search import make_backend
-    from toolscout.search.evaluation import evaluate, load_catalog_file, load_queries_file
+    from toolscout.search.evaluation import evaluate, load_catalog_file, load_queries_file, load_servers_file
 
     output = Output(as_json)
     try:
@@ -62,29 +74,52 @@ def eval_command(
     except ConfigurationError as exc:
         output.fail(exc, EXIT_INVALID)
     try:
-        tools = _live_tools(config, output) if catalog == LIVE else load_catalog_file(Path(catalog))
+        if catalog == LIVE:
+            tools, context = _live_tools(config, output)
+        else:
+            tools, context = load_catalog_file(Path(catalog)), {}
+        servers_file = None if no_servers else servers or _beside(catalog)
+        if servers_file is not None:
+            context = load_servers_file(servers_file)
         labelled = load_queries_file(queries, tools)
     except ToolscoutError as exc:
         output.fail(exc)
-    report = evaluate(search, tools, labelled, limit=limit)
+    report = evaluate(search, tools, labelled, limit=limit, servers={} if no_servers else context)
     if as_json:
-        meta = {"catalog": catalog, "queries": str(queries), "backend": backend, "model": model}
+        meta = {
+            "catalog": catalog,
+            "queries": str(queries),
+            "servers": None if servers_file is None else str(servers_file),
+            "backend": backend,
+            "model": model,
+        }
         output.data({**meta, **report.as_json()})
         return
+    if servers_file is not None:
+        output.print(f"server descriptions from {escape(str(servers_file))} ({len(context)} servers)")
     _print(output, catalog, queries, backend if backend == "bm25" else f"{backend} ({model})", report)
 
 
-def _live_tools(config: Path | None, output: Output) -> list[CatalogTool]:
+def _beside(catalog: str) -> Path | None:
+    from toolscout.search.evaluation import servers_beside
+
+    return None if catalog == LIVE else servers_beside(Path(catalog))
+
+
+def _live_tools(config: Path | None, output: Output) -> tuple[list[CatalogTool], dict[str, str]]:
+    """The configured servers' enabled tools, and what each server says about itself (as the gateway indexes it)."""
+    from toolscout.gateway.index import server_contexts
+
     gateway_config, _ = load(config, output)
 
-    async def body() -> list[CatalogTool]:
+    async def body() -> tuple[list[CatalogTool], dict[str, str]]:
         async with connected(gateway_config, output) as gateway:
-            return gateway.catalog.tools()
+            return gateway.catalog.tools(), server_contexts(gateway.upstreams)
 
-    tools: list[CatalogTool] = run(body)
+    tools, context = run(body)
     if not tools:
         raise ConfigurationError("The configured servers expose no enabled tools; check them with `toolscout list`.")
-    return tools
+    return tools, context
 
 
 def _print(output: Output, catalog: str, queries: Path, backend: str, report: Report) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -25,6 +25,7 @@ from toolscout.gateway.visibility import Visibility, narrows
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
+    from toolscout.upstream.connection import Upstream
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class SearchIndex:
         self._indexed_version = -1
         self._visibility = Visibility(upstreams, catalog)
         self._scoped = ScopedIndexes(
-            self._visibility, lambda: (catalog.version, tuple(u.name for u in upstreams)), self._server_context
+            self._visibility, lambda: (catalog.version, tuple(u.name for u in upstreams)), self.server_context
         )
         # All three made in `start`, in the event loop they belong to.
         self._index_lock: anyio.Lock
@@ -140,7 +141,7 @@ class SearchIndex:
         The caller holds `_index_lock`."""
         backend = self._search or await anyio.to_thread.run_sync(self._backend, abandon_on_cancel=abandon_on_cancel)
         if self._indexed_version != self._catalog.version:
-            version, tools, context = self._catalog.version, self._catalog.tools(), self._server_context()
+            version, tools, context = self._catalog.version, self._catalog.tools(), self.server_context()
             await anyio.to_thread.run_sync(backend.rebuild, tools, context, abandon_on_cancel=abandon_on_cancel)
             self._indexed_version = version
         return backend
@@ -152,12 +153,15 @@ class SearchIndex:
                 self._search = (self._search_factory or build_backend)()
             return self._search
 
-    def _server_context(self, scope: Scope | None = None) -> dict[str, str]:
+    def server_context(self, scope: Scope | None = None) -> dict[str, str]:
         """What each server (each one `scope` sees, if given) says about itself: context for its tools."""
-        from toolscout.search.base import server_context
+        return server_contexts(self._upstreams if scope is None else self._visibility.upstreams(scope))
 
-        upstreams = self._upstreams if scope is None else self._visibility.upstreams(scope)
-        return {
-            up.name: server_context(up.description, up.identity.instructions if up.identity else None)
-            for up in upstreams
-        }
+
+def server_contexts(upstreams: Iterable[Upstream]) -> dict[str, str]:
+    """What each of `upstreams` says about itself (description, instructions), by name: context for its tools."""
+    from toolscout.search.base import server_context
+
+    return {
+        up.name: server_context(up.description, up.identity.instructions if up.identity else None) for up in upstreams
+    }

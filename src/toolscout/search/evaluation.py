@@ -21,7 +21,7 @@ import numpy as np
 
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.errors import ConfigurationError
-from toolscout.search.base import SearchBackend
+from toolscout.search.base import SearchBackend, server_context
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,29 @@ def load_catalog_file(path: Path) -> list[CatalogTool]:
     return load_catalog(path).tools(include_disabled=True)
 
 
+def load_servers_file(path: Path) -> dict[str, str]:
+    """What each server says about itself, from JSON Lines `{"server", "description", ...}` (the eval
+    README's `servers_<name>.jsonl`; an `instructions` field is read too): context for its tools."""
+    servers: dict[str, str] = {}
+    for number, row in _rows(path, "servers"):
+        server, description, instructions = row.get("server"), row.get("description"), row.get("instructions")
+        if not isinstance(server, str) or not server:
+            raise ConfigurationError(f'{path}: line {number}: needs a string "server".')
+        servers[server] = server_context(
+            description if isinstance(description, str) else None,
+            instructions if isinstance(instructions, str) else None,
+        )
+    return servers
+
+
+def servers_beside(catalog: Path) -> Path | None:
+    """`servers_<name>.jsonl` next to `catalog_<name>.jsonl`, if there is one (the eval README's layout)."""
+    if not catalog.name.startswith("catalog_"):
+        return None
+    sibling = catalog.with_name("servers_" + catalog.name.removeprefix("catalog_"))
+    return sibling if sibling.is_file() else None
+
+
 def load_queries_file(path: Path, tools: Sequence[CatalogTool]) -> list[LabelledQuery]:
     """Queries from JSON Lines `{"query", "relevant": [[server, name], ...]}`; every pair must be in `tools`."""
     known = {(t.server, t.name) for t in tools}
@@ -165,14 +188,18 @@ def evaluate(
     *,
     limit: int = 10,
     progress: Callable[[int], None] | None = None,
+    servers: Mapping[str, str] | None = None,
 ) -> Report:
     """Index `tools` in `backend`, run every query and score the rankings.
+
+    `servers` is what each server says about itself (description, instructions), indexed as
+    context for its tools as the gateway does with its upstreams'.
 
     Latency is timed on the call an agent makes (`limit` results); the metrics are computed on
     a second call ranking the whole catalog, so MRR sees every rank, as the eval README defines it.
     """
     started = time.perf_counter()
-    backend.rebuild(tools)
+    backend.rebuild(tools, servers)
     build_s = time.perf_counter() - started
     backend.search(queries[0].text, limit=limit)  # warm-up: first-call costs are not search latency
     r1: list[float] = []
