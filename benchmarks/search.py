@@ -1,10 +1,17 @@
 """Search quality and speed: every dev set of `../shared/eval` and a synthetic 10,000-tool catalog.
 
     .venv/bin/python -m benchmarks.search [--eval-dir ../shared/eval] [--models static,minilm]
+        [--static-model LABEL=DIR ...] [--train-dir ../shared/train] [--skip-10k]
         [--save RUN.json] [--compare BASE.json --compare-label LABEL] [--write]
 
-For each dataset and backend (bm25, dense, hybrid) it runs `toolscout eval`'s engine
-(`toolscout.search.evaluation`): R@1, R@5, Hit@1, Hit@5, nDCG@10 and MRR over the full ranking,
+For each dataset and candidate it runs `toolscout eval`'s engine (`toolscout.search.evaluation`,
+with the servers' descriptions beside the catalog, as `toolscout eval` reads them). The datasets:
+both dev sets, and the train set's held-out group (`benchmarks.train_data.HELD_OUT`, which no
+shipped weight is fitted on). The candidates: `bm25s plain` (the README's baseline: bm25s over
+`server name description`, no stemming; `benchmarks.baselines`), toolscout's `bm25`, and each
+embedding model alone (`dense`) and in the shipped fusion (`hybrid`); `dense (minilm)` is
+all-MiniLM-L6-v2 alone; `--static-model` adds a static model directory (a candidate of
+`scripts/train_embeddings.py`). Figures: R@1, R@5, Hit@1, Hit@5, nDCG@10 and MRR over the full ranking,
 with 95% bootstrap intervals (queries resampled), and the latency of one `limit=10` search. The
 10k catalog is built deterministically from the real catalogs by copying them under renamed
 servers (`<server> #<k>`); on it the figures that matter are latency and index build time, cold
@@ -20,6 +27,7 @@ section of docs/BENCHMARKS.md with the tables.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -28,14 +36,19 @@ import re
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import train_data
+from benchmarks.baselines import PlainBM25
 from toolscout.catalog import CatalogTool
-from toolscout.search import make_backend
+from toolscout.search import HybridBackend, SearchBackend, make_backend
+from toolscout.search.dense import DenseBackend, VectorCache
+from toolscout.search.embedding import StaticEmbedder
 from toolscout.search.evaluation import (
     LabelledQuery,
     Report,
@@ -67,6 +80,63 @@ def synthetic(eval_dir: Path, size: int) -> tuple[list[CatalogTool], list[Labell
 
 
 SHIPPED = "hybrid (static)"
+PLAIN = "bm25s plain"
+
+
+def _packaged(backend: str, model: str, cache: Path) -> SearchBackend:
+    return make_backend(backend, model=model, cache_dir=cache)
+
+
+def _candidate(backend: str, directory: Path, cache: Path) -> SearchBackend:
+    """A static model directory other than the packaged one, alone or in the default hybrid."""
+    dense = DenseBackend(StaticEmbedder.load(directory), VectorCache(cache))
+    return dense if backend == "dense" else HybridBackend(dense)
+
+
+def _named_dir(spec: str) -> tuple[str, Path]:
+    label, sep, directory = spec.partition("=")
+    if not sep or not label or not Path(directory).is_dir():
+        raise SystemExit(f"--static-model {spec!r}: give LABEL=DIR, DIR a model directory")
+    return label, Path(directory)
+
+
+def _servers(catalog: Path) -> dict[str, str]:
+    """The servers' descriptions beside `catalog`, as `toolscout eval` reads them; none for older code
+    (PYTHONPATH at an older checkout's `src`), which did not index them."""
+    try:
+        from toolscout.search.evaluation import load_servers_file, servers_beside
+    except ImportError:
+        return {}
+    found = servers_beside(catalog)
+    return load_servers_file(found) if found else {}
+
+
+def _evaluate(
+    backend: SearchBackend, tools: list[CatalogTool], queries: list[LabelledQuery], servers: dict[str, str]
+) -> Report:
+    if servers:  # only then: older code's `evaluate` takes no `servers`
+        return evaluate(backend, tools, queries, servers=servers)
+    return evaluate(backend, tools, queries)
+
+
+def _datasets(
+    eval_dir: Path, train_dir: Path
+) -> dict[str, tuple[list[CatalogTool], list[LabelledQuery], dict[str, str]]]:
+    """Each dev set (with its servers' descriptions, as `toolscout eval` reads them) and the train
+    set's held-out group (`benchmarks.train_data.HELD_OUT`), which no shipped weight was fitted on."""
+    out: dict[str, tuple[list[CatalogTool], list[LabelledQuery], dict[str, str]]] = {}
+    for dataset in DATASETS:
+        catalog = eval_dir / f"catalog_{dataset}.jsonl"
+        tools = load_catalog_file(catalog)
+        servers = _servers(catalog)
+        out[dataset] = (tools, load_queries_file(eval_dir / f"queries_{dataset}_dev.jsonl", tools), servers)
+    if (train_dir / "retrieval_pairs.jsonl.gz").is_file():
+        held = train_data.load_pairs(train_dir, [train_data.HELD_OUT])
+        tools, queries = train_data.catalog_and_queries(held)
+        out[f"train held-out ({train_data.HELD_OUT})"] = (tools, queries, {})
+    return out
+
+
 FLOORS = (0.005, 0.01, 0.02, 0.05, 0.1)
 METRICS = (("recall_1", "R@1"), ("recall_5", "R@5"), ("ndcg_10", "nDCG@10"), ("mrr", "MRR"))
 
@@ -127,6 +197,15 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, help="A --save file of another run: paired differences.")
     parser.add_argument("--compare-label", default="before", help="What the --compare run was (for the table).")
     parser.add_argument("--write", action="store_true", help="Update docs/BENCHMARKS.md.")
+    parser.add_argument(
+        "--static-model",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="Also measure a static model directory (a candidate from scripts/train_embeddings.py) as LABEL.",
+    )
+    parser.add_argument("--train-dir", type=Path, default=train_data.DEFAULT_TRAIN_DIR)
+    parser.add_argument("--skip-10k", action="store_true", help="Leave out the 10,000-tool latency table.")
     args = parser.parse_args()
     base: dict[str, dict[str, dict[str, list[float]]]] = (
         json.loads(args.compare.read_text(encoding="utf-8")) if args.compare else {}
@@ -136,10 +215,18 @@ def main() -> None:
     compared: list[str] = []
     eval_dir: Path = args.eval_dir
     models: list[str] = [m.strip() for m in str(args.models).split(",") if m.strip()]
-    # (label, backend, model): lexical alone once, then each model alone and fused.
-    setups = [("bm25", "bm25", "static")] + [
-        (f"{backend} ({model})", backend, model) for model in models for backend in ("dense", "hybrid")
+    static_models: dict[str, Path] = dict(_named_dir(spec) for spec in args.static_model)
+    # The plain baseline, lexical alone, then each model alone and fused: (label, backend from a cache dir).
+    setups: list[tuple[str, Callable[[Path], SearchBackend]]] = [
+        (PLAIN, lambda _: PlainBM25()),
+        ("bm25", lambda _: make_backend("bm25")),
     ]
+    for model in models:
+        for backend in ("dense", "hybrid"):
+            setups.append((f"{backend} ({model})", functools.partial(_packaged, backend, model)))
+    for label, directory in static_models.items():
+        for backend in ("dense", "hybrid"):
+            setups.append((f"{backend} ({label})", functools.partial(_candidate, backend, directory)))
     lines = [
         f"## Search quality — {date.today()}",
         "",
@@ -157,12 +244,9 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory() as scratch:
-        for dataset in DATASETS:
-            tools = load_catalog_file(eval_dir / f"catalog_{dataset}.jsonl")
-            queries = load_queries_file(eval_dir / f"queries_{dataset}_dev.jsonl", tools)
-            for label, backend, model in setups:
-                search = make_backend(backend, model=model, cache_dir=Path(scratch) / dataset)
-                report = evaluate(search, tools, queries)
+        for dataset, (tools, queries, servers) in _datasets(eval_dir, args.train_dir).items():
+            for label, build in setups:
+                report = _evaluate(build(Path(scratch) / f"{label}-{dataset}"), tools, queries, servers)
                 lines.append(_row(dataset, label, report))
                 print(lines[-1], flush=True)
                 saved.setdefault(dataset, {})[label] = {k: list(v) for k, v in report.per_query.items()}
@@ -171,6 +255,8 @@ def main() -> None:
                 if label in base.get(dataset, {}):
                     compared.append(_compare_rows(dataset, label, report, base[dataset][label]))
         tools, queries = synthetic(eval_dir, SYNTHETIC_TOOLS)
+        if args.skip_10k:
+            setups = []
         lines += [
             "",
             f"Synthetic catalog: {len(tools)} tools (the real catalogs copied under renamed servers), "
@@ -179,10 +265,10 @@ def main() -> None:
             "| backend | p50 ms | p95 ms | max ms | build cold s | build warm s |",
             "|---|---|---|---|---|---|",
         ]
-        for label, backend, model in setups:
-            cache = Path(scratch) / f"10k-{backend}-{model}"
-            cold = evaluate(make_backend(backend, model=model, cache_dir=cache), tools, queries)
-            search = make_backend(backend, model=model, cache_dir=cache)
+        for label, build in setups:
+            cache = Path(scratch) / f"{label}-10k"
+            cold = evaluate(build(cache), tools, queries)
+            search = build(cache)
             started = time.perf_counter()
             search.rebuild(tools)
             warm = time.perf_counter() - started
