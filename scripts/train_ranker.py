@@ -251,6 +251,14 @@ def calibrate(scores: np.ndarray[Any, Any], labels: np.ndarray[Any, Any]) -> tup
     return a, b
 
 
+def _described(directory: Path | None) -> dict[str, Any] | None:
+    """Which embedding model a directory held (its weights' sha256), for the record."""
+    if directory is None or not (directory / "config.json").is_file():
+        return None
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    return {"path": str(directory), "embeddings_sha256": config.get("embeddings_sha256")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--train-dir", type=Path, default=train_data.DEFAULT_TRAIN_DIR)
@@ -284,11 +292,19 @@ def main() -> None:
     for name in args.only.split(","):
         print(f"{name}:", file=sys.stderr, flush=True)
         models[name] = fit(args, data["train"][name], data["validation"][name], names_of(name != "lexical"))
-    command = "PYTHONPATH=src:. nice -n 5 /work/train-venv/bin/python scripts/train_ranker.py " + " ".join(sys.argv[1:])
+    # The command that redoes this file from scratch (a --cache holds the extraction of the same
+    # --fold-a/--fold-b/--model/--depth/--small: pass them with it, so that they are recorded).
+    skip = ("cache", "out", "drop", "only", "train_dir")
+    settings = [
+        f"--{k.replace('_', '-')} {v}" for k, v in sorted(vars(args).items()) if k not in skip and v is not None
+    ]
+    settings += [f"--drop {','.join(args.drop)}"] if args.drop else []
+    command = "PYTHONPATH=src:. nice -n 5 /work/train-venv/bin/python scripts/train_ranker.py " + " ".join(settings)
     out = {
-        "command": command.strip(),
-        "fold_a": str(args.fold_a),
-        "fold_b": str(args.fold_b),
+        "command": command,
+        "embedders": {
+            k: _described(v) for k, v in (("fold_a", args.fold_a), ("fold_b", args.fold_b), ("model", args.model))
+        },
         "models": models,
         "seconds": round(time.perf_counter() - started),
     }
