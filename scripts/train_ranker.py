@@ -112,6 +112,34 @@ def extract(args: argparse.Namespace) -> dict[str, dict[str, list[List]]]:
     return out
 
 
+def extract_unanswered(args: argparse.Namespace) -> dict[str, list[List]]:
+    """{model: [lists]}: each validation query against its 30-tool catalog without its gold tools.
+
+    Calibration only (no label is positive): a search whose tool no server has is everyday use, and
+    its best hit must read as the weak match it is, not as the best of the training lists."""
+    pairs = train_data.load_pairs(args.train_dir)
+    _, validation, _ = train_data.split(pairs)
+    embed = embedders(args)
+    out: dict[str, list[List]] = {"static": [], "lexical": []}
+    for group in embed:
+        every = [p for p in pairs if p.group == group and p.group != train_data.HELD_OUT]
+        backend = HybridBackend(DenseBackend(embed[group]), FusionWeights(learned=True, depth=args.depth), ranker=None)
+        tools, queries = train_data.catalog_and_queries([p for p in validation if p.group == group], every)
+        rng = random.Random(1)
+        by_server: dict[str, list[CatalogTool]] = defaultdict(list)
+        for tool in tools:
+            by_server[tool.server].append(tool)
+        for query in queries[: args.small]:
+            catalog = [
+                t for t in small_catalog(tools, by_server, query, rng) if (t.server, t.name) not in query.relevant
+            ]
+            backend.rebuild(catalog)
+            static, lexical = lists_of(backend, query, catalog)
+            out["static"].append(static)
+            out["lexical"].append(lexical)
+    return out
+
+
 def _padded(lists: list[List], dims: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     size = max(len(y) for _, y in lists)
     x = np.zeros((len(lists), size, dims), dtype=np.float32)
@@ -152,7 +180,13 @@ def metrics(scores: list[np.ndarray[Any, Any]], lists: list[List]) -> dict[str, 
     return {"r5": float(np.mean(r5)), "mrr": float(np.mean(rr))}
 
 
-def fit(args: argparse.Namespace, train: list[List], validation: list[List], names: tuple[str, ...]) -> dict[str, Any]:
+def fit(
+    args: argparse.Namespace,
+    train: list[List],
+    validation: list[List],
+    names: tuple[str, ...],
+    unanswered: list[List] | None = None,
+) -> dict[str, Any]:
     """One model: standardisation, weights early-stopped on validation R@5, calibration; as ranker.json's entry."""
     dropped = [i for i, n in enumerate(names) if any(n.startswith(p) for g in args.drop for p in GROUPS[g])]
     # The same for every candidate of a query: no effect on a linear ranking (its weight would only
@@ -205,9 +239,10 @@ def fit(args: argparse.Namespace, train: list[List], validation: list[List], nam
         if found["r5"] > best[0]:
             best = (found["r5"], {k: v.clone() for k, v in model.state_dict().items()}, epoch + 1)
     model.load_state_dict(best[1])
+    calibration = valid_n + (norm(unanswered) if unanswered else [])
     with torch.no_grad():
-        raw = np.concatenate([model(torch.from_numpy(f)).numpy() for f, _ in valid_n])
-    labels = np.concatenate([y for _, y in valid_n]).astype(np.float64)
+        raw = np.concatenate([model(torch.from_numpy(f)).numpy() for f, _ in calibration])
+    labels = np.concatenate([y for _, y in calibration]).astype(np.float64)
     slope, intercept = calibrate(raw.astype(np.float64), labels)
     state = {k: v.numpy().astype(float) for k, v in model.state_dict().items()}
     spec: dict[str, Any] = {
@@ -276,6 +311,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument(
+        "--unanswered", action="store_true", help="Calibrate also on catalogs without the query's tools."
+    )
     parser.add_argument("--only", default="lexical,static", help="Which models to fit (ablations: static).")
     parser.add_argument("--drop", type=lambda s: [g for g in s.split(",") if g], default=[])
     args = parser.parse_args()
@@ -288,17 +326,24 @@ def main() -> None:
         if args.cache is not None:
             with args.cache.open("wb") as handle:
                 torch.save(data, handle)
+    if args.unanswered and "unanswered" not in data:
+        data["unanswered"] = extract_unanswered(args)
+        if args.cache is not None:
+            with args.cache.open("wb") as handle:
+                torch.save(data, handle)
     models: dict[str, Any] = {}
     for name in args.only.split(","):
         print(f"{name}:", file=sys.stderr, flush=True)
-        models[name] = fit(args, data["train"][name], data["validation"][name], names_of(name != "lexical"))
+        unanswered = data["unanswered"][name] if args.unanswered else None
+        models[name] = fit(args, data["train"][name], data["validation"][name], names_of(name != "lexical"), unanswered)
     # The command that redoes this file from scratch (a --cache holds the extraction of the same
     # --fold-a/--fold-b/--model/--depth/--small: pass them with it, so that they are recorded).
-    skip = ("cache", "out", "drop", "only", "train_dir")
+    skip = ("cache", "out", "drop", "only", "train_dir", "unanswered")
     settings = [
         f"--{k.replace('_', '-')} {v}" for k, v in sorted(vars(args).items()) if k not in skip and v is not None
     ]
     settings += [f"--drop {','.join(args.drop)}"] if args.drop else []
+    settings += ["--unanswered"] if args.unanswered else []
     command = "PYTHONPATH=src:. nice -n 5 /work/train-venv/bin/python scripts/train_ranker.py " + " ".join(settings)
     out = {
         "command": command,
