@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.search_train [--train-dir ../shared/train] [--queries 400]
         [--backend hybrid] [--set fusion.dense_reference=0] [--set fields.parameters=0]
-        [--set synonym_weight=0]
+        [--set synonym_weight=0] [--validation]
 
 The dev sets of `../shared/eval` measure; this set is for choosing (weights, synonyms, floors),
 so that the dev figures stay a fair test. Only the MIT and Apache-2.0 sources of the corpus are
@@ -42,11 +42,26 @@ GROUPS = {name: prefixes for name, prefixes in train_data.GROUPS.items() if name
 SMALL = 30
 
 
-def load_groups(train_dir: Path, max_queries: int) -> dict[str, tuple[list[CatalogTool], list[LabelledQuery]]]:
-    """Each group's catalog and (up to `max_queries`, shuffled with a fixed seed) labelled queries."""
+def load_groups(
+    train_dir: Path, max_queries: int, validation: bool = False
+) -> dict[str, tuple[list[CatalogTool], list[LabelledQuery]]]:
+    """Each group's catalog and (up to `max_queries`, shuffled with a fixed seed) labelled queries.
+
+    `validation`: only the validation split's queries (`train_data.is_validation`; the held-out
+    group whole), against the same whole catalogs.
+    """
     pairs = train_data.load_pairs(train_dir, GROUPS)
     return {
-        group: train_data.catalog_and_queries([p for p in pairs if p.group == group], max_queries=max_queries)
+        group: train_data.catalog_and_queries(
+            [
+                p
+                for p in pairs
+                if p.group == group
+                and (not validation or group == train_data.HELD_OUT or train_data.is_validation(p.qid))
+            ],
+            [p for p in pairs if p.group == group],
+            max_queries=max_queries,
+        )
         for group in GROUPS
     }
 
@@ -124,6 +139,9 @@ def main() -> None:
     parser.add_argument("--train-dir", type=Path, default=train_data.DEFAULT_TRAIN_DIR)
     parser.add_argument("--queries", type=int, default=400, help="Queries per group (shuffled, fixed seed).")
     parser.add_argument("--backend", default="hybrid")
+    parser.add_argument(
+        "--validation", action="store_true", help="Only the validation split's queries (what the ranker never fits)."
+    )
     parser.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
     args = parser.parse_args()
     make = backend_factory(args.backend, args.settings)
@@ -132,7 +150,7 @@ def main() -> None:
     small: list[tuple[float, float]] = []
     print("| group | tools | queries | full R@1 | full MRR | small R@1 | small MRR |")
     print("|---|---|---|---|---|---|---|")
-    for group, (tools, queries) in load_groups(args.train_dir, args.queries).items():
+    for group, (tools, queries) in load_groups(args.train_dir, args.queries, args.validation).items():
         report = evaluate(make(), tools, queries)
         full.append((report.recall_1, report.mrr))
         small.append(measure_small(make, tools, queries))

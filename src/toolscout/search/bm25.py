@@ -128,6 +128,11 @@ class BM25Backend:
             scores = (scores + SYNONYM_WEIGHT * np.asarray(extra, dtype=np.float32)).astype(np.float32)
         return scores
 
+    @property
+    def doc_terms(self) -> list[frozenset[str]]:
+        """Each indexed tool's distinct terms (as of the last rebuild)."""
+        return self._doc_terms
+
     def coverage(self, query: str, index: int) -> float:
         """The share of the query's terms (with the implied ones) that tool `index` contains."""
         query_terms = set(expand(query).terms)

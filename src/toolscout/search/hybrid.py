@@ -1,7 +1,8 @@
-"""The default search: lexical and semantic rankings fused, names put first, long tasks split into steps."""
+"""The default search: lexical and semantic rankings fused (by hand-set weights or a learned ranker), names first."""
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -14,8 +15,13 @@ from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit, rank
 from toolscout.search.bm25 import BM25Backend
 from toolscout.search.dense import DenseBackend
+from toolscout.search.expansion import expand, with_implied_words
+from toolscout.search.features import ServerIndex, Signals, candidates, feature_matrix
 from toolscout.search.names import NameMatcher
+from toolscout.search.ranker import Ranker, RankerError, packaged_rankers
 from toolscout.search.text import terms
+
+log = logging.getLogger(__name__)
 
 Scores = np.ndarray[Any, np.dtype[np.float32]]
 
@@ -55,10 +61,20 @@ class FusionWeights:
     # patterns" scored `echo` at cosine 0.11 as 1.0). Rankings barely move (train MRR 0.774 ->
     # 0.772 on benchmarks/search_train.py, dev within noise); junk in small catalogs reads 5-10x lower.
     dense_reference: float = 0.4
+    # Rank with the learned ranker (`ranker`, model/ranker.json) rather than the hand-set fusion above.
+    # Off by default until it beats the fusion on the dev sets. With issue 22's fine-tuned embedder it
+    # ties it (MetaTool dev R@5 0.755 vs 0.758, nDCG@10 0.662 vs 0.675; LiveMCPBench Hit@5 0.730 both)
+    # while winning on the train set's validation split (MRR 0.798 vs 0.783), and its relevance reads
+    # a search no server answers too high ("create a github issue" -> create_note 0.20, the fusion
+    # < 0.05: tests/test_search_everyday.py). See scripts/train_ranker.py.
+    learned: bool = False
+    # Candidates scored by the ranker: the top this many of each ranking of the query and its steps.
+    depth: int = 100
 
 
 # The real MiniLM ranks well enough on its own to deserve more weight (tuned and fitted the same way).
 # Its cosines run on another scale, not measured for `dense_reference`: divided by the best, as before.
+# No ranker has been trained on its features: it keeps the hand-set fusion.
 MINILM_WEIGHTS = FusionWeights(dense=0.7, lexical=0.3, slope=10.5, midpoint=0.91, dense_reference=0.0)
 
 
@@ -75,15 +91,33 @@ def _by_best(scores: Scores, reference: float = 0.0) -> Scores:
     return (scores / best).astype(np.float32) if best > 0 else np.zeros_like(scores)
 
 
-class HybridBackend:
-    """BM25 and embeddings fused (embeddings optional), exact or typo-tolerant names first."""
+def _default_ranker(dense: bool) -> Ranker | None:
+    try:
+        return packaged_rankers()["static" if dense else "lexical"]
+    except (RankerError, KeyError) as exc:
+        log.warning("search uses the hand-set fusion: the packaged ranker cannot be used (%s)", exc)
+        return None
 
-    def __init__(self, dense: DenseBackend | None, weights: FusionWeights | None = None) -> None:
+
+class HybridBackend:
+    """BM25 and embeddings (optional) scored by the learned ranker, exact or typo-tolerant names first.
+
+    `ranker`: the scorer (default: the packaged one for the backend's kind, when `weights.learned`);
+    without one, the hand-set fusion of `weights`.
+    """
+
+    def __init__(
+        self, dense: DenseBackend | None, weights: FusionWeights | None = None, ranker: Ranker | None = None
+    ) -> None:
         self.weights = weights or FusionWeights()
         self.lexical = BM25Backend()
         self.dense = dense
         self.names = NameMatcher()
+        self.ranker = ranker if ranker is not None or not self.weights.learned else _default_ranker(dense is not None)
         self._tools: list[CatalogTool] = []
+        self._servers = ServerIndex.build([], None)
+        self._server_vectors: Scores = np.zeros((0, 0), dtype=np.float32)
+        self._name_terms: list[frozenset[str]] = []
 
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
@@ -91,9 +125,70 @@ class HybridBackend:
         self.names.rebuild(self._tools)
         if self.dense is not None:
             self.dense.rebuild(self._tools, servers)
+        if self.weights.learned:
+            self._servers = ServerIndex.build(self._tools, servers)
+            self._name_terms = [frozenset(terms(f"{t.name} {t.title or ''}")) for t in self._tools]
+            if self.dense is not None and self._servers.documents:
+                self._server_vectors = self.dense.embedder.encode(self._servers.documents)
+
+    def signals(self, query: str) -> tuple[Signals, bool]:
+        """What the rankers say about every tool for `query` and its steps, and whether anything matched."""
+        texts = [query, *split_steps(query, self.weights.min_step_terms)]
+        lexical = np.stack([self.lexical.scores(text) for text in texts]).astype(np.float32)
+        matched = bool(lexical.size) and float(lexical.max()) > 0
+        dense = server_dense = None
+        if self.dense is not None:
+            dense = np.clip(self.dense.scores_many(texts), 0.0, None).astype(np.float32)
+            matched = matched or (dense.size > 0 and float(dense.max()) >= self.weights.dense_floor)
+            if self._server_vectors.size:
+                vector = self.dense.embedder.encode([with_implied_words(query)])[0]
+                server_dense = np.clip(self._server_vectors @ vector, 0.0, None).astype(np.float32)
+        found = Signals(
+            lexical,
+            dense,
+            self.names.scores(query),
+            self._servers.lexical(query),
+            server_dense,
+            expand(query),
+        )
+        return found, matched
+
+    def candidate_features(self, signals: Signals) -> tuple[np.ndarray[Any, np.dtype[np.int64]], Scores]:
+        """The candidates of a search and their features (what the ranker scores; also its training data)."""
+        picked = candidates(signals, self.weights.depth)
+        return picked, feature_matrix(signals, picked, self._servers, self.lexical.doc_terms, self._name_terms)
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        if not self._tools or limit <= 0:
+            return []
+        if self.ranker is None:
+            return self._fused_search(query, server=server, limit=limit)
+        signals, matched = self.signals(query)
+        named = signals.named
+        if not matched and float(named.max()) <= 0:
+            return []
+        picked, features = self.candidate_features(signals)
+        scores = np.zeros(len(self._tools), dtype=np.float32)
+        relevance = self.ranker.relevance(self.ranker.score(features))
+        scores[picked] = np.maximum(relevance, np.float32(1e-9))
+        # A tool the query names goes first, whatever the rankers think of it.
+        scores = np.where(named >= 0.85, 10.0 + named, scores).astype(np.float32)
+        return [
+            SearchHit(self._tools[i], self._relevance(float(scores[i])))
+            for i in rank(self._tools, scores, server=server, limit=limit)
+        ]
+
+    def _relevance(self, score: float) -> float:
+        if score >= 10.0:
+            return round(min(1.0, score - 10.0 + 0.05), 3)
+        if self.ranker is not None:
+            # A learned probability, never certainty: 1.0 is for a tool the query names.
+            return round(min(score, 0.99), 3)
+        w = self.weights
+        return round(1.0 / (1.0 + math.exp(-w.slope * (score - w.midpoint))), 3)
 
     def fused(self, texts: Sequence[str]) -> tuple[list[Scores], bool]:
-        """The fused score of every tool for each text (without the name boost), and whether any matched."""
+        """The hand-set fusion of every tool for each text (without the name boost), and whether any matched."""
         w = self.weights
         raw = [self.lexical.scores(text) for text in texts]
         matched = any(float(r.max()) > 0 for r in raw if r.size)
@@ -109,9 +204,7 @@ class HybridBackend:
         ]
         return fused, matched
 
-    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
-        if not self._tools or limit <= 0:
-            return []
+    def _fused_search(self, query: str, *, server: str | None, limit: int) -> list[SearchHit]:
         steps = split_steps(query, self.weights.min_step_terms)
         (whole, *parts), matched = self.fused([query, *steps])
         named = self.names.scores(query)
@@ -120,15 +213,8 @@ class HybridBackend:
         scores = whole + self.weights.steps * sum(parts, np.zeros_like(whole))
         # Back to the scale of one query, so that relevance means the same with or without steps.
         scores = scores / (1.0 + self.weights.steps * len(steps))
-        # A tool the query names goes first, whatever the rankers think of it.
         scores = np.where(named >= 0.85, 10.0 + named, scores + named * 0.5).astype(np.float32)
         return [
             SearchHit(self._tools[i], self._relevance(float(scores[i])))
             for i in rank(self._tools, scores, server=server, limit=limit)
         ]
-
-    def _relevance(self, score: float) -> float:
-        if score >= 10.0:
-            return round(min(1.0, score - 10.0 + 0.05), 3)
-        w = self.weights
-        return round(1.0 / (1.0 + math.exp(-w.slope * (score - w.midpoint))), 3)
