@@ -11,7 +11,8 @@ shipped weight is fitted on). The candidates: `bm25s plain` (the README's baseli
 `server name description`, no stemming; `benchmarks.baselines`), toolscout's `bm25`, and each
 embedding model alone (`dense`) and in the shipped fusion (`hybrid`); `dense (minilm)` is
 all-MiniLM-L6-v2 alone; `--static-model` adds a static model directory (a candidate of
-`scripts/train_embeddings.py`). Figures: R@1, R@5, Hit@1, Hit@5, nDCG@10 and MRR over the full ranking,
+`scripts/train_embeddings.py`); `hybrid learned (static)` is the learned ranker (`model/ranker.json`,
+off by default) in place of the hand-set fusion. Figures: R@1, R@5, Hit@1, Hit@5, nDCG@10 and MRR over the full ranking,
 with 95% bootstrap intervals (queries resampled), and the latency of one `limit=10` search. The
 10k catalog is built deterministically from the real catalogs by copying them under renamed
 servers (`<server> #<k>`); on it the figures that matter are latency and index build time, cold
@@ -57,6 +58,7 @@ from toolscout.search.evaluation import (
     load_catalog_file,
     load_queries_file,
 )
+from toolscout.search.hybrid import FusionWeights
 
 # The eval data lives next to the repository; TOOLSCOUT_EVAL_DIR points elsewhere (benchmarks and tests).
 DEFAULT_EVAL_DIR = Path(os.environ.get("TOOLSCOUT_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")
@@ -81,10 +83,16 @@ def synthetic(eval_dir: Path, size: int) -> tuple[list[CatalogTool], list[Labell
 
 SHIPPED = "hybrid (static)"
 PLAIN = "bm25s plain"
+LEARNED = "hybrid learned (static)"
 
 
 def _packaged(backend: str, model: str, cache: Path) -> SearchBackend:
     return make_backend(backend, model=model, cache_dir=cache)
+
+
+def _learned(cache: Path) -> SearchBackend:
+    """The packaged model with the learned ranker (`model/ranker.json`) in place of the hand-set fusion."""
+    return HybridBackend(DenseBackend(StaticEmbedder.load(), VectorCache(cache)), FusionWeights(learned=True))
 
 
 def _candidate(backend: str, directory: Path, cache: Path) -> SearchBackend:
@@ -224,6 +232,8 @@ def main() -> None:
     for model in models:
         for backend in ("dense", "hybrid"):
             setups.append((f"{backend} ({model})", functools.partial(_packaged, backend, model)))
+        if model == "static":
+            setups.append((LEARNED, _learned))
     for label, directory in static_models.items():
         for backend in ("dense", "hybrid"):
             setups.append((f"{backend} ({label})", functools.partial(_candidate, backend, directory)))
