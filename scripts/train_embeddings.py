@@ -385,11 +385,10 @@ def write_model(base: Path, out: Path, vectors: Array, config: dict[str, Any], r
         shutil.copyfile(base / name, tmp / name)
     config = {**config, "fine_tuning": record, "embeddings_sha256": hashlib.sha256(raw).hexdigest()}
     (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    # A model card already there is kept (the packaged one is written by hand, with the dev figures).
-    readme = out / "README.md"
-    (tmp / "README.md").write_text(
-        readme.read_text(encoding="utf-8") if readme.is_file() else card(record), encoding="utf-8"
-    )
+    # The packaged model's card is kept: it is written by hand, with the dev figures.
+    readme = out / "README.md" if out == DEFAULT_MODEL_DIR.resolve() else None
+    text = readme.read_text(encoding="utf-8") if readme is not None and readme.is_file() else card(record)
+    (tmp / "README.md").write_text(text, encoding="utf-8")
     if out.exists():
         for extra in out.iterdir():  # files of others (the ranker's weights) stay
             if not (tmp / extra.name).exists():
