@@ -66,6 +66,10 @@ from toolscout.search.embedding import DEFAULT_MAX_LENGTH, DEFAULT_MODEL_DIR, St
 from toolscout.search.expansion import with_implied_words  # noqa: E402
 
 Array = npt.NDArray[np.float32]
+# The options recorded in config.json as the training's settings (two under clearer names).
+KNOB_NAMES = "epochs patience lr batch temperature learn_temperature hard hard_depth bm25 anchor apibench_weight seed"
+KNOBS = frozenset([*KNOB_NAMES.split(), "interpolate"])
+SETTINGS = {"hard": "hard_negatives", "bm25": "bm25_negatives"}
 Key = tuple[str, str]
 LICENCES = {
     "api_bank": "MIT",
@@ -98,16 +102,6 @@ class Texts:
         tokens = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
         offsets = torch.cat([torch.zeros(1, dtype=torch.long), self.lengths[index].cumsum(0)[:-1]])
         return torch.nn.functional.normalize(bag(tokens, offsets), dim=1, eps=1e-32)
-
-
-class Group:
-    """One group's catalog (distinct (server, name), as `catalog_and_queries` keeps them) and queries."""
-
-    def __init__(self, name: str, catalog: list[CatalogTool]) -> None:
-        self.name = name
-        self.catalog = catalog
-        self.bm25 = BM25Backend()
-        self.bm25.rebuild(catalog)
 
 
 def dense_scores(
@@ -172,7 +166,8 @@ def mine(
     vectors: Array,
     tokenizer: Tokenizer,
     max_length: int,
-    groups: dict[str, Group],
+    catalogs: dict[str, list[CatalogTool]],
+    lexical: dict[str, BM25Backend],
     queries: list[tuple[str, str, set[Key]]],
     depth: int,
     use_bm25: bool,
@@ -183,17 +178,15 @@ def mine(
     for i, (_, group, _) in enumerate(queries):
         by_group[group].append(i)
     for group, members in by_group.items():
-        info = groups[group]
-        keys = [key(t) for t in info.catalog]
-        scores = dense_scores(
-            vectors, tokenizer, max_length, info.catalog, [texts_of_query[queries[i][0]] for i in members]
-        )
+        keys = [key(t) for t in catalogs[group]]
+        texts = [texts_of_query[queries[i][0]] for i in members]
+        scores = dense_scores(vectors, tokenizer, max_length, catalogs[group], texts)
         for row, i in zip(scores, members, strict=True):
             gold = queries[i][2]
             picked = [j for j in np.argsort(-row, kind="stable")[: depth + len(gold)] if keys[j] not in gold][:depth]
             if use_bm25:
-                lexical = info.bm25.scores(texts_of_query[queries[i][0]])
-                more = [j for j in np.argsort(-lexical, kind="stable")[: depth + len(gold)] if keys[j] not in gold]
+                bm25 = lexical[group].scores(texts_of_query[queries[i][0]])
+                more = [j for j in np.argsort(-bm25, kind="stable")[: depth + len(gold)] if keys[j] not in gold]
                 picked += [j for j in more[:depth] if j not in picked]
             out[i] = [int(j) for j in picked]
     return out
@@ -231,7 +224,9 @@ def train(args: argparse.Namespace) -> None:
     train_pairs = [p for p in train_pairs if p.group in wanted]
     validation = [p for p in validation if p.group in checked]
     catalogs = {g: train_data.catalog_and_queries([p for p in pairs if p.group == g])[0] for g in every}
-    groups = {g: Group(g, catalogs[g]) for g in wanted}
+    lexical = {g: BM25Backend() for g in wanted}
+    for g in wanted:
+        lexical[g].rebuild(catalogs[g])
 
     # Training queries: one per qid, with its gold tools (catalog indices of its group).
     gold_keys: dict[str, set[Key]] = defaultdict(set)
@@ -242,12 +237,12 @@ def train(args: argparse.Namespace) -> None:
         query_group[p.qid] = p.group
     qids = sorted(gold_keys)
     queries = [(q, query_group[q], gold_keys[q]) for q in qids]
-    index_of = {g: {key(t): i for i, t in enumerate(groups[g].catalog)} for g in wanted}
+    index_of = {g: {key(t): i for i, t in enumerate(catalogs[g])} for g in wanted}
     # Every catalog tool of every group as one id space: (group, index) → row.
     tool_rows: dict[tuple[str, int], int] = {}
     all_tools: list[CatalogTool] = []
     for g in wanted:
-        for i, tool in enumerate(groups[g].catalog):
+        for i, tool in enumerate(catalogs[g]):
             tool_rows[(g, i)] = len(all_tools)
             all_tools.append(tool)
     positives = [[tool_rows[(g, index_of[g][k])] for k in sorted(gold)] for _, g, gold in queries]
@@ -281,7 +276,9 @@ def train(args: argparse.Namespace) -> None:
     for epoch in range(1, args.epochs + 1):
         current = bag.weight.detach().numpy().copy()
         hard = (
-            mine(current, tokenizer, max_length, groups, queries, args.hard_depth, args.bm25) if args.hard > 0 else []
+            mine(current, tokenizer, max_length, catalogs, lexical, queries, args.hard_depth, args.bm25)
+            if args.hard > 0
+            else []
         )
         hard_rows = [[tool_rows[(g, j)] for j in hard[i]] for i, (_, g, _) in enumerate(queries)] if hard else []
         order = list(range(len(queries)))
@@ -327,7 +324,7 @@ def train(args: argparse.Namespace) -> None:
             break
 
     # Only part of the way from the start (as WiSE-FT): what the start knew of short everyday
-    # queries, which the training data has few of, is kept (the share chosen on cross-source validation).
+    # queries, which the training data has few of, is kept (how the share was chosen: the model card).
     best = (start + args.interpolate * (best - start)).astype(np.float32)
     final_validation = evaluate_split(best, tokenizer, max_length, validation, catalogs)
     start_validation = evaluate_split(start, tokenizer, max_length, validation, catalogs)
@@ -342,21 +339,7 @@ def train(args: argparse.Namespace) -> None:
         "validation_groups": checked,
         "held_out_group": train_data.HELD_OUT,
         "training_queries": len(qids),
-        "settings": {
-            "epochs": args.epochs,
-            "patience": args.patience,
-            "lr": args.lr,
-            "batch": args.batch,
-            "temperature": args.temperature,
-            "learn_temperature": args.learn_temperature,
-            "hard_negatives": args.hard,
-            "hard_depth": args.hard_depth,
-            "bm25_negatives": args.bm25,
-            "anchor": args.anchor,
-            "apibench_weight": args.apibench_weight,
-            "seed": args.seed,
-            "interpolate": args.interpolate,
-        },
+        "settings": {SETTINGS.get(name, name): value for name, value in vars(args).items() if name in KNOBS},
         "best_epoch": best_epoch,
         "history": history,
         "validation_dense": {"before": start_validation, "after": final_validation},
@@ -434,8 +417,8 @@ def main() -> None:
     parser.add_argument("--bm25", action=argparse.BooleanOptionalAction, default=True, help="Mine BM25's too.")
     parser.add_argument("--anchor", type=float, default=1.0, help="Weight of the L2 pull to the start.")
     parser.add_argument("--apibench-weight", type=float, default=0.5)
-    parser.add_argument("--interpolate", type=float, default=1.0, help="Ship start + this × (trained - start).")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--interpolate", type=float, default=1.0, help="Ship start + this × (trained - start).")
     train(parser.parse_args())
 
 
