@@ -16,6 +16,7 @@ from typing import Literal
 import mcp_types as types
 import numpy as np
 import pytest
+from benchmarks import train_data
 
 from tests.helpers.paths import PYTHON
 from toolscout.catalog import Catalog, CatalogTool
@@ -23,7 +24,7 @@ from toolscout.errors import ConfigurationError
 from toolscout.search import HybridBackend, make_backend
 from toolscout.search import embedding as embedding_module
 from toolscout.search.dense import DenseBackend, VectorCache, Vectors
-from toolscout.search.embedding import StaticEmbedder
+from toolscout.search.embedding import DEFAULT_MODEL_DIR, StaticEmbedder
 
 
 def _tools() -> list[CatalogTool]:
@@ -66,6 +67,22 @@ def test_packaged_model_embeds_meaning_not_just_words() -> None:
     assert not vectors[3].any()  # no known token: a zero row, not NaN
     # No word in common, yet rain is closer to a forecast than to e-mail.
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1
+
+
+def test_the_packaged_model_was_fine_tuned_only_on_sources_it_may_ship_and_says_so() -> None:
+    # The weights ship in the wheel: only MIT/Apache-2.0 training sources (never the CC-BY-SA
+    # SGD rows), never the held-out group the generalisation check is measured on, and the model
+    # card names each source the config records.
+    config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text(encoding="utf-8"))
+    tuning = config["fine_tuning"]
+    groups: dict[str, str] = tuning["groups"]
+    assert groups and set(groups) <= set(train_data.GROUPS)
+    assert set(groups.values()) <= {"MIT", "Apache-2.0"}
+    assert train_data.HELD_OUT not in groups and tuning["held_out_group"] == train_data.HELD_OUT
+    assert "scripts/train_embeddings.py" in tuning["command"]
+    card = (DEFAULT_MODEL_DIR / "README.md").read_text(encoding="utf-8")
+    assert all(f"`{group}`" in card for group in groups), groups
+    assert tuning["start"]["embeddings_sha256"] != config["embeddings_sha256"]
 
 
 def test_the_packaged_vectors_stay_half_precision_and_encode_as_widened_once(
