@@ -22,6 +22,7 @@ Needs torch (the training venv); takes a few minutes per group on 2 cores. `--wr
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -35,7 +36,7 @@ from benchmarks import train_data
 from benchmarks.baselines import PlainBM25
 from toolscout.search import HybridBackend, SearchBackend
 from toolscout.search.dense import DenseBackend
-from toolscout.search.embedding import StaticEmbedder
+from toolscout.search.embedding import DEFAULT_MODEL_DIR, StaticEmbedder
 from toolscout.search.evaluation import bootstrap_interval, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,12 +69,15 @@ def _run(*args: str) -> None:
 
 
 def fit_fold(group: str, base: Path, work: Path, train_dir: Path) -> Path:
-    """The embeddings fitted without `group` (reused when already in `work`)."""
+    """The embeddings fitted without `group` as the packaged ones were (reused when already in `work`)."""
     model = work / f"emb-{group}"
     if not (model / "config.json").is_file():
+        config = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text(encoding="utf-8"))
+        interpolate = str(config["fine_tuning"]["settings"]["interpolate"])
         _run(
             "scripts/train_embeddings.py",
-            *("--train-dir", str(train_dir), "--base", str(base), "--exclude-groups", group, "--out", str(model)),
+            *("--train-dir", str(train_dir), "--base", str(base), "--exclude-groups", group),
+            *("--interpolate", interpolate, "--out", str(model)),
         )
     return model
 
