@@ -38,10 +38,13 @@ from toolscout.search import HybridBackend, SearchBackend
 from toolscout.search.dense import DenseBackend
 from toolscout.search.embedding import DEFAULT_MODEL_DIR, StaticEmbedder
 from toolscout.search.evaluation import bootstrap_interval, evaluate
+from toolscout.search.hybrid import FusionWeights
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_COMMIT = "7e5b04f"
 """The last commit whose packaged weights were not fine-tuned on tool data: every fold starts there."""
+PREVIOUS_FUSION = FusionWeights(dense=0.6, lexical=0.4)
+"""The hand-set fusion of the previous release (with `BASE_COMMIT`'s weights)."""
 MODEL_FILES = ("embeddings.npy", "tokenizer.json", "config.json", "LICENSE", "README.md")
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 SECTION = re.compile(r"## Leave one source out.*?(?=\n## |\Z)", re.S)
@@ -119,7 +122,7 @@ def main() -> None:
         tools, queries = train_data.catalog_and_queries(train_data.load_pairs(args.train_dir, [group]))
         setups: list[tuple[str, SearchBackend]] = [
             ("bm25s plain", PlainBM25()),
-            ("before", HybridBackend(DenseBackend(start))),
+            ("before", HybridBackend(DenseBackend(start), PREVIOUS_FUSION)),
             ("dense", DenseBackend(fold)),
             ("hybrid", HybridBackend(DenseBackend(fold))),
         ]
