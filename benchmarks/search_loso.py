@@ -8,9 +8,10 @@ tools and queries of an origin they never saw? For each group G (`benchmarks.tra
 
 1. `scripts/train_embeddings.py --exclude-groups G` fine-tunes the starting weights (the packaged
    model of `BASE_COMMIT`, before any fine-tuning) without G, as the shipped model was made;
-2. G's queries are ranked against G's catalog by: `bm25s plain` (the README's baseline), `before`
-   (the starting weights in the default hybrid search, i.e. the previous release), and the fold's
-   `dense` and `hybrid` (its embeddings alone, and in the default hybrid search).
+2. G's queries are ranked against G's catalog by: `bm25s plain` (the README's baseline), `dense
+   before` and `before` (the starting weights alone, and in the previous release's hybrid search),
+   and the fold's `dense` and `hybrid` (its embeddings alone, and in the default hybrid search;
+   `--dense-weights` adds the hybrid with other fusion weights).
 
 The learned ranker (`search.ranker`, off by default) is not in it: its feature extraction takes
 about ten minutes a fold.
@@ -96,8 +97,12 @@ def main() -> None:
     parser.add_argument("--groups", default=",".join(train_data.GROUPS), help="Comma-separated groups to leave out.")
     parser.add_argument("--work", type=Path, default=None, help="Keep the fold models here (reused on a rerun).")
     parser.add_argument("--write", action="store_true", help="Update docs/BENCHMARKS.md.")
+    parser.add_argument(
+        "--dense-weights", default="", help="Also the hybrid with these dense weights (comma-separated, e.g. 0.5,0.6)."
+    )
     args = parser.parse_args()
     groups = [g for g in str(args.groups).split(",") if g]
+    weights = [float(w) for w in str(args.dense_weights).split(",") if w]
     unknown = sorted(set(groups) - set(train_data.GROUPS))
     if unknown:
         raise SystemExit(f"unknown groups {unknown}; choose from {list(train_data.GROUPS)}")
@@ -109,8 +114,8 @@ def main() -> None:
         "",
         "`PYTHONPATH=src:. /work/train-venv/bin/python -m benchmarks.search_loso --write` (a venv with torch "
         f"for the training steps; {os.cpu_count()} cores): each group of `../shared/train` ranked against its "
-        "own catalog by the search fitted without it (its embeddings); `before` is the starting "
-        f"weights of {BASE_COMMIT} with the previous release's hand-set fusion. 95% bootstrap intervals.",
+        "own catalog by the search fitted without it (its embeddings); `dense before` and `before` are the starting "
+        f"weights of {BASE_COMMIT} alone and with the previous release's hand-set fusion. 95% bootstrap intervals.",
         "",
         "| left out | tools | queries | search | " + " | ".join(name for _, name in METRICS) + " |",
         "|---|---|---|---|" + "---|" * len(METRICS),
@@ -122,10 +127,14 @@ def main() -> None:
         tools, queries = train_data.catalog_and_queries(train_data.load_pairs(args.train_dir, [group]))
         setups: list[tuple[str, SearchBackend]] = [
             ("bm25s plain", PlainBM25()),
+            ("dense before", DenseBackend(start)),
             ("before", HybridBackend(DenseBackend(start), PREVIOUS_FUSION)),
             ("dense", DenseBackend(fold)),
             ("hybrid", HybridBackend(DenseBackend(fold))),
         ]
+        for dense in weights:
+            fusion = FusionWeights(dense=dense, lexical=round(1 - dense, 3))
+            setups.append((f"hybrid {fusion.dense}/{fusion.lexical}", HybridBackend(DenseBackend(fold), fusion)))
         for label, backend in setups:
             report = evaluate(backend, tools, queries)
             cells = [_cell(report.per_query[key]) for key, _ in METRICS]
