@@ -112,7 +112,9 @@ def main() -> None:
     lines = [
         f"## Leave one source out — {date.today()}",
         "",
-        "`PYTHONPATH=src:. /work/train-venv/bin/python -m benchmarks.search_loso --write` (a venv with torch "
+        "`PYTHONPATH=src:. /work/train-venv/bin/python -m benchmarks.search_loso"
+        + (f" --dense-weights {args.dense_weights}" if weights else "")
+        + " --write` (a venv with torch "
         f"for the training steps; {os.cpu_count()} cores): each group of `../shared/train` ranked against its "
         "own catalog by the search fitted without it (its embeddings); `dense before` and `before` are the starting "
         f"weights of {BASE_COMMIT} alone and with the previous release's hand-set fusion. 95% bootstrap intervals.",

@@ -49,8 +49,8 @@ class FusionWeights:
     # set's validation split (MRR 0.792 at 0.6, 0.805 at 0.7, 0.796 at 0.8), on the held-out
     # ToolAlpaca (MRR 0.843 -> 0.859) and on MetaTool dev (R@5 +0.015); 0.6/0.4 was best before.
     # Sources the embeddings never saw (benchmarks/search_loso.py) rank their long API-call
-    # requests better with more lexical weight (mean MRR 0.695 at 0.5, 0.683 at 0.7): a trade-off
-    # that short queries win here, docs/BENCHMARKS.md.
+    # requests better with more lexical weight (mean MRR 0.713 at 0.5, 0.710 at 0.6, 0.705 at 0.7): a
+    # trade-off that short queries win here, docs/BENCHMARKS.md.
     dense: float = 0.7
     lexical: float = 0.3
     steps: float = 0.25
