@@ -107,10 +107,10 @@ def _default_ranker(dense: bool) -> Ranker | None:
 
 
 class HybridBackend:
-    """BM25 and embeddings (optional) scored by the learned ranker, exact or typo-tolerant names first.
+    """BM25 and embeddings (optional), exact or typo-tolerant names first.
 
-    `ranker`: the scorer (default: the packaged one for the backend's kind, when `weights.learned`);
-    without one, the hand-set fusion of `weights`.
+    By default they are fused by the hand-set `weights`. With `weights.learned` (or a `ranker`),
+    the learned ranker scores them instead: the packaged one for the backend's kind, unless given.
     """
 
     def __init__(
