@@ -5,30 +5,24 @@ The forward pass is the run-time encoding, exactly: a text is tokenised by `Stat
 the mean L2-normalised; a tool's vector is normalize(enc(tool_text) + enc(summary_text)) as
 `DenseBackend` builds it, and a query is embedded as `with_implied_words(query)`.
 
-Loss: InfoNCE with a learned temperature over in-batch negatives (the other queries' gold tools,
-masked where they are gold for this query too: same qid or same tool) plus hard negatives mined
-per query from its own group's catalog (the current dense ranking and BM25, gold excluded, mined
-again every epoch), plus an L2 anchor to the starting vectors so tokens the training rarely sees
-stay in the space the rest of the vocabulary is in. APIBench (many models do one job: noisy
-labels) counts less. The epoch kept is the one with the best validation MRR (over the queries of
-every group but APIBench, each against its group's whole catalog, measured with `DenseBackend`
-itself on the float16-rounded vectors); the dev files of ../shared/eval are never read.
+Loss: InfoNCE with a learned temperature over in-batch negatives (masked where gold for this query
+too) and hard negatives mined per query from its own group's catalog (dense and BM25 top tools,
+gold excluded, mined again each epoch), plus an L2 anchor to the starting vectors; APIBench (noisy
+labels) counts less. The epoch kept has the best validation MRR (queries of every group but
+APIBench against their group's whole catalog, by `DenseBackend` on the float16-rounded vectors);
+../shared/eval is never read. The shipped vectors are then moved only part of the way from the
+start (`--interpolate`, as WiSE-FT): the training queries are mostly long API-call requests, and
+the full step cost short everyday queries (MetaTool dev) what the start knew of them.
 
-The trained vectors are then moved only part of the way from the start (`--interpolate`, as
-WiSE-FT does): the training queries are mostly long API-call requests, and the full step cost the
-short everyday queries (MetaTool dev) what the start knew of them.
-
-Needs torch (CPU; never a run-time dependency). The shipped model was made, from the previous
-release's model directory (distilled and refined, embeddings sha256 b8fef3b8..., copied to BASE),
-with
+Needs torch (CPU; never a run-time dependency). From the previous release's model directory
+(embeddings sha256 b8fef3b8..., copied to BASE), the shipped model was made with
 
     PYTHONPATH=src:. nice -n 5 /work/train-venv/bin/python scripts/train_embeddings.py \\
         --train-dir ../shared/train --base BASE --interpolate 0.5 --out src/toolscout/search/model
 
-and the cross-fitting fold models (for the ranker's features) with `--groups
-seal_tools,stabletoolbench,tooltalk` and `--groups bfcl,gorilla_apibench,nestful,api_bank`
-(`--interpolate 1`). `--validate-groups` picks the epoch on other groups' validation queries: how
-settings carry over to sources not trained on. A run takes 1 to 3 minutes on 2 cores.
+and the ranker's cross-fitting fold models with the same and `--groups seal_tools,stabletoolbench,tooltalk`
+or `--groups bfcl,gorilla_apibench,nestful,api_bank`. `--validate-groups` picks the epoch on other
+groups' validation queries (how settings carry over to sources not trained on). 1 to 3 minutes.
 """
 
 from __future__ import annotations
@@ -45,6 +39,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,14 +99,18 @@ class Texts:
         return torch.nn.functional.normalize(bag(tokens, offsets), dim=1, eps=1e-32)
 
 
-def dense_scores(
-    vectors: Array, tokenizer: Tokenizer, max_length: int, catalog: list[CatalogTool], queries: list[str]
-) -> Array:
-    """Cosines of queries with the catalog's tools, computed by the run-time code itself."""
-    embedder = StaticEmbedder(tokenizer, vectors, normalize=True, max_length=max_length, model_id="training")
-    backend = DenseBackend(embedder)
-    backend.rebuild(catalog)
-    return backend.scores_many(queries)
+@dataclass(frozen=True)
+class Scorer:
+    """Cosines of queries with a catalog's tools for given vectors, computed by the run-time code itself."""
+
+    tokenizer: Tokenizer
+    max_length: int
+
+    def __call__(self, vectors: Array, catalog: list[CatalogTool], queries: list[str]) -> Array:
+        embedder = StaticEmbedder(self.tokenizer, vectors, normalize=True, max_length=self.max_length, model_id="t")
+        backend = DenseBackend(embedder)
+        backend.rebuild(catalog)
+        return backend.scores_many(queries)
 
 
 def rank_metrics(scores: Array, catalog: list[CatalogTool], gold: list[set[Key]]) -> tuple[float, float]:
@@ -129,11 +128,7 @@ def rank_metrics(scores: Array, catalog: list[CatalogTool], gold: list[set[Key]]
 
 
 def evaluate_split(
-    vectors: Array,
-    tokenizer: Tokenizer,
-    max_length: int,
-    pairs: list[train_data.Pair],
-    catalogs: dict[str, list[CatalogTool]],
+    score: Scorer, vectors: Array, pairs: list[train_data.Pair], catalogs: dict[str, list[CatalogTool]]
 ) -> dict[str, dict[str, float]]:
     """Per group: R@1, MRR and query count of `pairs` (dense only) against the group's whole catalog."""
     rounded = vectors.astype(np.float16)  # what ships
@@ -146,7 +141,7 @@ def evaluate_split(
             text[p.qid] = p.query
             gold[p.qid].add(key(p.tool))
         qids = sorted(text)
-        scores = dense_scores(rounded, tokenizer, max_length, catalogs[group], [text[q] for q in qids])
+        scores = score(rounded, catalogs[group], [text[q] for q in qids])
         r1, mrr = rank_metrics(scores, catalogs[group], [gold[q] for q in qids])
         out[group] = {"r1": round(r1, 4), "mrr": round(mrr, 4), "queries": len(qids)}
     return out
@@ -163,9 +158,8 @@ def selection_score(figures: dict[str, dict[str, float]]) -> float:
 
 
 def mine(
+    score: Scorer,
     vectors: Array,
-    tokenizer: Tokenizer,
-    max_length: int,
     catalogs: dict[str, list[CatalogTool]],
     lexical: dict[str, BM25Backend],
     queries: list[tuple[str, str, set[Key]]],
@@ -180,7 +174,7 @@ def mine(
     for group, members in by_group.items():
         keys = [key(t) for t in catalogs[group]]
         texts = [texts_of_query[queries[i][0]] for i in members]
-        scores = dense_scores(vectors, tokenizer, max_length, catalogs[group], texts)
+        scores = score(vectors, catalogs[group], texts)
         for row, i in zip(scores, members, strict=True):
             gold = queries[i][2]
             picked = [j for j in np.argsort(-row, kind="stable")[: depth + len(gold)] if keys[j] not in gold][:depth]
@@ -208,6 +202,7 @@ def train(args: argparse.Namespace) -> None:
     base = StaticEmbedder.load(args.base)
     tokenizer = Tokenizer.from_file(str(args.base / "tokenizer.json"))
     start = base.vectors  # float16 → float32
+    scorer = Scorer(tokenizer, max_length)
 
     wanted = [g for g in (args.groups.split(",") if args.groups else train_data.GROUPS) if g != train_data.HELD_OUT]
     excluded = set(args.exclude_groups.split(",")) if args.exclude_groups else set()
@@ -268,18 +263,14 @@ def train(args: argparse.Namespace) -> None:
         return torch.nn.functional.normalize(both, dim=1, eps=1e-12)
 
     history: list[dict[str, Any]] = []
-    figures = evaluate_split(start, tokenizer, max_length, validation, catalogs)
+    figures = evaluate_split(scorer, start, validation, catalogs)
     best_score, best_epoch, best = selection_score(figures), 0, start.copy()
     history.append({"epoch": 0, "validation_mrr": round(best_score, 4)})
     print(f"epoch 0: validation MRR {best_score:.4f} {figures}", file=sys.stderr)
     rng = random.Random(args.seed)
     for epoch in range(1, args.epochs + 1):
         current = bag.weight.detach().numpy().copy()
-        hard = (
-            mine(current, tokenizer, max_length, catalogs, lexical, queries, args.hard_depth, args.bm25)
-            if args.hard > 0
-            else []
-        )
+        hard = mine(scorer, current, catalogs, lexical, queries, args.hard_depth, args.bm25) if args.hard > 0 else []
         hard_rows = [[tool_rows[(g, j)] for j in hard[i]] for i, (_, g, _) in enumerate(queries)] if hard else []
         order = list(range(len(queries)))
         rng.shuffle(order)
@@ -300,14 +291,13 @@ def train(args: argparse.Namespace) -> None:
             logits = logits.masked_fill(mask, float("-inf"))
             losses = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)), reduction="none")
             w = weights[torch.tensor(batch)]
-            loss = (losses * w).sum() / w.sum() + args.anchor * ((bag.weight - anchor) ** 2).sum(
-                1
-            ).mean() * start.shape[0] / 1000
+            drift = ((bag.weight - anchor) ** 2).sum(1).mean()  # per token; × vocabulary / 1000 below
+            loss = (losses * w).sum() / w.sum() + args.anchor * drift * start.shape[0] / 1000
             loss.backward()
             optimizer.step()
             total += float(loss.detach()) * len(batch)
         current = bag.weight.detach().numpy().copy()
-        figures = evaluate_split(current, tokenizer, max_length, validation, catalogs)
+        figures = evaluate_split(scorer, current, validation, catalogs)
         score = selection_score(figures)
         history.append(
             {
@@ -326,10 +316,10 @@ def train(args: argparse.Namespace) -> None:
     # Only part of the way from the start (as WiSE-FT): what the start knew of short everyday
     # queries, which the training data has few of, is kept (how the share was chosen: the model card).
     best = (start + args.interpolate * (best - start)).astype(np.float32)
-    final_validation = evaluate_split(best, tokenizer, max_length, validation, catalogs)
-    start_validation = evaluate_split(start, tokenizer, max_length, validation, catalogs)
-    held_start = evaluate_split(start, tokenizer, max_length, held, catalogs)
-    held_final = evaluate_split(best, tokenizer, max_length, held, catalogs)
+    final_validation = evaluate_split(scorer, best, validation, catalogs)
+    start_validation = evaluate_split(scorer, start, validation, catalogs)
+    held_start = evaluate_split(scorer, start, held, catalogs)
+    held_final = evaluate_split(scorer, best, held, catalogs)
     print(f"validation before {start_validation}\nvalidation after {final_validation}", file=sys.stderr)
     print(f"held out before {held_start}\nheld out after {held_final}", file=sys.stderr)
     record: dict[str, Any] = {
