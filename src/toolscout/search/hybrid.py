@@ -16,7 +16,7 @@ from toolscout.search.base import SearchHit, rank
 from toolscout.search.bm25 import BM25Backend
 from toolscout.search.dense import DenseBackend
 from toolscout.search.expansion import expand, with_implied_words
-from toolscout.search.features import ServerIndex, Signals, candidates, feature_matrix
+from toolscout.search.features import DENSE_REFERENCE, ServerIndex, Signals, by_best, candidates, feature_matrix
 from toolscout.search.names import NameMatcher
 from toolscout.search.ranker import Ranker, RankerError, packaged_rankers
 from toolscout.search.text import terms
@@ -67,7 +67,7 @@ class FusionWeights:
     # and dividing by it would make that tool read as a perfect semantic match ("zebra migration
     # patterns" scored `echo` at cosine 0.11 as 1.0). Rankings barely move (train MRR 0.774 ->
     # 0.772 on benchmarks/search_train.py, dev within noise); junk in small catalogs reads 5-10x lower.
-    dense_reference: float = 0.4
+    dense_reference: float = DENSE_REFERENCE
     # Rank with the learned ranker (`ranker`, model/ranker.json) rather than the hand-set fusion above.
     # Off by default until it beats the fusion on the dev sets. With issue 22's fine-tuned embedder it
     # ties it (MetaTool dev R@5 0.755 vs 0.758, nDCG@10 0.662 vs 0.675; LiveMCPBench Hit@5 0.730 both)
@@ -90,12 +90,6 @@ def split_steps(query: str, min_terms: int) -> list[str]:
     parts = [_STEP_WORD.sub("", p.strip()) for p in _STEPS.split(query) if p and p.strip()]
     steps = [p for p in parts if len(terms(p)) >= min_terms]
     return steps if len(steps) >= 2 else []
-
-
-def _by_best(scores: Scores, reference: float = 0.0) -> Scores:
-    """Scores divided by the best one, or by `reference` when that is higher (all zero when nothing matched)."""
-    best = max(float(scores.max()) if scores.size else 0.0, reference)
-    return (scores / best).astype(np.float32) if best > 0 else np.zeros_like(scores)
 
 
 def _default_ranker(dense: bool) -> Ranker | None:
@@ -199,14 +193,14 @@ class HybridBackend:
         w = self.weights
         raw = [self.lexical.scores(text) for text in texts]
         matched = any(float(r.max()) > 0 for r in raw if r.size)
-        lexical = [_by_best(r) for r in raw]
+        lexical = [by_best(r) for r in raw]
         if self.dense is None:
             return lexical, matched
         # One batch for the query and its steps: a transformer embeds them for the price of one.
         dense = np.clip(self.dense.scores_many(texts), 0.0, None)
         matched = matched or (dense.size > 0 and float(dense.max()) >= w.dense_floor)
         fused = [
-            (w.lexical * lex + w.dense * _by_best(dense[i], w.dense_reference)).astype(np.float32)
+            (w.lexical * lex + w.dense * by_best(dense[i], w.dense_reference)).astype(np.float32)
             for i, lex in enumerate(lexical)
         ]
         return fused, matched
