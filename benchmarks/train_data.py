@@ -41,6 +41,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "stabletoolbench": ("stabletoolbench", "toolbench_example"),
     "gorilla_apibench": ("gorilla_apibench",),
 }
+# Each group's licence, as the corpus README gives it for its repository: what is fitted on them may ship.
+LICENCES: dict[str, str] = {
+    "api_bank": "Apache-2.0",
+    "tooltalk": "MIT",
+    "toolalpaca": "Apache-2.0",
+    "nestful": "Apache-2.0",
+    "bfcl": "Apache-2.0",
+    "seal_tools": "Apache-2.0",
+    "stabletoolbench": "Apache-2.0",
+    "gorilla_apibench": "Apache-2.0",
+}
 HELD_OUT = "toolalpaca"
 """The group no shipped model or weight is fitted on (ToolAlpaca: 86 real web APIs, 207 queries)."""
 

@@ -66,16 +66,6 @@ KNOB_NAMES = "epochs patience lr batch temperature learn_temperature hard hard_d
 KNOBS = frozenset([*KNOB_NAMES.split(), "interpolate"])
 SETTINGS = {"hard": "hard_negatives", "bm25": "bm25_negatives"}
 Key = tuple[str, str]
-LICENCES = {
-    "api_bank": "MIT",
-    "tooltalk": "MIT",
-    "nestful": "Apache-2.0",
-    "bfcl": "Apache-2.0",
-    "seal_tools": "MIT",
-    "stabletoolbench": "Apache-2.0",
-    "gorilla_apibench": "Apache-2.0",
-    "toolalpaca": "Apache-2.0",
-}
 
 
 def key(tool: CatalogTool) -> Key:
@@ -325,7 +315,7 @@ def train(args: argparse.Namespace) -> None:
     record: dict[str, Any] = {
         "method": "contrastive fine-tuning (InfoNCE, in-batch + mined hard negatives, L2 anchor to the start)",
         "start": {"embeddings_sha256": config.get("embeddings_sha256")},
-        "groups": {g: LICENCES[g] for g in wanted},
+        "groups": {g: train_data.LICENCES[g] for g in wanted},
         "validation_groups": checked,
         "held_out_group": train_data.HELD_OUT,
         "training_queries": len(qids),

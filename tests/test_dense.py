@@ -78,10 +78,11 @@ def test_the_packaged_model_was_fine_tuned_only_on_sources_it_may_ship_and_says_
     groups: dict[str, str] = tuning["groups"]
     assert groups and set(groups) <= set(train_data.GROUPS)
     assert set(groups.values()) <= {"MIT", "Apache-2.0"}
+    assert groups == {g: train_data.LICENCES[g] for g in groups}, "a group's licence differs from the corpus's"
     assert train_data.HELD_OUT not in groups and tuning["held_out_group"] == train_data.HELD_OUT
     assert "scripts/train_embeddings.py" in tuning["command"]
     card = (DEFAULT_MODEL_DIR / "README.md").read_text(encoding="utf-8")
-    assert all(f"`{group}`" in card for group in groups), groups
+    assert all(f"`{group}` ({licence}" in card for group, licence in groups.items()), groups
     assert tuning["start"]["embeddings_sha256"] != config["embeddings_sha256"]
 
 
