@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.search_train [--train-dir ../shared/train] [--queries 400]
         [--backend hybrid] [--set fusion.dense_reference=0] [--set fields.parameters=0]
-        [--set synonym_weight=0] [--validation]
+        [--set synonym_weight=0] [--validation] [--against fusion.steps=0]
 
 The dev sets of `../shared/eval` measure; this set is for choosing (weights, synonyms, floors),
 so that the dev figures stay a fair test. Only the MIT and Apache-2.0 sources of the corpus are
@@ -15,10 +15,16 @@ query (rows grouped by `qid`) a labelled query of its gold tools. Two settings p
   others of the group (fixed seed): what a person with a few servers has, where one incidental
   word or a normalisation by the best of a few tools decides the ranking.
 
-It prints R@1 and MRR per group and their mean over groups. `--set` changes one setting for the
+It prints R@1, R@5 (whole catalog: several gold tools for a multi-step query) and MRR per group and
+their mean over groups. `--set` changes one setting for the
 run: `fields.<name>` of BM25's `FieldWeights`, `fusion.<name>` of `FusionWeights`,
 `synonym_weight` and `synonym_max_terms` (`toolscout.search.expansion`). With PYTHONPATH at an
 older checkout's `src` it measures that code (without `--set`).
+
+`--against KEY=VALUE` (fusion and field settings; repeatable) also runs the search with those
+settings instead and prints the paired difference (this run minus that one) of full R@5 and MRR per
+group and over the multi-tool queries of every group pooled, with 95% bootstrap intervals: a setting
+validated on the corpus's own long, multi-step requests rather than on the dev tasks.
 """
 
 from __future__ import annotations
@@ -28,14 +34,14 @@ import random
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from benchmarks import train_data
 from toolscout.catalog import CatalogTool
 from toolscout.search import HybridBackend, SearchBackend, bm25, make_backend
-from toolscout.search.evaluation import LabelledQuery, evaluate
+from toolscout.search.evaluation import LabelledQuery, Report, bootstrap_interval, evaluate
 
 # The noisy-labelled APIBench (many models do one job) is left out of these averages.
 GROUPS = {name: prefixes for name, prefixes in train_data.GROUPS.items() if name != "gorilla_apibench"}
@@ -134,6 +140,33 @@ def backend_factory(name: str, settings: list[str]) -> Callable[[], SearchBacken
     return make
 
 
+def _paired(ours: Sequence[float], theirs: Sequence[float]) -> str:
+    """The mean paired difference and its 95% bootstrap interval."""
+    differences = [a - b for a, b in zip(ours, theirs, strict=True)]
+    low, high = bootstrap_interval(differences)
+    return f"{statistics.fmean(differences):+.3f} ({low:+.3f}…{high:+.3f})" if differences else "n/a"
+
+
+def print_paired(runs: list[tuple[str, list[LabelledQuery], Report, Report]], against: list[str]) -> None:
+    """Per group and pooled over the multi-tool queries: this run minus the `against` run."""
+    print(f"\nPaired difference against {' '.join(against)} (this run minus that one), 95% bootstrap intervals:\n")
+    print("| group | queries | full R@5 | full MRR |")
+    print("|---|---|---|---|")
+    pooled: dict[str, tuple[list[float], list[float]]] = {"recall_5": ([], []), "mrr": ([], [])}
+    multi = 0
+    for group, queries, ours, theirs in runs:
+        r5 = _paired(ours.per_query["recall_5"], theirs.per_query["recall_5"])
+        mrr = _paired(ours.per_query["mrr"], theirs.per_query["mrr"])
+        print(f"| {group} | {len(queries)} | {r5} | {mrr} |")
+        for i, query in enumerate(queries):
+            if len(query.relevant) > 1:
+                multi += 1
+                for metric, (a, b) in pooled.items():
+                    a.append(ours.per_query[metric][i])
+                    b.append(theirs.per_query[metric][i])
+    print(f"| multi-tool queries, pooled | {multi} | {_paired(*pooled['recall_5'])} | {_paired(*pooled['mrr'])} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--train-dir", type=Path, default=train_data.DEFAULT_TRAIN_DIR)
@@ -143,27 +176,38 @@ def main() -> None:
         "--validation", action="store_true", help="Only the validation split's queries (what the ranker never fits)."
     )
     parser.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
+    parser.add_argument(
+        "--against", action="append", default=[], metavar="KEY=VALUE", help="Compare, paired, with these settings."
+    )
     args = parser.parse_args()
+    if any(not s.startswith(("fusion.", "fields.")) for s in args.against):
+        raise SystemExit("--against takes fusion.<name> and fields.<name> settings only")
     make = backend_factory(args.backend, args.settings)
+    other = backend_factory(args.backend, args.against) if args.against else None
+    runs: list[tuple[str, list[LabelledQuery], Report, Report]] = []
     started = time.perf_counter()
-    full: list[tuple[float, float]] = []
+    full: list[tuple[float, float, float]] = []
     small: list[tuple[float, float]] = []
-    print("| group | tools | queries | full R@1 | full MRR | small R@1 | small MRR |")
-    print("|---|---|---|---|---|---|---|")
+    print("| group | tools | queries | full R@1 | full R@5 | full MRR | small R@1 | small MRR |")
+    print("|---|---|---|---|---|---|---|---|")
     for group, (tools, queries) in load_groups(args.train_dir, args.queries, args.validation).items():
         report = evaluate(make(), tools, queries)
-        full.append((report.recall_1, report.mrr))
+        if other is not None:
+            runs.append((group, queries, report, evaluate(other(), tools, queries)))
+        full.append((report.recall_1, report.recall_5, report.mrr))
         small.append(measure_small(make, tools, queries))
         print(
-            f"| {group} | {len(tools)} | {len(queries)} | {full[-1][0]:.3f} | {full[-1][1]:.3f} "
+            f"| {group} | {len(tools)} | {len(queries)} | {full[-1][0]:.3f} | {full[-1][1]:.3f} | {full[-1][2]:.3f} "
             f"| {small[-1][0]:.3f} | {small[-1][1]:.3f} |",
             flush=True,
         )
     print(
-        f"| mean | | | {statistics.fmean(f[0] for f in full):.3f} | {statistics.fmean(f[1] for f in full):.3f} "
+        f"| mean | | | {' | '.join(f'{statistics.fmean(f[i] for f in full):.3f}' for i in range(3))} "
         f"| {statistics.fmean(s[0] for s in small):.3f} | {statistics.fmean(s[1] for s in small):.3f} |"
     )
     print(f"({args.backend}{''.join(' --set ' + s for s in args.settings)}; {time.perf_counter() - started:.0f} s)")
+    if runs:
+        print_paired(runs, args.against)
 
 
 if __name__ == "__main__":

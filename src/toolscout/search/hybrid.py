@@ -53,6 +53,9 @@ class FusionWeights:
     # trade-off that short queries win here, docs/BENCHMARKS.md.
     dense: float = 0.7
     lexical: float = 0.3
+    # Tuned on LiveMCPBench dev; on the train set's multi-tool requests it is level to slightly worse
+    # (R@5 -0.005 over 2,841 queries, benchmarks/search_train.py --against fusion.steps=0): kept for
+    # step-per-sentence tasks, not validated as general (docs/BENCHMARKS.md, issue 22).
     steps: float = 0.25
     min_step_terms: int = 3
     slope: float = 9.5
