@@ -141,6 +141,11 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
     return found
 
 
+def _value(param: _Param, span: Span) -> Any | None:
+    """The argument a span gives a parameter without an enum: a `key=value`'s text read as the type."""
+    return _keyvalue(param, span) if span.kind == "keyvalue" else _coerce(param, span)
+
+
 def _coerce(param: _Param, span: Span) -> Any | None:
     """The span's value in the parameter's type, or None when it cannot be that type."""
     if param.type == "integer":
@@ -237,9 +242,7 @@ def extract_arguments(request: str, schema: Mapping[str, Any] | None) -> Extract
         if i in used_params or any(_overlaps(spans[j], spans[k]) for k in used_spans):
             continue
         param, span = params[i], spans[j]
-        value = _enum_value(param, span) if param.enum else _coerce(param, span)
-        if span.kind == "keyvalue" and not param.enum:
-            value = _keyvalue(param, span)
+        value = _enum_value(param, span) if param.enum else _value(param, span)
         if value is None:
             continue
         used_params.add(i)
