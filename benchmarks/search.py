@@ -57,6 +57,7 @@ from toolscout.search.evaluation import (
     evaluate,
     load_catalog_file,
     load_queries_file,
+    ratio_interval,
 )
 from toolscout.search.hybrid import FusionWeights
 
@@ -165,12 +166,8 @@ def _row(dataset: str, backend: str, r: Report) -> str:
 
 def _share(numerators: list[int], denominators: list[int]) -> str:
     """sum(numerators) / sum(denominators) with its 95% bootstrap interval (queries resampled)."""
-    num, den = np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)
-    rng = np.random.default_rng(0)
-    picks = rng.integers(0, len(num), size=(1000, len(num)))
-    ratios = num[picks].sum(axis=1) / np.maximum(den[picks].sum(axis=1), 1)
-    low, high = np.percentile(ratios, [2.5, 97.5])
-    return f"{num.sum() / max(den.sum(), 1):.1%} ({low:.1%}–{high:.1%})"
+    share, low, high = ratio_interval(numerators, denominators, resamples=1000)
+    return f"{share:.1%} ({low:.1%}–{high:.1%})"
 
 
 def _floor_rows(dataset: str, r: Report) -> list[str]:

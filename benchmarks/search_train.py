@@ -182,6 +182,9 @@ def main() -> None:
     args = parser.parse_args()
     if any(not s.startswith(("fusion.", "fields.")) for s in args.against):
         raise SystemExit("--against takes fusion.<name> and fields.<name> settings only")
+    if args.against and any(s.startswith("synonym") for s in args.settings):
+        # The synonym settings are module-wide: they would change the `--against` side too.
+        raise SystemExit("--set synonym_* cannot be compared with --against: it applies to both sides")
     make = backend_factory(args.backend, args.settings)
     other = backend_factory(args.backend, args.against) if args.against else None
     runs: list[tuple[str, list[LabelledQuery], Report, Report]] = []

@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
 from benchmarks import train_data
-from toolscout.search.evaluation import bootstrap_interval
+from toolscout.search.evaluation import bootstrap_interval, ratio_interval
 from toolscout.smart import extract_arguments
 
 
@@ -54,6 +52,19 @@ def _stated(gold: Any, request: str) -> bool:
     return bool(text) and text.lower() in request.lower()
 
 
+@dataclass(frozen=True)
+class RowScore:
+    """One row's counts: whether the object is exact, values right / given / in the gold call, and so on."""
+
+    exact: bool
+    right: int
+    given: int
+    gold: int
+    unstated_missing: int
+    unstated_given: int
+    shown: dict[str, Any]
+
+
 @dataclass
 class Tally:
     """Counts per row, for the means and their intervals."""
@@ -64,10 +75,17 @@ class Tally:
     gold: list[int] = field(default_factory=list[int])
     unstated_missing: int = 0
     unstated_given: int = 0
-    wrong: int = 0
+
+    def add(self, row: RowScore) -> None:
+        self.exact.append(1.0 if row.exact else 0.0)
+        self.right.append(row.right)
+        self.given.append(row.given)
+        self.gold.append(row.gold)
+        self.unstated_missing += row.unstated_missing
+        self.unstated_given += row.unstated_given
 
 
-def score_row(row: dict[str, Any], tally: Tally) -> dict[str, Any]:
+def score_row(row: dict[str, Any]) -> RowScore:
     tool = cast(dict[str, Any], row["tool"])
     schema = cast(dict[str, Any], tool.get("input_schema") or {})
     request = str(row["request"])
@@ -81,33 +99,27 @@ def score_row(row: dict[str, Any], tally: Tally) -> dict[str, Any]:
         return name in gold and _same(value, gold[name])
 
     hits = sum(1 for name, value in found.arguments.items() if right(name, value))
-    wrong = len(found.arguments) - hits
     optional = {n for n, options in (accepted or {}).items() if "" in options}
     complete = all(n in found.arguments and right(n, found.arguments[n]) for n in gold if n not in optional)
-    tally.exact.append(1.0 if complete and wrong == 0 else 0.0)
-    tally.right.append(hits)
-    tally.given.append(len(found.arguments))
-    tally.gold.append(len(gold))
-    tally.wrong += wrong
-    for name, value in gold.items():
-        if not _stated(value, request):
-            if name in found.arguments:
-                tally.unstated_given += 1
-            else:
-                tally.unstated_missing += 1
-    return {"request": request, "gold": gold, "found": found.arguments, "missing": found.missing_required}
+    unstated = [name for name, value in gold.items() if not _stated(value, request)]
+    given_unstated = sum(1 for name in unstated if name in found.arguments)
+    return RowScore(
+        exact=complete and hits == len(found.arguments),
+        right=hits,
+        given=len(found.arguments),
+        gold=len(gold),
+        unstated_missing=len(unstated) - given_unstated,
+        unstated_given=given_unstated,
+        shown={"request": request, "gold": gold, "found": found.arguments, "missing": found.missing_required},
+    )
 
 
 def _ratio_interval(numerators: Sequence[int], denominators: Sequence[int]) -> str:
-    """The pooled ratio and its 95% bootstrap interval (rows resampled, 2,000 times, fixed seed)."""
+    """The pooled ratio and its 95% bootstrap interval (rows resampled)."""
     if not sum(denominators):
         return "n/a"
-    num = np.asarray(numerators, dtype=np.float64)
-    den = np.asarray(denominators, dtype=np.float64)
-    picks = np.random.default_rng(0).integers(0, num.size, size=(2000, num.size))
-    ratios = num[picks].sum(axis=1) / np.maximum(den[picks].sum(axis=1), 1.0)
-    low, high = np.percentile(ratios, [2.5, 97.5])
-    return f"{num.sum() / den.sum():.3f} ({low:.3f}–{high:.3f})"
+    ratio, low, high = ratio_interval(numerators, denominators)
+    return f"{ratio:.3f} ({low:.3f}–{high:.3f})"
 
 
 def _line(name: str, t: Tally) -> str:
@@ -117,7 +129,7 @@ def _line(name: str, t: Tally) -> str:
     return (
         f"| {name} | {len(t.exact)} | {statistics.fmean(t.exact):.3f} ({low:.3f}–{high:.3f}) "
         f"| {_ratio_interval(t.right, t.given)} | {_ratio_interval(t.right, t.gold)} | {missing} "
-        f"| {t.wrong} of {sum(t.given)} |"
+        f"| {sum(t.given) - sum(t.right)} of {sum(t.given)} |"
     )
 
 
@@ -136,10 +148,11 @@ def main() -> None:
         row = cast(dict[str, Any], json.loads(line))
         source = str(row["source"])
         group = "sgd" if source.startswith("sgd") else "bfcl" if source.startswith("bfcl") else source
-        result = score_row(row, by_source[group])
-        score_row(row, overall)
-        if overall.exact[-1] == 0.0:
-            misses.append(result)
+        scored = score_row(row)
+        by_source[group].add(scored)
+        overall.add(scored)
+        if not scored.exact:
+            misses.append(scored.shown)
     print("| source | rows | exact match | precision | recall | unstated gold value reported missing | wrong values |")
     print("|---|---|---|---|---|---|---|")
     for name in sorted(by_source):

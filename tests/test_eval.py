@@ -21,6 +21,7 @@ from toolscout.search.evaluation import (
     load_catalog_file,
     load_queries_file,
     load_servers_file,
+    ratio_interval,
     servers_beside,
 )
 
@@ -83,6 +84,15 @@ def test_bootstrap_intervals_hold_the_mean_and_narrow_with_more_queries() -> Non
     assert 0 < narrow < wide / 5
     assert bootstrap_interval([0.3] * 50) == pytest.approx((0.3, 0.3))
     assert bootstrap_interval(few) == bootstrap_interval(few)  # seeded: the same figures every run
+
+
+def test_a_pooled_ratio_weighs_each_query_by_its_denominator() -> None:
+    # 3 of 4 from one query and 0 of 1 from another: 3/5 pooled, not the mean of 0.75 and 0.
+    ratio, low, high = ratio_interval([3, 0] * 20, [4, 1] * 20)
+    assert ratio == pytest.approx(0.6)
+    assert low < 0.6 < high
+    assert ratio_interval([2] * 30, [2] * 30) == pytest.approx((1.0, 1.0, 1.0))
+    assert ratio_interval([], []) == (0.0, 0.0, 0.0)
 
 
 def test_recall_at_5_counts_the_share_of_relevant_tools() -> None:

@@ -79,6 +79,23 @@ def bootstrap_interval(
     return (float(np.percentile(spread, tail)), float(np.percentile(spread, 100 - tail)))
 
 
+def ratio_interval(
+    numerators: Sequence[float], denominators: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """A pooled ratio `sum(numerators) / sum(denominators)` and its 95% percentile bootstrap interval.
+
+    One numerator and denominator per query (or row), resampled together: shares of hits and
+    precision over a varying number of items each.
+    """
+    num, den = np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)
+    if not num.size:
+        return (0.0, 0.0, 0.0)
+    picks = np.random.default_rng(seed).integers(0, num.size, size=(resamples, num.size))
+    ratios = num[picks].sum(axis=1) / np.maximum(den[picks].sum(axis=1), 1)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return (float(num.sum() / max(den.sum(), 1)), float(low), float(high))
+
+
 def _rows(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
     try:
         handle = path.open(encoding="utf-8")

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from toolscout.smart.spans import Span, find_spans, norm, words_of
+from toolscout.search.text import STOPWORDS, stem
+from toolscout.smart.spans import TYPED, Span, find_spans, words_of
 
 # A pairing of a parameter and a span counts only from this score (see `_score`).
 THRESHOLD = 0.5
@@ -25,12 +26,15 @@ _NEAR = 4
 
 # What a parameter's name, format or description says about the kind of value it takes.
 _CUES: dict[str, frozenset[str]] = {
-    "url": frozenset({"url", "uri", "link", "endpoint", "website", "webpage", "page", "href", "site"}),
-    "email": frozenset({"email", "mail", "recipient", "sender", "address"}),
-    "path": frozenset({"path", "file", "filename", "filepath", "dir", "directory", "folder", "document"}),
-    "host": frozenset({"host", "hostname", "domain", "server", "target", "address", "ip", "destination"}),
-    "date": frozenset({"date", "day", "when", "deadline", "since", "until", "start", "end", "birthday"}),
-    "time": frozenset({"time", "hour", "clock", "alarm", "at"}),
+    cue: words_of(signs)
+    for cue, signs in {
+        "url": "url uri link endpoint website webpage page href site",
+        "email": "email mail recipient sender address",
+        "path": "path file filename filepath dir directory folder document",
+        "host": "host hostname domain server target address ip destination",
+        "date": "date day when deadline since until start end birthday",
+        "time": "time hour clock alarm at",
+    }.items()
 }
 _FORMATS = {
     "uri": "url",
@@ -43,36 +47,8 @@ _FORMATS = {
     "date-time": "date",
     "time": "time",
 }
-# Kinds of value that have their own spans: such a parameter is never filled from a preposition.
-_TYPED = frozenset({"url", "email", "path", "host", "date", "time"})
-# Description words too common to tie a value to a parameter.
-_STOP = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "is",
-        "be",
-        "by",
-        "with",
-        "from",
-        "as",
-        "at",
-        "this",
-        "that",
-        "it",
-        "its",
-        "which",
-        "if",
-    ]
-)
+# Words that are a unit's or a currency's: a parameter named so takes a number's unit ("5 miles").
+_UNITISH = words_of("unit currency")
 
 
 @dataclass(frozen=True)
@@ -131,7 +107,7 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
                 str(name),
                 str(kind or "string"),
                 name_words,
-                described - _STOP,
+                described - STOPWORDS,
                 frozenset(cues),
                 frozenset(described_cues),
                 tuple(cast(list[Any], enum)) if isinstance(enum, list) else (),
@@ -148,19 +124,20 @@ def _value(param: _Param, span: Span) -> Any | None:
 
 def _coerce(param: _Param, span: Span) -> Any | None:
     """The span's value in the parameter's type, or None when it cannot be that type."""
-    if param.type == "integer":
-        if span.number is None or span.number != int(span.number):
-            return None
-        return int(span.number)
-    if param.type == "number":
-        if span.number is None:
-            return None
-        return int(span.number) if span.number == int(span.number) else span.number
+    if param.type in ("integer", "number"):
+        return None if span.number is None else _as_number(param, span.number)
     if param.type == "boolean":
         return span.flag
     if param.type in ("string", "null"):
         return span.value
     return None
+
+
+def _as_number(param: _Param, number: float) -> int | float | None:
+    """`number` as the parameter's type: a whole number as an int, a fraction only for `number`."""
+    if number.is_integer():
+        return int(number)
+    return number if param.type == "number" else None
 
 
 def _named_near(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> bool:
@@ -180,9 +157,9 @@ def _described_near(param: _Param, span: Span, words: Sequence[tuple[int, str]])
 def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float:
     """How well `span` fits `param`: 1 for `param=value`, 0 for a span it cannot take."""
     if span.kind in ("unit", "after"):
-        if param.type != "string" or param.enum or param.cues & _TYPED:
+        if param.type != "string" or param.enum or param.cues & set(TYPED):
             return 0.0
-        unitish = bool(param.words & {"unit", "currency"})
+        unitish = bool(param.words & _UNITISH)
         if span.kind == "unit":  # a number's unit fills only a unit (or currency) parameter
             return (0.7 if span.key in param.words else 0.6) if unitish else 0.0
         if span.key not in param.words:
@@ -212,7 +189,7 @@ def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float
         return 0.9 if near else 0.8
     if span.kind in param.described_cues:
         return 0.7
-    if span.kind in ("url", "email", "path", "host", "date", "time") and near:
+    if span.kind in TYPED and near:
         return 0.75
     if span.kind == "quoted":
         return 0.75 if near else 0.4
@@ -226,7 +203,7 @@ def extract_arguments(request: str, schema: Mapping[str, Any] | None) -> Extract
     params = _params(schema or {})
     enums = {p.name: p.enum for p in params if p.enum}
     spans = find_spans(request, enums)
-    words = [(m.end(), norm(m.group(0))) for m in re.finditer(r"[A-Za-z][A-Za-z0-9]*", request)]
+    words = [(m.end(), stem(m.group(0).lower())) for m in re.finditer(r"[A-Za-z][A-Za-z0-9]*", request)]
     pairs: list[tuple[float, int, int]] = []
     for i, param in enumerate(params):
         for j, span in enumerate(spans):
@@ -279,7 +256,7 @@ def _counts_other(span: Span, params: Sequence[_Param]) -> bool:
     if unit is None or not unit.isalpha():
         return False
     # "5 miles" with a unit parameter is a quantity and its unit, not a count of something else.
-    return not any(words_of(unit) & (p.words | p.described) or p.words & {"unit", "currency"} for p in params)
+    return not any(words_of(unit) & (p.words | p.described) or p.words & _UNITISH for p in params)
 
 
 def _overlaps(a: Span, b: Span) -> bool:
@@ -298,12 +275,9 @@ def _keyvalue(param: _Param, span: Span) -> Any | None:
     text = span.value or ""
     if param.type in ("integer", "number"):
         try:
-            number = float(text)
+            return _as_number(param, float(text))
         except ValueError:
             return None
-        if param.type == "integer":
-            return int(number) if number == int(number) else None
-        return int(number) if number == int(number) else number
     if param.type == "boolean":
         lowered = text.lower()
         return (

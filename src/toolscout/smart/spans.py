@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+from toolscout.search.text import split_identifier, stem
+
 _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|“([^”\n]{1,400})”|'([^'\n]{1,400})'(?![a-z])|`([^`\n]{1,400})`")
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s<>\"'`]+", re.I)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -58,19 +58,16 @@ _AFTER = re.compile(
     r"\b(to|from|into|in|as|by|for|with|on|at|about)\s+"
     r"(\"[^\"]+\"|[A-Z][\w'&.-]*(?:,? (?:[A-Z][\w'&.-]*|of|de|la))*(?<![.,])|[a-z]{1,8}\b)"
 )
+# Kinds of value with a shape of their own (a parameter of such a kind is never filled from other words).
+TYPED = ("url", "email", "path", "host", "date", "time")
 _TRUE = frozenset({"true", "yes", "on", "enable", "enabled"})
 # Words after a number that are not its unit ("5 times" is a count, "3 of them" a number alone).
 _NOT_UNITS = frozenset({"of", "and", "or", "to", "in", "on", "at", "for", "the", "a", "an", "is", "are", "times", "x"})
 
 
 def words_of(text: str) -> frozenset[str]:
-    """The lower-case words of a name or a text (`maxResults` and `max_results` alike), plural `s` dropped."""
-    return frozenset(norm(w) for w in _WORD.findall(_CAMEL.sub(" ", text.replace("_", " "))))
-
-
-def norm(word: str) -> str:
-    lowered = word.lower()
-    return lowered[:-1] if len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith("ss") else lowered
+    """The stemmed words of a name or a text (`maxResults`, `max_results` and "max results" alike)."""
+    return frozenset(stem(w) for w in split_identifier(text))
 
 
 @dataclass(frozen=True)
@@ -133,7 +130,7 @@ def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -
         value = m.group(2).strip("\"'")
         spans.append(Span("keyvalue", m.group(0), m.start(), m.end(), value=value, key=m.group(1)))
     for m in _NUMBER.finditer(request):  # after the spans that hold digits of their own
-        if _inside(spans, m.start(), m.end(), ("url", "email", "path", "host", "date", "time")):
+        if _inside(spans, m.start(), m.end(), TYPED):
             continue
         digits = m.group(0)[: m.end() - m.start() - len(m.group(1) or "")].strip().replace(",", "")
         try:
@@ -153,8 +150,7 @@ def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -
         value = m.group(2).strip("\"'")
         spans.append(Span("after", value, start, m.end(), value=value, key=m.group(1).lower()))
     for m in _BOOLEAN.finditer(request):
-        flag = m.group(1).lower().rstrip("d") in {w.rstrip("d") for w in _TRUE}
-        spans.append(Span("boolean", m.group(0), m.start(), m.end(), flag=flag))
+        spans.append(Span("boolean", m.group(0), m.start(), m.end(), flag=m.group(1).lower() in _TRUE))
     for m in _NAMED.finditer(request):
         value = m.group(2).strip("\"'")
         start = m.start(2)
