@@ -133,3 +133,37 @@ def test_every_value_is_a_span_of_the_request_or_a_named_enum_value() -> None:
 def test_no_schema_or_no_properties_gives_nothing_and_misses_nothing() -> None:
     assert extract_arguments("anything at all", None).arguments == {}
     assert extract_arguments("anything", {"type": "object"}).missing_required == []
+
+
+def test_spans_stop_where_their_value_does() -> None:
+    # A year inside a date and the minutes of a time are not numbers of their own.
+    found = extract_arguments(
+        "a table on the 14th of March 2023 at 13:30 for 4 people",
+        schema([], date=STRING, time=STRING, party_size={"type": "integer", "description": "Number of people"}),
+    )
+    assert found.arguments == {"date": "14th of March 2023", "time": "13:30", "party_size": 4}
+    # A name ends with its sentence, and "I" is not part of a place.
+    movie = extract_arguments(
+        "Something directed by Simon Curtis. It should be a drama.", schema([], directed_by=STRING)
+    )
+    assert movie.arguments == {"directed_by": "Simon Curtis"}
+    place = extract_arguments("I am travelling to Delhi, I need a house.", schema([], where_to=STRING))
+    assert place.arguments == {"where_to": "Delhi"}
+    # "time.will" is two words run together, not a host.
+    salon = extract_arguments("not for a long time.will you find a salon", schema(["host"], host=STRING))
+    assert salon.arguments == {}
+
+
+def test_an_array_written_after_its_name_is_read_as_a_list() -> None:
+    found = extract_arguments(
+        "compare sample1: [22,33,42] and sample2: [23, 45, 44]",
+        schema(["sample1", "sample2"], sample1={"type": "array"}, sample2={"type": "array"}),
+    )
+    assert found.arguments == {"sample1": [22, 33, 42], "sample2": [23, 45, 44]}
+
+
+def test_a_bare_number_names_an_enum_value_only_beside_the_parameters_words() -> None:
+    stars = {"type": "string", "enum": ["1", "2", "3", "4", "5"], "description": "Star rating of the hotel"}
+    assert extract_arguments("find me 3 rooms in Paris", schema([], star_rating=stars)).arguments == {}
+    found = extract_arguments("a hotel in Paris with a star rating of 4", schema([], star_rating=stars))
+    assert found.arguments == {"star_rating": "4"}

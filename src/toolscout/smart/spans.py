@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolscout.search.text import split_identifier, stem
+from toolscout.search.text import STOPWORDS, split_identifier, stem
 
 _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|“([^”\n]{1,400})”|'([^'\n]{1,400})'(?![a-z])|`([^`\n]{1,400})`")
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s<>\"'`]+", re.I)
@@ -27,8 +27,13 @@ _PATH = re.compile(
     re.I,
 )
 _IPV4 = r"(?:\d{1,3}\.){3}\d{1,3}"
+# Hosts end in a common top-level domain: "time.will" or "e.g" are not hosts.
+_TLD = (
+    "com|org|net|io|dev|ai|app|edu|gov|mil|int|co|uk|us|ca|au|de|fr|es|it|nl|se|no|ch|jp|cn|in|br|ru|eu|"
+    "info|biz|me|tv|xyz|tech|site|online|cloud|local|internal|lan|test|example"
+)
 _HOST = re.compile(
-    rf"(?<![\w@/.-])(?:{_IPV4}|localhost|(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{{2,24}})(?::\d{{2,5}})?\b", re.I
+    rf"(?<![\w@/.-])(?:{_IPV4}|localhost|(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:{_TLD}))(?::\d{{2,5}})?\b", re.I
 )
 _MONTHS = (
     "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
@@ -46,17 +51,19 @@ _DATE = re.compile(
     re.I,
 )
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?\b|\b\d{1,2}\s?[ap]\.?m\.?(?![a-z])", re.I)
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?![\w.]*\d)(?:\s?(%|[A-Za-z]{1,12}))?")
-_KEYVALUE = re.compile(r"\b([A-Za-z_][\w-]{0,40})\s?(?:=|:)\s?(\"[^\"]*\"|'[^']*'|[^\s,;]+)")
+_NUMBER = re.compile(r"(?<![\w.])(?P<n>-?\d+(?:,\d{3})*(?:\.\d+)?)(?![\w.]*\d)(?:\s?(%|[A-Za-z]{1,12}))?")
+_KEYVALUE = re.compile(r"\b([A-Za-z_][\w-]{0,40})\s?(?:=|:)\s?(\"[^\"]*\"|'[^']*'|\[[^\]\n]*\]|[^\s,;]+)")
 _BOOLEAN = re.compile(r"\b(true|false|yes|no|on|off|enabled?|disabled?)\b", re.I)
-_NAMED = re.compile(
-    r"\b(\w+) (?:called|named|titled|entitled)\s+(\"[^\"]+\"|'[^']+'|(?:[A-Z0-9][\w'&.-]*)(?: [A-Z0-9][\w'&.-]*)*)"
-)
+# A proper name: capitalised words, inner dots kept ("U.S.A", not a sentence's closing stop), a
+# ", CA" after a city, and "of"/"de"/"la" between two words ("Bank of America"); never a lone "I".
+_CAPITAL = r"[A-Z0-9][\w'&-]*(?:\.[\w'&-]+)*"
+_PROPER = rf"[A-Z][\w'&-]*(?:\.[\w'&-]+)*(?:,? [A-Z][\w'&-]+(?:\.[\w'&-]+)*| (?:of|de|la) {_CAPITAL})*"
+_NAMED = re.compile(rf"\b(\w+) (?:called|named|titled|entitled)\s+(\"[^\"]+\"|'[^']+'|{_CAPITAL}(?: {_CAPITAL})*)")
 # A preposition and what follows it: a proper name ("to Kuala Lumpur", "by Cameron Crowe", "from
 # Anaheim, CA"), a quoted text, or one short lower-case word ("to km").
 _AFTER = re.compile(
     r"\b(to|from|into|in|as|by|for|with|on|at|about)\s+"
-    r"(\"[^\"]+\"|[A-Z][\w'&.-]*(?:,? (?:[A-Z][\w'&.-]*|of|de|la))*(?<![.,])|[a-z]{1,8}\b)"
+    rf"(\"[^\"]+\"|{_PROPER}|[a-z]{{1,8}}\b)"
 )
 # Kinds of value with a shape of their own (a parameter of such a kind is never filled from other words).
 TYPED = ("url", "email", "path", "host", "date", "time")
@@ -130,16 +137,13 @@ def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -
         value = m.group(2).strip("\"'")
         spans.append(Span("keyvalue", m.group(0), m.start(), m.end(), value=value, key=m.group(1)))
     for m in _NUMBER.finditer(request):  # after the spans that hold digits of their own
-        if _inside(spans, m.start(), m.end(), TYPED):
-            continue
-        digits = m.group(0)[: m.end() - m.start() - len(m.group(1) or "")].strip().replace(",", "")
-        try:
-            number = float(digits)
-        except ValueError:
-            continue
         # The number's own characters only: its unit is a span of its own ("5 miles": value and from_unit).
-        end = m.start() + len(m.group(0)) - len(m.group(1) or "")
-        unit = m.group(1) if m.group(1) and m.group(1).lower() not in _NOT_UNITS else None
+        end = m.end("n")
+        if _inside(spans, m.start(), end, TYPED):
+            continue
+        digits = m.group("n").replace(",", "")
+        number = float(digits)
+        unit = m.group(2) if m.group(2) and m.group(2).lower() not in _NOT_UNITS else None
         spans.append(Span("number", m.group(0), m.start(), end, value=digits, number=number, unit=unit))
         if unit and unit.isalpha():
             spans.append(Span("unit", unit, m.end() - len(unit), m.end(), value=unit, key="from"))
@@ -148,6 +152,8 @@ def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -
         if any(s.start <= start < s.end for s in spans if s.kind not in ("unit", "number")):
             continue
         value = m.group(2).strip("\"'")
+        if value.lower() in STOPWORDS:  # "on the", "for a": no value
+            continue
         spans.append(Span("after", value, start, m.end(), value=value, key=m.group(1).lower()))
     for m in _BOOLEAN.finditer(request):
         spans.append(Span("boolean", m.group(0), m.start(), m.end(), flag=m.group(1).lower() in _TRUE))
