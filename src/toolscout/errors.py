@@ -24,7 +24,8 @@ into MCP errors, `isError` results or exit codes.
     │   └── NotInThisProtocol      NOT_IN_THIS_PROTOCOL (a tool the client's protocol era cannot have)
     ├── Unavailable
     │   ├── ServerUnavailable      SERVER_UNAVAILABLE
-    │   └── CallTimeout            TIMEOUT
+    │   ├── CallTimeout            TIMEOUT
+    │   └── LLMUnavailable         LLM_UNAVAILABLE      (smart mode's LLM failed: the next method decides)
     └── UpstreamError              UPSTREAM_ERROR       (a read, get or listing failed upstream)
         ├── ToolExecutionError     TOOL_EXECUTION_ERROR (a tool call failed upstream)
         └── UpstreamRefused        UPSTREAM_ERROR       (the upstream's own JSON-RPC error)
@@ -204,6 +205,17 @@ class CallTimeout(Unavailable):
     """The upstream did not answer within the server's `timeout` (the request is cancelled upstream)."""
 
     code = "TIMEOUT"
+
+
+class LLMUnavailable(Unavailable):
+    """`smart` mode's language model gave no usable answer (`reason`: timeout, http, refused,
+    bad_answer, unreachable); the caller falls back to the next method (spec 004 "Graceful Degradation")."""
+
+    code = "LLM_UNAVAILABLE"
+
+    def __init__(self, message: str, *, reason: str, **details: Any) -> None:
+        super().__init__(message, reason=reason, **details)
+        self.reason = reason
 
 
 class UpstreamError(ToolscoutError):

@@ -36,7 +36,7 @@ class CallbackSite:
     received: list[tuple[str, Any, dict[str, str]]] = field(default_factory=list[tuple[str, Any, dict[str, str]]])
     """(path, JSON body, headers) of every POST, in order."""
     hold: anyio.Event = field(default_factory=anyio.Event)
-    """`/slow` answers only once this is set (a callback that hangs)."""
+    """`/slow` (and any path under it) answers only once this is set (a callback, or an LLM, that hangs)."""
 
     def url(self, path: str = "/tool") -> str:
         return f"{self.base}{path}"
@@ -51,7 +51,7 @@ async def callback_site(answer: Answer) -> AsyncGenerator[CallbackSite]:
     async def endpoint(request: Request) -> Response:
         body = json.loads(await request.body() or b"null")
         site.received.append((request.url.path, body, dict(request.headers)))
-        if request.url.path == "/slow":
+        if request.url.path.startswith("/slow"):
             await site.hold.wait()
         status, content = site.answer(body)
         return Response(content, status_code=status, media_type="application/json")
