@@ -39,7 +39,7 @@ class LLMProvider(Protocol):
 
 
 # Statuses worth asking again: the endpoint is busy or briefly broken, not the request wrong.
-_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class OpenAICompatibleLLM:
