@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from benchmarks import train_data
 from toolscout.search.evaluation import bootstrap_interval, ratio_interval
-from toolscout.smart import extract_arguments
+from toolscout.smart.extraction import extract_arguments
 
 
 def _same(value: Any, gold: Any) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolscout.smart import extract_arguments
+from toolscout.smart.extraction import extract_arguments
 
 
 def schema(required: list[str] | None = None, **properties: dict[str, Any]) -> dict[str, Any]:

@@ -18,14 +18,15 @@ from toolscout.config.addresses import check_host_entry, check_origin_entry
 from toolscout.config.auth import AuthConfig
 from toolscout.config.locations import user_log_dir
 from toolscout.config.patterns import compile_pattern
+from toolscout.config.smart import LLMConfig, SmartConfig
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 
 
-ModeName = Literal["discovery", "compact", "passthrough", "dynamic"]
+ModeName = Literal["discovery", "compact", "passthrough", "dynamic", "smart"]
 """What the agent sees: the five meta-tools, `inspect` + `exec`, every tool natively as `server__tool`,
-or the meta-tools plus the tools a client loads."""
+the meta-tools plus the tools a client loads, or one `smart_tool_discovery` tool (config/smart.py)."""
 
 DEFAULT_MAX_LOADED_TOOLS = 20
 
@@ -345,6 +346,12 @@ class GatewayConfig(_Model):
     """Where issued tokens and run-time registrations are kept."""
     auth: AuthConfig = Field(default_factory=AuthConfig)
     """Admin and client keys of `serve --transport http` (config/auth.py)."""
+    llm: LLMConfig | None = None
+    """An OpenAI-compatible endpoint for `smart` mode (config/smart.py); unset: offline methods only."""
+    smart: SmartConfig = Field(default_factory=SmartConfig)
+    """How `smart_tool_discovery` selects a tool and maps arguments."""
+    smart_tool: bool = False
+    """Discovery mode: offer `smart_tool_discovery` beside the five meta-tools."""
 
     @field_validator("catalog_cache", mode="before")
     @classmethod

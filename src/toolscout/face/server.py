@@ -86,8 +86,8 @@ class GatewayServer(Server[ConnectionScope]):
         self.clients = sessions or ClientSessions()
         self.subscriptions = ResourceSubscriptions(gateway.mirror, self.clients)
         self.rounds = Rounds(gateway)
-        # The five meta-tools never change; every other surface follows the catalog or the client.
-        self.tools_changed = mode != "discovery"
+        # The five meta-tools (smart mode's one tool) never change; the others follow the catalog or the client.
+        self.tools_changed = mode not in ("discovery", "smart")
         self._serving = 0
         """Lifespans entered and not yet left: one per connection on stdio and in process, one on HTTP."""
         self._stop_following: list[Callable[[], None]] = []

@@ -20,7 +20,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -38,6 +39,19 @@ from toolscout.naming import call_target
 logger = logging.getLogger(__name__)
 
 Outcome = Literal["ok", "isError", "error"]
+
+_notes: ContextVar[Mapping[str, Any] | None] = ContextVar("toolscout_audit_notes", default=None)
+
+
+@contextlib.contextmanager
+def noting(**notes: Any) -> Generator[None]:
+    """Add `notes` to every record made inside (smart mode: `smart={"method", "confidence", ...}`,
+    what chose the tool), without every layer between carrying them."""
+    token = _notes.set({**(_notes.get() or {}), **notes})
+    try:
+        yield
+    finally:
+        _notes.reset(token)
 
 
 class AuditLog:
@@ -184,6 +198,8 @@ class AuditLog:
             "outcome": outcome,
             "code": code,
         }
+        for key, note in (_notes.get() or {}).items():
+            entry[key] = self.redact(note)  # a smart request's words may hold a secret, as arguments may
         # Who asked, as far as the request's scope says (a client key's or token's label and
         # namespace): never the credential, which no scope holds.
         scope = current_scope()

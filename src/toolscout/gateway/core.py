@@ -1,13 +1,11 @@
 """The gateway: upstream connections, the catalog and search behind one facade.
 
-The MCP face (`face/server.py`) and the CLI call only this; it raises `ToolscoutError`s and leaves
-turning them into MCP results or exit codes to them. Its parts, each built whole before the next:
-the upstreams by name (`registry.py`), the catalog their tools land in (`toolscout.catalog`), what is
-kept of it between runs (`snapshots.py`), the search index (`index.py`), the start-up policy
-(`startup.py`) and the upstreams' resources and prompts (`mirror/`). The facade itself
-runs them (an async context manager, entered once), finds servers and tools, says how a server
-is, and executes a call: look up, validate, call, cap the result, audit.
-"""
+The MCP face and the CLI call only this; it raises `ToolscoutError`s, which they turn into MCP
+results or exit codes. Its parts, each built whole before the next: the upstreams by name
+(`registry.py`), the catalog (`toolscout.catalog`), what is kept of it between runs
+(`snapshots.py`), the search index (`index.py`), the start-up policy (`startup.py`), resources and
+prompts (`mirror/`). The facade runs them (entered once), finds servers and tools, and executes a
+call: look up, validate, call, cap the result, audit."""
 
 from __future__ import annotations
 
@@ -55,6 +53,7 @@ from toolscout.upstream.results import without_hop_metadata
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
+    from toolscout.search.base import Method, MethodHit
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +106,8 @@ class Gateway:
             max_query_steps=max_query_steps,
         )
         self._startup = Startup(self._upstreams, self._snapshots.answers_for)
-        self._validator = ArgumentValidator()
+        self.validator = ArgumentValidator()
+        """Arguments against input schemas (every execution's check; smart mode's LLM answers too)."""
         self.max_output_chars = max_output_chars
         """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
         self._state: Literal["new", "running", "stopped"] = "new"
@@ -209,8 +209,7 @@ class Gateway:
                 self.audit.close()
 
     def start_soon(self, func: Callable[[*Ts], Coroutine[Any, Any, Any]], *args: *Ts, name: str) -> None:
-        """Run `func(*args)` in the gateway's own task group: it outlives the request that started it
-        (under its scope still), never the gateway (it must not raise)."""
+        """Run `func(*args)` in the gateway's task group: it outlives its request, never the gateway."""
         if self._task_group is None:
             raise RuntimeError("the gateway is not running")
         self._task_group.start_soon(func, *args, name=name)
@@ -315,13 +314,16 @@ class Gateway:
     ) -> list[SearchHit]:
         """Enabled tools ranked for `query`, none below `min_relevance` (default: the config's).
 
-        A list is the steps of a task: each step is ranked on its own, and every step's best tool
-        is in the answer whatever its relevance and even with more steps than `limit`
-        (`merge_steps`); the hits say which steps they answer. The catalog is searched as it is
-        when the call starts (the index is rebuilt first if it changed). A query longer than
-        `max_query_chars` (or with more steps than `max_query_steps`) is refused before any work.
-        """
+        A list is the steps of a task: each step is ranked on its own, and every step's best tool is
+        in the answer whatever its relevance (`merge_steps`). The catalog is searched as it is when
+        the call starts. A query past `max_query_chars`/`max_query_steps` is refused before any work."""
         return await self._index.search(query, server=server, limit=limit, min_relevance=min_relevance)
+
+    async def candidates(
+        self, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
+    ) -> list[MethodHit]:
+        """Smart mode's candidates: the best `limit` by `method` with each method's scores (`by_method`)."""
+        return await self._index.by_method(query, limit=limit, method=method, prefer=prefer)
 
     async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
         """The tools of one server (waiting for it if it is still connecting and has no stored catalog)."""
@@ -349,12 +351,10 @@ class Gateway:
     ) -> types.CallToolResult:
         """Validate `arguments` and call the tool upstream; its result comes back as it came, text capped.
 
-        `max_output_chars` overrides the gateway's default cap for this call (0: no cap). Every call,
-        failed ones included, goes to the audit log with `client` (who asked, if the caller knows);
-        one refused before it reached the server (not listed, disabled, invalid) has outcome `error`
-        and the refusal's code. Only a tool the server listed under exactly `name`, enabled by
-        `toolRules`, is ever called (`Catalog.admit`).
-        """
+        `max_output_chars` overrides the default cap for this call (0: no cap). Every call, failed
+        ones included, is audited with `client` (who asked, if known); one refused before it reached
+        the server has outcome `error` and the refusal's code. Only a tool the server listed under
+        exactly `name`, enabled by `toolRules`, is ever called (`Catalog.admit`)."""
         if self.audit is None:
             return await self._execute(server, name, arguments, max_output_chars)
         if client is None and (relay := current_relay()) is not None:
@@ -383,11 +383,11 @@ class Gateway:
         upstream = await self.live_upstream(server)  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
         entry = self.visibility.admit(current_scope(), server, name)
-        if not self._validator.accepts(entry.input_schema, args, server=server, tool=name):
+        if not self.validator.accepts(entry.input_schema, args, server=server, tool=name):
             # jsonschema's own walk (an invalid call, or a schema the quick check does not judge):
             # costly on big arguments, so off the event loop.
             await anyio.to_thread.run_sync(
-                functools.partial(self._validator.validate, entry.input_schema, args, server=server, tool=name)
+                functools.partial(self.validator.validate, entry.input_schema, args, server=server, tool=name)
             )
         started = time.perf_counter()
         outcome = "error"

@@ -25,6 +25,7 @@ from toolscout.gateway.visibility import Visibility, narrows
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
+    from toolscout.search.base import Method, MethodHit
     from toolscout.upstream.connection import Upstream
 
 logger = logging.getLogger(__name__)
@@ -133,6 +134,22 @@ class SearchIndex:
             # Scoring takes milliseconds per step on a large catalog, more on a long query: in a worker
             # thread, the event loop goes on answering other clients. Under the lock, no rebuild can
             # swap the index underneath it (one search at a time reads it).
+            return await anyio.to_thread.run_sync(rank, backend)
+
+    async def by_method(
+        self, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
+    ) -> list[MethodHit]:
+        """The candidates of smart mode: the best `limit` tools by `method`, with every method's
+        scores (`search.base.method_hits`), within the request's scope as `search` is."""
+        from toolscout.search.base import check_queries, method_hits
+
+        scope = current_scope()
+        check_queries(query, limit, 0.0, max_chars=self._max_query_chars, max_steps=self._max_query_steps)
+        rank = functools.partial(method_hits, query=query, limit=limit, method=method, prefer=prefer)
+        async with self._index_lock:
+            backend = await self._indexed()
+            if narrows(scope):
+                backend = await self._scoped.backend(scope, backend)
             return await anyio.to_thread.run_sync(rank, backend)
 
     async def _indexed(self, *, abandon_on_cancel: bool = False) -> SearchBackend:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -22,6 +22,25 @@ class SearchHit:
     tool: CatalogTool
     relevance: float
     steps: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MethodHit:
+    """A candidate tool with what each search method says of it (smart mode, spec 004).
+
+    `rule`: names and BM25 (the relevance BM25 alone gives, or a name's match), `semantic`: the
+    embeddings' cosine against the best one's (None without embeddings), both in [0, 1];
+    `relevance`: the default search's own.
+    """
+
+    tool: CatalogTool
+    rule: float
+    semantic: float | None
+    relevance: float
+
+
+Method = Literal["hybrid", "rule", "semantic"]
+"""Which ranking picks the candidates of `by_method`."""
 
 
 class SearchBackend(Protocol):
@@ -162,3 +181,26 @@ def search_steps(
         return [h for h in backend.search(query, server=server, limit=limit) if h.relevance >= min_relevance]
     rankings = [backend.search(q, server=server, limit=limit) for q in query]
     return merge_steps([r[:1] + [h for h in r[1:] if h.relevance >= min_relevance] for r in rankings], limit)
+
+
+@runtime_checkable
+class MethodScorer(Protocol):
+    """A backend that can say what each search method thinks of its candidates (the hybrid one)."""
+
+    def by_method(
+        self, query: str, *, limit: int, method: Method = "hybrid", prefer: frozenset[str] = frozenset()
+    ) -> list[MethodHit]: ...
+
+
+def method_hits(
+    backend: SearchBackend, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
+) -> list[MethodHit]:
+    """`by_method` of a backend that has it; for one that ranks by one method only (`search.backend:
+    bm25` or `dense`), its ranking as that method's scores (and nothing from the other)."""
+    if isinstance(backend, MethodScorer):
+        return backend.by_method(query, limit=limit, method=method, prefer=prefer)
+    dense = getattr(backend, "ranks_by", "rule") == "semantic"
+    return [
+        MethodHit(h.tool, 0.0 if dense else h.relevance, h.relevance if dense else None, h.relevance)
+        for h in backend.search(query, limit=limit)
+    ]

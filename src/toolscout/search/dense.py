@@ -98,6 +98,9 @@ class DenseBackend:
     `list_units`), while the summary alone loses the words only the details carry.
     """
 
+    ranks_by = "semantic"
+    """The one method it ranks by (`search.base.method_hits`)."""
+
     def __init__(self, embedder: Embedder, cache: VectorCache | None = None) -> None:
         self.embedder = embedder
         self.cache = cache or VectorCache(None)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from toolscout.catalog import CatalogTool
-from toolscout.search.base import SearchHit, rank
+from toolscout.search.base import Method, MethodHit, SearchHit, rank
 from toolscout.search.bm25 import BM25Backend
 from toolscout.search.dense import DenseBackend
 from toolscout.search.expansion import expand, with_implied_words
@@ -221,4 +221,49 @@ class HybridBackend:
         return [
             SearchHit(self._tools[i], self._relevance(float(scores[i])))
             for i in rank(self._tools, scores, server=server, limit=limit)
+        ]
+
+    def by_method(
+        self, query: str, *, limit: int, method: Method = "hybrid", prefer: frozenset[str] = frozenset()
+    ) -> list[MethodHit]:
+        """The best `limit` tools by `method` (and every tool named in `prefer`, by name or
+        `server/tool`), each with its rule and semantic scores (`MethodHit`); best first."""
+        count = len(self._tools)
+        if not count or limit <= 0:
+            return []
+        lexical = self.lexical.scores(query)
+        rule = np.zeros(count, dtype=np.float32)
+        if float(lexical.max()) > 0:
+            best = int(np.argmax(lexical))
+            rule = lexical * np.float32(self.lexical.coverage(query, best) / float(lexical[best]))
+        rule = np.clip(np.maximum(rule, self.names.scores(query)), 0.0, 1.0)
+        semantic = None
+        if self.dense is not None:
+            cosine = np.clip(self.dense.scores(query), 0.0, None)
+            reference = max(float(cosine.max()), self.weights.dense_reference)
+            semantic = np.clip(cosine / np.float32(reference), 0.0, 1.0)
+        relevance = {(h.tool.server, h.tool.name): h.relevance for h in self.search(query, limit=max(limit, 50))}
+        if method == "hybrid":
+            keys = set(relevance)
+            picked = [i for i, t in enumerate(self._tools) if (t.server, t.name) in keys]
+            picked.sort(key=lambda i: -relevance[(self._tools[i].server, self._tools[i].name)])
+            picked = picked[:limit]
+        else:
+            by = semantic if method == "semantic" and semantic is not None else rule
+            picked = rank(self._tools, by, server=None, limit=limit)
+        if prefer:
+            chosen = set(picked)
+            picked += [
+                i
+                for i, t in enumerate(self._tools)
+                if i not in chosen and (t.name in prefer or f"{t.server}/{t.name}" in prefer)
+            ]
+        return [
+            MethodHit(
+                self._tools[i],
+                round(float(rule[i]), 3),
+                None if semantic is None else round(float(semantic[i]), 3),
+                relevance.get((self._tools[i].server, self._tools[i].name), 0.0),
+            )
+            for i in picked
         ]

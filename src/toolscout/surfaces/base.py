@@ -5,6 +5,7 @@
   (`toolNames`, passthrough.py).
 * `dynamic`: the meta-tools plus `load_tools`/`unload_tools`; loaded tools join that client's
   own list as native tools (dynamic.py).
+* `smart`: one tool, `smart_tool_discovery`: plain words in, the right tool run (smart.py, spec 004).
 * `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
   arguments)`, with every server and tool listed in `inspect`'s own description, as in the
   reference design of MCPX (spec 001 §4) (compact.py).
@@ -16,7 +17,8 @@ or on the client (dynamic's loaded tools) is always current.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -24,6 +26,7 @@ import mcp_types as types
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName, ToolNaming
 from toolscout.config.scopes import current_scope
+from toolscout.config.smart import LLMConfig, SmartConfig
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.surfaces.client import SurfaceClient
@@ -32,6 +35,8 @@ from toolscout.surfaces.discovery import DiscoverySurface
 from toolscout.surfaces.dynamic import DynamicSurface
 from toolscout.surfaces.passthrough import PassthroughSurface
 from toolscout.surfaces.pinned import PinnedTools
+from toolscout.surfaces.smart import SmartSurface, smart_tool
+from toolscout.surfaces.smart_flow import SmartDiscovery, llm_source, memory_path
 
 
 class Surface(Protocol):
@@ -68,6 +73,12 @@ class SurfaceOptions:
     max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
     listing_format: ListingFormat = "text"
     tool_names: ToolNaming = "auto"
+    smart: SmartConfig = field(default_factory=SmartConfig)
+    llm: LLMConfig | None = None
+    smart_tool: bool = False
+    """Discovery mode: `smart_tool_discovery` beside the five meta-tools."""
+    memory_path: Path | None = None
+    """Where smart mode's learning is kept (None: in memory only, or learning is off)."""
 
     @classmethod
     def from_config(cls, config: GatewayConfig) -> SurfaceOptions:
@@ -75,7 +86,18 @@ class SurfaceOptions:
             max_loaded_tools=config.max_loaded_tools,
             listing_format=config.listing_format,
             tool_names=config.tool_names,
+            smart=config.smart,
+            llm=config.llm,
+            smart_tool=config.smart_tool,
+            memory_path=memory_path(config) if config.smart.enable_learning else None,
         )
+
+    def smart_discovery(self, gateway: Gateway) -> SmartDiscovery:
+        """Smart mode's engine over `gateway`, as these options say."""
+        from toolscout.smart.memory import SmartMemory  # (search.text: numpy, when smart mode is on)
+
+        memory = SmartMemory(self.memory_path)
+        return SmartDiscovery(gateway, self.smart, llm=llm_source(self.llm, self.smart), memory=memory)
 
 
 class WithPinnedTools:
@@ -112,7 +134,11 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
     options = options or SurfaceOptions()
     match mode:
         case "discovery":
-            return WithPinnedTools(DiscoverySurface(gateway, listing_format=options.listing_format), gateway)
+            extra = [smart_tool(options.smart_discovery(gateway))] if options.smart_tool else []
+            discovery = DiscoverySurface(gateway, listing_format=options.listing_format, extra=extra)
+            return WithPinnedTools(discovery, gateway)
+        case "smart":
+            return WithPinnedTools(SmartSurface(gateway, options.smart_discovery(gateway)), gateway)
         case "compact":
             return WithPinnedTools(CompactSurface(gateway), gateway)
         case "passthrough":

@@ -6,6 +6,7 @@ plus a compact text rendering (present/render.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import mcp_types as types
@@ -207,16 +208,20 @@ class DiscoverySurface:
         "get_tool_details for its parameters, then execute_tool. list_mcp_servers shows what is connected."
     )
 
-    def __init__(self, gateway: Gateway, *, listing_format: ListingFormat = "text") -> None:
+    def __init__(
+        self, gateway: Gateway, *, listing_format: ListingFormat = "text", extra: Sequence[MetaTool] = ()
+    ) -> None:
+        """`extra`: tools offered after the five (`smart_tool_discovery` with `smartTool: true`)."""
         self.gateway = gateway
         self.listing_format: ListingFormat = listing_format
-        self._definitions = [tool.definition() for tool in META_TOOLS]
+        self._tools = {**BY_NAME, **{tool.name: tool for tool in extra}}
+        self._definitions = [tool.definition() for tool in self._tools.values()]
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         return self._definitions
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
+        return await run_meta_tool(self._tools, self.gateway, name, arguments, listing_format=self.listing_format)
 
     def native(self, name: str) -> bool:
         return False

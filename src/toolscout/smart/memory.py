@@ -1,0 +1,130 @@
+"""What smart mode learnt: which tool ran successfully for which request (`smart.enableLearning`).
+
+A request is kept as its normalised terms (split, stemmed, stop words out: `search.text.terms`), with
+the tool that ran for it and how often. A later request is compared with each remembered one by the
+overlap of their terms (Jaccard); from `MIN_SIMILARITY` up, the remembered tool is nudged
+(`selection.LEARNED_BOOST`). The file is JSON beside the persistent catalog, replaced whole
+(written to a temporary file, then renamed), so a crash never leaves half of it; a file that cannot
+be read is set aside, never a reason not to serve. `toolscout smart forget` deletes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from toolscout.search.text import terms
+
+logger = logging.getLogger(__name__)
+
+MIN_SIMILARITY = 0.5
+"""The least term overlap for which a remembered request counts as similar."""
+MAX_REQUESTS = 5000
+"""Requests remembered at most; the oldest go first."""
+MEMORY_FILE = "smart-memory.json"
+
+Key = tuple[str, str]
+
+
+def normalised(request: str) -> str:
+    """The request as its sorted distinct terms: word order, case and inflection left out."""
+    return " ".join(sorted(set(terms(request))))
+
+
+class SmartMemory:
+    """Requests and the tools that ran successfully for them, kept in `path` (None: in memory only)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._requests: dict[str, dict[str, int]] = {}
+        """Normalised request → {"server/tool": times it ran successfully}, oldest first."""
+        self._loaded = False
+        self.version = 0
+        """Counts changes: a cached tool match made before one is stale."""
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self.path is None or not self.path.exists():
+            return
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            requests = cast(dict[str, Any], data["requests"])
+            self._requests = {
+                str(request): {str(tool): int(count) for tool, count in cast(dict[str, Any], tools).items()}
+                for request, tools in requests.items()
+            }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            logger.warning("smart mode's memory %s cannot be read (%s); starting afresh", self.path, exc)
+            self._requests = {}
+
+    def similar(self, request: str) -> dict[Key, float]:
+        """Each tool remembered for a request like this one, with the best similarity in [0, 1]."""
+        self._load()
+        mine = set(normalised(request).split())
+        if not mine:
+            return {}
+        found: dict[Key, float] = {}
+        for remembered, tools in self._requests.items():
+            theirs = set(remembered.split())
+            similarity = len(mine & theirs) / len(mine | theirs)
+            if similarity < MIN_SIMILARITY:
+                continue
+            for qualified in tools:
+                server, _, tool = qualified.partition("/")
+                found[(server, tool)] = max(found.get((server, tool), 0.0), round(similarity, 3))
+        return found
+
+    def remember(self, request: str, server: str, tool: str) -> None:
+        """Note that `server/tool` ran successfully for `request`, and save."""
+        self._load()
+        key = normalised(request)
+        if not key:
+            return
+        tools = self._requests.pop(key, {})  # re-inserted: most recent last
+        tools[f"{server}/{tool}"] = tools.get(f"{server}/{tool}", 0) + 1
+        self._requests[key] = tools
+        self.version += 1
+        while len(self._requests) > MAX_REQUESTS:
+            del self._requests[next(iter(self._requests))]
+        self._save()
+
+    def forget(self) -> int:
+        """Forget everything (the file too); how many requests were remembered."""
+        self._load()
+        count = len(self._requests)
+        self._requests = {}
+        self.version += 1
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+        return count
+
+    def __len__(self) -> int:
+        self._load()
+        return len(self._requests)
+
+    def snapshot(self) -> Mapping[str, Mapping[str, int]]:
+        self._load()
+        return self._requests
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=".smart-memory-", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as file:
+                    json.dump({"version": 1, "requests": self._requests}, file, ensure_ascii=False)
+                os.replace(temp, self.path)
+            except BaseException:
+                Path(temp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:  # learning is a nicety: a full disk costs it, never the call
+            logger.warning("smart mode's memory cannot be saved to %s: %s", self.path, exc)
