@@ -99,6 +99,8 @@ class SmartConfig(_Model):
     sampling: bool = False
     """Opt in: without `llm`, ask the calling client's own model through MCP sampling when it declares
     it. The 2026-07-28 protocol deprecates sampling (SEP-2577), so it is never the only way."""
+    sampling_timeout: float = Field(default=60.0, gt=0)
+    """Seconds the client's model (and its user, who may be asked to approve) has to answer a sampling request."""
     cache: SmartCacheConfig = Field(default_factory=SmartCacheConfig)
     enable_learning: bool = False
     """Remember which tool a request ran successfully and prefer it for similar requests

@@ -13,22 +13,29 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 
 from toolscout.errors import LLMUnavailable
 from toolscout.smart.llm import ChatMessage
-from toolscout.upstream.relay import Relay
+from toolscout.upstream.relay import Relay, SamplingResult
 
 MAX_TOKENS = 800
 """Enough for a pick of three tools with reasons, or a tool's arguments."""
+SAMPLING_TIMEOUT = 60.0
+"""Seconds the client's model (and its user, who may be asked to approve) has to answer."""
 
 
 class SamplingLLM:
     """An `LLMProvider` answered by the client of the request being served."""
 
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: Relay, *, timeout: float = SAMPLING_TIMEOUT) -> None:
         self.relay = relay
-        self.name = "sampling"
+        self.timeout = timeout
+        # One client's model is not another's: caches and the rest after a timeout are per client.
+        self.name = f"sampling:{id(relay.origin):x}"
+        self.model: str | None = None
+        """The model the client said answered, once one did."""
 
     async def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None) -> str:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
@@ -46,7 +53,11 @@ class SamplingLLM:
             max_tokens=MAX_TOKENS,
             include_context="none",
         )
-        answer = await self.relay.sample(params)
+        answer: SamplingResult | None = None
+        with anyio.move_on_after(self.timeout):
+            answer = await self.relay.sample(params)
+        if answer is None:
+            raise LLMUnavailable(f"The client's model did not answer within {self.timeout:g} s.", reason="timeout")
         if isinstance(answer, types.ErrorData):
             raise LLMUnavailable(f"The client's model cannot be asked: {answer.message}", reason="refused")
         content = answer.content
@@ -54,5 +65,5 @@ class SamplingLLM:
         text = "".join(block.text for block in blocks if isinstance(block, types.TextContent)).strip()
         if not text:
             raise LLMUnavailable("The client's model answered without text.", reason="bad_answer")
-        self.name = f"sampling:{answer.model}" if answer.model else "sampling"
+        self.model = answer.model or None
         return text

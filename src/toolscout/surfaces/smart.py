@@ -8,10 +8,11 @@ from typing import Any
 
 import mcp_types as types
 
-from toolscout.errors import AGENT_STEPS, Phrasing
+from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.surfaces.client import SurfaceClient
 from toolscout.surfaces.meta_tool import MetaTool, run_meta_tool
+from toolscout.surfaces.smart_answers import SMART_STEPS
 from toolscout.surfaces.smart_args import SmartArgs
 from toolscout.surfaces.smart_flow import SmartDiscovery
 
@@ -37,7 +38,7 @@ class SmartSurface:
     """The one tool of smart mode."""
 
     per_client = False
-    next_steps: Phrasing = AGENT_STEPS
+    next_steps: Phrasing = SMART_STEPS
 
     instructions = (
         "toolscout fronts many MCP servers behind one tool: call smart_tool_discovery with what you want done, "

@@ -22,9 +22,16 @@ from typing import Any
 
 import mcp_types as types
 
-from toolscout.errors import ToolscoutError
+from toolscout.errors import Phrasing, ToolscoutError
 from toolscout.present.signature import call_signature
 from toolscout.smart.selection import Choice
+
+SMART_STEPS: Phrasing = {
+    "find_tool": "Call smart_tool_discovery with what you want done, or with max_suggestions to see the tools.",
+    "list_servers": "Call smart_tool_discovery with max_suggestions to see which servers' tools fit.",
+    "tool_details": "Call smart_tool_discovery with max_suggestions for the tool's signature, then retry.",
+}
+"""The next steps for an agent whose one tool is smart_tool_discovery."""
 
 TEXT_ARGUMENTS_CHARS = 300
 """The planned arguments in an answer's text are cut here (the whole is in structuredContent)."""
@@ -118,9 +125,11 @@ def failed(
         **_head(decision, include_reasoning),
         "tool_name": choice.qualified,
         "parameters": dict(arguments),
-        "error": error.to_dict(),
+        "error": error.to_dict(SMART_STEPS),
     }
-    text = f"Chose {choice.qualified}({json_text(arguments)}), but it failed: {error.code}: {error.explain()}"
+    text = (
+        f"Chose {choice.qualified}({json_text(arguments)}), but it failed: {error.code}: {error.explain(SMART_STEPS)}"
+    )
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=True)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -58,6 +59,11 @@ logger = logging.getLogger(__name__)
 
 LLMSource = Callable[[], AbstractAsyncContextManager[LLMProvider | None]]
 """Opens the LLM for one smart call (None: no LLM for it)."""
+_UNANSWERED = frozenset({"llm: timeout", "llm: unreachable"})
+"""Selection fallbacks after which the LLM is not asked for the arguments too (each wait would be as long)."""
+LLM_REST_SECONDS = 30.0
+"""After an LLM timed out or could not be reached, calls go without it for this long instead of each
+waiting its timeout again (`llm: timeout` in their fallbacks); then it is asked again."""
 
 
 def memory_path(config: GatewayConfig) -> Path:
@@ -81,7 +87,7 @@ def llm_source(llm: LLMConfig | None, smart: SmartConfig) -> LLMSource:
                 yield provider
             return
         relay = current_relay()
-        yield SamplingLLM(relay) if smart.sampling and relay is not None else None
+        yield SamplingLLM(relay, timeout=smart.sampling_timeout) if smart.sampling and relay is not None else None
 
     return open_llm
 
@@ -112,6 +118,9 @@ class SmartDiscovery:
         cache = self.config.cache
         self.matches = TTLCache[list[Choice]](cache.max_tool_matches, cache.tool_match_ttl)
         self.llm_answers = TTLCache[dict[tuple[str, str], LLMPick]](cache.max_llm_responses, cache.llm_response_ttl)
+        self._resting: dict[str, tuple[float, str]] = {}
+        """LLM name → (until when it is not asked, why): one that timed out or was unreachable."""
+        self.clock: Callable[[], float] = time.monotonic
 
     async def run(self, args: SmartArgs) -> types.CallToolResult:
         """One `smart_tool_discovery` call (its arguments parsed); failures of the request itself raise."""
@@ -123,7 +132,7 @@ class SmartDiscovery:
                 decision = Decision("explicit", 1.0, choice.reasoning)
                 return await self._checked(args, choice, decision, dict(args.arguments or {}), "given", None)
             choices, decision = await self._select(args, llm)
-            if args.max_suggestions > 1:
+            if args.max_suggestions > 1 and choices:
                 top = choices[: args.max_suggestions]
                 from toolscout.smart.extraction import extract_arguments
 
@@ -155,8 +164,11 @@ class SmartDiscovery:
             server, found, tool = name.partition(separator)
             if found and server and tool and server in {u.name for u in self.gateway.upstreams}:
                 return await self.gateway.tool(server, tool)
+        # Disabled ones too: `gateway.tool` then says it is disabled (not that there is no such tool).
         owners = [
-            u.name for u in self.gateway.upstreams if any(t.name == name for t in await self.gateway.tools(u.name))
+            u.name
+            for u in self.gateway.upstreams
+            if any(t.name == name for t in await self.gateway.tools(u.name, include_disabled=True))
         ]
         if len(owners) == 1:
             return await self.gateway.tool(owners[0], name)
@@ -210,14 +222,23 @@ class SmartDiscovery:
         key = (llm.name, args.request, args.context, tuple(line for _, line in lines))
         picks = self.llm_answers.get(key) if self.config.cache.enabled else None
         if picks is None:
+            resting = self._resting.get(llm.name)
+            if resting is not None and self.clock() < resting[0]:
+                fallbacks.append(f"llm: {resting[1]}")
+                return None
             try:
                 picks = await select_with_llm(llm, args.request, args.context, lines)
             except LLMUnavailable as exc:
                 logger.info("smart selection without the LLM: %s", exc.message)
                 fallbacks.append(f"llm: {exc.reason}")
+                self._rest_if_down(llm, exc)
                 return None
             self.llm_answers.put(key, picks)
         return picks
+
+    def _rest_if_down(self, llm: LLMProvider, error: LLMUnavailable) -> None:
+        if f"llm: {error.reason}" in _UNANSWERED:
+            self._resting[llm.name] = (self.clock() + LLM_REST_SECONDS, error.reason)
 
     @staticmethod
     def _method(mode: str, llm_answered: bool) -> str:
@@ -231,7 +252,11 @@ class SmartDiscovery:
         self, args: SmartArgs, tool: CatalogTool, llm: LLMProvider | None, decision: Decision
     ) -> tuple[dict[str, Any], str, list[str]]:
         """The arguments for `tool` from the request: the LLM's when it answers, else the extractor's."""
-        if llm is not None and self.config.llm_mapping:
+        # An LLM that did not answer the choice (timed out, unreachable) is not waited for again in this call.
+        unanswered = next((f for f in decision.fallbacks if f in _UNANSWERED), None)
+        if unanswered is not None and llm is not None and self.config.llm_mapping:
+            decision.fallbacks.append(f"llm parameter mapping: {unanswered.removeprefix('llm: ')}")
+        elif llm is not None and self.config.llm_mapping:
             server, name = tool.server, tool.name
 
             def validate(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
@@ -250,6 +275,7 @@ class SmartDiscovery:
                 return mapped.arguments, "llm", mapped.missing_required
             except LLMUnavailable as exc:
                 decision.fallbacks.append(f"llm parameter mapping: {exc.reason}")
+                self._rest_if_down(llm, exc)
         from toolscout.smart.extraction import extract_arguments  # (search.text: numpy, at first use)
 
         found = extract_arguments(self._text(args), tool.input_schema)
@@ -266,6 +292,7 @@ class SmartDiscovery:
     ) -> types.CallToolResult:
         """Validate, confirm when destructive, run, learn: the answer for a chosen tool."""
         entry = choice.tool
+        note = {"method": decision.method, "confidence": round(decision.confidence, 4), "request": args.request}
         violations: list[Mapping[str, Any]] = []
         invalid: ArgumentValidationError | None = None
         if not missing:
@@ -289,7 +316,8 @@ class SmartDiscovery:
             )
             if invalid is not None:  # an execution refused for its arguments is audited, as execute_tool's is
                 request = {"server": entry.server, "tool": entry.name, "arguments": arguments}
-                await self.gateway.record_refused(request, invalid)
+                with noting(smart=note):
+                    await self.gateway.record_refused(request, invalid)
             return answers.not_run_for_arguments(choice, decision, extraction, include_reasoning=args.include_reasoning)
         if self._destructive(entry) and not (args.confirm and args.tool is not None):
             confirmed = await self._ask_user(choice, arguments)
@@ -299,7 +327,6 @@ class SmartDiscovery:
                 )
         extraction = answers.extraction_block("success", arguments)
         extraction["source"] = source
-        note = {"method": decision.method, "confidence": round(decision.confidence, 4), "request": args.request}
         try:
             with noting(smart=note):
                 result = await self.gateway.execute(
