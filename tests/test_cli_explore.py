@@ -239,6 +239,8 @@ def test_tokens_reports_every_mode_as_a_client_receives_it(tmp_path: Path) -> No
     assert by_mode["discovery"] == {"mode": "discovery", "tools": 5, "tokens": data["toolscout"]["tokens"]}
     assert by_mode["discovery"]["tokens"] <= 350
     assert by_mode["compact"]["tools"] == 2 and by_mode["compact"]["tokens"] < data["direct"]["tokens"]
+    # One tool for everything: fewer tokens than the five meta-tools.
+    assert by_mode["smart"]["tools"] == 1 and by_mode["smart"]["tokens"] < by_mode["discovery"]["tokens"]
     # Passthrough is the enabled tools exactly as their servers gave them, renamed `server__tool`:
     # the same tools as direct exposure, a few tokens more for the prefixes (not equal to it).
     assert by_mode["passthrough"]["tools"] == data["direct"]["tools"]

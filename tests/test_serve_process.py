@@ -418,9 +418,26 @@ async def exercise_passthrough(client: Client) -> None:
     assert cast(dict[str, Any], result.structured_content)["to_unit"] == "mi"
 
 
-@pytest.mark.parametrize("mode", ["compact", "passthrough"])
+async def exercise_smart(client: Client) -> None:
+    listed = await client.list_tools()
+    assert [t.name for t in listed.tools] == ["smart_tool_discovery"]
+    # Plain words to a stdio upstream's tool, and to the HTTP one's.
+    result = await client.call_tool("smart_tool_discovery", {"request": "convert 10 km to miles"})
+    assert not result.is_error, result
+    answer = data(result)
+    assert answer["tool_name"] == "units/convert_units"
+    assert answer["parameters"] == {"value": 10, "from_unit": "km", "to_unit": "miles"}
+    assert answer["execution_result"]["structuredContent"]["to_unit"] == "mi"  # the server's own name for it
+    counted = data(await client.call_tool("smart_tool_discovery", {"request": "count the words in 'to be or not'"}))
+    assert counted["tool_name"] == "text/word_count" and counted["execution_result"]["structuredContent"]["words"] == 4
+
+
+MODE_EXERCISES = {"compact": exercise_compact, "passthrough": exercise_passthrough, "smart": exercise_smart}
+
+
+@pytest.mark.parametrize("mode", ["compact", "passthrough", "smart"])
 async def test_modes_over_stdio_and_http(tmp_path: Path, mode: str) -> None:
-    exercise_mode = exercise_compact if mode == "compact" else exercise_passthrough
+    exercise_mode = MODE_EXERCISES[mode]
     async with config_with_remote_demos(tmp_path) as config:
         serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
         with (tmp_path / "gateway.log").open("w") as errlog:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from mcp import Client
@@ -33,3 +33,20 @@ async def call_in_mode(
                 assert not loaded.is_error, loaded
                 assert native in {t.name for t in (await client.list_tools()).tools}
             return await client.call_tool(native, arguments)
+        case "smart":
+            # The explicit second round (a tool named as its answers name them), confirmed: the
+            # upstream's own result, as the answer's `execution_result` passes it through.
+            request = {"request": f"run {tool}", "tool": f"{server}/{tool}", "arguments": arguments, "confirm": True}
+            answer = await client.call_tool("smart_tool_discovery", request)
+            ran = cast(dict[str, Any], answer.structured_content or {}).get("execution_result")
+            if answer.is_error and ran is None:
+                return answer  # refused before it ran (its error is the gateway's, as in the other modes)
+            assert isinstance(ran, dict), answer
+            executed = cast(dict[str, Any], ran)
+            return types.CallToolResult.model_validate(
+                {
+                    "content": executed["content"],
+                    "structuredContent": executed.get("structuredContent"),
+                    "isError": executed["isError"],
+                }
+            )

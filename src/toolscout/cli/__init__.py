@@ -56,9 +56,11 @@ def make_app(command: str | None = None) -> typer.Typer:
         registry_cmd,
         rules_cmd,
         setup_cmd,
+        smart_cmd,
         token_cmd,
     )
 
+    smart_cmd.register(app)
     config_cmd.register(app)
     rules_cmd.register(app)
     setup_cmd.register(app)

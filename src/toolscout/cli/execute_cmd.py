@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     import mcp_types as types
 
 
-def _read_args(raw: str | None) -> dict[str, Any]:
+def read_args(raw: str | None, option: str = "--args") -> dict[str, Any]:
+    """The JSON object of an arguments option: given inline, `@file.json`, or `-` for stdin (None: `{}`)."""
     if raw is None:
         return {}
-    source = "--args"
+    source = option
     if raw == "-":
         text, source = sys.stdin.read(), "stdin"
     elif raw.startswith("@"):
@@ -59,7 +60,8 @@ def _save(data: str, mime: str, what: str) -> str:
     return f"[{what} {mime}, {len(raw)} bytes, saved to {handle.name}]"
 
 
-def _render_result(output: Output, result: types.CallToolResult) -> None:
+def render_result(output: Output, result: types.CallToolResult) -> None:
+    """A tool's result for people: its text, its images and blobs saved to files, its structured content as JSON."""
     import mcp_types as types
 
     structured = result.structured_content
@@ -106,7 +108,7 @@ def execute(
 
     async def body() -> None:
         try:
-            arguments = _read_args(args)
+            arguments = read_args(args)
             async with serve_answers(gateway_config, source and source.path, output) as serve:
                 if serve is not None:  # a running serve of this config: its connection to the server
                     result = await serve.execute(server, tool, arguments)
@@ -125,7 +127,7 @@ def execute(
             output.print(f"Executing: {escape(server)}:{escape(tool)}\n")
             output.print("[red]✗ Error[/red]\n" if result.is_error else "[green]✓ Success[/green]\n")
             output.print("Result:")
-            _render_result(output, result)
+            render_result(output, result)
         if result.is_error:
             raise typer.Exit(EXIT_FAILED)
 

@@ -314,6 +314,7 @@ class SmartDiscovery:
                 violations=violations,
                 hints=hints,
             )
+            extraction["source"] = source
             if invalid is not None:  # an execution refused for its arguments is audited, as execute_tool's is
                 request = {"server": entry.server, "tool": entry.name, "arguments": arguments}
                 with noting(smart=note):
