@@ -22,7 +22,7 @@ import argparse
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -85,33 +85,72 @@ class Tally:
         self.unstated_given += row.unstated_given
 
 
+def row_schema(row: dict[str, Any]) -> dict[str, Any]:
+    """The input schema of a row's tool (an empty one when it has none)."""
+    return cast(dict[str, Any], cast(dict[str, Any], row["tool"]).get("input_schema") or {})
+
+
 def score_row(row: dict[str, Any]) -> RowScore:
-    tool = cast(dict[str, Any], row["tool"])
-    schema = cast(dict[str, Any], tool.get("input_schema") or {})
+    """The extractor's arguments for one row, scored."""
+    found = extract_arguments(str(row["request"]), row_schema(row))
+    return score_arguments(row, found.arguments, found.missing_required)
+
+
+def score_arguments(row: dict[str, Any], arguments: Mapping[str, Any], missing: Sequence[str]) -> RowScore:
+    """Any mapper's `arguments` (and the required parameters it reports `missing`) for one row, scored."""
     request = str(row["request"])
     gold = cast(dict[str, Any], row["arguments"])
     accepted = cast(dict[str, list[Any]] | None, row.get("arguments_accepted"))
-    found = extract_arguments(request, schema)
 
     def right(name: str, value: Any) -> bool:
         if accepted is not None and name in accepted:
             return any(_same(value, option) for option in accepted[name] if option != "")
         return name in gold and _same(value, gold[name])
 
-    hits = sum(1 for name, value in found.arguments.items() if right(name, value))
+    hits = sum(1 for name, value in arguments.items() if right(name, value))
     optional = {n for n, options in (accepted or {}).items() if "" in options}
-    complete = all(n in found.arguments and right(n, found.arguments[n]) for n in gold if n not in optional)
+    complete = all(n in arguments and right(n, arguments[n]) for n in gold if n not in optional)
     unstated = [name for name, value in gold.items() if not _stated(value, request)]
-    given_unstated = sum(1 for name in unstated if name in found.arguments)
+    given_unstated = sum(1 for name in unstated if name in arguments)
     return RowScore(
-        exact=complete and hits == len(found.arguments),
+        exact=complete and hits == len(arguments),
         right=hits,
-        given=len(found.arguments),
+        given=len(arguments),
         gold=len(gold),
         unstated_missing=len(unstated) - given_unstated,
         unstated_given=given_unstated,
-        shown={"request": request, "gold": gold, "found": found.arguments, "missing": found.missing_required},
+        shown={"request": request, "gold": gold, "found": dict(arguments), "missing": list(missing)},
     )
+
+
+def load_rows(train_dir: Path) -> list[dict[str, Any]]:
+    """The rows of `argument_extraction.jsonl` in `train_dir`, in file order."""
+    path = train_dir / "argument_extraction.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"{path} not found: pass --train-dir (the folder of ../shared/train)")
+    return [cast(dict[str, Any], json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def source_group(row: dict[str, Any]) -> str:
+    """The source a row is reported under (SGD's and BFCL's sub-sets pooled)."""
+    source = str(row["source"])
+    return "sgd" if source.startswith("sgd") else "bfcl" if source.startswith("bfcl") else source
+
+
+TABLE_HEADER = (
+    "| source | rows | exact match | precision | recall | unstated gold value reported missing | wrong values |",
+    "|---|---|---|---|---|---|---|",
+)
+
+
+def table(rows: Sequence[dict[str, Any]], scores: Sequence[RowScore]) -> list[str]:
+    """The table rows (per source, then `all`) of `scores`, one per row of `rows`."""
+    by_source: dict[str, Tally] = defaultdict(Tally)
+    overall = Tally()
+    for row, scored in zip(rows, scores, strict=True):
+        by_source[source_group(row)].add(scored)
+        overall.add(scored)
+    return [_line(name, by_source[name]) for name in sorted(by_source)] + [_line("all", overall)]
 
 
 def _ratio_interval(numerators: Sequence[int], denominators: Sequence[int]) -> str:
@@ -138,27 +177,10 @@ def main() -> None:
     parser.add_argument("--train-dir", type=Path, default=train_data.DEFAULT_TRAIN_DIR)
     parser.add_argument("--examples", type=int, default=0, help="Print this many rows the extractor got wrong.")
     args = parser.parse_args()
-    path = args.train_dir / "argument_extraction.jsonl"
-    if not path.is_file():
-        raise SystemExit(f"{path} not found: pass --train-dir (the folder of ../shared/train)")
-    by_source: dict[str, Tally] = defaultdict(Tally)
-    overall = Tally()
-    misses: list[dict[str, Any]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = cast(dict[str, Any], json.loads(line))
-        source = str(row["source"])
-        group = "sgd" if source.startswith("sgd") else "bfcl" if source.startswith("bfcl") else source
-        scored = score_row(row)
-        by_source[group].add(scored)
-        overall.add(scored)
-        if not scored.exact:
-            misses.append(scored.shown)
-    print("| source | rows | exact match | precision | recall | unstated gold value reported missing | wrong values |")
-    print("|---|---|---|---|---|---|---|")
-    for name in sorted(by_source):
-        print(_line(name, by_source[name]))
-    print(_line("all", overall))
-    for miss in misses[: args.examples]:
+    rows = load_rows(args.train_dir)
+    scores = [score_row(row) for row in rows]
+    print("\n".join((*TABLE_HEADER, *table(rows, scores))))
+    for miss in [s.shown for s in scores if not s.exact][: args.examples]:
         print(json.dumps(miss, ensure_ascii=False))
 
 
