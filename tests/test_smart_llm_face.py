@@ -39,8 +39,8 @@ CONVERTED: dict[str, Any] = {"value": 5, "from_unit": "mi", "to_unit": "km"}
 EXTRACTED: dict[str, Any] = {"value": 5, "from_unit": "miles", "to_unit": "km"}
 """What the deterministic extractor reads from CONVERT (the offline path's arguments)."""
 COUNT = "count the words in 'hello big world'"
-HYBRID = re.compile(r"Hybrid\(Semantic: ([\d.]+), Rule: ([\d.]+), LLM: ([\d.]+)\) = ([\d.]+)")
-OFFLINE = re.compile(r"Hybrid\(Semantic: [\d.]+, Rule: [\d.]+\) = [\d.]+")
+HYBRID = re.compile(r"Hybrid\(Semantic: ([\d.]+), Rule: ([\d.]+) → Search: ([\d.]+), LLM: ([\d.]+)\) = ([\d.]+)")
+OFFLINE = re.compile(r"Hybrid\(Semantic: [\d.]+, Rule: [\d.]+ → Search: ([\d.]+)\) = ([\d.]+)")
 WAIT = 30.0
 """Bound on one call (never an expectation of speed)."""
 
@@ -99,12 +99,13 @@ async def test_the_endpoint_picks_the_tool_and_maps_its_arguments_and_the_tool_r
     assert output(data)["result"] == pytest.approx(8.04672)
     assert data["parameter_extraction"]["source"] == "llm"
     assert data["parameter_extraction"]["status"] == "success"
-    # The reasoning shows each method's part, the LLM's being its answer; spec 004's weights 30/15/55.
+    # The reasoning shows each method's part, the LLM's being its answer; spec 004's weights 30/15/55:
+    # the search's fusion of semantic and rule counts 30 + 15, the LLM 55.
     found = HYBRID.fullmatch(data["discovery_reasoning"])
     assert found is not None, data["discovery_reasoning"]
-    semantic, rule, llm, total = (float(part) for part in found.groups())
+    _semantic, _rule, search, llm, total = (float(part) for part in found.groups())
     assert llm == 0.9
-    assert data["confidence_score"] == pytest.approx(0.30 * semantic + 0.15 * rule + 0.55 * llm, abs=0.003)
+    assert data["confidence_score"] == pytest.approx(0.45 * search + 0.55 * llm, abs=0.003)
     assert data["confidence_score"] == pytest.approx(total, abs=0.001)
     assert text(result).startswith("Ran units/convert_units(")
     assert "[hybrid, confidence 0.9" in text(result)

@@ -46,7 +46,7 @@ MILES_ARGUMENTS = {"value": 5, "from_unit": "miles", "to_unit": "km"}
 PURGE = "purge the notes in folder 'archive'"
 NONSENSE = "zebra migration patterns"
 DEMO_TOOLS = 14  # units 3, text 5, files 4, vault 2
-HYBRID = re.compile(r"^Hybrid\(Semantic: \d\.\d{3}, Rule: \d\.\d{3}\) = (\d\.\d{3})$")
+HYBRID = re.compile(r"^Hybrid\(Semantic: \d\.\d{3}, Rule: \d\.\d{3} → Search: \d\.\d{3}\) = (\d\.\d{3})$")
 
 
 def protocol_of(era: str) -> str:
@@ -669,8 +669,8 @@ async def test_preferred_tools_and_context_nudge_the_choice(era: str) -> None:
 async def test_max_output_chars_caps_what_the_chosen_tool_returns(era: str) -> None:
     arguments = {"path": "recipes/pancakes.md"}
     async with smart_gateway() as gateway, smart_client(gateway, era) as client:
-        whole = await ask(client, request="read the file recipes/pancakes.md")
-        capped = await ask(client, request="read the file recipes/pancakes.md", max_output_chars=200)
+        whole = await ask(client, request="open and read the text file recipes/pancakes.md")
+        capped = await ask(client, request="open and read the text file recipes/pancakes.md", max_output_chars=200)
     assert not whole.is_error and not capped.is_error, text(capped)
     assert structured(whole)["tool_name"] == "files/read_file"
     assert structured(whole)["parameters"] == arguments == structured(capped)["parameters"]

@@ -25,7 +25,14 @@ from toolscout.search.hybrid import HybridBackend
 from toolscout.smart.cache import TTLCache
 from toolscout.smart.llm import OpenAICompatibleLLM
 from toolscout.smart.memory import SmartMemory, normalised
-from toolscout.smart.selection import LLMPick, choose, hybrid_weights, parse_picks, select_with_llm
+from toolscout.smart.selection import (
+    LLMPick,
+    choose,
+    hybrid_weights,
+    parse_picks,
+    search_confidence,
+    select_with_llm,
+)
 
 
 def _tools() -> list[CatalogTool]:
@@ -93,29 +100,47 @@ def test_a_backend_of_one_method_gives_its_ranking_as_that_method_s_scores() -> 
     assert hits[0].semantic is None and hits[0].rule == hits[0].relevance > 0
 
 
-def _hit(name: str, rule: float, semantic: float | None) -> MethodHit:
+def _hit(name: str, rule: float, semantic: float | None, relevance: float = 0.5) -> MethodHit:
     tool = CatalogTool("s", types.Tool(name=name, input_schema={"type": "object"}), True, ())
-    return MethodHit(tool, rule, semantic, 0.5)
+    return MethodHit(tool, rule, semantic, relevance)
 
 
-def test_hybrid_weights_give_a_missing_method_s_share_to_the_others() -> None:
+def test_hybrid_weights_split_between_the_search_and_the_llm() -> None:
     weights = SmartWeights()
-    assert hybrid_weights(weights, semantic=True, llm=True) == pytest.approx(
-        {"semantic": 0.3, "rule": 0.15, "llm": 0.55}
+    assert hybrid_weights(weights, llm=True) == pytest.approx({"search": 0.45, "llm": 0.55})
+    assert hybrid_weights(weights, llm=False) == {"search": 1.0}  # no LLM answer: the search decides
+    assert hybrid_weights(SmartWeights(semantic=0.5, rule=0.5, llm=1.0), llm=True) == pytest.approx(
+        {"search": 0.5, "llm": 0.5}
     )
-    assert hybrid_weights(weights, semantic=True, llm=False) == pytest.approx({"semantic": 2 / 3, "rule": 1 / 3})
-    assert hybrid_weights(weights, semantic=False, llm=False) == {"rule": 1.0}
 
 
-def test_hybrid_reasoning_shows_each_method_s_part_as_in_the_spec() -> None:
-    hits = [_hit("ping", 0.55, 0.732), _hit("http_get", 0.2, 0.5)]
+def test_hybrid_reasoning_shows_each_method_s_part() -> None:
+    # The spec's example scores; the search's share is its confidence model's (`search_confidence`).
+    hits = [_hit("ping", 0.55, 0.732, 0.815), _hit("http_get", 0.2, 0.5, 0.6)]
+    search = search_confidence(hits)
     llm = {("s", "ping"): LLMPick(0.9, "pings a host")}
     best, other = choose(hits, mode="hybrid", weights=SmartWeights(), llm=llm)
     assert best.tool.name == "ping"
-    assert best.reasoning == "Hybrid(Semantic: 0.732, Rule: 0.550, LLM: 0.900) = 0.797"  # spec 004's example
-    assert best.confidence == pytest.approx(0.3 * 0.732 + 0.15 * 0.55 + 0.55 * 0.9, abs=1e-4)
-    assert best.why == "pings a host" and best.scores["llm"] == 0.9
+    total = 0.45 * search[0] + 0.55 * 0.9
+    assert best.reasoning == f"Hybrid(Semantic: 0.732, Rule: 0.550 → Search: {search[0]:.3f}, LLM: 0.900) = {total:.3f}"
+    assert best.confidence == pytest.approx(total, abs=1e-4)
+    assert best.why == "pings a host" and best.scores["llm"] == 0.9 and best.scores["search"] == search[0]
     assert other.scores["llm"] == 0.0 and "LLM: 0.000" in other.reasoning  # asked, not picked
+    assert other.confidence == pytest.approx(0.45 * search[1], abs=1e-4)
+    # Without an LLM answer, the search's confidence is the whole, and it orders the candidates.
+    offline = choose(hits, mode="hybrid", weights=SmartWeights())
+    assert [c.tool.name for c in offline] == ["ping", "http_get"]
+    assert offline[0].confidence == search[0]
+
+
+def test_the_search_s_confidence_rises_with_a_lead_and_falls_with_a_rival() -> None:
+    alone = search_confidence([_hit("a", 0.8, 0.6, 0.9), _hit("b", 0.1, 0.2, 0.05)])
+    rivalled = search_confidence([_hit("a", 0.8, 0.6, 0.9), _hit("b", 0.8, 0.6, 0.88)])
+    assert alone[0] > 0.9 and alone[1] < 0.05
+    assert rivalled[0] < alone[0] and rivalled[1] > alone[1]
+    assert 0.0 < rivalled[1] < rivalled[0] < 1.0
+    # Nothing close to the request: every candidate stays well below an even chance.
+    assert max(search_confidence([_hit("a", 0.2, 0.3, 0.01), _hit("b", 0.2, 0.3, 0.01)])) < 0.3
 
 
 def test_each_mode_decides_by_its_own_score() -> None:
@@ -137,12 +162,13 @@ def test_each_mode_decides_by_its_own_score() -> None:
 
 
 def test_preferred_and_learned_tools_are_nudged_and_the_reasoning_says_so() -> None:
-    hits = [_hit("a", 0.6, 0.6), _hit("b", 0.5, 0.55)]
+    hits = [_hit("a", 0.6, 0.6, 0.52), _hit("b", 0.6, 0.6, 0.5)]
+    b_alone = search_confidence(hits)[1]
     nudged = choose(hits, mode="hybrid", weights=SmartWeights(), preferred=frozenset({"b"}), learned={("s", "b"): 0.5})
     assert nudged[0].tool.name == "b"
     assert "Preferred: +0.10" in nudged[0].reasoning and "Learned: +0.10" in nudged[0].reasoning
-    assert nudged[0].confidence == pytest.approx(min(1.0, (2 / 3 * 0.55 + 1 / 3 * 0.5) + 0.2), abs=1e-3)
-    capped = choose([_hit("a", 1.0, 1.0)], mode="hybrid", weights=SmartWeights(), preferred=frozenset({"s/a"}))
+    assert nudged[0].confidence == pytest.approx(b_alone + 0.2, abs=1e-3)
+    capped = choose([_hit("a", 1.0, 1.0, 0.95)], mode="hybrid", weights=SmartWeights(), preferred=frozenset({"s/a"}))
     assert capped[0].confidence == 1.0
 
 

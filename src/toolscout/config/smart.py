@@ -61,7 +61,11 @@ class LLMConfig(_Model):
 class SmartWeights(_Model):
     """Hybrid selection: each method's share of a tool's confidence (spec 004: 30/15/55).
 
-    Without an LLM answer, the other two are scaled up to sum to one (0.67/0.33 by default)."""
+    `semantic + rule` is the share of the search's own fusion of the two (calibrated as the chance
+    that the tool is one the request needs; within it, embeddings and BM25 count as the search's
+    fusion weights say, fitted on training data), `llm` the LLM's confidence's. A cosine and a BM25
+    share are not on one scale, so they are not added here as they stand (smart/selection.py).
+    Without an LLM answer, the search's relevance is the whole confidence."""
 
     semantic: float = Field(default=0.30, ge=0)
     rule: float = Field(default=0.15, ge=0)
@@ -70,7 +74,7 @@ class SmartWeights(_Model):
     @model_validator(mode="after")
     def _some_weight(self) -> SmartWeights:
         if self.semantic + self.rule <= 0:
-            raise ValueError("semantic and rule cannot both be 0: they decide when there is no LLM")
+            raise ValueError("semantic and rule cannot both be 0: the search decides when there is no LLM")
         return self
 
 

@@ -29,8 +29,8 @@ class MethodHit:
     """A candidate tool with what each search method says of it (smart mode, spec 004).
 
     `rule`: names and BM25 (the relevance BM25 alone gives, or a name's match), `semantic`: the
-    embeddings' cosine against the best one's (None without embeddings), both in [0, 1];
-    `relevance`: the default search's own.
+    embeddings' cosine (None without embeddings), both in [0, 1]; `relevance`: the default search's
+    own, its calibrated fusion of the two (about the chance that the tool is one the query needs).
     """
 
     tool: CatalogTool

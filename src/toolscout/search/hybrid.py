@@ -122,9 +122,15 @@ class HybridBackend:
         self._servers = ServerIndex.build([], None)
         self._server_vectors: Scores = np.zeros((0, 0), dtype=np.float32)
         self._name_terms: list[frozenset[str]] = []
+        self._position: dict[tuple[str, str], int] = {}
+        self._by_tool_name: dict[str, list[int]] = {}
 
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
+        self._position = {(t.server, t.name): i for i, t in enumerate(self._tools)}
+        self._by_tool_name = {}
+        for i, tool in enumerate(self._tools):
+            self._by_tool_name.setdefault(tool.name, []).append(i)
         self.lexical.rebuild(self._tools, servers)
         self.names.rebuild(self._tools)
         if self.dense is not None:
@@ -237,27 +243,24 @@ class HybridBackend:
             best = int(np.argmax(lexical))
             rule = lexical * np.float32(self.lexical.coverage(query, best) / float(lexical[best]))
         rule = np.clip(np.maximum(rule, self.names.scores(query)), 0.0, 1.0)
-        semantic = None
-        if self.dense is not None:
-            cosine = np.clip(self.dense.scores(query), 0.0, None)
-            reference = max(float(cosine.max()), self.weights.dense_reference)
-            semantic = np.clip(cosine / np.float32(reference), 0.0, 1.0)
+        # The cosine itself (spec 004: "cosine similarity"), not against the best one as the fusion
+        # takes it: against the best, the first candidate of every request read as a perfect match.
+        semantic = None if self.dense is None else np.clip(self.dense.scores(query), 0.0, 1.0)
         relevance = {(h.tool.server, h.tool.name): h.relevance for h in self.search(query, limit=max(limit, 50))}
-        if method == "hybrid":
-            keys = set(relevance)
-            picked = [i for i, t in enumerate(self._tools) if (t.server, t.name) in keys]
-            picked.sort(key=lambda i: -relevance[(self._tools[i].server, self._tools[i].name)])
-            picked = picked[:limit]
+        if method == "hybrid":  # the search's own ranking, best first
+            picked = [self._position[key] for key in relevance][:limit]
         else:
             by = semantic if method == "semantic" and semantic is not None else rule
             picked = rank(self._tools, by, server=None, limit=limit)
         if prefer:
             chosen = set(picked)
-            picked += [
-                i
-                for i, t in enumerate(self._tools)
-                if i not in chosen and (t.name in prefer or f"{t.server}/{t.name}" in prefer)
-            ]
+            for name in sorted(prefer):
+                server, qualified, tool = name.partition("/")
+                found = [self._position[(server, tool)]] if qualified and (server, tool) in self._position else []
+                for i in found or self._by_tool_name.get(name, []):
+                    if i not in chosen:
+                        chosen.add(i)
+                        picked.append(i)
         return [
             MethodHit(
                 self._tools[i],
