@@ -23,11 +23,11 @@
 3. Latency: a real `Gateway` in process over about 10,000 tools (both dev catalogs copied under
    renamed servers, `benchmarks.upstreams.copies`, each server an in-process MCP server,
    `toolscout.demo.catalog_server`, whose tools answer at once) and `SmartDiscovery.run` without an
-   LLM (caches off), for dev requests (every LiveMCPBench one the tool accepts, MetaTool ones to fill
-   up): the time until the gateway is asked to execute the chosen tool (selection, argument
-   extraction, validation), or until the answer when nothing runs (no tool confident enough,
-   required arguments missing); the whole call; and, in the same loop, the plain search
-   (`Gateway.search`, limit 10) and the candidates alone (`Gateway.candidates`).
+   LLM (caches off, threshold 0: the copies make every choice ambiguous), for dev requests (every
+   LiveMCPBench one the tool accepts, MetaTool ones to fill up): the time until the gateway is
+   asked to execute the chosen tool (selection, argument extraction, validation), or until the
+   answer when nothing runs (required arguments missing); the whole call; and, in the same loop,
+   the plain search (`Gateway.search`, limit 10) and the candidates alone (`Gateway.candidates`).
 4. With `--llm-url` (any OpenAI-compatible chat-completions endpoint), instead of 1-3: `--limit`
    queries of each dev set and `--limit` rows of the extraction set (seeded samples): `llm_based`
    and `hybrid` with the LLM's picks (`select_with_llm` over the best 30 hybrid candidates, each as
@@ -351,7 +351,11 @@ async def latency(eval_dir: Path, devs: Sequence[DevSet], size: int, count: int,
                 order = list(requests)
                 rng.shuffle(order)
                 for dataset, text in order:
-                    args = SmartArgs.model_validate({"request": text})
+                    # Threshold 0: every call goes the whole way (choice, arguments, validation, the
+                    # upstream) whatever its confidence. The catalog repeats each tool under many
+                    # servers, which no request can tell apart: at 0.5 nearly every call would stop
+                    # at TOOL_NOT_FOUND, and the time of the path that runs would go unmeasured.
+                    args = SmartArgs.model_validate({"request": text, "confidence_threshold": 0.0})
                     steps = ["search", "candidates", "smart"]
                     rng.shuffle(steps)
                     for step in steps:

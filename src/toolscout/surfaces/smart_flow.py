@@ -142,7 +142,8 @@ class SmartDiscovery:
                 self.config.confidence_threshold if args.confidence_threshold is None else args.confidence_threshold
             )
             if not choices or choices[0].confidence < threshold:
-                searched = sum(self.gateway.server_status(u)["enabledCount"] for u in self.gateway.upstreams)
+                scope = current_scope()
+                searched = sum(self.gateway.visibility.counts(scope, u.name)[1] for u in self.gateway.upstreams)
                 return answers.not_found(
                     args.request,
                     choices,
