@@ -211,6 +211,16 @@ def test_syntax_errors_say_where(tmp_path: Path, name: str, text: str, expected:
         ({"toolRules": [{"pattern": ["*"], "enabled": "yes please"}]}, "toolRules[0].enabled"),
         ({"toolRules": [{"patern": ["*"]}]}, "toolRules[0].patern: unknown key (did you mean 'pattern'?)"),
         ({"mode": "chaos"}, "mode: Input should be 'discovery'"),
+        ({"smartTol": True}, "smartTol: unknown key (did you mean 'smartTool'?)"),
+        (
+            {"smart": {"toolSelectionMod": "hybrid"}},
+            "smart.toolSelectionMod: unknown key (did you mean 'toolSelectionMode'?)",
+        ),
+        (
+            {"llm": {"baseUrl": "http://x/v1", "model": "m", "apiKey": "k"}},
+            "llm.apiKey: unknown key (did you mean 'apiKeyEnv'?)",
+        ),
+        ({"maxOutputChar": 5}, "maxOutputChar: unknown key (did you mean 'maxOutputChars'?)"),
     ],
 )
 def test_validation_errors_name_the_key(tmp_path: Path, doc: object, expected: str) -> None:

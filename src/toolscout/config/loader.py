@@ -28,6 +28,7 @@ from toolscout.config.models import (
     ToolRule,
 )
 from toolscout.config.secrets import config_secrets
+from toolscout.config.smart import LLMConfig, SmartCacheConfig, SmartConfig, SmartWeights
 from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
 from toolscout.suggestions import closest
@@ -249,7 +250,7 @@ def _dotted(path: tuple[str | int, ...]) -> str:
 
 
 _KNOWN_KEYS: dict[str, set[str]] = {
-    "top": {"$schema", "mcpServers", "toolRules", "mode", "audit", "http", "registry", "auth"},
+    "top": {f.alias or to_camel(n) for n, f in GatewayConfig.model_fields.items()},
     "server": {
         *(f.alias or n for n, f in StdioServerConfig.model_fields.items()),
         *(f.alias or n for n, f in HttpServerConfig.model_fields.items()),
@@ -260,6 +261,8 @@ _KNOWN_KEYS: dict[str, set[str]] = {
     "rule": {f.alias or n for n, f in ToolRule.model_fields.items()},
     "audit": {f.alias or n for n, f in AuditConfig.model_fields.items()},
     "auth": {to_camel(n) for model in (AuthConfig, ClientKey) for n in model.model_fields},
+    "smart": {to_camel(n) for model in (SmartConfig, SmartWeights, SmartCacheConfig) for n in model.model_fields},
+    "llm": {to_camel(n) for n in LLMConfig.model_fields},
 }
 
 
@@ -275,7 +278,9 @@ def _describe(err: ErrorDetails) -> str:
         scope = (
             "top"
             if len(loc) == 1
-            else {"toolRules": "rule", "audit": "audit", "auth": "auth"}.get(str(loc[0]), "server")
+            else {"toolRules": "rule", "audit": "audit", "auth": "auth", "smart": "smart", "llm": "llm"}.get(
+                str(loc[0]), "server"
+            )
         )
         hint = closest(key, sorted(_KNOWN_KEYS[scope]), limit=1, cutoff=70)
         suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
