@@ -221,6 +221,9 @@ def test_syntax_errors_say_where(tmp_path: Path, name: str, text: str, expected:
             "llm.apiKey: unknown key (did you mean 'apiKeyEnv'?)",
         ),
         ({"maxOutputChar": 5}, "maxOutputChar: unknown key (did you mean 'maxOutputChars'?)"),
+        ({"registry": {"backend": "redis"}}, 'registry: backend "redis" needs url'),
+        ({"registry": {"backend": "redis", "url": "http://x:6379"}}, "registry.url: must be a redis://, rediss://"),
+        ({"registry": {"backend": "postgres"}}, "registry.backend: Input should be 'sqlite' or 'redis'"),
     ],
 )
 def test_validation_errors_name_the_key(tmp_path: Path, doc: object, expected: str) -> None:

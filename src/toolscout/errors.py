@@ -25,7 +25,8 @@ into MCP errors, `isError` results or exit codes.
     ├── Unavailable
     │   ├── ServerUnavailable      SERVER_UNAVAILABLE
     │   ├── CallTimeout            TIMEOUT
-    │   └── LLMUnavailable         LLM_UNAVAILABLE      (smart mode's LLM failed: the next method decides)
+    │   ├── LLMUnavailable         LLM_UNAVAILABLE      (smart mode's LLM failed: the next method decides)
+    │   └── RegistryUnavailable    REGISTRY_UNAVAILABLE (the shared registry, Redis, cannot be reached)
     └── UpstreamError              UPSTREAM_ERROR       (a read, get or listing failed upstream)
         ├── ToolExecutionError     TOOL_EXECUTION_ERROR (a tool call failed upstream)
         └── UpstreamRefused        UPSTREAM_ERROR       (the upstream's own JSON-RPC error)
@@ -216,6 +217,13 @@ class LLMUnavailable(Unavailable):
     def __init__(self, message: str, *, reason: str, **details: Any) -> None:
         super().__init__(message, reason=reason, **details)
         self.reason = reason
+
+
+class RegistryUnavailable(Unavailable):
+    """The shared registry (Redis) cannot be reached or did not answer in time: what needs it fails at
+    once, and works again by itself once it is back."""
+
+    code = "REGISTRY_UNAVAILABLE"
 
 
 class UpstreamError(ToolscoutError):

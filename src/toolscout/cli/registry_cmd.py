@@ -94,6 +94,7 @@ def _schema(text: str) -> Any:
 
 async def _local_put(config: GatewayConfig, kind: str, body: dict[str, Any]) -> dict[str, Any]:
     from toolscout.registry.base import ServerRegistration
+    from toolscout.registry.opening import open_registry
     from toolscout.registry.requests import (
         NameClash,
         RegistrationRefused,
@@ -102,22 +103,21 @@ async def _local_put(config: GatewayConfig, kind: str, body: dict[str, Any]) -> 
         server_registration,
         tool_registration,
     )
-    from toolscout.registry.sqlite import SqliteRegistry, registry_path
 
-    registry = SqliteRegistry(registry_path(config))
-    try:
-        registration = server_registration(body) if kind == "servers" else tool_registration(body)
-        servers = await registry.servers(registration.namespace)
-        tools = await registry.tools(registration.namespace)
-        reason = name_taken(registration, configured=set(config.mcp_servers), servers=servers, tools=tools)
-        if reason is not None:
-            raise NameClash(reason)
-    except RegistrationRefused as exc:
-        raise InvalidArguments(f"{exc}.") from None
-    if isinstance(registration, ServerRegistration):
-        await registry.put_server(registration)
-    else:
-        await registry.put_tool(registration)
+    async with open_registry(config) as registry:
+        try:
+            registration = server_registration(body) if kind == "servers" else tool_registration(body)
+            servers = await registry.servers(registration.namespace)
+            tools = await registry.tools(registration.namespace)
+            reason = name_taken(registration, configured=set(config.mcp_servers), servers=servers, tools=tools)
+            if reason is not None:
+                raise NameClash(reason)
+        except RegistrationRefused as exc:
+            raise InvalidArguments(f"{exc}.") from None
+        if isinstance(registration, ServerRegistration):
+            await registry.put_server(registration)
+        else:
+            await registry.put_tool(registration)
     return public_view(registration)
 
 
@@ -213,14 +213,14 @@ def add_tool(
 
 
 async def _local_list(config: GatewayConfig, namespace: str | None) -> dict[str, list[dict[str, Any]]]:
+    from toolscout.registry.opening import open_registry
     from toolscout.registry.requests import public_view
-    from toolscout.registry.sqlite import SqliteRegistry, registry_path
 
-    registry = SqliteRegistry(registry_path(config))
     every = namespace is None
     now = time.time()
-    servers = [public_view(s) for s in await registry.servers(namespace, every=every) if not s.expired(now)]
-    tools = [public_view(t) for t in await registry.tools(namespace, every=every) if not t.expired(now)]
+    async with open_registry(config) as registry:
+        servers = [public_view(s) for s in await registry.servers(namespace, every=every) if not s.expired(now)]
+        tools = [public_view(t) for t in await registry.tools(namespace, every=every) if not t.expired(now)]
     return {"servers": servers, "tools": tools}
 
 
@@ -267,12 +267,12 @@ async def _remove(url: str | None, config: GatewayConfig, kind: str, namespace: 
     if url is not None:
         await call_api(url, "DELETE", _path(kind, namespace, name))
         return True
-    from toolscout.registry.sqlite import SqliteRegistry, registry_path
+    from toolscout.registry.opening import open_registry
 
-    registry = SqliteRegistry(registry_path(config))
-    if kind == "servers":
-        return await registry.remove_server(namespace, name)
-    return await registry.remove_tool(namespace, name)
+    async with open_registry(config) as registry:
+        if kind == "servers":
+            return await registry.remove_server(namespace, name)
+        return await registry.remove_tool(namespace, name)
 
 
 def _removal(

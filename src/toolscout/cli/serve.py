@@ -21,12 +21,14 @@ from toolscout.cli.common import EXIT_CONFIG, EXIT_INVALID, ConfigOption, Output
 from toolscout.cli.startup import startup_over
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
-from toolscout.errors import ConfigurationError, ToolscoutError
+from toolscout.errors import ConfigurationError, RegistryUnavailable, ToolscoutError
 from toolscout.masking import install_log_masking
 from toolscout.present.render import counted
 
 if TYPE_CHECKING:
+    from toolscout.face.auth import BearerPrincipals
     from toolscout.gateway.core import Gateway
+    from toolscout.registry.base import Registry
 
 
 class Transport(StrEnum):
@@ -178,33 +180,50 @@ async def _serve(
     watched: tuple[Path, GatewayConfig] | None,
     insecure_no_auth: bool = False,
 ) -> None:
-    from toolscout.face.api_registry import registry_routes
     from toolscout.face.auth import BearerPrincipals
+    from toolscout.registry.opening import describe, open_registry
+
+    # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry):
+    # the embedded file, or Redis shared by the replicas (registry.backend).
+    async with open_registry(config) as registry:
+        principals: BearerPrincipals | None = None
+        if sock is not None:
+            principals = BearerPrincipals(config.auth, registry)
+            try:
+                authenticating = await principals.check_tokens()
+            except (sqlite3.Error, OSError, RegistryUnavailable) as exc:
+                detail = exc.message if isinstance(exc, RegistryUnavailable) else str(exc)
+                Output().fail(
+                    ConfigurationError(
+                        f"cannot open the registry of issued tokens ({describe(config)}): {detail} Set registry.path "
+                        "to a file this user may write, or registry.url to a Redis that answers."
+                    ),
+                    EXIT_CONFIG,
+                )
+            _check_exposure(config, sock, authenticating, insecure_no_auth)
+        await _serve_with(config, registry, principals, sock, host, stateless, level, answering, watched)
+
+
+async def _serve_with(
+    config: GatewayConfig,
+    registry: Registry,
+    principals: BearerPrincipals | None,
+    sock: socket.socket | None,
+    host: str,
+    stateless: bool,
+    level: LogLevel,
+    answering: tuple[Path, Path] | None,
+    watched: tuple[Path, GatewayConfig] | None,
+) -> None:
+    from toolscout.face.api_registry import registry_routes
     from toolscout.face.http_access import AllowList
     from toolscout.face.http_sessions import SessionLimits
     from toolscout.face.reload import ConfigReloader, reloading
     from toolscout.face.serve import serve_http, serve_stdio, stop_on_signals
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.registrations import Registrations
-    from toolscout.registry.sqlite import SqliteRegistry, registry_path
     from toolscout.surfaces.base import SurfaceOptions
 
-    # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry).
-    registry = SqliteRegistry(registry_path(config))
-    principals: BearerPrincipals | None = None
-    if sock is not None:
-        principals = BearerPrincipals(config.auth, registry)
-        try:
-            authenticating = await principals.check_tokens()
-        except (sqlite3.Error, OSError) as exc:
-            Output().fail(
-                ConfigurationError(
-                    f"cannot open the registry of issued tokens {registry.path}: {exc}. Set registry.path to a "
-                    "file this user may write."
-                ),
-                EXIT_CONFIG,
-            )
-        _check_exposure(config, sock, authenticating, insecure_no_auth)
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
     registrations = Registrations(registry, gateway)

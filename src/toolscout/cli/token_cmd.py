@@ -23,7 +23,7 @@ from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Outpu
 from toolscout.errors import InvalidArguments, ToolscoutError
 
 if TYPE_CHECKING:
-    from toolscout.registry.sqlite import SqliteRegistry
+    from toolscout.registry.base import Registry
 
 T = TypeVar("T")
 
@@ -65,17 +65,22 @@ async def _call(output: Output, method: str, url: str, path: str, body: dict[str
     return cast(dict[str, Any], answer) if isinstance(answer, dict) else {}
 
 
-def _locally(config: Path | None, output: Output, work: Callable[[SqliteRegistry], Awaitable[T]]) -> T:
-    """`work` done on the registry file the configuration names, or exit saying why it cannot be."""
-    from toolscout.registry.sqlite import SqliteRegistry, registry_path
+def _locally(config: Path | None, output: Output, work: Callable[[Registry], Awaitable[T]]) -> T:
+    """`work` done on the registry the configuration names (its file, or Redis), or exit saying why it cannot be."""
+    from toolscout.registry.opening import describe, open_registry
 
-    registry = SqliteRegistry(registry_path(registry_config(config, output)))
+    settings = registry_config(config, output)
+
+    async def opened() -> T:
+        async with open_registry(settings) as registry:
+            return await work(registry)
+
     try:
-        return run(work, registry)
+        return run(opened)
     except (sqlite3.Error, OSError) as exc:
         output.fail(
             ToolscoutError(
-                f"cannot use the token registry {registry.path}: {exc}. Set registry.path in the config to a "
+                f"cannot use the token registry {describe(settings)}: {exc}. Set registry.path in the config to a "
                 "file this user may write, or use --url to ask the running gateway."
             )
         )

@@ -11,7 +11,7 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from toolscout.config.addresses import check_host_entry, check_origin_entry
@@ -268,12 +268,31 @@ class CatalogCacheConfig(_Model):
 
 
 class RegistryConfig(_Model):
-    """The embedded registry of issued tokens and run-time registrations (`toolscout.registry`)."""
+    """Where issued tokens and run-time registrations are kept (`toolscout.registry`): the embedded
+    SQLite file (default), or Redis, shared by the replicas of one gateway."""
 
+    backend: Literal["sqlite", "redis"] = "sqlite"
     path: str | None = None
     """The SQLite file; unset: `registry.sqlite3` beside the persistent catalog's file. `~` is expanded."""
+    url: str | None = None
+    """Redis: `redis://[:password@]host:6379/0` or `rediss://` (TLS); a password from `${ENV}`."""
+    key_prefix: str = Field(default="toolscout:", min_length=1)
+    """Redis: the prefix of every key, so that several gateways can share one Redis."""
 
     _path_is_absolute = field_validator("path")(absolute_path)
+
+    @field_validator("url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        return url
+
+    @model_validator(mode="after")
+    def _redis_needs_url(self) -> RegistryConfig:
+        if self.backend == "redis" and not self.url:
+            raise ValueError('backend "redis" needs url, e.g. "redis://localhost:6379/0"')
+        return self
 
 
 DEFAULT_MAX_SESSIONS = 1000

@@ -12,6 +12,7 @@ import itertools
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from toolscout.masking import MASK, has_reference, looks_like_token, mask_args, mask_text, secret_name
 
@@ -114,6 +115,11 @@ def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) 
             found.update(secrets_in(text))
     found.update(config.auth.admin_keys)
     found.update(key.key for key in config.auth.keys)
+    if config.registry.url:  # a Redis password in the registry's URL
+        found.update(secrets_in(config.registry.url))
+        password = urlsplit(config.registry.url).password
+        if password:
+            found.add(password)
     if env is not None:
         found.update(value for name, value in env.items() if secret_name(name) and value)
     return {value for value in found if not has_reference(value)}

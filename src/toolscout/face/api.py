@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from toolscout.errors import RegistryUnavailable
 from toolscout.face.api_common import ApiError, error_response, json_object, require_admin
 from toolscout.registry.base import Registry
 from toolscout.registry.tokens import TokenRequestError, issue_token
@@ -44,8 +45,14 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status, exc.code, exc.message)
 
 
+async def _registry_unavailable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RegistryUnavailable)
+    return error_response(503, exc.code, exc.message, {"Retry-After": "1"})
+
+
 api_exception_handlers: dict[Any, Callable[[Request, Exception], Coroutine[Any, Any, Response]]] = {
-    ApiError: _api_error
+    ApiError: _api_error,
+    RegistryUnavailable: _registry_unavailable,
 }
 """For the Starlette app the API is mounted in: an `ApiError` raised by a route is its answer."""
 

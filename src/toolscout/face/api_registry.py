@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from toolscout.config.scopes import NAMESPACE_PATTERN
+from toolscout.errors import RegistryUnavailable
 from toolscout.face.api_common import ApiError, error_response, json_object, require_admin
 from toolscout.gateway.registrations import Registration, Registrations
 from toolscout.registry.base import ServerRegistration, ToolRegistration
@@ -57,6 +58,8 @@ def _answering(handler: Handler) -> Handler:
             return error_response(409, "NAME_TAKEN", str(exc))
         except RegistrationRefused as exc:
             return error_response(400, "INVALID_REGISTRATION", str(exc))
+        except RegistryUnavailable as exc:  # Redis down: the caller may retry; the message says where
+            return error_response(503, exc.code, exc.message, {"Retry-After": "1"})
         except Exception:  # the registry file unreadable, say: the gateway goes on, the caller may retry
             logger.exception("registry API: %s %s failed", request.method, request.url.path)
             return error_response(

@@ -40,6 +40,7 @@ from starlette.responses import JSONResponse, Response
 
 from toolscout.config.auth import AuthConfig
 from toolscout.config.scopes import UNSCOPED, Scope
+from toolscout.errors import RegistryUnavailable
 from toolscout.face.api_common import error_response
 from toolscout.face.http_sessions import peer_of
 from toolscout.face.principals import Principal, PrincipalRefused
@@ -196,6 +197,9 @@ class BearerPrincipals:
         assert self._registry is not None
         try:
             return await self._registry.token_by_hash(hashed)
+        except RegistryUnavailable as exc:  # Redis down: said in one line, not a traceback per request
+            logger.warning("cannot read the token registry: %s", exc.message)
+            raise PrincipalRefused(_unavailable(request)) from None
         except Exception:  # whatever the backend raises: the client is told to retry, the log says why
             logger.exception("cannot read the token registry")
             raise PrincipalRefused(_unavailable(request)) from None

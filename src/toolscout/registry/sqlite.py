@@ -13,13 +13,14 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
 from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import GatewayConfig
 from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
+from toolscout.registry.codec import server_body, server_from, token_body, token_from, tool_body, tool_from
 
 T = TypeVar("T")
 
@@ -63,64 +64,16 @@ def registry_path(config: GatewayConfig) -> Path:
     return user_cache_dir() / DEFAULT_FILE_NAME
 
 
-def _token_body(record: TokenRecord) -> str:
-    return json.dumps(
-        {
-            "namespace": record.namespace,
-            "servers": list(record.servers),
-            "tools": list(record.tools),
-            "pinnedTools": list(record.pinned_tools),
-            "label": record.label,
-            "createdAt": record.created_at,
-            "requestsPerMinute": record.requests_per_minute,
-        }
-    )
-
-
 def _token(row: tuple[str, str, str, float | None]) -> TokenRecord:
-    token_id, hashed, body, expires_at = row
-    data = cast(dict[str, Any], json.loads(body))
-    return TokenRecord(
-        id=token_id,
-        namespace=data["namespace"],
-        servers=tuple(data["servers"]),
-        tools=tuple(data.get("tools") or ()),
-        pinned_tools=tuple(data.get("pinnedTools") or ()),
-        label=data.get("label"),
-        expires_at=expires_at,
-        created_at=data.get("createdAt") or 0.0,
-        requests_per_minute=data.get("requestsPerMinute"),
-        secret_hash=hashed,
-    )
+    return token_from(*row)
 
 
 def _server(row: tuple[str, str, str, float | None]) -> ServerRegistration:
-    namespace, name, body, expires_at = row
-    data = cast(dict[str, Any], json.loads(body))
-    return ServerRegistration(
-        namespace=namespace or None,
-        name=name,
-        url=data["url"],
-        transport=data.get("transport") or "http",
-        headers=dict(data.get("headers") or {}),
-        description=data.get("description"),
-        expires_at=expires_at,
-        created_at=data.get("createdAt") or 0.0,
-    )
+    return server_from(*row)
 
 
 def _tool(row: tuple[str, str, str, float | None]) -> ToolRegistration:
-    namespace, name, body, expires_at = row
-    data = cast(dict[str, Any], json.loads(body))
-    return ToolRegistration(
-        namespace=namespace or None,
-        name=name,
-        description=data.get("description") or "",
-        input_schema=data.get("inputSchema") or {"type": "object"},
-        callback_url=data["callbackUrl"],
-        expires_at=expires_at,
-        created_at=data.get("createdAt") or 0.0,
-    )
+    return tool_from(*row)
 
 
 class SqliteRegistry:
@@ -159,7 +112,7 @@ class SqliteRegistry:
         def write(db: sqlite3.Connection) -> None:
             db.execute(
                 "INSERT INTO token_v1 (id, secret_hash, body, expires_at) VALUES (?, ?, ?, ?)",
-                (record.id, record.secret_hash, _token_body(record), record.expires_at),
+                (record.id, record.secret_hash, token_body(record), record.expires_at),
             )
 
         await self._do(write)
@@ -186,13 +139,7 @@ class SqliteRegistry:
     # Servers and tools
 
     async def put_server(self, registration: ServerRegistration) -> None:
-        body = {
-            "url": registration.url,
-            "transport": registration.transport,
-            "headers": dict(registration.headers),
-            "description": registration.description,
-            "createdAt": registration.created_at,
-        }
+        body = server_body(registration)
         await self._put("server_v1", registration.namespace, registration.name, body, registration.expires_at)
 
     async def remove_server(self, namespace: str | None, name: str) -> bool:
@@ -202,12 +149,7 @@ class SqliteRegistry:
         return [_server(row) for row in await self._rows("server_v1", namespace, every)]
 
     async def put_tool(self, registration: ToolRegistration) -> None:
-        body = {
-            "description": registration.description,
-            "inputSchema": dict(registration.input_schema),
-            "callbackUrl": registration.callback_url,
-            "createdAt": registration.created_at,
-        }
+        body = tool_body(registration)
         await self._put("tool_v1", registration.namespace, registration.name, body, registration.expires_at)
 
     async def remove_tool(self, namespace: str | None, name: str) -> bool:

@@ -1,0 +1,246 @@
+"""The shared `Registry`: tokens and registrations in Redis, so that the replicas of a gateway behind one
+load balancer see the same ones (`registry: {backend: redis, url: "redis://..."}`).
+
+Keys (under `keyPrefix`, default `toolscout:`):
+
+* `tokens` (hash): token id → its record as JSON (never the secret; its hash and expiry inside);
+  `token-hashes` (hash): secret hash → token id, the lookup a request makes.
+* `servers`, `tools` (hashes): `namespace \\x1f name` → the registration as JSON (the global
+  namespace is the empty string).
+* `version` (counter): bumped by every change to servers or tools (and, for revocations, to
+  tokens), and published on the `changes` channel with what changed, so that every replica
+  refreshes at once (`changes`, `wait_for_change`) instead of at its next poll.
+
+Each write is one `MULTI`/`EXEC` transaction, so a reader never sees half of one. Redis being down
+or slow is a `RegistryUnavailable` at once (connect within `CONNECT_TIMEOUT`, answer within
+`COMMAND_TIMEOUT`), never a hang; the client's pool connects again by itself on the next command
+once Redis is back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self, TypeVar, cast
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from toolscout.errors import RegistryUnavailable
+from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
+from toolscout.registry.codec import server_body, server_from, token_body, token_from, tool_body, tool_from
+
+T = TypeVar("T")
+
+DEFAULT_PREFIX = "toolscout:"
+CONNECT_TIMEOUT = 2.0
+"""Seconds to open a connection to Redis: a request that needs it waits no longer when it is down."""
+COMMAND_TIMEOUT = 5.0
+"""Seconds one command may take."""
+_SEPARATOR = "\x1f"
+
+
+def where(url: str) -> str:
+    """`host:port` of a Redis URL, for messages (never its password)."""
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+
+
+class RedisRegistry:
+    """A `Registry` in Redis. An async context manager owning its connection pool."""
+
+    def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.where = where(url)
+        self._redis: aioredis.Redis = aioredis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+            url,
+            decode_responses=True,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=COMMAND_TIMEOUT,
+            health_check_interval=30,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    async def _do(self, work: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
+        try:
+            return await work(self._redis)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise RegistryUnavailable(
+                f"The registry (Redis at {self.where}) cannot be reached: {exc}. Requests that need it fail "
+                "until it is back; the gateway reconnects by itself.",
+                where=self.where,
+            ) from None
+
+    async def ping(self) -> bool:
+        """Whether Redis answers (`/readyz`); raises `RegistryUnavailable` when it does not."""
+        return bool(await self._do(lambda r: r.ping()))  # pyright: ignore[reportUnknownMemberType]
+
+    async def _changed(self, pipe: Any, what: str) -> None:
+        pipe.incr(self.key("version"))
+        pipe.publish(self.key("changes"), what)
+
+    # Tokens
+
+    async def add_token(self, record: TokenRecord) -> None:
+        body = json.dumps(
+            {**json.loads(token_body(record)), "secretHash": record.secret_hash, "expiresAt": record.expires_at}
+        )
+
+        async def write(r: aioredis.Redis) -> None:
+            async with r.pipeline(transaction=True) as pipe:
+                pipe.hset(self.key("tokens"), record.id, body)
+                pipe.hset(self.key("token-hashes"), record.secret_hash, record.id)
+                await pipe.execute()
+
+        await self._do(write)
+
+    def _token(self, token_id: str, raw: str) -> TokenRecord:
+        data = cast(dict[str, Any], json.loads(raw))
+        return token_from(token_id, str(data["secretHash"]), raw, data.get("expiresAt"))
+
+    async def token_by_hash(self, hashed: str) -> TokenRecord | None:
+        async def read(r: aioredis.Redis) -> TokenRecord | None:
+            token_id = await cast(Awaitable[str | None], r.hget(self.key("token-hashes"), hashed))
+            if token_id is None:
+                return None
+            raw = await cast(Awaitable[str | None], r.hget(self.key("tokens"), token_id))
+            return self._token(token_id, raw) if raw is not None else None
+
+        return await self._do(read)
+
+    async def tokens(self) -> list[TokenRecord]:
+        async def read(r: aioredis.Redis) -> list[TokenRecord]:
+            raw = await cast(Awaitable[dict[str, str]], r.hgetall(self.key("tokens")))
+            return sorted((self._token(k, v) for k, v in raw.items()), key=lambda t: (t.created_at, t.id))
+
+        return await self._do(read)
+
+    async def revoke_token(self, token_id: str) -> bool:
+        async def write(r: aioredis.Redis) -> bool:
+            raw = await cast(Awaitable[str | None], r.hget(self.key("tokens"), token_id))
+            if raw is None:
+                return False
+            hashed = str(json.loads(raw)["secretHash"])
+            async with r.pipeline(transaction=True) as pipe:
+                pipe.hdel(self.key("tokens"), token_id)
+                pipe.hdel(self.key("token-hashes"), hashed)
+                await self._changed(pipe, "tokens")
+                gone, *_ = await pipe.execute()
+            return bool(gone)
+
+        return await self._do(write)
+
+    # Servers and tools
+
+    async def put_server(self, registration: ServerRegistration) -> None:
+        await self._put(
+            "servers", registration.namespace, registration.name, server_body(registration), registration.expires_at
+        )
+
+    async def remove_server(self, namespace: str | None, name: str) -> bool:
+        return await self._remove("servers", namespace, name)
+
+    async def servers(self, namespace: str | None = None, *, every: bool = False) -> list[ServerRegistration]:
+        return [server_from(*row) for row in await self._rows("servers", namespace, every)]
+
+    async def put_tool(self, registration: ToolRegistration) -> None:
+        await self._put(
+            "tools", registration.namespace, registration.name, tool_body(registration), registration.expires_at
+        )
+
+    async def remove_tool(self, namespace: str | None, name: str) -> bool:
+        return await self._remove("tools", namespace, name)
+
+    async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]:
+        return [tool_from(*row) for row in await self._rows("tools", namespace, every)]
+
+    async def _put(
+        self, table: str, namespace: str | None, name: str, body: dict[str, Any], expires: float | None
+    ) -> None:
+        field = f"{namespace or ''}{_SEPARATOR}{name}"
+        value = json.dumps({**body, "expiresAt": expires})
+
+        async def write(r: aioredis.Redis) -> None:
+            async with r.pipeline(transaction=True) as pipe:
+                pipe.hset(self.key(table), field, value)
+                await self._changed(pipe, table)
+                await pipe.execute()
+
+        await self._do(write)
+
+    async def _remove(self, table: str, namespace: str | None, name: str) -> bool:
+        field = f"{namespace or ''}{_SEPARATOR}{name}"
+
+        async def write(r: aioredis.Redis) -> bool:
+            gone = await r.hdel(self.key(table), field)
+            if gone:
+                async with r.pipeline(transaction=True) as pipe:
+                    await self._changed(pipe, table)
+                    await pipe.execute()
+            return gone > 0
+
+        return await self._do(write)
+
+    async def _rows(self, table: str, namespace: str | None, every: bool) -> list[tuple[str, str, str, float | None]]:
+        async def read(r: aioredis.Redis) -> dict[str, str]:
+            return await cast(Awaitable[dict[str, str]], r.hgetall(self.key(table)))
+
+        rows: list[tuple[str, str, str, float | None]] = []
+        for field, raw in (await self._do(read)).items():
+            space, _, name = field.partition(_SEPARATOR)
+            if every or space == (namespace or ""):
+                rows.append((space, name, raw, cast(float | None, json.loads(raw).get("expiresAt"))))
+        return sorted(rows, key=lambda row: (row[0], row[1]) if every else row[1])
+
+    # Upkeep
+
+    async def sweep(self, now: float | None = None) -> int:
+        at = time.time() if now is None else now
+
+        async def write(r: aioredis.Redis) -> int:
+            gone = 0
+            for table in ("servers", "tools"):
+                raw = await cast(Awaitable[dict[str, str]], r.hgetall(self.key(table)))
+                due = [f for f, v in raw.items() if _expired(v, at)]
+                if due:
+                    gone += await r.hdel(self.key(table), *due)
+            if gone:
+                async with r.pipeline(transaction=True) as pipe:
+                    await self._changed(pipe, "sweep")
+                    await pipe.execute()
+            tokens = await cast(Awaitable[dict[str, str]], r.hgetall(self.key("tokens")))
+            for token_id, raw in tokens.items():
+                if _expired(raw, at):
+                    async with r.pipeline(transaction=True) as pipe:
+                        pipe.hdel(self.key("tokens"), token_id)
+                        pipe.hdel(self.key("token-hashes"), str(json.loads(raw)["secretHash"]))
+                        removed, *_ = await pipe.execute()
+                    gone += int(removed)
+            return gone
+
+        return await self._do(write)
+
+    async def version(self) -> int:
+        return int(await self._do(lambda r: cast(Awaitable[str | None], r.get(self.key("version")))) or 0)
+
+
+def _expired(raw: str, at: float) -> bool:
+    expires = json.loads(raw).get("expiresAt")
+    return expires is not None and float(expires) <= at

@@ -1,0 +1,131 @@
+"""Replicas sharing one registry in Redis (issue 24, first part): two `toolscout serve --transport http`
+processes with `registry: {backend: redis}` on a real Debian `redis-server`. What one is told (a
+registration, a removal, an issued or revoked token) the other serves; Redis going away fails what
+needs it with a clear error, and both carry on by themselves once it is back."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.helpers.paths import PYTHON
+from tests.helpers.procs import UVICORN_READY, free_port, running
+from tests.helpers.redis_server import redis_server
+from tests.helpers.registration_gateway import served_gateway, servers, status_of, structured, until, write_config
+
+pytestmark = pytest.mark.anyio
+
+ADMIN = "admin-replicas-0123456789abcdef"
+WAIT = 30.0
+"""Bound on another replica seeing a change (it polls the registry's version every second)."""
+
+
+def shared_config(directory: Path, redis_url: str, **extra: Any) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return write_config(directory, registry={"backend": "redis", "url": redis_url, "keyPrefix": "ts-test:"}, **extra)
+
+
+def text_demo(port: int) -> list[str]:
+    return [PYTHON, "-m", "toolscout.demo.text", "--transport", "http", "--port", str(port)]
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_a_registration_through_one_replica_is_served_by_the_other(tmp_path: Path, era: str) -> None:
+    port = free_port()
+    async with (
+        redis_server(tmp_path / "redis") as redis,
+        running(text_demo(port), ready=UVICORN_READY),
+        served_gateway(shared_config(tmp_path / "a", redis.url)) as a,
+        served_gateway(shared_config(tmp_path / "b", redis.url)) as b,
+        Client(b.mcp_url, mode=era) as on_b,
+    ):
+        body = {"namespace": "run-1", "name": "text", "url": f"http://127.0.0.1:{port}/mcp"}
+        created = await a.api("POST", "/registry/servers", body)
+        assert created.status_code == 201, created.text
+        # Replica B connects to the endpoint itself and serves its tools.
+        await until(on_b, lambda found: status_of("run-1.text")(found) == "connected", seconds=WAIT)
+        arguments = {"server": "run-1.text", "tool": "slugify", "arguments": {"text": "Two Replicas"}}
+        assert structured(await on_b.call_tool("execute_tool", arguments)) == {"result": "two-replicas"}
+        listed = (await b.api("GET", "/registry/servers?namespace=run-1")).json()["servers"]
+        assert [entry["name"] for entry in listed] == ["text"]
+
+        # Removed through B: A lets it go too.
+        assert (await b.api("DELETE", "/registry/servers/run-1/text")).status_code == 204
+        async with Client(a.mcp_url, mode=era) as on_a:
+            await until(on_a, lambda found: "run-1.text" not in found, seconds=WAIT)
+        await until(on_b, lambda found: "run-1.text" not in found, seconds=WAIT)
+
+
+async def test_a_token_issued_on_one_replica_works_on_the_other_until_revoked(tmp_path: Path) -> None:
+    os.environ["TS_REPLICA_ADMIN"] = ADMIN  # the children inherit it; ${...} in the config reads it
+    auth = {"adminKeys": ["${TS_REPLICA_ADMIN}"]}
+    admin = {"authorization": f"Bearer {ADMIN}"}
+    async with (
+        redis_server(tmp_path / "redis") as redis,
+        served_gateway(shared_config(tmp_path / "a", redis.url, auth=auth)) as a,
+        served_gateway(shared_config(tmp_path / "b", redis.url, auth=auth)) as b,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        issued = await http.post(
+            a.api_url + "/tokens",
+            json={"namespace": "run-1", "servers": ["units"], "label": "ci", "ttlSeconds": 600},
+            headers=admin,
+        )
+        assert issued.status_code == 201, issued.text
+        token = issued.json()
+        holder = {"authorization": f"Bearer {token['token']}"}
+        async with (  # issued on A, accepted by B at once
+            httpx2.AsyncClient(headers=holder, timeout=30) as as_holder,
+            Client(streamable_http_client(b.mcp_url, http_client=as_holder)) as on_b,
+        ):
+            assert set(await servers(on_b)) == {"units"}
+        assert (await http.delete(f"{b.api_url}/tokens/{token['id']}", headers=admin)).status_code == 204
+        with anyio.fail_after(WAIT):  # A still had it cached: refused once its record is read again
+            while True:
+                refused = await http.post(a.mcp_url, headers={**holder, "accept": "application/json"}, json={})
+                if refused.status_code == 401:
+                    break
+                await anyio.sleep(0.1)
+        listed = (await http.get(a.api_url + "/tokens", headers=admin)).json()["tokens"]
+        assert listed == []
+        assert token["token"] not in json.dumps(listed)
+
+
+async def test_redis_going_away_fails_what_needs_it_and_both_replicas_recover(tmp_path: Path) -> None:
+    async with (
+        redis_server(tmp_path / "redis") as redis,
+        served_gateway(shared_config(tmp_path / "a", redis.url)) as a,
+        Client(a.mcp_url) as client,
+    ):
+        await redis.stop()
+        # What needs the registry fails at once, saying where it is and that it recovers by itself.
+        with anyio.fail_after(WAIT):
+            refused = await a.api("GET", "/registry/servers")
+        assert refused.status_code == 503
+        error = refused.json()["error"]
+        assert error["code"] == "REGISTRY_UNAVAILABLE"
+        assert f"127.0.0.1:{redis.port}" in error["message"] and "password" not in error["message"]
+        assert refused.headers["retry-after"] == "1"
+        # What does not need it goes on: the configured server's tools.
+        arguments = {
+            "server": "units",
+            "tool": "convert_units",
+            "arguments": {"value": 1, "from_unit": "km", "to_unit": "m"},
+        }
+        assert structured(await client.call_tool("execute_tool", arguments))["result"] == 1000
+        await redis.start()
+        with anyio.fail_after(WAIT):  # its pool connects again by itself: asked as a client would
+            while (await a.api("GET", "/registry/servers")).status_code != 200:  # noqa: ASYNC110
+                await anyio.sleep(0.1)
+        later = {"global": True, "name": "later", "url": "http://127.0.0.1:1/mcp"}
+        created = await a.api("POST", "/registry/servers", later)
+        assert created.status_code == 201, created.text
+        await until(client, lambda found: "later" in found, seconds=WAIT)
