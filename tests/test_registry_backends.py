@@ -154,3 +154,34 @@ async def test_an_unreachable_redis_fails_fast_and_the_registry_recovers(tmp_pat
                 assert [s.name for s in await registry.servers()] == ["kept"]  # nothing acknowledged was lost
         finally:
             await server.stop()
+
+
+async def test_redis_tells_every_reader_of_each_change_as_it_happens(tmp_path: Path) -> None:
+    seen: list[str] = []
+    arrived = anyio.Event()
+
+    def on_change(what: str) -> None:
+        seen.append(what)
+        if len(seen) >= 3:
+            arrived.set()
+
+    async with redis_server(tmp_path / "redis") as server, RedisRegistry(server.url) as writer:
+        reader = RedisRegistry(server.url)  # another replica's
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reader.watch_changes, on_change)
+                with anyio.fail_after(30):
+                    # Subscribed once a write made now is heard: write until the first is.
+                    while not seen:  # the subscription's start has no event of its own
+                        await writer.put_server(ServerRegistration(None, "a", "http://127.0.0.1:1/mcp"))
+                        await anyio.sleep(0.05)
+                    seen.clear()
+                    await writer.put_tool(ToolRegistration("ns", "t", "d", {"type": "object"}, "http://h/cb"))
+                    await writer.add_token(TokenRecord("tok", "ns", ("*",), secret_hash=secret_hash("s")))
+                    assert await writer.revoke_token("tok")
+                    await writer.remove_server(None, "a")
+                    await arrived.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            await reader.aclose()
+    assert seen[:3] == ["tools", "tokens:tok", "servers"]

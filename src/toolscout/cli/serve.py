@@ -7,7 +7,7 @@ import logging
 import socket
 import sqlite3
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -204,6 +204,16 @@ async def _serve(
         await _serve_with(config, registry, principals, sock, host, stateless, level, answering, watched)
 
 
+def _forget_revoked(principals: BearerPrincipals) -> Callable[[str], None]:
+    """A token revoked through another replica (the registry's change feed): refused here at once too."""
+
+    def changed(what: str) -> None:
+        if what.startswith("tokens:"):
+            principals.token_revoked(what.removeprefix("tokens:"))
+
+    return changed
+
+
 async def _serve_with(
     config: GatewayConfig,
     registry: Registry,
@@ -227,6 +237,8 @@ async def _serve_with(
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
     registrations = Registrations(registry, gateway)
+    if principals is not None:
+        registrations.listen(_forget_revoked(principals))
     stop = anyio.Event()
     async with anyio.create_task_group() as signals:
         # Stop signals are handled from before the first upstream starts until the last has stopped:

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Hashable, Sequence
+from collections.abc import AsyncGenerator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ import anyio.abc
 from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.config.scopes import qualified_name
 from toolscout.masking import remember_secrets
-from toolscout.registry.base import Registry, ServerRegistration, ToolRegistration
+from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration, ToolRegistration
 from toolscout.registry.requests import NameClash, name_taken
 from toolscout.upstream import Upstream, UpstreamSpec
 from toolscout.upstream.callback_tool import CallbackToolUpstream, callback_server
@@ -158,6 +158,8 @@ class Registrations:
         self._next_expiry: float | None = None
         self._lock: anyio.Lock | None = None
         self._last_trouble: str | None = None
+        self._nudge: anyio.Event | None = None
+        self._listeners: list[Callable[[str], None]] = []
 
     def _locked(self) -> anyio.Lock:
         if self._lock is None:
@@ -207,9 +209,28 @@ class Registrations:
         if changes:
             logger.info("registered servers: %s", getattr(changes, "describe", lambda: str(changes))())
 
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Also tell `listener` of each change the registry's feed reports (`ChangeFeed`: Redis), such
+        as `tokens:<id>` for a token revoked through another replica."""
+        self._listeners.append(listener)
+
+    def _changed(self, what: str) -> None:
+        if self._nudge is not None:
+            self._nudge.set()  # the loop below looks at once, not at its next poll
+        for listener in self._listeners:
+            listener(what)
+
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Sync now, then keep in sync until cancelled: poll the registry's version, sweep what expired.
-        Never raises for what the registry or the gateway does (logged, and tried again)."""
+        """Sync now, then keep in sync until cancelled: poll the registry's version (and, from a registry
+        with a change feed, look at once when it reports one), sweep what expired. Never raises for what
+        the registry or the gateway does (logged, and tried again)."""
+        self._nudge = anyio.Event()
+        async with anyio.create_task_group() as feed:
+            if isinstance(self.registry, ChangeFeed):
+                feed.start_soon(self.registry.watch_changes, self._changed, name="registry change feed")
+            await self._follow(task_status)
+
+    async def _follow(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         await self._sync_logged()
         task_status.started()
         last_sweep = time.time()
@@ -217,7 +238,10 @@ class Registrations:
             wait = self._poll
             if self._next_expiry is not None:
                 wait = min(wait, max(0.0, self._next_expiry - time.time()))
-            await anyio.sleep(wait)
+            assert self._nudge is not None
+            with anyio.move_on_after(wait):
+                await self._nudge.wait()
+            self._nudge = anyio.Event()
             now = time.time()
             due = self._next_expiry is not None and self._next_expiry <= now
             try:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from toolscout.config.scopes import Scope
 
@@ -158,4 +158,15 @@ class Registry(Protocol):
     async def version(self) -> int:
         """A number that changes whenever servers or tools are registered, removed or swept (a
         gateway polls it to learn that another process changed the registry)."""
+        ...
+
+
+@runtime_checkable
+class ChangeFeed(Protocol):
+    """A registry that tells its readers of each change as it happens (Redis's pub/sub), so that every
+    replica acts on it at once rather than at its next poll of `version()`."""
+
+    async def watch_changes(self, on_change: Callable[[str], None]) -> None:
+        """Call `on_change(what)` for every change until cancelled (`what`: `servers`, `tools`, `sweep`,
+        or `tokens:<id>` for a revoked token); reconnect by itself when the feed breaks."""
         ...

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 from urllib.parse import urlsplit
 
+import anyio
 import redis.asyncio as aioredis
 import redis.exceptions
 
@@ -40,6 +41,8 @@ CONNECT_TIMEOUT = 2.0
 """Seconds to open a connection to Redis: a request that needs it waits no longer when it is down."""
 COMMAND_TIMEOUT = 5.0
 """Seconds one command may take."""
+FEED_RETRY_SECONDS = 1.0
+"""How long the change feed waits before subscribing again after Redis went away."""
 _SEPARATOR = "\x1f"
 
 
@@ -96,6 +99,26 @@ class RedisRegistry:
         pipe.incr(self.key("version"))
         pipe.publish(self.key("changes"), what)
 
+    async def watch_changes(self, on_change: Callable[[str], None]) -> None:
+        """`ChangeFeed`: every message on the `changes` channel, from a connection of its own (no
+        command timeout: it waits for messages), subscribed again after Redis comes back. A change
+        missed while it was away is not lost: the registry's readers also poll `version()`."""
+        while True:
+            listener: aioredis.Redis = aioredis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+                self.url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT, health_check_interval=10
+            )
+            try:
+                async with listener.pubsub() as pubsub:  # pyright: ignore[reportUnknownMemberType]
+                    await pubsub.subscribe(self.key("changes"))  # pyright: ignore[reportUnknownMemberType]
+                    messages = cast(AsyncIterator[Any], pubsub.listen())  # pyright: ignore[reportUnknownMemberType]
+                    async for message in messages:
+                        if cast(dict[str, Any], message).get("type") == "message":
+                            on_change(str(cast(dict[str, Any], message)["data"]))
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+                await anyio.sleep(FEED_RETRY_SECONDS)  # Redis away: the version poll covers the gap
+            finally:
+                await listener.aclose()
+
     # Tokens
 
     async def add_token(self, record: TokenRecord) -> None:
@@ -141,7 +164,7 @@ class RedisRegistry:
             async with r.pipeline(transaction=True) as pipe:
                 pipe.hdel(self.key("tokens"), token_id)
                 pipe.hdel(self.key("token-hashes"), hashed)
-                await self._changed(pipe, "tokens")
+                await self._changed(pipe, f"tokens:{token_id}")
                 gone, *_ = await pipe.execute()
             return bool(gone)
 
