@@ -74,6 +74,10 @@ async def test_a_token_issued_on_one_replica_works_on_the_other_until_revoked(tm
         served_gateway(shared_config(tmp_path / "b", redis.url, auth=auth)) as b,
         httpx2.AsyncClient(timeout=30) as http,
     ):
+        # Health checks carry no credential: answered all the same (and nothing else is).
+        assert (await http.get(b.base_url + "/healthz")).status_code == 200
+        assert (await http.get(b.base_url + "/readyz")).status_code == 200
+        assert (await http.get(b.api_url + "/tokens")).status_code == 401
         issued = await http.post(
             a.api_url + "/tokens",
             json={"namespace": "run-1", "servers": ["units"], "label": "ci", "ttlSeconds": 600},
@@ -105,7 +109,14 @@ async def test_redis_going_away_fails_what_needs_it_and_both_replicas_recover(tm
         served_gateway(shared_config(tmp_path / "a", redis.url)) as a,
         Client(a.mcp_url) as client,
     ):
+        async with httpx2.AsyncClient(timeout=30) as http:
+            assert (await http.get(a.base_url + "/readyz")).json() == {"status": "ready", "registry": "ok"}
         await redis.stop()
+        async with httpx2.AsyncClient(timeout=30) as http:  # a balancer sends it nothing until Redis is back
+            alive, ready = await http.get(a.base_url + "/healthz"), await http.get(a.base_url + "/readyz")
+        assert alive.status_code == 200 and alive.json() == {"status": "ok"}
+        assert ready.status_code == 503 and ready.json()["status"] == "not ready"
+        assert f"127.0.0.1:{redis.port}" in ready.json()["registry"]
         # What needs the registry fails at once, saying where it is and that it recovers by itself.
         with anyio.fail_after(WAIT):
             refused = await a.api("GET", "/registry/servers")
@@ -126,6 +137,8 @@ async def test_redis_going_away_fails_what_needs_it_and_both_replicas_recover(tm
             while (await a.api("GET", "/registry/servers")).status_code != 200:  # noqa: ASYNC110
                 await anyio.sleep(0.1)
         later = {"global": True, "name": "later", "url": "http://127.0.0.1:1/mcp"}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            assert (await http.get(a.base_url + "/readyz")).status_code == 200
         created = await a.api("POST", "/registry/servers", later)
         assert created.status_code == 201, created.text
         await until(client, lambda found: "later" in found, seconds=WAIT)

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp
 
 from toolscout.config.models import ModeName
 from toolscout.face.api import TokenEvents, api_exception_handlers, api_mount
+from toolscout.face.health import Health
 from toolscout.face.http_access import AllowList, HostOriginGuard
 from toolscout.face.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
 from toolscout.face.principals import AnonymousPrincipals, PrincipalAdmission, PrincipalResolver
@@ -159,7 +160,7 @@ def http_app(
         routes.append(api_mount(registry, events, api_routes))
     app = Starlette(routes=routes, lifespan=lambda _: manager.run(), exception_handlers=api_exception_handlers)
     identified = PrincipalAdmission(app, principals or AnonymousPrincipals())
-    return HostOriginGuard(PeerAdmission(identified, manager), allow)
+    return HostOriginGuard(Health(PeerAdmission(identified, manager), registry), allow)
 
 
 async def serve_http(
