@@ -102,6 +102,25 @@ async def test_a_token_issued_on_one_replica_works_on_the_other_until_revoked(tm
         assert listed == []
         assert token["token"] not in json.dumps(listed)
 
+        # A rate is counted once for both replicas: 3 a minute, requests alternating between them.
+        limited = await http.post(
+            a.api_url + "/tokens",
+            json={
+                "namespace": "run-1",
+                "servers": ["units"],
+                "ttlSeconds": 600,
+                "requestsPerMinute": 3,
+                "label": "rated",
+            },
+            headers=admin,
+        )
+        assert limited.status_code == 201, limited.text
+        holder = {"authorization": f"Bearer {limited.json()['token']}", "accept": "application/json"}
+        statuses = [
+            (await http.post((a if n % 2 else b).mcp_url, headers=holder, json={})).status_code for n in range(4)
+        ]
+        assert 429 not in statuses[:3] and statuses[3] == 429, statuses
+
 
 async def test_redis_going_away_fails_what_needs_it_and_both_replicas_recover(tmp_path: Path) -> None:
     async with (

@@ -45,7 +45,7 @@ from toolscout.face.api_common import error_response
 from toolscout.face.http_sessions import peer_of
 from toolscout.face.principals import Principal, PrincipalRefused
 from toolscout.face.rate_limit import RateLimiter
-from toolscout.registry.base import TOKEN_PREFIX, Registry, TokenRecord, secret_hash
+from toolscout.registry.base import TOKEN_PREFIX, Registry, SharedRates, TokenRecord, secret_hash
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +121,7 @@ class BearerPrincipals:
         self._tokens_checked = -math.inf
         self._cache: dict[str, _Cached] = {}
         self._limits = RateLimiter(monotonic)
+        self._rates_warned = -math.inf
         self._last_logged: dict[str, float] = {}
 
     @property
@@ -169,11 +170,23 @@ class BearerPrincipals:
                 raise PrincipalRefused(_unauthorized(request, "invalid_token", _INVALID))
             principal, per_minute = cached.principal, cached.record.requests_per_minute
         if per_minute is not None and principal.subject is not None:
-            wait = self._limits.admit(principal.subject, per_minute)
+            wait = await self._admit(principal.subject, per_minute)
             if wait is not None:
                 self._log_refusal(address, f"over the rate of {principal.scope.label or principal.subject}")
                 raise PrincipalRefused(_too_many(request, principal, per_minute, wait))
         return replace(principal, address=address)
+
+    async def _admit(self, subject: str, per_minute: int) -> int | None:
+        """Counted in the shared registry when it counts for every replica (Redis), else here; Redis
+        unreachable: counted here meanwhile (each replica then lets the rate through on its own)."""
+        if isinstance(self._registry, SharedRates):
+            try:
+                return await self._registry.admit(subject, per_minute)
+            except RegistryUnavailable as exc:
+                if self._monotonic() - self._rates_warned >= 60.0:  # once a minute, not once a request
+                    self._rates_warned = self._monotonic()
+                    logger.warning("rates counted on this replica alone meanwhile: %s", exc.message)
+        return self._limits.admit(subject, per_minute)
 
     def _log_refusal(self, address: str | None, why: str) -> None:
         # Once a minute per client address: a client refused in a loop must not flood the log. The

@@ -170,3 +170,14 @@ class ChangeFeed(Protocol):
         """Call `on_change(what)` for every change until cancelled (`what`: `servers`, `tools`, `sweep`,
         or `tokens:<id>` for a revoked token); reconnect by itself when the feed breaks."""
         ...
+
+
+@runtime_checkable
+class SharedRates(Protocol):
+    """A registry that counts request rates for every replica at once (Redis): N replicas behind a
+    balancer let a principal through at its `requestsPerMinute`, not N times that."""
+
+    async def admit(self, subject: str, per_minute: int) -> int | None:
+        """Take one request from `subject`'s bucket (`requestsPerMinute`, a burst of as many): None if it
+        may go ahead, else the seconds (at least 1) before one more would be let through."""
+        ...

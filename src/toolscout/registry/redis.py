@@ -232,6 +232,15 @@ class RedisRegistry:
                 rows.append((space, name, raw, cast(float | None, json.loads(raw).get("expiresAt"))))
         return sorted(rows, key=lambda row: (row[0], row[1]) if every else row[1])
 
+    # Rates
+
+    async def admit(self, subject: str, per_minute: int) -> int | None:
+        """`SharedRates`: a token bucket per subject in Redis, taken from atomically (a script), on
+        Redis's own clock, so that every replica counts against the same bucket."""
+        key = self.key(f"rate:{subject}")
+        wait = await self._do(lambda r: r.eval(_TAKE, 1, key, str(per_minute)))  # pyright: ignore[reportUnknownMemberType]
+        return None if int(wait) == 0 else int(wait)
+
     # Upkeep
 
     async def sweep(self, now: float | None = None) -> int:
@@ -262,6 +271,33 @@ class RedisRegistry:
 
     async def version(self) -> int:
         return int(await self._do(lambda r: cast(Awaitable[str | None], r.get(self.key("version")))) or 0)
+
+
+# A token bucket of `ARGV[1]` requests a minute, refilled continuously, a burst of as many; returns
+# 0 when a request may go, else whole seconds (at least 1) until one would. Idle buckets expire.
+_TAKE = """
+local capacity = tonumber(ARGV[1])
+local rate = capacity / 60000.0
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local stored = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(stored[1])
+local at = tonumber(stored[2])
+if tokens == nil or at == nil then
+  tokens = capacity
+  at = now
+end
+tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = math.max(1, math.ceil((1 - tokens) / rate / 1000))
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], 120000)
+return wait
+"""
 
 
 def _expired(raw: str, at: float) -> bool:
