@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -16,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.helpers.balancer import balancer
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import UVICORN_READY, free_port, running
 from tests.helpers.redis_server import redis_server
@@ -161,3 +163,38 @@ async def test_redis_going_away_fails_what_needs_it_and_both_replicas_recover(tm
         created = await a.api("POST", "/registry/servers", later)
         assert created.status_code == 201, created.text
         await until(client, lambda found: "later" in found, seconds=WAIT)
+
+
+async def search_details_execute(url: str, era: str) -> None:
+    """An agent's whole flow through `url`, each request free to land on any replica."""
+    async with Client(url, mode=era) as client:
+        found = structured(await client.call_tool("search_tools", {"query": "slugify a title", "limit": 3}))
+        hit = next(h for h in found["results"] if h["tool"] == "slugify")
+        details = structured(await client.call_tool("get_tool_details", {"server": hit["server"], "tool": "slugify"}))
+        assert "text" in details["parameters"][0]["name"]
+        arguments = {"server": hit["server"], "tool": "slugify", "arguments": {"text": "Behind The Balancer"}}
+        assert structured(await client.call_tool("execute_tool", arguments)) == {"result": "behind-the-balancer"}
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_two_stateless_replicas_behind_a_round_robin_balancer(tmp_path: Path, era: str) -> None:
+    port = free_port()
+    async with (
+        redis_server(tmp_path / "redis") as redis,
+        running(text_demo(port), ready=UVICORN_READY),
+        served_gateway(shared_config(tmp_path / "a", redis.url), "--stateless") as a,
+        served_gateway(shared_config(tmp_path / "b", redis.url), "--stateless") as b,
+        balancer(tmp_path / "nginx", [a.base_url, b.base_url]) as front,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        # Registered through the balancer (on whichever replica), then used through it (on either).
+        body = {"namespace": "run-1", "name": "text", "url": f"http://127.0.0.1:{port}/mcp"}
+        created = await http.post(front + "/api/v1/registry/servers", json=body)
+        assert created.status_code == 201, created.text
+        for replica in (a, b):
+            async with Client(replica.mcp_url, mode=era) as direct:
+                await until(direct, lambda found: status_of("run-1.text")(found) == "connected", seconds=WAIT)
+        for _ in range(3):  # requests alternate between the replicas
+            await search_details_execute(front + "/mcp", era)
+    served = [line.split()[0] for line in (tmp_path / "nginx" / "access.log").read_text().splitlines()]
+    assert {urlsplit(a.base_url).netloc, urlsplit(b.base_url).netloc} <= set(served)  # both replicas answered
