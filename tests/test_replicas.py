@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +23,15 @@ from tests.helpers.balancer import balancer
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import UVICORN_READY, free_port, running
 from tests.helpers.redis_server import redis_server
-from tests.helpers.registration_gateway import served_gateway, servers, status_of, structured, until, write_config
+from tests.helpers.registration_gateway import (
+    ServedGateway,
+    served_gateway,
+    servers,
+    status_of,
+    structured,
+    until,
+    write_config,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -198,3 +208,65 @@ async def test_two_stateless_replicas_behind_a_round_robin_balancer(tmp_path: Pa
             await search_details_execute(front + "/mcp", era)
     served = [line.split()[0] for line in (tmp_path / "nginx" / "access.log").read_text().splitlines()]
     assert {urlsplit(a.base_url).netloc, urlsplit(b.base_url).netloc} <= set(served)  # both replicas answered
+
+
+CALLS = 1000
+
+
+@asynccontextmanager
+async def fronted_pair(tmp_path: Path) -> AsyncGenerator[tuple[ServedGateway, ServedGateway, str]]:
+    """Two stateless replicas sharing a Redis, and nginx round robin in front of them."""
+    async with (
+        redis_server(tmp_path / "redis") as redis,
+        served_gateway(shared_config(tmp_path / "a", redis.url), "--stateless") as a,
+        served_gateway(shared_config(tmp_path / "b", redis.url), "--stateless") as b,
+        balancer(tmp_path / "nginx", [a.base_url, b.base_url]) as front,
+    ):
+        yield a, b, front
+
+
+async def test_a_thousand_concurrent_calls_across_replicas_each_answered_once_and_right(tmp_path: Path) -> None:
+    answers: dict[int, float] = {}
+    limit = anyio.CapacityLimiter(32)
+
+    async def call(client: Client, n: int) -> None:
+        async with limit:
+            arguments = {
+                "server": "units",
+                "tool": "convert_units",
+                "arguments": {"value": n, "from_unit": "km", "to_unit": "m"},
+            }
+            result = structured(await client.call_tool("execute_tool", arguments))
+            assert n not in answers  # never answered twice
+            answers[n] = result["result"]
+
+    async with fronted_pair(tmp_path) as (a, b, front), Client(front + "/mcp", mode="auto") as client:
+        with anyio.fail_after(600):
+            async with anyio.create_task_group() as tg:
+                for n in range(CALLS):
+                    tg.start_soon(call, client, n)
+    assert answers == {n: n * 1000 for n in range(CALLS)}  # none lost, none misrouted
+    served = [line.split()[0] for line in (tmp_path / "nginx" / "access.log").read_text().splitlines()]
+    shares = {address: served.count(address) for address in (urlsplit(a.base_url).netloc, urlsplit(b.base_url).netloc)}
+    assert all(share >= CALLS // 4 for share in shares.values()), shares  # spread over both
+
+
+async def test_a_replica_killed_mid_run_leaves_the_other_serving(tmp_path: Path) -> None:
+    async with fronted_pair(tmp_path) as (_a, b, front):
+        await search_units(front + "/mcp")
+        b.process.process.kill()  # SIGKILL: no goodbye
+        await b.process.process.wait()
+        for _ in range(6):  # what comes after goes to the replica left, none lost
+            await search_units(front + "/mcp")
+
+
+async def search_units(url: str) -> None:
+    async with Client(url, mode="auto") as client:
+        found = structured(await client.call_tool("search_tools", {"query": "convert kilometres to metres"}))
+        assert found["results"][0]["tool"] == "convert_units"
+        arguments = {
+            "server": "units",
+            "tool": "convert_units",
+            "arguments": {"value": 2, "from_unit": "km", "to_unit": "m"},
+        }
+        assert structured(await client.call_tool("execute_tool", arguments))["result"] == 2000

@@ -25,7 +25,9 @@ START_WAIT = 30.0
 
 
 def nginx_config(directory: Path, port: int, backends: Sequence[str]) -> str:
-    servers = "\n".join(f"        server {urlsplit(url).netloc} max_fails=0;" for url in backends)
+    # A replica that refuses connections is left out for 2 s, and the request goes to the next one
+    # (a request not yet sent may go elsewhere, even a POST); one sent and lost is a 502, never retried.
+    servers = "\n".join(f"        server {urlsplit(url).netloc} max_fails=1 fail_timeout=2s;" for url in backends)
     user = "user root;\n" if os.geteuid() == 0 else ""  # as root, workers would otherwise run as nobody
     return f"""{user}worker_processes 1;
 daemon off;
@@ -53,7 +55,7 @@ http {{
             proxy_buffering off;
             proxy_request_buffering off;
             proxy_read_timeout 120s;
-            proxy_next_upstream off;
+            proxy_next_upstream error timeout;
         }}
     }}
 }}
