@@ -270,3 +270,26 @@ async def search_units(url: str) -> None:
             "arguments": {"value": 2, "from_unit": "km", "to_unit": "m"},
         }
         assert structured(await client.call_tool("execute_tool", arguments))["result"] == 2000
+
+
+async def test_a_replica_started_later_answers_from_the_shared_catalog_while_the_endpoint_is_down(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    async with redis_server(tmp_path / "redis") as redis:
+        async with (
+            running(text_demo(port), ready=UVICORN_READY),
+            served_gateway(shared_config(tmp_path / "a", redis.url)) as a,
+            Client(a.mcp_url) as on_a,
+        ):
+            body = {"namespace": "run-1", "name": "text", "url": f"http://127.0.0.1:{port}/mcp"}
+            assert (await a.api("POST", "/registry/servers", body)).status_code == 201
+            await until(on_a, lambda found: status_of("run-1.text")(found) == "connected", seconds=WAIT)
+        # The endpoint is gone, and so is replica A; B starts now, its own catalog file empty.
+        async with (
+            served_gateway(shared_config(tmp_path / "b", redis.url)) as b,
+            Client(b.mcp_url) as on_b,
+        ):
+            found = structured(await on_b.call_tool("search_tools", {"query": "slugify a title", "limit": 3}))
+            hit = next(h for h in found["results"] if h["server"] == "run-1.text")
+            assert hit["tool"] == "slugify" and hit["stale"] is True  # A's list, marked as not live

@@ -236,7 +236,8 @@ async def _serve_with(
 
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
-    registrations = Registrations(registry, gateway)
+    shared = config.registry.backend == "redis" and config.catalog_cache.enabled
+    registrations = Registrations(registry, gateway, shared_catalog=shared)
     if principals is not None:
         registrations.listen(_forget_revoked(principals))
     stop = anyio.Event()

@@ -39,9 +39,9 @@ from toolscout.gateway.index import SearchIndex, build_backend
 from toolscout.gateway.output_cap import cap_output
 from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.runtime import ServerChanges, ServerSet
+from toolscout.gateway.shared_catalog import catalog_store
 from toolscout.gateway.snapshots import Snapshots, SnapshotStore
 from toolscout.gateway.startup import Startup
-from toolscout.gateway.store import CatalogStore, store_path
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.gateway.visibility import Visibility
 from toolscout.masking import install_log_masking, remember_secrets
@@ -157,7 +157,7 @@ class Gateway:
         if config.audit.enabled:
             kwargs.setdefault("audit", AuditLog.from_config(config.audit))
         if config.catalog_cache.enabled:
-            kwargs.setdefault("catalog_store", CatalogStore(store_path(config.catalog_cache)))
+            kwargs.setdefault("catalog_store", catalog_store(config))  # shared through Redis by replicas
         return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
 
     # Lifecycle

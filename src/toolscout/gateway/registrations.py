@@ -18,6 +18,7 @@ or its registration expires, one that lists no tools right after it starts is li
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -85,8 +86,12 @@ def _key(registration: Registration) -> Hashable:
     return ("tool", registration.description, schema, registration.callback_url)
 
 
-def registered_spec(registration: Registration) -> UpstreamSpec:
-    """The upstream of one registration (a new transport each time: build once per change, see `_Specs`)."""
+def registered_spec(registration: Registration, *, shared: bool = False) -> UpstreamSpec:
+    """The upstream of one registration (a new transport each time: build once per change, see `_Specs`).
+
+    `shared`: the catalog store is shared by replicas (Redis), so that a replica that starts later
+    answers at once from what another one listed of this very registration, marked stale, while it
+    connects (the registration's expiry bounds how long)."""
     shown = qualified_name(registration.namespace, registration.name)
     if isinstance(registration, ServerRegistration):
         # A header's value (a bearer token, say) is masked wherever it could show: logs, errors, audit.
@@ -115,25 +120,31 @@ def registered_spec(registration: Registration) -> UpstreamSpec:
         backoff_max=REGISTERED_BACKOFF_MAX,
         relist_empty=isinstance(registration, ServerRegistration),
         ping_seconds=PING_SECONDS if isinstance(registration, ServerRegistration) else None,
-        # Never answered from the persistent catalog: an endpoint of a run that is gone must not
-        # look as if its tools were there.
-        cache_key=None,
+        # This machine's own catalog never answers for a registration: an endpoint of a run that is gone
+        # must not look as if its tools were there; a shared one does, for as long as it is registered.
+        cache_key=_cache_key(registration) if shared else None,
     )
+
+
+def _cache_key(registration: Registration) -> str:
+    """The key of a registration's catalog: changes with how it is reached, as a server's config hash does."""
+    return "registered:" + hashlib.sha256(repr(_key(registration)).encode()).hexdigest()[:32]
 
 
 class _Specs:
     """One spec per registration for as long as it is unchanged: the gateway restarts an upstream
     whose spec differs (its transport compared by identity), so an unchanged one must get the same."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, shared: bool = False) -> None:
         self._made: dict[str, tuple[Hashable, UpstreamSpec]] = {}
+        self._shared = shared
 
     def of(self, registration: Registration) -> UpstreamSpec:
         shown = qualified_name(registration.namespace, registration.name)
         key = _key(registration)
         made = self._made.get(shown)
         if made is None or made[0] != key:
-            made = self._made[shown] = (key, registered_spec(registration))
+            made = self._made[shown] = (key, registered_spec(registration, shared=self._shared))
         return made[1]
 
     def keep_only(self, names: set[str]) -> None:
@@ -145,11 +156,19 @@ class Registrations:
     """Keeps `gateway`'s registered upstreams equal to `registry`'s live registrations, and writes
     registrations for the HTTP API (refusing a name that is taken)."""
 
-    def __init__(self, registry: Registry, gateway: RegisteredServers, *, poll_seconds: float = POLL_SECONDS) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        gateway: RegisteredServers,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        shared_catalog: bool = False,
+    ) -> None:
+        """`shared_catalog`: the gateway's catalog store is shared by replicas (`registered_spec`)."""
         self.registry = registry
         self._gateway = gateway
         self._poll = poll_seconds
-        self._specs = _Specs()
+        self._specs = _Specs(shared=shared_catalog)
         self._applied: set[str] = set()
         """The names this applied last (the gateway's other upstreams are configured ones)."""
         self._refused: dict[str, str] = {}

@@ -182,23 +182,9 @@ class CatalogStore:
         def write(db: sqlite3.Connection) -> None:
             with db:  # one transaction for the batch
                 for s in snapshots:
-                    tools = [_dumped(t) for t in s.tools]
-                    content = {name: [_dumped(i) for i in items] for name, items in s.content().items()}
                     db.execute(
                         f"INSERT OR REPLACE INTO catalog_v1 ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            s.server,
-                            s.config_hash,
-                            s.saved_at,
-                            json.dumps(tools, separators=(",", ":"), ensure_ascii=False),
-                            s.server_name,
-                            s.server_version,
-                            s.title,
-                            s.description,
-                            s.instructions,
-                            s.protocol_version,
-                            json.dumps(content, separators=(",", ":"), ensure_ascii=False) if content else None,
-                        ),
+                        snapshot_row(s),
                     )
                     # It listed its tools: whatever failed before under this configuration is over.
                     db.execute("DELETE FROM failure_v1 WHERE server = ? AND config_hash = ?", (s.server, s.config_hash))
@@ -312,6 +298,30 @@ def _items(raw: Any, model: type[ModelT]) -> tuple[ModelT, ...]:
     if not isinstance(raw, list):
         raise ValueError("not a list")
     return tuple(model.model_validate(item) for item in cast(list[Any], raw))
+
+
+def snapshot_row(s: ServerSnapshot) -> tuple[Any, ...]:
+    """A snapshot as the store's row (`_COLUMNS`, lists as JSON): the SQLite file's, and Redis's too."""
+    tools = [_dumped(t) for t in s.tools]
+    content = {name: [_dumped(i) for i in items] for name, items in s.content().items()}
+    return (
+        s.server,
+        s.config_hash,
+        s.saved_at,
+        json.dumps(tools, separators=(",", ":"), ensure_ascii=False),
+        s.server_name,
+        s.server_version,
+        s.title,
+        s.description,
+        s.instructions,
+        s.protocol_version,
+        json.dumps(content, separators=(",", ":"), ensure_ascii=False) if content else None,
+    )
+
+
+def snapshot_from_row(row: Sequence[Any]) -> ServerSnapshot | None:
+    """The snapshot a row holds; None (and a warning) for one that cannot be read."""
+    return _snapshot(row)
 
 
 def _snapshot(row: Sequence[Any]) -> ServerSnapshot | None:
