@@ -293,3 +293,24 @@ async def test_a_replica_started_later_answers_from_the_shared_catalog_while_the
             found = structured(await on_b.call_tool("search_tools", {"query": "slugify a title", "limit": 3}))
             hit = next(h for h in found["results"] if h["server"] == "run-1.text")
             assert hit["tool"] == "slugify" and hit["stale"] is True  # A's list, marked as not live
+
+
+async def test_dynamic_modes_loaded_tools_follow_a_client_across_replicas(tmp_path: Path) -> None:
+    async with (
+        redis_server(tmp_path / "redis") as redis,
+        served_gateway(shared_config(tmp_path / "a", redis.url, mode="dynamic"), "--stateless") as a,
+        served_gateway(shared_config(tmp_path / "b", redis.url, mode="dynamic"), "--stateless") as b,
+        balancer(tmp_path / "nginx", [a.base_url, b.base_url]) as front,
+        Client(front + "/mcp", mode="legacy") as client,
+    ):
+        loaded = await client.call_tool("load_tools", {"tools": [{"server": "units", "tool": "convert_units"}]})
+        assert not loaded.is_error, loaded
+        for _ in range(4):  # each list on either replica: the loaded tool is in every one
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert "convert_units" in names or "units__convert_units" in names, names
+        assert (await client.call_tool("unload_tools", {})).is_error is False
+        for _ in range(4):
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert "units__convert_units" not in names and "convert_units" not in names, names
+    served = {line.split()[0] for line in (tmp_path / "nginx" / "access.log").read_text().splitlines()}
+    assert len(served) == 2  # the requests did go to both replicas

@@ -33,7 +33,7 @@ from toolscout.face.principals import AnonymousPrincipals, PrincipalAdmission, P
 from toolscout.face.server import build_server
 from toolscout.face.stdio import serve_process_stdio
 from toolscout.gateway.core import Gateway
-from toolscout.registry.base import Registry
+from toolscout.registry.base import Registry, SharedClientState
 from toolscout.surfaces.base import SurfaceOptions
 
 logger = logging.getLogger(__name__)
@@ -184,7 +184,8 @@ async def serve_http(
     loggers as they are (they are global: a second server in the process must not reset them).
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`)."""
-    server = build_server(gateway, mode, options)
+    shared = registry if isinstance(registry, SharedClientState) else None
+    server = build_server(gateway, mode, options, shared=shared)
     app = http_app(
         server,
         allow=allow or AllowList.for_bind(host),

@@ -30,11 +30,13 @@ from toolscout.face.notify import watching_changes
 from toolscout.face.principals import principal_of
 from toolscout.face.rounds import Rounds
 from toolscout.face.sessions import ClientSessions, ClientState, ConnectionScope, Context
+from toolscout.face.shared_loads import SharedLoads
 from toolscout.face.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
 from toolscout.gateway.core import Gateway
 from toolscout.mirror.completions import complete
 from toolscout.mirror.list_names import ListName
 from toolscout.naming import call_target
+from toolscout.registry.base import SharedClientState
 from toolscout.suggestions import unknown_tool
 from toolscout.surfaces.base import Surface, SurfaceOptions, make_surface
 from toolscout.surfaces.digest import digest_off_loop
@@ -80,10 +82,13 @@ class GatewayServer(Server[ConnectionScope]):
         options: SurfaceOptions | None = None,
         *,
         sessions: ClientSessions | None = None,
+        shared: SharedClientState | None = None,
     ) -> None:
         self.gateway = gateway
         self.surface: Surface = make_surface(mode, gateway, options)
         self.clients = sessions or ClientSessions()
+        # Dynamic mode's loaded tools, through the registry when replicas share one (shared_loads.py).
+        self.loads = SharedLoads(shared) if shared is not None and mode == "dynamic" else None
         self.subscriptions = ResourceSubscriptions(gateway.mirror, self.clients)
         self.rounds = Rounds(gateway)
         # The five meta-tools (smart mode's one tool) never change; the others follow the catalog or the client.
@@ -187,6 +192,8 @@ class GatewayServer(Server[ConnectionScope]):
     async def on_list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         """`tools/list`: the surface's tools for this client."""
         state = self.clients.state(ctx)
+        if self.loads is not None:
+            await self.loads.pull(ctx, state)
         tools = await self.surface.tools(state)
         if self.tools_changed:  # the digest is only ever compared when the list can change
             state.fetched("tools", await digest_off_loop(tools))
@@ -199,6 +206,7 @@ class GatewayServer(Server[ConnectionScope]):
         arguments = params.arguments or {}
         context = call_target(arguments)
         client = self.clients.state(ctx)
+        before = await self.loads.pull(ctx, client) if self.loads is not None else ()
         try:
             outcome = await call_result(
                 lambda: self._relayed(ctx, client, params, lambda: self.surface.call(client, params.name, arguments)),
@@ -208,6 +216,8 @@ class GatewayServer(Server[ConnectionScope]):
                 context=context,
             )
         finally:
+            if self.loads is not None:
+                await self.loads.push(ctx, client, before)
             await self.clients.announce(ctx, client)
         if outcome is None:
             unknown = unknown_tool(params.name, [t.name for t in await self.surface.tools(client)])
@@ -307,7 +317,8 @@ def build_server(
     options: SurfaceOptions | None = None,
     *,
     sessions: ClientSessions | None = None,
+    shared: SharedClientState | None = None,
 ) -> GatewayServer:
     """The MCP server exposing `gateway` through the surface of `mode`, and every upstream's
     resources and prompts whatever the mode (nothing happens until it serves)."""
-    return GatewayServer(gateway, mode, options, sessions=sessions)
+    return GatewayServer(gateway, mode, options, sessions=sessions, shared=shared)

@@ -158,7 +158,7 @@ class ClientSessions:
     def _find(self, ctx: Context) -> ClientState:
         if ctx.request is None:  # stdio or in process: the connection is the client
             return ctx.lifespan_context.client
-        key = self._http_key(ctx)
+        key = self.http_key(ctx)
         state = self._http.get(key)
         if state is None:
             state = self._http[key] = ClientState()
@@ -171,7 +171,8 @@ class ClientSessions:
         return state
 
     @staticmethod
-    def _http_key(ctx: Context) -> tuple[Any, ...]:
+    def http_key(ctx: Context) -> tuple[Any, ...]:
+        """What identifies the HTTP client of `ctx`: `("session", id)`, or `("client", subject, name)`."""
         headers = getattr(ctx.request, "headers", None)
         session_id = headers.get("mcp-session-id") if headers is not None else None
         if session_id:
@@ -195,7 +196,7 @@ class ClientSessions:
         name = params.client_info.name if params is not None else "unknown client"
         if ctx.request is None:
             return f"{name} (connection)"
-        key = self._http_key(ctx)
+        key = self.http_key(ctx)
         return f"{name} (session {key[1]})" if key[0] == "session" else f"{name} (http)"
 
     @staticmethod

@@ -181,3 +181,17 @@ class SharedRates(Protocol):
         """Take one request from `subject`'s bucket (`requestsPerMinute`, a burst of as many): None if it
         may go ahead, else the seconds (at least 1) before one more would be let through."""
         ...
+
+
+@runtime_checkable
+class SharedClientState(Protocol):
+    """A registry that keeps a client's state where every replica reads it (Redis): `dynamic` mode's
+    loaded tools of an HTTP client that has no session (stateless serving, 2026-07-28)."""
+
+    async def loaded_tools(self, client: str) -> list[tuple[str, str]] | None:
+        """The `(server, tool)`s `client` loaded, in order; None when nothing is kept for it."""
+        ...
+
+    async def set_loaded_tools(self, client: str, tools: list[tuple[str, str]]) -> None:
+        """Keep what `client` loaded (for a day after its last change)."""
+        ...

@@ -19,6 +19,7 @@ once Redis is back.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -41,6 +42,8 @@ CONNECT_TIMEOUT = 2.0
 """Seconds to open a connection to Redis: a request that needs it waits no longer when it is down."""
 COMMAND_TIMEOUT = 5.0
 """Seconds one command may take."""
+CLIENT_STATE_SECONDS = 86_400
+"""How long a client's loaded tools are kept after their last change."""
 FEED_RETRY_SECONDS = 1.0
 """How long the change feed waits before subscribing again after Redis went away."""
 _SEPARATOR = "\x1f"
@@ -240,6 +243,22 @@ class RedisRegistry:
         key = self.key(f"rate:{subject}")
         wait = await self._do(lambda r: r.eval(_TAKE, 1, key, str(per_minute)))  # pyright: ignore[reportUnknownMemberType]
         return None if int(wait) == 0 else int(wait)
+
+    # Client state
+
+    def _client_key(self, client: str) -> str:
+        return self.key("loaded:" + hashlib.sha256(client.encode()).hexdigest()[:40])
+
+    async def loaded_tools(self, client: str) -> list[tuple[str, str]] | None:
+        """`SharedClientState`: what `client` loaded in dynamic mode, whichever replica it loaded on."""
+        raw = await self._do(lambda r: cast(Awaitable[str | None], r.get(self._client_key(client))))
+        if raw is None:
+            return None
+        return [(str(server), str(tool)) for server, tool in cast(list[list[Any]], json.loads(raw))]
+
+    async def set_loaded_tools(self, client: str, tools: list[tuple[str, str]]) -> None:
+        value = json.dumps([list(pair) for pair in tools])
+        await self._do(lambda r: r.set(self._client_key(client), value, ex=CLIENT_STATE_SECONDS))
 
     # Upkeep
 
