@@ -314,3 +314,28 @@ async def test_dynamic_modes_loaded_tools_follow_a_client_across_replicas(tmp_pa
             assert "units__convert_units" not in names and "convert_units" not in names, names
     served = {line.split()[0] for line in (tmp_path / "nginx" / "access.log").read_text().splitlines()}
     assert len(served) == 2  # the requests did go to both replicas
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_progress_comes_on_the_calls_own_stream_through_the_balancer(tmp_path: Path, era: str) -> None:
+    port = free_port()
+    conformance = [PYTHON, "-m", "tests.servers.conformance", "--port", str(port)]
+    servers_config = {"conformance": {"url": f"http://127.0.0.1:{port}/mcp"}}
+    reported: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append((progress, total))
+
+    async with running(conformance, ready=UVICORN_READY), redis_server(tmp_path / "redis") as redis:
+        configs = [shared_config(tmp_path / name, redis.url, mcpServers=servers_config) for name in ("a", "b")]
+        async with (
+            served_gateway(configs[0], "--stateless") as a,
+            served_gateway(configs[1], "--stateless") as b,
+            balancer(tmp_path / "nginx", [a.base_url, b.base_url]) as front,
+            Client(front + "/mcp", mode=era) as client,
+        ):
+            call: dict[str, Any] = {"server": "conformance", "tool": "test_tool_with_progress", "arguments": {}}
+            for _ in range(2):  # on one replica, then on the other
+                done = await client.call_tool("execute_tool", call, progress_callback=on_progress)
+                assert not done.is_error, done
+    assert reported == [(0.0, 100.0), (50.0, 100.0), (100.0, 100.0)] * 2
