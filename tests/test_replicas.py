@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -186,28 +186,32 @@ async def search_details_execute(url: str, era: str) -> None:
         assert structured(await client.call_tool("execute_tool", arguments)) == {"result": "behind-the-balancer"}
 
 
+@pytest.mark.parametrize("count", [2, 3])
 @pytest.mark.parametrize("era", ["legacy", "auto"])
-async def test_two_stateless_replicas_behind_a_round_robin_balancer(tmp_path: Path, era: str) -> None:
+async def test_stateless_replicas_behind_a_round_robin_balancer(tmp_path: Path, era: str, count: int) -> None:
     port = free_port()
-    async with (
-        redis_server(tmp_path / "redis") as redis,
-        running(text_demo(port), ready=UVICORN_READY),
-        served_gateway(shared_config(tmp_path / "a", redis.url), "--stateless") as a,
-        served_gateway(shared_config(tmp_path / "b", redis.url), "--stateless") as b,
-        balancer(tmp_path / "nginx", [a.base_url, b.base_url]) as front,
-        httpx2.AsyncClient(timeout=30) as http,
-    ):
-        # Registered through the balancer (on whichever replica), then used through it (on either).
+    async with AsyncExitStack() as stack:
+        redis = await stack.enter_async_context(redis_server(tmp_path / "redis"))
+        await stack.enter_async_context(running(text_demo(port), ready=UVICORN_READY))
+        replicas = [
+            await stack.enter_async_context(
+                served_gateway(shared_config(tmp_path / f"replica-{n}", redis.url), "--stateless")
+            )
+            for n in range(count)
+        ]
+        front = await stack.enter_async_context(balancer(tmp_path / "nginx", [r.base_url for r in replicas]))
+        http = await stack.enter_async_context(httpx2.AsyncClient(timeout=30))
+        # Registered through the balancer (on whichever replica), then used through it (on any).
         body = {"namespace": "run-1", "name": "text", "url": f"http://127.0.0.1:{port}/mcp"}
         created = await http.post(front + "/api/v1/registry/servers", json=body)
         assert created.status_code == 201, created.text
-        for replica in (a, b):
+        for replica in replicas:
             async with Client(replica.mcp_url, mode=era) as direct:
                 await until(direct, lambda found: status_of("run-1.text")(found) == "connected", seconds=WAIT)
-        for _ in range(3):  # requests alternate between the replicas
+        for _ in range(count + 1):  # requests go round the replicas
             await search_details_execute(front + "/mcp", era)
     served = [line.split()[0] for line in (tmp_path / "nginx" / "access.log").read_text().splitlines()]
-    assert {urlsplit(a.base_url).netloc, urlsplit(b.base_url).netloc} <= set(served)  # both replicas answered
+    assert {urlsplit(r.base_url).netloc for r in replicas} <= set(served)  # every replica answered
 
 
 CALLS = 1000
