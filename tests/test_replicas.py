@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.helpers.balancer import balancer
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import UVICORN_READY, free_port, running
-from tests.helpers.redis_server import redis_server
+from tests.helpers.redis_server import RedisServer, redis_server
 from tests.helpers.registration_gateway import (
     ServedGateway,
     served_gateway,
@@ -343,3 +343,28 @@ async def test_progress_comes_on_the_calls_own_stream_through_the_balancer(tmp_p
                 done = await client.call_tool("execute_tool", call, progress_callback=on_progress)
                 assert not done.is_error, done
     assert reported == [(0.0, 100.0), (50.0, 100.0), (100.0, 100.0)] * 2
+
+
+async def test_a_replica_started_before_its_redis_serves_and_is_ready_once_redis_answers(tmp_path: Path) -> None:
+    redis = RedisServer(tmp_path / "redis")  # not started yet
+    async with served_gateway(shared_config(tmp_path / "a", redis.url)) as a, httpx2.AsyncClient(timeout=30) as http:
+        assert any("cannot be reached" in line for line in a.process.stderr)  # said, not fatal
+        assert (await http.get(a.base_url + "/healthz")).status_code == 200
+        assert (await http.get(a.base_url + "/readyz")).status_code == 503
+        async with Client(a.mcp_url) as client:  # what needs no registry is served meanwhile
+            arguments = {
+                "server": "units",
+                "tool": "convert_units",
+                "arguments": {"value": 3, "from_unit": "km", "to_unit": "m"},
+            }
+            assert structured(await client.call_tool("execute_tool", arguments))["result"] == 3000
+            await redis.start()
+            try:
+                with anyio.fail_after(WAIT):  # its pool connects by itself: asked as a balancer would
+                    while (await http.get(a.base_url + "/readyz")).status_code != 200:  # noqa: ASYNC110
+                        await anyio.sleep(0.1)
+                later = {"global": True, "name": "later", "url": "http://127.0.0.1:1/mcp"}
+                assert (await a.api("POST", "/registry/servers", later)).status_code == 201
+                await until(client, lambda found: "later" in found, seconds=WAIT)
+            finally:
+                await redis.stop()

@@ -191,12 +191,16 @@ async def _serve(
             principals = BearerPrincipals(config.auth, registry)
             try:
                 authenticating = await principals.check_tokens()
-            except (sqlite3.Error, OSError, RegistryUnavailable) as exc:
-                detail = exc.message if isinstance(exc, RegistryUnavailable) else str(exc)
+            except RegistryUnavailable as exc:
+                # A replica may start before its Redis: it serves what needs no registry, /readyz says
+                # 503 until Redis answers, and issued tokens count from then on (checked every second).
+                typer.echo(f"toolscout: WARNING: {exc.message}", err=True)
+                authenticating = principals.on
+            except (sqlite3.Error, OSError) as exc:
                 Output().fail(
                     ConfigurationError(
-                        f"cannot open the registry of issued tokens ({describe(config)}): {detail} Set registry.path "
-                        "to a file this user may write, or registry.url to a Redis that answers."
+                        f"cannot open the registry of issued tokens ({describe(config)}): {exc}. Set registry.path "
+                        "to a file this user may write."
                     ),
                     EXIT_CONFIG,
                 )

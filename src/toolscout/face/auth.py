@@ -151,6 +151,12 @@ class BearerPrincipals:
         if not self._on and self._monotonic() - self._tokens_checked >= TOKENS_CHECK_SECONDS:
             try:
                 await self.check_tokens()
+            except RegistryUnavailable as exc:  # Redis away (a replica may start before it): said once a minute
+                if self._monotonic() - self._rates_warned >= 60.0:
+                    self._rates_warned = self._monotonic()
+                    logger.warning(
+                        "cannot read the token registry; checking again in %gs: %s", TOKENS_CHECK_SECONDS, exc.message
+                    )
             except Exception:  # it could not be read at start either, or `serve` would not have started
                 logger.exception("cannot read the token registry; checking again in %g s", TOKENS_CHECK_SECONDS)
         if not self._on:
