@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -368,3 +369,39 @@ async def test_a_replica_started_before_its_redis_serves_and_is_ready_once_redis
                 await until(client, lambda found: "later" in found, seconds=WAIT)
             finally:
                 await redis.stop()
+
+
+async def test_an_input_required_retry_landing_on_another_replica_is_passed_to_the_one_holding_the_call(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    conformance = [PYTHON, "-m", "tests.servers.conformance", "--port", str(port)]
+    servers_config = {"conformance": {"url": f"http://127.0.0.1:{port}/mcp"}}
+    asked: list[str] = []
+
+    async def model(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        content = params.messages[-1].content
+        asked.append(content.text if isinstance(content, types.TextContent) else "")
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="from the client"), model="m")
+
+    async with running(conformance, ready=UVICORN_READY), redis_server(tmp_path / "redis") as redis:
+        configs = [shared_config(tmp_path / name, redis.url, mcpServers=servers_config) for name in ("a", "b")]
+        async with (
+            served_gateway(configs[0], "--stateless") as a,
+            served_gateway(configs[1], "--stateless") as b,
+            balancer(tmp_path / "nginx", [a.base_url, b.base_url]) as front,
+            Client(front + "/mcp", mode="auto", sampling_callback=model) as client,
+        ):
+            assert client.protocol_version == "2026-07-28"
+            for n in range(4):  # each call takes two requests: its retries land on either replica
+                call: dict[str, Any] = {
+                    "server": "conformance",
+                    "tool": "test_sampling",
+                    "arguments": {"prompt": f"q{n}"},
+                }
+                done = await client.call_tool("execute_tool", call)
+                assert not done.is_error, done
+                assert "LLM response: from the client" in str(done.content)
+    assert asked == [f"q{n}" for n in range(4)]
+    forwarded = sum("forwarded to replica" in line for r in (a, b) for line in r.process.stderr)
+    assert forwarded >= 1  # some retry did land on the other replica, and was passed back

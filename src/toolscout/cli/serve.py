@@ -7,7 +7,7 @@ import logging
 import socket
 import sqlite3
 import sys
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -18,6 +18,7 @@ import typer
 
 from toolscout import __version__
 from toolscout.cli.common import EXIT_CONFIG, EXIT_INVALID, ConfigOption, Output, load, run
+from toolscout.cli.replica import announced, forget_revoked, replica_of
 from toolscout.cli.startup import startup_over
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
@@ -208,16 +209,6 @@ async def _serve(
         await _serve_with(config, registry, principals, sock, host, stateless, level, answering, watched)
 
 
-def _forget_revoked(principals: BearerPrincipals) -> Callable[[str], None]:
-    """A token revoked through another replica (the registry's change feed): refused here at once too."""
-
-    def changed(what: str) -> None:
-        if what.startswith("tokens:"):
-            principals.token_revoked(what.removeprefix("tokens:"))
-
-    return changed
-
-
 async def _serve_with(
     config: GatewayConfig,
     registry: Registry,
@@ -243,7 +234,7 @@ async def _serve_with(
     shared = config.registry.backend == "redis" and config.catalog_cache.enabled
     registrations = Registrations(registry, gateway, shared_catalog=shared)
     if principals is not None:
-        registrations.listen(_forget_revoked(principals))
+        registrations.listen(forget_revoked(principals))
     stop = anyio.Event()
     async with anyio.create_task_group() as signals:
         # Stop signals are handled from before the first upstream starts until the last has stopped:
@@ -277,21 +268,24 @@ async def _serve_with(
                     f"({'stateless' if stateless else 'stateful'}, {count} upstream servers, {config.mode} mode)",
                     err=True,
                 )
-                await serve_http(
-                    gateway,
-                    sock,
-                    host=host,
-                    stateless=stateless,
-                    log_level=level.value,
-                    mode=config.mode,
-                    options=SurfaceOptions.from_config(config),
-                    stop=stop,
-                    allow=allow,
-                    limits=SessionLimits.of(config.http),
-                    principals=principals,
-                    registry=registry,
-                    api_routes=registry_routes(registrations),
-                )
+                replica, where = replica_of(config, registry, shown, bound_port)
+                async with announced(registry, replica, where):
+                    await serve_http(
+                        gateway,
+                        sock,
+                        host=host,
+                        stateless=stateless,
+                        log_level=level.value,
+                        mode=config.mode,
+                        options=SurfaceOptions.from_config(config),
+                        stop=stop,
+                        allow=allow,
+                        limits=SessionLimits.of(config.http),
+                        principals=principals,
+                        registry=registry,
+                        api_routes=registry_routes(registrations),
+                        replica=replica,
+                    )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
 

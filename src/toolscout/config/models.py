@@ -278,6 +278,9 @@ class RegistryConfig(_Model):
     """Redis: `redis://[:password@]host:6379/0` or `rediss://` (TLS); a password from `${ENV}`."""
     key_prefix: str = Field(default="toolscout:", min_length=1)
     """Redis: the prefix of every key, so that several gateways can share one Redis."""
+    advertise_url: str | None = None
+    """Redis: where the other replicas reach this one (`http://10.0.0.5:8766`), for the 2026-07-28
+    retries they forward here; unset: the address `serve` listens on (not a wildcard one)."""
 
     _path_is_absolute = field_validator("path")(absolute_path)
 

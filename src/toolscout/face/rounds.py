@@ -21,8 +21,8 @@ without doing its work twice, so the gateway keeps it running:
 Progress and logs reach the client while one of its requests for the call is open. A client that
 cancels a request cancels the call upstream; one that never comes back has its call's questions
 answered with an error after `ANSWER_WAIT` seconds, and the call's result is dropped as long after
-it ends. The state lives in this process: a retry that reaches another replica is refused as
-unknown (`-32602`), and the client starts over.
+it ends. The state lives in this process; replicas sharing a registry put their id in front of the
+`requestState`, and a retry that reaches another replica is forwarded back here (forwarding.py).
 """
 
 from __future__ import annotations
@@ -194,9 +194,12 @@ class RoundRelay:
 class Rounds:
     """The calls of 2026-07-28 clients waiting for their answers, by `requestState`."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, *, replica: str | None = None) -> None:
+        """`replica`: this replica's id, which starts every `requestState` (forwarding.py), when replicas
+        share one registry."""
         self._gateway = gateway
         self._pending: dict[str, PendingCall] = {}
+        self._prefix = f"{replica}." if replica else ""
 
     async def run(
         self,
@@ -223,7 +226,7 @@ class Rounds:
             pending.answer(params.input_responses or {})
             pending.retried()
         else:
-            pending = PendingCall(secrets.token_urlsafe(24), owner)
+            pending = PendingCall(self._prefix + secrets.token_urlsafe(24), owner)
             self._pending[pending.token] = pending
             round_relay = RoundRelay(pending, relay, capabilities)
             self._gateway.start_soon(pending.run, start, round_relay, name=f"call in rounds {pending.token[:6]}")

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp
 
 from toolscout.config.models import ModeName
 from toolscout.face.api import TokenEvents, api_exception_handlers, api_mount
+from toolscout.face.forwarding import Forwarder, ReplicaDirectory
 from toolscout.face.health import Health
 from toolscout.face.http_access import AllowList, HostOriginGuard
 from toolscout.face.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
@@ -138,6 +139,7 @@ def http_app(
     principals: PrincipalResolver | None = None,
     registry: Registry | None = None,
     api_routes: Sequence[BaseRoute] = (),
+    replica: str | None = None,
 ) -> ASGIApp:
     """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
@@ -159,7 +161,10 @@ def http_app(
         events = principals if isinstance(principals, TokenEvents) else None
         routes.append(api_mount(registry, events, api_routes))
     app = Starlette(routes=routes, lifespan=lambda _: manager.run(), exception_handlers=api_exception_handlers)
-    identified = PrincipalAdmission(app, principals or AnonymousPrincipals())
+    inner: ASGIApp = app
+    if replica is not None and isinstance(registry, ReplicaDirectory):  # another replica's retries go there
+        inner = Forwarder(app, replica, registry)
+    identified = PrincipalAdmission(inner, principals or AnonymousPrincipals())
     return HostOriginGuard(Health(PeerAdmission(identified, manager), registry), allow)
 
 
@@ -178,6 +183,7 @@ async def serve_http(
     principals: PrincipalResolver | None = None,
     registry: Registry | None = None,
     api_routes: Sequence[BaseRoute] = (),
+    replica: str | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
@@ -185,7 +191,7 @@ async def serve_http(
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`)."""
     shared = registry if isinstance(registry, SharedClientState) else None
-    server = build_server(gateway, mode, options, shared=shared)
+    server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
         server,
         allow=allow or AllowList.for_bind(host),
@@ -194,6 +200,7 @@ async def serve_http(
         principals=principals,
         registry=registry,
         api_routes=api_routes,
+        replica=replica,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.face.stderr_log`); its loggers go to the gateway's log instead.

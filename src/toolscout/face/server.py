@@ -83,6 +83,7 @@ class GatewayServer(Server[ConnectionScope]):
         *,
         sessions: ClientSessions | None = None,
         shared: SharedClientState | None = None,
+        replica: str | None = None,
     ) -> None:
         self.gateway = gateway
         self.surface: Surface = make_surface(mode, gateway, options)
@@ -90,7 +91,7 @@ class GatewayServer(Server[ConnectionScope]):
         # Dynamic mode's loaded tools, through the registry when replicas share one (shared_loads.py).
         self.loads = SharedLoads(shared) if shared is not None and mode == "dynamic" else None
         self.subscriptions = ResourceSubscriptions(gateway.mirror, self.clients)
-        self.rounds = Rounds(gateway)
+        self.rounds = Rounds(gateway, replica=replica)
         # The five meta-tools (smart mode's one tool) never change; the others follow the catalog or the client.
         self.tools_changed = mode not in ("discovery", "smart")
         self._serving = 0
@@ -318,7 +319,8 @@ def build_server(
     *,
     sessions: ClientSessions | None = None,
     shared: SharedClientState | None = None,
+    replica: str | None = None,
 ) -> GatewayServer:
     """The MCP server exposing `gateway` through the surface of `mode`, and every upstream's
     resources and prompts whatever the mode (nothing happens until it serves)."""
-    return GatewayServer(gateway, mode, options, sessions=sessions, shared=shared)
+    return GatewayServer(gateway, mode, options, sessions=sessions, shared=shared, replica=replica)

@@ -244,6 +244,19 @@ class RedisRegistry:
         wait = await self._do(lambda r: r.eval(_TAKE, 1, key, str(per_minute)))  # pyright: ignore[reportUnknownMemberType]
         return None if int(wait) == 0 else int(wait)
 
+    # Replicas
+
+    async def announce_replica(self, replica: str, url: str, ttl: float) -> None:
+        """`replica` answers at `url` for the next `ttl` seconds (announced again while it runs)."""
+        await self._do(lambda r: r.set(self.key(f"replica:{replica}"), url, px=int(ttl * 1000)))
+
+    async def replica_url(self, replica: str) -> str | None:
+        """`ReplicaDirectory`: where `replica` answers, None when it is unknown or stopped announcing."""
+        try:
+            return await self._do(lambda r: cast(Awaitable[str | None], r.get(self.key(f"replica:{replica}"))))
+        except RegistryUnavailable:
+            return None
+
     # Client state
 
     def _client_key(self, client: str) -> str:
