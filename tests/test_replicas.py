@@ -219,12 +219,12 @@ CALLS = 1000
 
 
 @asynccontextmanager
-async def fronted_pair(tmp_path: Path) -> AsyncGenerator[tuple[ServedGateway, ServedGateway, str]]:
-    """Two stateless replicas sharing a Redis, and nginx round robin in front of them."""
+async def fronted_pair(tmp_path: Path, **extra: Any) -> AsyncGenerator[tuple[ServedGateway, ServedGateway, str]]:
+    """Two stateless replicas sharing a Redis (`extra`: more of their config), nginx round robin in front."""
     async with (
         redis_server(tmp_path / "redis") as redis,
-        served_gateway(shared_config(tmp_path / "a", redis.url), "--stateless") as a,
-        served_gateway(shared_config(tmp_path / "b", redis.url), "--stateless") as b,
+        served_gateway(shared_config(tmp_path / "a", redis.url, **extra), "--stateless") as a,
+        served_gateway(shared_config(tmp_path / "b", redis.url, **extra), "--stateless") as b,
         balancer(tmp_path / "nginx", [a.base_url, b.base_url]) as front,
     ):
         yield a, b, front
@@ -257,12 +257,40 @@ async def test_a_thousand_concurrent_calls_across_replicas_each_answered_once_an
 
 
 async def test_a_replica_killed_mid_run_leaves_the_other_serving(tmp_path: Path) -> None:
-    async with fronted_pair(tmp_path) as (_a, b, front):
+    servers_config = {
+        "units": {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]},
+        "chatty": {"command": PYTHON, "args": ["-m", "tests.servers.chatty"]},  # `hang` never answers
+    }
+    arrived = anyio.Event()
+    failed: list[BaseException] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        arrived.set()  # the call is in flight on B, its upstream hanging
+
+    async def in_flight_on_b(b: ServedGateway) -> None:
+        try:
+            async with Client(b.mcp_url, mode="auto") as client:
+                call: dict[str, Any] = {"server": "chatty", "tool": "hang", "arguments": {}}
+                await client.call_tool("execute_tool", call, progress_callback=on_progress)
+        except Exception as exc:  # the replica died under it: an error, not an answer, not a hang
+            failed.append(exc)
+
+    async with fronted_pair(tmp_path, mcpServers=servers_config) as (a, b, front):
         await search_units(front + "/mcp")
-        b.process.process.kill()  # SIGKILL: no goodbye
-        await b.process.process.wait()
+        # Acknowledged by B before it dies: kept (in Redis), served by A after.
+        kept = {"global": True, "name": "kept", "url": "http://127.0.0.1:1/mcp"}
+        assert (await b.api("POST", "/registry/servers", kept)).status_code == 201
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(in_flight_on_b, b)
+                await arrived.wait()
+                b.process.process.kill()  # SIGKILL: no goodbye
+                await b.process.process.wait()
+        assert len(failed) == 1, failed  # the call in flight on B failed, cleanly and at once
         for _ in range(6):  # what comes after goes to the replica left, none lost
             await search_units(front + "/mcp")
+        async with Client(a.mcp_url) as on_a:
+            await until(on_a, lambda found: "kept" in found, seconds=WAIT)
 
 
 async def search_units(url: str) -> None:
