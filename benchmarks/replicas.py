@@ -45,12 +45,11 @@ import platform
 import random
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -59,8 +58,7 @@ from typing import Any, cast
 import anyio
 import httpx2
 import redis.asyncio as aioredis
-from tests.helpers.balancer import NGINX, balancer, nginx_config
-from tests.helpers.procs import free_port, stop
+from tests.helpers.balancer import balancer
 from tests.helpers.redis_server import redis_server
 from tests.helpers.registration_gateway import ServedGateway, served_gateway, write_config
 
@@ -198,40 +196,6 @@ def machine_busy() -> float:
     ticks = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def _keepalive_config(directory: Path, port: int, backends: Sequence[str]) -> Path:
-    directory.mkdir(parents=True)
-    text = nginx_config(directory, port, backends)
-    kept = text.replace("    upstream replicas {\n", "    upstream replicas {\n        keepalive 32;\n")
-    assert kept != text
-    config = directory / "nginx.conf"
-    config.write_text(kept, encoding="utf-8")
-    return config
-
-
-@asynccontextmanager
-async def keepalive_balancer(directory: Path, backends: Sequence[str]) -> AsyncGenerator[str]:
-    """`tests/helpers/balancer.py`'s nginx with `keepalive 32` in its upstream block: idle connections
-    to the replicas are kept and reused (without it, nginx opens one per request)."""
-    port = free_port()
-    config = _keepalive_config(directory, port, backends)
-    command = [NGINX, "-p", str(directory), "-c", str(config), "-e", str(directory / "error.log")]
-    process = await anyio.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx2.AsyncClient(timeout=5) as http:
-            with anyio.fail_after(30):
-                while True:
-                    try:
-                        if (await http.get(base + "/healthz")).status_code == 200:
-                            break
-                    except httpx2.TransportError:
-                        pass
-                    await anyio.sleep(0.05)
-        yield base
-    finally:
-        await stop(process)
 
 
 def request_body(tool: str, arguments: dict[str, Any]) -> Callable[[int], bytes]:
@@ -384,7 +348,7 @@ async def run(args: argparse.Namespace) -> None:
         a, b = replicas["redis-a"], replicas["redis-b"]
         front_one = await stack.enter_async_context(balancer(scratch / "nginx-1", [a.base_url]))
         front_two = await stack.enter_async_context(balancer(scratch / "nginx-2", [a.base_url, b.base_url]))
-        kept = await stack.enter_async_context(keepalive_balancer(scratch / "nginx-k", [a.base_url, b.base_url]))
+        kept = await stack.enter_async_context(balancer(scratch / "nginx-k", [a.base_url, b.base_url], keepalive=32))
 
         tokens: dict[str, str] = {}
         async with httpx2.AsyncClient(timeout=30) as http:

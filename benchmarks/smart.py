@@ -78,7 +78,6 @@ from toolscout.search.evaluation import (
     load_catalog_servers,
     load_queries_file,
     load_servers_file,
-    ratio_interval,
     servers_beside,
 )
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM
@@ -123,10 +122,8 @@ def _mean(values: Sequence[float]) -> str:
 
 
 def _ratio(numerators: Sequence[float], denominators: Sequence[float]) -> str:
-    if not sum(denominators):
-        return "n/a"
-    share, low, high = ratio_interval(numerators, denominators)
-    return f"{share:.3f} ({low:.3f}–{high:.3f}) of {sum(denominators):,.0f}"
+    shown = smart_extraction.ratio_text(numerators, denominators)
+    return shown if not sum(denominators) else f"{shown} of {sum(denominators):,.0f}"
 
 
 def _delta(picks: Picks, base: Picks) -> str:

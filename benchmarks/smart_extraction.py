@@ -153,8 +153,8 @@ def table(rows: Sequence[dict[str, Any]], scores: Sequence[RowScore]) -> list[st
     return [_line(name, by_source[name]) for name in sorted(by_source)] + [_line("all", overall)]
 
 
-def _ratio_interval(numerators: Sequence[int], denominators: Sequence[int]) -> str:
-    """The pooled ratio and its 95% bootstrap interval (rows resampled)."""
+def ratio_text(numerators: Sequence[float], denominators: Sequence[float]) -> str:
+    """The pooled ratio and its 95% bootstrap interval (rows resampled), or n/a without a denominator."""
     if not sum(denominators):
         return "n/a"
     ratio, low, high = ratio_interval(numerators, denominators)
@@ -167,7 +167,7 @@ def _line(name: str, t: Tally) -> str:
     missing = f"{t.unstated_missing / unstated:.3f} of {unstated}" if unstated else "n/a"
     return (
         f"| {name} | {len(t.exact)} | {statistics.fmean(t.exact):.3f} ({low:.3f}–{high:.3f}) "
-        f"| {_ratio_interval(t.right, t.given)} | {_ratio_interval(t.right, t.gold)} | {missing} "
+        f"| {ratio_text(t.right, t.given)} | {ratio_text(t.right, t.gold)} | {missing} "
         f"| {sum(t.given) - sum(t.right)} of {sum(t.given)} |"
     )
 

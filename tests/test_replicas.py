@@ -46,6 +46,15 @@ def shared_config(directory: Path, redis_url: str, **extra: Any) -> Path:
     return write_config(directory, registry={"backend": "redis", "url": redis_url, "keyPrefix": "ts-test:"}, **extra)
 
 
+async def km_to_m(client: Client, value: float) -> float:
+    """The units demo's `convert_units` of `value` km to metres, through `execute_tool`."""
+    arguments = {"value": value, "from_unit": "km", "to_unit": "m"}
+    result = await client.call_tool(
+        "execute_tool", {"server": "units", "tool": "convert_units", "arguments": arguments}
+    )
+    return structured(result)["result"]
+
+
 def text_demo(port: int) -> list[str]:
     return [PYTHON, "-m", "toolscout.demo.text", "--transport", "http", "--port", str(port)]
 
@@ -158,12 +167,7 @@ async def test_redis_going_away_fails_what_needs_it_and_both_replicas_recover(tm
         assert f"127.0.0.1:{redis.port}" in error["message"] and "password" not in error["message"]
         assert refused.headers["retry-after"] == "1"
         # What does not need it goes on: the configured server's tools.
-        arguments = {
-            "server": "units",
-            "tool": "convert_units",
-            "arguments": {"value": 1, "from_unit": "km", "to_unit": "m"},
-        }
-        assert structured(await client.call_tool("execute_tool", arguments))["result"] == 1000
+        assert await km_to_m(client, 1) == 1000
         await redis.start()
         with anyio.fail_after(WAIT):  # its pool connects again by itself: asked as a client would
             while (await a.api("GET", "/registry/servers")).status_code != 200:  # noqa: ASYNC110
@@ -236,14 +240,9 @@ async def test_a_thousand_concurrent_calls_across_replicas_each_answered_once_an
 
     async def call(client: Client, n: int) -> None:
         async with limit:
-            arguments = {
-                "server": "units",
-                "tool": "convert_units",
-                "arguments": {"value": n, "from_unit": "km", "to_unit": "m"},
-            }
-            result = structured(await client.call_tool("execute_tool", arguments))
+            result = await km_to_m(client, n)
             assert n not in answers  # never answered twice
-            answers[n] = result["result"]
+            answers[n] = result
 
     async with fronted_pair(tmp_path) as (a, b, front), Client(front + "/mcp", mode="auto") as client:
         with anyio.fail_after(600):
@@ -297,12 +296,7 @@ async def search_units(url: str) -> None:
     async with Client(url, mode="auto") as client:
         found = structured(await client.call_tool("search_tools", {"query": "convert kilometres to metres"}))
         assert found["results"][0]["tool"] == "convert_units"
-        arguments = {
-            "server": "units",
-            "tool": "convert_units",
-            "arguments": {"value": 2, "from_unit": "km", "to_unit": "m"},
-        }
-        assert structured(await client.call_tool("execute_tool", arguments))["result"] == 2000
+        assert await km_to_m(client, 2) == 2000
 
 
 async def test_a_replica_started_later_answers_from_the_shared_catalog_while_the_endpoint_is_down(
@@ -381,12 +375,7 @@ async def test_a_replica_started_before_its_redis_serves_and_is_ready_once_redis
         assert (await http.get(a.base_url + "/healthz")).status_code == 200
         assert (await http.get(a.base_url + "/readyz")).status_code == 503
         async with Client(a.mcp_url) as client:  # what needs no registry is served meanwhile
-            arguments = {
-                "server": "units",
-                "tool": "convert_units",
-                "arguments": {"value": 3, "from_unit": "km", "to_unit": "m"},
-            }
-            assert structured(await client.call_tool("execute_tool", arguments))["result"] == 3000
+            assert await km_to_m(client, 3) == 3000
             await redis.start()
             try:
                 with anyio.fail_after(WAIT):  # its pool connects by itself: asked as a balancer would

@@ -24,7 +24,9 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 START_WAIT = 30.0
 
 
-def nginx_config(directory: Path, port: int, backends: Sequence[str]) -> str:
+def nginx_config(directory: Path, port: int, backends: Sequence[str], *, keepalive: int = 0) -> str:
+    """nginx's configuration; `keepalive`: idle connections to the replicas kept for reuse (0: a new
+    connection for every request)."""
     # A replica that refuses connections is left out for 2 s, and the request goes to the next one
     # (a request not yet sent may go elsewhere, even a POST); one sent and lost is a 502, never retried.
     servers = "\n".join(f"        server {urlsplit(url).netloc} max_fails=1 fail_timeout=2s;" for url in backends)
@@ -44,6 +46,7 @@ http {{
     scgi_temp_path {directory}/scgi;
     upstream replicas {{
 {servers}
+{f"        keepalive {keepalive};" if keepalive else ""}
     }}
     server {{
         listen 127.0.0.1:{port};
@@ -62,18 +65,18 @@ http {{
 """
 
 
-def _write_config(directory: Path, port: int, backends: Sequence[str]) -> Path:
+def _write_config(directory: Path, port: int, backends: Sequence[str], keepalive: int) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "nginx.conf"
-    config.write_text(nginx_config(directory, port, backends), encoding="utf-8")
+    config.write_text(nginx_config(directory, port, backends, keepalive=keepalive), encoding="utf-8")
     return config
 
 
 @asynccontextmanager
-async def balancer(directory: Path, backends: Sequence[str]) -> AsyncGenerator[str]:
+async def balancer(directory: Path, backends: Sequence[str], *, keepalive: int = 0) -> AsyncGenerator[str]:
     """nginx round-robin over `backends` (base URLs) for the block; yields its base URL."""
     port = free_port()
-    config = _write_config(directory, port, backends)
+    config = _write_config(directory, port, backends, keepalive)
     process = await anyio.open_process(
         [NGINX, "-p", str(directory), "-c", str(config), "-e", str(directory / "error.log")],
         stdout=subprocess.DEVNULL,

@@ -11,7 +11,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.abc
@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a work
     from toolscout.upstream.connection import Upstream
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def build_backend(name: str = "hybrid", model: str = "static") -> SearchBackend:
@@ -126,15 +128,9 @@ class SearchIndex:
         check_queries(query, limit, floor, max_chars=self._max_query_chars, max_steps=self._max_query_steps)
         if server is not None:
             self._visibility.named(server, scope)
-        rank = functools.partial(search_steps, query=query, server=server, limit=limit, min_relevance=floor)
-        async with self._index_lock:
-            backend = await self._indexed()
-            if narrows(scope):
-                backend = await self._scoped.backend(scope, backend)
-            # Scoring takes milliseconds per step on a large catalog, more on a long query: in a worker
-            # thread, the event loop goes on answering other clients. Under the lock, no rebuild can
-            # swap the index underneath it (one search at a time reads it).
-            return await anyio.to_thread.run_sync(rank, backend)
+        return await self._scored(
+            functools.partial(search_steps, query=query, server=server, limit=limit, min_relevance=floor)
+        )
 
     async def by_method(
         self, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
@@ -143,13 +139,21 @@ class SearchIndex:
         scores (`search.base.method_hits`), within the request's scope as `search` is."""
         from toolscout.search.base import check_queries, method_hits
 
-        scope = current_scope()
         check_queries(query, limit, 0.0, max_chars=self._max_query_chars, max_steps=self._max_query_steps)
-        rank = functools.partial(method_hits, query=query, limit=limit, method=method, prefer=prefer)
+        return await self._scored(
+            functools.partial(method_hits, query=query, limit=limit, method=method, prefer=prefer)
+        )
+
+    async def _scored(self, rank: Callable[[SearchBackend], T]) -> T:
+        """`rank(backend)` on the index the request's scope searches (the whole one, or its own)."""
+        scope = current_scope()
         async with self._index_lock:
             backend = await self._indexed()
             if narrows(scope):
                 backend = await self._scoped.backend(scope, backend)
+            # Scoring takes milliseconds per step on a large catalog, more on a long query: in a worker
+            # thread, the event loop goes on answering other clients. Under the lock, no rebuild can
+            # swap the index underneath it (one search at a time reads it).
             return await anyio.to_thread.run_sync(rank, backend)
 
     async def _indexed(self, *, abandon_on_cancel: bool = False) -> SearchBackend:

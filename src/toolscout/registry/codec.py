@@ -8,19 +8,17 @@ from typing import Any, cast
 from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
 
 
-def token_body(record: TokenRecord) -> str:
+def token_body(record: TokenRecord) -> dict[str, Any]:
     """A token's stored body: everything but its id, secret hash and expiry (kept beside it)."""
-    return json.dumps(
-        {
-            "namespace": record.namespace,
-            "servers": list(record.servers),
-            "tools": list(record.tools),
-            "pinnedTools": list(record.pinned_tools),
-            "label": record.label,
-            "createdAt": record.created_at,
-            "requestsPerMinute": record.requests_per_minute,
-        }
-    )
+    return {
+        "namespace": record.namespace,
+        "servers": list(record.servers),
+        "tools": list(record.tools),
+        "pinnedTools": list(record.pinned_tools),
+        "label": record.label,
+        "createdAt": record.created_at,
+        "requestsPerMinute": record.requests_per_minute,
+    }
 
 
 def token_from(token_id: str, hashed: str, body: str, expires_at: float | None) -> TokenRecord:

@@ -94,11 +94,8 @@ class RedisRegistry:
                 where=self.where,
             ) from None
 
-    async def ping(self) -> bool:
-        """Whether Redis answers (`/readyz`); raises `RegistryUnavailable` when it does not."""
-        return bool(await self._do(lambda r: r.ping()))  # pyright: ignore[reportUnknownMemberType]
-
-    async def _changed(self, pipe: Any, what: str) -> None:
+    def _changed(self, pipe: Any, what: str) -> None:
+        """Queue, in a write's transaction, the version's bump and the change's announcement."""
         pipe.incr(self.key("version"))
         pipe.publish(self.key("changes"), what)
 
@@ -125,9 +122,7 @@ class RedisRegistry:
     # Tokens
 
     async def add_token(self, record: TokenRecord) -> None:
-        body = json.dumps(
-            {**json.loads(token_body(record)), "secretHash": record.secret_hash, "expiresAt": record.expires_at}
-        )
+        body = json.dumps({**token_body(record), "secretHash": record.secret_hash, "expiresAt": record.expires_at})
 
         async def write(r: aioredis.Redis) -> None:
             async with r.pipeline(transaction=True) as pipe:
@@ -167,7 +162,7 @@ class RedisRegistry:
             async with r.pipeline(transaction=True) as pipe:
                 pipe.hdel(self.key("tokens"), token_id)
                 pipe.hdel(self.key("token-hashes"), hashed)
-                await self._changed(pipe, f"tokens:{token_id}")
+                self._changed(pipe, f"tokens:{token_id}")
                 gone, *_ = await pipe.execute()
             return bool(gone)
 
@@ -206,7 +201,7 @@ class RedisRegistry:
         async def write(r: aioredis.Redis) -> None:
             async with r.pipeline(transaction=True) as pipe:
                 pipe.hset(self.key(table), field, value)
-                await self._changed(pipe, table)
+                self._changed(pipe, table)
                 await pipe.execute()
 
         await self._do(write)
@@ -218,7 +213,7 @@ class RedisRegistry:
             gone = await r.hdel(self.key(table), field)
             if gone:
                 async with r.pipeline(transaction=True) as pipe:
-                    await self._changed(pipe, table)
+                    self._changed(pipe, table)
                     await pipe.execute()
             return gone > 0
 
@@ -287,7 +282,7 @@ class RedisRegistry:
                     gone += await r.hdel(self.key(table), *due)
             if gone:
                 async with r.pipeline(transaction=True) as pipe:
-                    await self._changed(pipe, "sweep")
+                    self._changed(pipe, "sweep")
                     await pipe.execute()
             tokens = await cast(Awaitable[dict[str, str]], r.hgetall(self.key("tokens")))
             for token_id, raw in tokens.items():

@@ -64,18 +64,6 @@ def registry_path(config: GatewayConfig) -> Path:
     return user_cache_dir() / DEFAULT_FILE_NAME
 
 
-def _token(row: tuple[str, str, str, float | None]) -> TokenRecord:
-    return token_from(*row)
-
-
-def _server(row: tuple[str, str, str, float | None]) -> ServerRegistration:
-    return server_from(*row)
-
-
-def _tool(row: tuple[str, str, str, float | None]) -> ToolRegistration:
-    return tool_from(*row)
-
-
 class SqliteRegistry:
     """A `Registry` in one SQLite file (created, with its directory, on first use)."""
 
@@ -112,7 +100,7 @@ class SqliteRegistry:
         def write(db: sqlite3.Connection) -> None:
             db.execute(
                 "INSERT INTO token_v1 (id, secret_hash, body, expires_at) VALUES (?, ?, ?, ?)",
-                (record.id, record.secret_hash, token_body(record), record.expires_at),
+                (record.id, record.secret_hash, json.dumps(token_body(record)), record.expires_at),
             )
 
         await self._do(write)
@@ -122,14 +110,14 @@ class SqliteRegistry:
             row = db.execute(
                 "SELECT id, secret_hash, body, expires_at FROM token_v1 WHERE secret_hash = ?", (hashed,)
             ).fetchone()
-            return _token(row) if row is not None else None
+            return token_from(*row) if row is not None else None
 
         return await self._do(read)
 
     async def tokens(self) -> list[TokenRecord]:
         def read(db: sqlite3.Connection) -> list[TokenRecord]:
             rows = db.execute("SELECT id, secret_hash, body, expires_at FROM token_v1").fetchall()
-            return sorted((_token(row) for row in rows), key=lambda t: (t.created_at, t.id))
+            return sorted((token_from(*row) for row in rows), key=lambda t: (t.created_at, t.id))
 
         return await self._do(read)
 
@@ -146,7 +134,7 @@ class SqliteRegistry:
         return await self._remove("server_v1", namespace, name)
 
     async def servers(self, namespace: str | None = None, *, every: bool = False) -> list[ServerRegistration]:
-        return [_server(row) for row in await self._rows("server_v1", namespace, every)]
+        return [server_from(*row) for row in await self._rows("server_v1", namespace, every)]
 
     async def put_tool(self, registration: ToolRegistration) -> None:
         body = tool_body(registration)
@@ -156,7 +144,7 @@ class SqliteRegistry:
         return await self._remove("tool_v1", namespace, name)
 
     async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]:
-        return [_tool(row) for row in await self._rows("tool_v1", namespace, every)]
+        return [tool_from(*row) for row in await self._rows("tool_v1", namespace, every)]
 
     async def _put(
         self, table: str, namespace: str | None, name: str, body: dict[str, Any], expires: float | None

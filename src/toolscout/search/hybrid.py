@@ -197,16 +197,24 @@ class HybridBackend:
         w = self.weights
         return round(1.0 / (1.0 + math.exp(-w.slope * (score - w.midpoint))), 3)
 
-    def fused(self, texts: Sequence[str]) -> tuple[list[Scores], bool]:
-        """The hand-set fusion of every tool for each text (without the name boost), and whether any matched."""
-        w = self.weights
+    def _raw(self, texts: Sequence[str]) -> tuple[list[Scores], Scores | None]:
+        """Each text's BM25 scores, and its cosines (one row per text; None without embeddings)."""
         raw = [self.lexical.scores(text) for text in texts]
-        matched = any(float(r.max()) > 0 for r in raw if r.size)
-        lexical = [by_best(r) for r in raw]
-        if self.dense is None:
-            return lexical, matched
         # One batch for the query and its steps: a transformer embeds them for the price of one.
-        dense = np.clip(self.dense.scores_many(texts), 0.0, None)
+        dense = None if self.dense is None else np.clip(self.dense.scores_many(texts), 0.0, None)
+        return raw, dense
+
+    def fused(
+        self, texts: Sequence[str], raw: tuple[list[Scores], Scores | None] | None = None
+    ) -> tuple[list[Scores], bool]:
+        """The hand-set fusion of every tool for each text (without the name boost), and whether any
+        matched; `raw`: the texts' scores (`_raw`) when the caller has them already."""
+        w = self.weights
+        lexical_raw, dense = raw or self._raw(texts)
+        matched = any(float(r.max()) > 0 for r in lexical_raw if r.size)
+        lexical = [by_best(r) for r in lexical_raw]
+        if dense is None:
+            return lexical, matched
         matched = matched or (dense.size > 0 and float(dense.max()) >= w.dense_floor)
         fused = [
             (w.lexical * lex + w.dense * by_best(dense[i], w.dense_reference)).astype(np.float32)
@@ -214,10 +222,18 @@ class HybridBackend:
         ]
         return fused, matched
 
-    def _fused_search(self, query: str, *, server: str | None, limit: int) -> list[SearchHit]:
+    def _fused_search(
+        self,
+        query: str,
+        *,
+        server: str | None,
+        limit: int,
+        raw: tuple[list[Scores], Scores | None] | None = None,
+        named: Scores | None = None,
+    ) -> list[SearchHit]:
         steps = split_steps(query, self.weights.min_step_terms)
-        (whole, *parts), matched = self.fused([query, *steps])
-        named = self.names.scores(query)
+        (whole, *parts), matched = self.fused([query, *steps], raw)
+        named = self.names.scores(query) if named is None else named
         if not matched and float(named.max()) <= 0:
             return []
         scores = whole + self.weights.steps * sum(parts, np.zeros_like(whole))
@@ -237,16 +253,26 @@ class HybridBackend:
         count = len(self._tools)
         if not count or limit <= 0:
             return []
-        lexical = self.lexical.scores(query)
+        named = self.names.scores(query)
+        wanted = max(limit, 50)
+        if self.ranker is None:  # the fusion's own scores serve both: each text scored once
+            texts = [query, *split_steps(query, self.weights.min_step_terms)]
+            raw = self._raw(texts)
+            hits = self._fused_search(query, server=None, limit=wanted, raw=raw, named=named)
+            lexical, cosines = raw[0][0], None if raw[1] is None else raw[1][0]
+        else:
+            hits = self.search(query, limit=wanted)
+            lexical = self.lexical.scores(query)
+            cosines = None if self.dense is None else np.clip(self.dense.scores(query), 0.0, None)
         rule = np.zeros(count, dtype=np.float32)
         if float(lexical.max()) > 0:
             best = int(np.argmax(lexical))
             rule = lexical * np.float32(self.lexical.coverage(query, best) / float(lexical[best]))
-        rule = np.clip(np.maximum(rule, self.names.scores(query)), 0.0, 1.0)
+        rule = np.clip(np.maximum(rule, named), 0.0, 1.0)
         # The cosine itself (spec 004: "cosine similarity"), not against the best one as the fusion
         # takes it: against the best, the first candidate of every request read as a perfect match.
-        semantic = None if self.dense is None else np.clip(self.dense.scores(query), 0.0, 1.0)
-        relevance = {(h.tool.server, h.tool.name): h.relevance for h in self.search(query, limit=max(limit, 50))}
+        semantic = None if cosines is None else np.clip(cosines, 0.0, 1.0)
+        relevance = {(h.tool.server, h.tool.name): h.relevance for h in hits}
         if method == "hybrid":  # the search's own ranking, best first
             picked = [self._position[key] for key in relevance][:limit]
         else:

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -104,14 +103,6 @@ class SmartMemory:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
         return count
-
-    def __len__(self) -> int:
-        self._load()
-        return len(self._requests)
-
-    def snapshot(self) -> Mapping[str, Mapping[str, int]]:
-        self._load()
-        return self._requests
 
     def _save(self) -> None:
         if self.path is None:

@@ -39,11 +39,10 @@ TEXT_ARGUMENTS_CHARS = 300
 
 @dataclass
 class Decision:
-    """How the tool was chosen: the method that decided, its confidence and reasoning, and any fallback."""
+    """How the tools were ranked: the method that decided, and any fallback (the chosen tool's
+    confidence and reasoning are its `Choice`'s)."""
 
     method: str
-    confidence: float
-    reasoning: str
     fallbacks: list[str] = field(default_factory=list[str])
     """What could not be used, and why ("llm: timeout"): the method that decided is the next one."""
 
@@ -54,10 +53,10 @@ def json_text(arguments: Mapping[str, Any]) -> str:
     return text if len(text) <= TEXT_ARGUMENTS_CHARS else text[: TEXT_ARGUMENTS_CHARS - 1] + "…"
 
 
-def _head(decision: Decision, include_reasoning: bool) -> dict[str, Any]:
-    data: dict[str, Any] = {"method": decision.method, "confidence_score": decision.confidence}
+def _head(choice: Choice, decision: Decision, include_reasoning: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {"method": decision.method, "confidence_score": choice.confidence}
     if include_reasoning:
-        data["discovery_reasoning"] = decision.reasoning
+        data["discovery_reasoning"] = choice.reasoning
     if decision.fallbacks:
         data["fallbacks"] = decision.fallbacks
     return data
@@ -98,7 +97,7 @@ def ran(
     """The tool ran: its own result passed through, with how it was chosen."""
     data: dict[str, Any] = {
         "success": not result.is_error,
-        **_head(decision, include_reasoning),
+        **_head(choice, decision, include_reasoning),
         "tool_name": choice.qualified,
         "parameters": dict(arguments),
         "execution_result": {
@@ -108,7 +107,7 @@ def ran(
         },
         "parameter_extraction": dict(extraction),
     }
-    line = f"Ran {choice.qualified}({json_text(arguments)}) [{decision.method}, confidence {decision.confidence:.2f}]"
+    line = f"Ran {choice.qualified}({json_text(arguments)}) [{decision.method}, confidence {choice.confidence:.2f}]"
     return types.CallToolResult(
         content=[types.TextContent(text=line + (":" if result.content else ".")), *result.content],
         structured_content=data,
@@ -122,7 +121,7 @@ def failed(
     """The chosen tool could not be run (its server down, the call failed): the error, with the choice."""
     data: dict[str, Any] = {
         "success": False,
-        **_head(decision, include_reasoning),
+        **_head(choice, decision, include_reasoning),
         "tool_name": choice.qualified,
         "parameters": dict(arguments),
         "error": error.to_dict(SMART_STEPS),
@@ -212,7 +211,7 @@ def not_run_for_arguments(
     """The tool is chosen but its arguments are incomplete or invalid: nothing ran."""
     data: dict[str, Any] = {
         "success": False,
-        **_head(decision, include_reasoning),
+        **_head(choice, decision, include_reasoning),
         "tool_name": choice.qualified,
         "parameters": extraction["extracted_parameters"],
         "parameter_extraction": dict(extraction),
@@ -220,7 +219,7 @@ def not_run_for_arguments(
     problems = [f"missing {', '.join(extraction['missing_required'])}"] if extraction["missing_required"] else []
     problems += [f"{k} {v}" for k, v in extraction["validation_results"].items() if v != "valid"]
     text = (
-        f"Chose {choice.qualified} [{decision.method}, confidence {decision.confidence:.2f}] but did not run it: "
+        f"Chose {choice.qualified} [{decision.method}, confidence {choice.confidence:.2f}] but did not run it: "
         f"{'; '.join(problems)}. Signature: {call_signature(choice.tool.name, choice.tool.input_schema)}. "
         f"Call again with tool={choice.qualified!r} and the complete arguments."
     )
@@ -235,7 +234,7 @@ def confirmation_required(
     data: dict[str, Any] = {
         "success": False,
         "status": status,
-        **_head(decision, include_reasoning),
+        **_head(choice, decision, include_reasoning),
         "tool_name": choice.qualified,
         "parameters": dict(arguments),
         "planned_call": {"tool": choice.qualified, "arguments": dict(arguments), "confirm": True},

@@ -129,7 +129,7 @@ class SmartDiscovery:
             if args.tool is not None:
                 entry = await self._named(args.tool)
                 choice = Choice(entry, 1.0, f"Explicit({entry.server}/{entry.name})")
-                decision = Decision("explicit", 1.0, choice.reasoning)
+                decision = Decision("explicit")
                 return await self._checked(args, choice, decision, dict(args.arguments or {}), "given", None)
             choices, decision = await self._select(args, llm)
             if args.max_suggestions > 1 and choices:
@@ -153,7 +153,6 @@ class SmartDiscovery:
                     include_details=args.include_error_details,
                 )
             best = choices[0]
-            decision.confidence, decision.reasoning = best.confidence, best.reasoning
             arguments, source, missing = await self._map(args, best.tool, llm, decision)
             return await self._checked(args, best, decision, arguments, source, missing)
 
@@ -166,10 +165,12 @@ class SmartDiscovery:
             if found and server and tool and server in {u.name for u in self.gateway.upstreams}:
                 return await self.gateway.tool(server, tool)
         # Disabled ones too: `gateway.tool` then says it is disabled (not that there is no such tool).
+        # The catalog as it is (start-up was settled): no server is waited for to answer a name.
+        scope = current_scope()
         owners = [
             u.name
             for u in self.gateway.upstreams
-            if any(t.name == name for t in await self.gateway.tools(u.name, include_disabled=True))
+            if any(t.name == name for t in self.gateway.visibility.tools(scope, u.name, include_disabled=True))
         ]
         if len(owners) == 1:
             return await self.gateway.tool(owners[0], name)
@@ -190,7 +191,6 @@ class SmartDiscovery:
         mode = self.config.tool_selection_mode
         wants_llm = mode in ("llm_based", "hybrid") and llm is not None
         preferred = frozenset(args.preferred_tools or ())
-        learned = self.memory.similar(args.request) if self.config.enable_learning else {}
         key = (
             scope_key(current_scope()),
             self.gateway.catalog.version,
@@ -204,7 +204,8 @@ class SmartDiscovery:
         fallbacks: list[str] = []
         cached = self.matches.get(key) if self.config.cache.enabled else None
         if cached is not None:
-            return cached, Decision(self._method(mode, wants_llm), 0.0, "", fallbacks)
+            return cached, Decision(self._method(mode, wants_llm), fallbacks)
+        learned = self.memory.similar(args.request) if self.config.enable_learning else {}
         method = "rule" if mode == "rule_based" else "semantic" if mode == "semantic_based" else "hybrid"
         limit = max(self.config.max_llm_candidates, args.max_suggestions, 10)
         hits = await self.gateway.candidates(args.request, limit=limit, method=method, prefer=preferred)
@@ -213,7 +214,7 @@ class SmartDiscovery:
         choices = choose(hits, mode=mode, weights=weights, llm=picks, preferred=preferred, learned=learned)
         if not fallbacks and self.config.cache.enabled:
             self.matches.put(key, choices)
-        return choices, Decision(self._method(mode, picks is not None), 0.0, "", fallbacks)
+        return choices, Decision(self._method(mode, picks is not None), fallbacks)
 
     async def _llm_picks(
         self, llm: LLMProvider, args: SmartArgs, hits: Sequence[MethodHit], fallbacks: list[str]
@@ -293,16 +294,14 @@ class SmartDiscovery:
     ) -> types.CallToolResult:
         """Validate, confirm when destructive, run, learn: the answer for a chosen tool."""
         entry = choice.tool
-        note = {"method": decision.method, "confidence": round(decision.confidence, 4), "request": args.request}
+        note = {"method": decision.method, "confidence": round(choice.confidence, 4), "request": args.request}
         violations: list[Mapping[str, Any]] = []
         invalid: ArgumentValidationError | None = None
-        if not missing:
+        validator, where = self.gateway.validator, {"server": entry.server, "tool": entry.name}
+        if not missing and not validator.accepts(entry.input_schema, arguments, **where):
+            # As `Gateway.execute` does: jsonschema's own walk only for what the quick check cannot pass.
             try:
-                await anyio.to_thread.run_sync(
-                    lambda: self.gateway.validator.validate(
-                        entry.input_schema, arguments, server=entry.server, tool=entry.name
-                    )
-                )
+                await anyio.to_thread.run_sync(lambda: validator.validate(entry.input_schema, arguments, **where))
             except ArgumentValidationError as exc:
                 invalid, violations = exc, list(exc.details.get("violations", []))
         if missing or violations:
