@@ -30,6 +30,7 @@ from toolscout.face.forwarding import Forwarder, ReplicaDirectory
 from toolscout.face.health import Health
 from toolscout.face.http_access import AllowList, HostOriginGuard
 from toolscout.face.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
+from toolscout.face.oauth_paths import NotOAuth
 from toolscout.face.principals import AnonymousPrincipals, PrincipalAdmission, PrincipalResolver
 from toolscout.face.server import build_server
 from toolscout.face.stdio import serve_process_stdio
@@ -165,7 +166,8 @@ def http_app(
     if replica is not None and isinstance(registry, ReplicaDirectory):  # another replica's retries go there
         inner = Forwarder(app, replica, registry)
     identified = PrincipalAdmission(inner, principals or AnonymousPrincipals())
-    return HostOriginGuard(Health(PeerAdmission(identified, manager), registry), allow)
+    # OAuth discovery is answered before authentication: it says this gateway takes a bearer credential.
+    return HostOriginGuard(Health(NotOAuth(PeerAdmission(identified, manager)), registry), allow)
 
 
 async def serve_http(
