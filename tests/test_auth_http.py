@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import SERVE_READY, Running, running
-from toolscout.face.auth import TOKEN_RECHECK_SECONDS
+from toolscout.face.issued_tokens import TOKEN_RECHECK_SECONDS
 from toolscout.registry.base import TokenRecord, new_secret, secret_hash
 from toolscout.registry.sqlite import SqliteRegistry
 
@@ -133,11 +133,11 @@ async def test_credentials_decide_everything_a_request_gets(tmp_path: Path) -> N
         # No credential, a wrong one: 401 with the challenge and the SDK's shape, never a tool list.
         missing = await post(http, url, {})
         assert missing.status_code == 401
-        assert missing.headers["www-authenticate"] == 'Bearer realm="toolscout"'
+        assert missing.headers["www-authenticate"].startswith('Bearer realm="toolscout", error_description=')
         assert missing.json()["error"] == "invalid_token" and "Authorization: Bearer" in missing.text
         wrong = await post(http, url, bearer("ts_" + "x" * 43))
         assert wrong.status_code == 401
-        assert wrong.headers["www-authenticate"] == 'Bearer realm="toolscout", error="invalid_token"'
+        assert wrong.headers["www-authenticate"].startswith('Bearer realm="toolscout", error="invalid_token", ')
         for answer in (missing, wrong):
             assert "convert_units" not in answer.text and "execute_tool" not in answer.text
         listing = await http.get(f"{api}/tokens")
@@ -190,9 +190,9 @@ async def test_credentials_decide_everything_a_request_gets(tmp_path: Path) -> N
         assert (await post(http, url, bearer(token["token"]))).status_code == 401
         assert (await http.delete(f"{api}/tokens/{token['id']}", headers=bearer(ADMIN))).status_code == 404
         # An expired token (written by another process sharing the registry file) is refused.
-        expired = new_secret()
-        secrets.append(expired)
         registry = SqliteRegistry(sandbox.root / "registry.sqlite3")
+        expired = new_secret(await registry.token_key())
+        secrets.append(expired)
         record = TokenRecord(
             "tok_old", "run-1", ("units",), expires_at=time.time() - 1, secret_hash=secret_hash(expired)
         )

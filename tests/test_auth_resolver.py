@@ -17,7 +17,8 @@ from toolscout.config.loader import check_config_text, parse_config
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.config.secrets import config_secrets, mask_auth
 from toolscout.errors import ConfigurationError
-from toolscout.face.auth import TOKEN_RECHECK_SECONDS, TOKENS_CHECK_SECONDS, BearerPrincipals
+from toolscout.face.auth import TOKENS_CHECK_SECONDS, BearerPrincipals
+from toolscout.face.issued_tokens import TOKEN_RECHECK_SECONDS
 from toolscout.face.principals import Principal, PrincipalRefused
 from toolscout.face.rate_limit import RateLimiter
 from toolscout.gateway.audit import AuditLog
@@ -45,6 +46,8 @@ AUTH = AuthConfig.model_validate(
         ],
     }
 )
+KEY = bytes(32)
+"""A tagging key for tokens made without a registry."""
 TOKEN_REQUEST: dict[str, Any] = {"namespace": "run-1", "servers": ["notes"], "ttlSeconds": 60, "label": "run one"}
 
 
@@ -89,13 +92,17 @@ async def test_admin_and_client_keys_are_their_principals() -> None:
 async def test_a_missing_or_wrong_credential_is_401_in_the_shape_of_each_path() -> None:
     principals = BearerPrincipals(AUTH)
     status, headers, body = await refusal(principals, request())
-    assert status == 401 and headers["www-authenticate"] == 'Bearer realm="toolscout"'
+    challenge = headers["www-authenticate"]
+    assert status == 401 and challenge.startswith('Bearer realm="toolscout", error_description="')
+    assert "error=" not in challenge and "Authorization: Bearer <credential>" in challenge  # shown by OAuth clients
     assert body["error"] == "invalid_token" and "Authorization: Bearer" in body["error_description"]
     # Another scheme is no bearer credential at all.
     status, headers, _ = await refusal(principals, request(ADMIN, scheme="Basic"))
     assert status == 401 and "error=" not in headers["www-authenticate"]
     status, headers, body = await refusal(principals, request("not-a-key-at-all"))
-    assert status == 401 and headers["www-authenticate"] == 'Bearer realm="toolscout", error="invalid_token"'
+    challenge = headers["www-authenticate"]
+    assert status == 401 and challenge.startswith('Bearer realm="toolscout", error="invalid_token", error_description=')
+    assert "bearer credential is not valid" in challenge
     assert "not-a-key-at-all" not in json.dumps(body)
     # The API's own error shape off /mcp.
     status, headers, body = await refusal(principals, request("ts_unknown", path="/api/v1/tokens"))
@@ -181,7 +188,7 @@ def test_the_rate_limiter_refills_continuously_up_to_a_minute() -> None:
 
 
 def test_token_requests_are_checked_field_by_field() -> None:
-    record, secret = token_request({**TOKEN_REQUEST, "tools": ["!*delete*"], "pinnedTools": ["notes/a"]}, 100.0)
+    record, secret = token_request({**TOKEN_REQUEST, "tools": ["!*delete*"], "pinnedTools": ["notes/a"]}, 100.0, KEY)
     assert secret.startswith("ts_") and record.expires_at == 160.0 and record.secret_hash != secret
     assert secret not in json.dumps(record.public()) and "secret" not in json.dumps(record.public()).lower()
     bad: list[tuple[dict[str, Any], str]] = [
@@ -205,7 +212,7 @@ def test_token_requests_are_checked_field_by_field() -> None:
     ]
     for data, expected in bad:
         with pytest.raises(TokenRequestError, match=expected.replace("(", r"\(")):
-            token_request(data, 0.0)
+            token_request(data, 0.0, KEY)
 
 
 def _config(auth: dict[str, Any], env: dict[str, str]) -> Any:
@@ -246,7 +253,7 @@ def test_configured_keys_are_masked_everywhere() -> None:
     literal = mask_auth(dumped, {"adminKeys": [ADMIN], "keys": [{"key": CLIENT}]})
     assert literal["adminKeys"] == [MASK] and literal["keys"][0]["key"] == MASK
     # Issued tokens have a shape of their own, masked wherever text is.
-    _, secret = token_request(TOKEN_REQUEST, time.time())
+    _, secret = token_request(TOKEN_REQUEST, time.time(), KEY)
     assert secret not in mask_text(f"got Authorization {secret} from a client")
 
 

@@ -58,7 +58,7 @@ BACKENDS = ["sqlite", "redis"]
 async def test_tokens_are_kept_by_hash_and_survive_a_restart(tmp_path: Path, kind: str) -> None:
     async with store(kind, tmp_path) as new:
         registry = new()
-        secret = new_secret()
+        secret = new_secret(await registry.token_key())
         assert secret.startswith("ts_") and len(secret) > 40
         record = TokenRecord(
             id="t1",

@@ -232,6 +232,10 @@ def test_config_show_and_list_mask_every_planted_secret(tmp_path: Path) -> None:
         ("Authorization: Bearer abcdefgh12345678", "Authorization: Bearer ••••••"),
         ("key sk-proj-abcdefghijklmnopqrstuvwx used", "key •••••• used"),
         ("AKIAIOSFODNN7EXAMPLE / xoxp-1234567890-abc", "•••••• / ••••••"),
+        (  # toolscout's issued tokens: tagged (64 characters after ts_) and issued before tags (43)
+            "token ts_" + "Ab-_9" * 12 + "Zz0q, then ts_" + "x-Y_7" * 8 + "abc.",
+            "token ••••••, then ••••••.",
+        ),
         ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- ok", "•••••• ok"),
         ("card 4242-4242-4242-4242 at 1764057600000 ms", "card •••••• at 1764057600000 ms"),
         ("auth0: connecting again in 1.0s", "auth0: connecting again in 1.0s"),

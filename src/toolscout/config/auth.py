@@ -16,6 +16,10 @@ from pydantic.alias_generators import to_camel
 
 from toolscout.config.patterns import compile_pattern
 
+DEFAULT_REGISTRY_OUTAGE_GRACE = 300.0
+"""Seconds an issued token read valid keeps working while the registry cannot be read: longer than a
+Redis restart or failover takes, short enough that a gateway cut off from Redis while a token is
+revoked elsewhere honours it no longer than that."""
 MIN_KEY_CHARS = 16
 """The shortest accepted admin or client key: anything shorter could be guessed (`new_secret` makes 46)."""
 
@@ -78,6 +82,9 @@ class AuthConfig(BaseModel):
 
     admin_keys: list[str] = Field(default_factory=list[str], repr=False)
     keys: list[ClientKey] = Field(default_factory=list[ClientKey], repr=False)
+    registry_outage_grace: float = Field(default=DEFAULT_REGISTRY_OUTAGE_GRACE, ge=0, allow_inf_nan=False)
+    """Seconds since its record was last read that an issued token keeps working while the registry
+    (Redis) cannot be read; 0: refused (503) as soon as its record is due to be read again."""
 
     @field_validator("admin_keys")
     @classmethod

@@ -20,10 +20,9 @@ start, or issued later: checked at most once a second while off): a gateway whos
 tokens serves no one without one. Once on it stays on until the gateway restarts. Off, every
 request is anonymous and may do everything (`AnonymousPrincipals`' principal).
 
-Token records are cached for `TOKEN_RECHECK_SECONDS` (a registry lookup is a SQLite query in a
-thread, some 0.5 ms): expiry is checked on every request, a revocation through this gateway's API
-drops the cached record at once, one made by another process sharing the registry file (the
-command line without `--url`) is seen within that time.
+Issued tokens are face/issued_tokens.py's: a forged one refused without a registry query, a record
+read again at most once a second, a token read valid recently honoured while the registry cannot be
+read (`auth.registryOutageGrace`), any other then answered 503.
 """
 
 from __future__ import annotations
@@ -43,24 +42,23 @@ from toolscout.config.scopes import UNSCOPED, Scope
 from toolscout.errors import RegistryUnavailable
 from toolscout.face.api_common import error_response
 from toolscout.face.http_sessions import peer_of
+from toolscout.face.issued_tokens import IssuedTokens, TokensUnreadable
 from toolscout.face.principals import Principal, PrincipalRefused
 from toolscout.face.rate_limit import RateLimiter
-from toolscout.registry.base import TOKEN_PREFIX, Registry, SharedRates, TokenRecord, secret_hash
+from toolscout.registry.base import Registry, SharedRates, secret_hash
 
 logger = logging.getLogger(__name__)
 
-TOKEN_RECHECK_SECONDS = 1.0
-"""How long a token's record is used before it is read from the registry again."""
 TOKENS_CHECK_SECONDS = 1.0
 """While authentication is off: how often the registry is asked whether a token was issued."""
-MAX_CACHED_TOKENS = 10_000
+MAX_LOGGED_ADDRESSES = 10_000
 REFUSALS_LOGGED_EVERY = 60.0
 """Seconds between two log lines about one client address's refused requests."""
 MCP_PATH_PREFIX = "/mcp"
 
 _MISSING = (
-    "This gateway needs a credential: send `Authorization: Bearer <credential>` with an admin or client key "
-    "from its config (auth.adminKeys, auth.keys) or a token issued by `toolscout token create`."
+    "This gateway needs a bearer credential, not OAuth: send `Authorization: Bearer <credential>` with an admin or "
+    "client key from its config (auth.adminKeys, auth.keys) or a token issued by `toolscout token create`."
 )
 _INVALID = (
     "The bearer credential is not valid: it is unknown, revoked or expired. Ask the gateway's operator for a "
@@ -75,13 +73,6 @@ class _Key:
     per_minute: int | None = None
 
 
-@dataclass(frozen=True)
-class _Cached:
-    record: TokenRecord
-    principal: Principal
-    read_at: float
-
-
 class BearerPrincipals:
     """The `PrincipalResolver` of a gateway with keys or issued tokens (see the module)."""
 
@@ -94,7 +85,6 @@ class BearerPrincipals:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._registry = registry
-        self._clock = clock
         self._monotonic = monotonic
         self._keys = [
             _Key(secret_hash(key).encode(), Principal(subject=f"admin:{index}", admin=True, scope=UNSCOPED))
@@ -119,7 +109,7 @@ class BearerPrincipals:
         ]
         self._on = auth.configured
         self._tokens_checked = -math.inf
-        self._cache: dict[str, _Cached] = {}
+        self._tokens = IssuedTokens(registry, auth.registry_outage_grace, clock=clock, monotonic=monotonic)
         self._limits = RateLimiter(monotonic)
         self._rates_warned = -math.inf
         self._last_logged: dict[str, float] = {}
@@ -132,7 +122,8 @@ class BearerPrincipals:
     async def check_tokens(self) -> bool:
         """Turn authentication on if the registry holds an issued token; whether it is on."""
         self._tokens_checked = self._monotonic()
-        if not self._on and self._registry is not None and await self._registry.tokens():
+        reading = self._registry is not None and (not self._on or not self._tokens.loaded)
+        if reading and await self._tokens.load() and not self._on:
             logger.info("the registry holds issued tokens: every HTTP request needs a credential from now on")
             self._on = True
         return self._on
@@ -143,7 +134,7 @@ class BearerPrincipals:
 
     def token_revoked(self, token_id: str) -> None:
         """A token was revoked through this gateway: refused from the next request."""
-        self._cache = {h: c for h, c in self._cache.items() if c.record.id != token_id}
+        self._tokens.revoked(token_id)
 
     async def resolve(self, request: Request) -> Principal:
         """The principal of `request`, or `PrincipalRefused` (401, 429)."""
@@ -170,7 +161,10 @@ class BearerPrincipals:
         if key is not None:
             principal, per_minute = key.principal, key.per_minute
         else:
-            cached = await self._token(request, hashed, credential)
+            try:
+                cached = await self._tokens.find(credential, hashed)
+            except TokensUnreadable:
+                raise PrincipalRefused(_unavailable(request)) from None
             if cached is None:
                 self._log_refusal(address, "with an unknown, revoked or expired credential")
                 raise PrincipalRefused(_unauthorized(request, "invalid_token", _INVALID))
@@ -199,7 +193,7 @@ class BearerPrincipals:
         # credential itself is never logged (nor masked: it is simply not part of the line).
         where, now = address or "unknown", self._monotonic()
         if now - self._last_logged.get(where, -math.inf) >= REFUSALS_LOGGED_EVERY:
-            if len(self._last_logged) > MAX_CACHED_TOKENS:
+            if len(self._last_logged) > MAX_LOGGED_ADDRESSES:
                 self._last_logged = {a: t for a, t in self._last_logged.items() if now - t < REFUSALS_LOGGED_EVERY}
             self._last_logged[where] = now
             logger.warning("refused HTTP requests from %s %s (logged once a minute per client)", where, why)
@@ -210,38 +204,6 @@ class BearerPrincipals:
             if hmac.compare_digest(key.hashed, hashed):
                 found = key
         return found
-
-    async def _read(self, request: Request, hashed: str) -> TokenRecord | None:
-        """The registry's record of a token, or 503 (never 500, never a traceback) when it cannot be read."""
-        assert self._registry is not None
-        try:
-            return await self._registry.token_by_hash(hashed)
-        except RegistryUnavailable as exc:  # Redis down: said in one line, not a traceback per request
-            logger.warning("cannot read the token registry: %s", exc.message)
-            raise PrincipalRefused(_unavailable(request)) from None
-        except Exception:  # whatever the backend raises: the client is told to retry, the log says why
-            logger.exception("cannot read the token registry")
-            raise PrincipalRefused(_unavailable(request)) from None
-
-    async def _token(self, request: Request, hashed: str, credential: str) -> _Cached | None:
-        """The cached (or freshly read) record of the token that hashes to `hashed`, if valid now."""
-        now = self._monotonic()
-        cached = self._cache.get(hashed)
-        if cached is None or now - cached.read_at >= TOKEN_RECHECK_SECONDS:
-            cached = None
-            self._cache.pop(hashed, None)
-            # Only issued tokens have the prefix: anything else is not worth a registry query.
-            if self._registry is not None and credential.startswith(TOKEN_PREFIX):
-                record = await self._read(request, hashed)
-                if record is not None:
-                    principal = Principal(subject=f"token:{record.id}", scope=record.scope())
-                    cached = _Cached(record, principal, now)
-                    if len(self._cache) >= MAX_CACHED_TOKENS:
-                        self._cache.clear()
-                    self._cache[hashed] = cached
-        if cached is None or cached.record.expired(self._clock()):
-            return None
-        return cached
 
 
 def _bearer(request: Request) -> str | None:
@@ -261,8 +223,10 @@ def _is_mcp(request: Request) -> bool:
 
 
 def _unauthorized(request: Request, error: str | None, message: str) -> Response:
-    challenge = 'Bearer realm="toolscout"' if error is None else f'Bearer realm="toolscout", error="{error}"'
-    headers = {"WWW-Authenticate": challenge}
+    # `error_description` even without `error` (RFC 6750 would leave it out when no credential came):
+    # it is what an OAuth-aware client (the MCP Inspector) shows its user instead of starting OAuth.
+    error_part = "" if error is None else f', error="{error}"'
+    headers = {"WWW-Authenticate": f'Bearer realm="toolscout"{error_part}, error_description="{message}"'}
     if _is_mcp(request):
         # The SDK's RequireAuthMiddleware answers so (its `error` is always invalid_token).
         body = {"error": error or "invalid_token", "error_description": message}

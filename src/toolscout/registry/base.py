@@ -2,29 +2,31 @@
 namespace (spec 002's run id), each until it expires.
 
 Tokens are stored by a hash of their secret only (`secret_hash`): the secret is shown once, when it is
-issued, and a lookup hashes what a request presents. The embedded default keeps everything in SQLite
-(sqlite.py); a shared one (Redis) lets the replicas of a gateway share it. Every method is async so
-that either fits, and none raises for an unknown name: it answers None or False.
+issued, and a lookup hashes what a request presents. Each secret carries a tag under the registry's
+own key (`token_key`, tags.py), so that a forged one is refused without a lookup. The embedded
+default keeps everything in SQLite (sqlite.py); a shared one (Redis) lets the replicas of a gateway
+share it. Every method is async so that either fits, and none raises for an unknown name: it
+answers None or False.
 """
 
 from __future__ import annotations
 
 import hashlib
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from toolscout.config.scopes import Scope
+from toolscout.registry.tags import TOKEN_PREFIX as TOKEN_PREFIX  # re-exported: its long-standing home
+from toolscout.registry.tags import tagged_secret
 
-TOKEN_PREFIX = "ts_"
 DEFAULT_REGISTRATION_TTL = 3600.0
 """A registration's life unless it says otherwise: spec 002's Redis TTL, one hour."""
 
 
-def new_secret() -> str:
-    """A fresh token secret: `ts_` and 256 random bits."""
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+def new_secret(key: bytes) -> str:
+    """A fresh token secret: `ts_`, 256 random bits and their tag under the registry's `key`."""
+    return tagged_secret(key)
 
 
 def secret_hash(secret: str) -> str:
@@ -49,6 +51,8 @@ class TokenRecord:
     created_at: float = 0.0
     requests_per_minute: int | None = None
     secret_hash: str = field(default="", repr=False)
+    tagged: bool = False
+    """Whether its secret carries a tag (every token issued since tags; False: issued before them)."""
 
     def scope(self) -> Scope:
         """What the holder may see and do."""
@@ -121,6 +125,11 @@ class Registry(Protocol):
 
     async def add_token(self, record: TokenRecord) -> None:
         """Store an issued token (its `secret_hash`, never the secret)."""
+        ...
+
+    async def token_key(self) -> bytes:
+        """The key tagging this registry's tokens: made on first use, race-free (whoever stores one first
+        wins and every caller reads that one back), then read once per instance."""
         ...
 
     async def token_by_hash(self, hashed: str) -> TokenRecord | None:

@@ -18,6 +18,7 @@ def token_body(record: TokenRecord) -> dict[str, Any]:
         "label": record.label,
         "createdAt": record.created_at,
         "requestsPerMinute": record.requests_per_minute,
+        **({"tagged": True} if record.tagged else {}),
     }
 
 
@@ -34,6 +35,7 @@ def token_from(token_id: str, hashed: str, body: str, expires_at: float | None) 
         created_at=data.get("createdAt") or 0.0,
         requests_per_minute=data.get("requestsPerMinute"),
         secret_hash=hashed,
+        tagged=data.get("tagged") is True,
     )
 
 

@@ -4,7 +4,8 @@ load balancer see the same ones (`registry: {backend: redis, url: "redis://..."}
 Keys (under `keyPrefix`, default `toolscout:`):
 
 * `tokens` (hash): token id → its record as JSON (never the secret; its hash and expiry inside);
-  `token-hashes` (hash): secret hash → token id, the lookup a request makes.
+  `token-hashes` (hash): secret hash → token id, the lookup a request makes; `token-key`: the key
+  tokens are tagged with (tags.py), set once (`SET NX`) by whoever issues or checks a token first.
 * `servers`, `tools` (hashes): `namespace \\x1f name` → the registration as JSON (the global
   namespace is the empty string).
 * `version` (counter): bumped by every change to servers or tools (and, for revocations, to
@@ -34,6 +35,7 @@ import redis.exceptions
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
 from toolscout.registry.codec import server_body, server_from, token_body, token_from, tool_body, tool_from
+from toolscout.registry.tags import new_key
 
 T = TypeVar("T")
 
@@ -62,6 +64,7 @@ class RedisRegistry:
         self.url = url
         self.prefix = prefix
         self.where = where(url)
+        self._token_key: bytes | None = None
         self._redis: aioredis.Redis = aioredis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
             url,
             decode_responses=True,
@@ -120,6 +123,17 @@ class RedisRegistry:
                 await listener.aclose()
 
     # Tokens
+
+    async def token_key(self) -> bytes:
+        if self._token_key is None:
+            key = self.key("token-key")
+
+            async def made(r: aioredis.Redis) -> str:
+                await r.set(key, new_key(), nx=True)  # whoever sets it first wins; everyone reads that one
+                return str(await cast(Awaitable[str | None], r.get(key)))
+
+            self._token_key = bytes.fromhex(await self._do(made))
+        return self._token_key
 
     async def add_token(self, record: TokenRecord) -> None:
         body = json.dumps({**token_body(record), "secretHash": record.secret_hash, "expiresAt": record.expires_at})

@@ -21,6 +21,7 @@ from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import GatewayConfig
 from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
 from toolscout.registry.codec import server_body, server_from, token_body, token_from, tool_body, tool_from
+from toolscout.registry.tags import new_key
 
 T = TypeVar("T")
 
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS tool_v1 (
     PRIMARY KEY (namespace, name)
 );
 CREATE TABLE IF NOT EXISTS meta_v1 (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS key_v1 (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
@@ -70,6 +72,7 @@ class SqliteRegistry:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._ready = False
+        self._token_key: bytes | None = None
 
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         if not self._ready:
@@ -95,6 +98,17 @@ class SqliteRegistry:
         )
 
     # Tokens
+
+    async def token_key(self) -> bytes:
+        if self._token_key is None:
+
+            def made(db: sqlite3.Connection) -> str:
+                # Whoever inserts first wins; every process reads that one back.
+                db.execute("INSERT OR IGNORE INTO key_v1 (name, value) VALUES ('token-tag', ?)", (new_key(),))
+                return str(db.execute("SELECT value FROM key_v1 WHERE name = 'token-tag'").fetchone()[0])
+
+            self._token_key = bytes.fromhex(await self._do(made))
+        return self._token_key
 
     async def add_token(self, record: TokenRecord) -> None:
         def write(db: sqlite3.Connection) -> None:

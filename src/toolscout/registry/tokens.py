@@ -2,8 +2,8 @@
 
 A request names the token's namespace, servers, optional tool rules and pinned tools, its life in
 seconds, a label and an optional rate. Everything is checked before anything is stored; a mistake
-is a `TokenRequestError` saying which field and what to write instead. The secret (`ts_...`) is
-returned once, to be shown once; only its hash is stored.
+is a `TokenRequestError` saying which field and what to write instead. The secret (`ts_...`, tagged
+under the registry's key: tags.py) is returned once, to be shown once; only its hash is stored.
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def _rate(data: Mapping[str, Any]) -> int | None:
     return rate
 
 
-def token_request(data: Mapping[str, Any], now: float) -> tuple[TokenRecord, str]:
-    """The record to store and the secret to show once, for the token `data` asks for, issued at `now`.
+def token_request(data: Mapping[str, Any], now: float, key: bytes) -> tuple[TokenRecord, str]:
+    """The record to store and the secret to show once, for the token `data` asks for, issued at `now`
+    and tagged under the registry's `key`.
 
     Raises:
         TokenRequestError: a field is unknown, missing or wrong.
@@ -105,7 +106,7 @@ def token_request(data: Mapping[str, Any], now: float) -> tuple[TokenRecord, str
     except ValueError as exc:  # the namespace's own message names it; a pattern's does not
         message = str(exc)
         raise TokenRequestError(message if message.startswith("namespace") else f"tools: {message}") from None
-    secret = new_secret()
+    secret = new_secret(key)
     record = TokenRecord(
         id="tok_" + secrets.token_hex(8),
         namespace=namespace,
@@ -117,12 +118,13 @@ def token_request(data: Mapping[str, Any], now: float) -> tuple[TokenRecord, str
         created_at=now,
         requests_per_minute=rate,
         secret_hash=secret_hash(secret),
+        tagged=True,
     )
     return record, secret
 
 
 async def issue_token(registry: Registry, data: Mapping[str, Any], now: float | None = None) -> tuple[TokenRecord, str]:
     """Check `data` (`token_request`), store the token in `registry`, and return it with its secret."""
-    record, secret = token_request(data, time.time() if now is None else now)
+    record, secret = token_request(data, time.time() if now is None else now, await registry.token_key())
     await registry.add_token(record)
     return record, secret
