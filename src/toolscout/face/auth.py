@@ -61,7 +61,8 @@ _MISSING = (
     "client key from its config (auth.adminKeys, auth.keys) or a token issued by `toolscout token create`."
 )
 _INVALID = (
-    "The bearer credential is not valid: it is unknown, revoked or expired. Ask the gateway's operator for a "
+    "The bearer credential is not valid: it is unknown, revoked or expired. This gateway takes "
+    "`Authorization: Bearer <credential>` (a key from its config or a token), not OAuth: ask its operator for a "
     "new token (`toolscout token create`)."
 )
 
