@@ -62,18 +62,25 @@ _SENSITIVE = re.compile(
     r"|\.zsh_history|\.config/gcloud|\.azure/"
 )
 _READ_VERB = re.compile(
-    r"(?:^|[^\w-])(?:read|cat|open|load|include|attach|upload|send|pass|copy|paste|provide|dump|extract)\s"
+    r"(?:^|[^\w-])(?:read|cat|open|load|include|attach|upload|send|pass|copy|paste|provide|dump|extract|curl|wget|scp)\s"
     r"[^\n]{0,80}$"
 )
 _PASS_CONTENT = re.compile(r"\b(?:pass|send|include)\s+(?:its|the)\s+contents?\b")
 _HIDDEN_BLOCK = re.compile(
     r"<\s*(important|system|secret|hidden|instructions?|critical|override|sys|admin)\s*(?:[^<>\n]{0,40})>"
 )
+
+
+def _words(listed: str) -> tuple[str, ...]:
+    return tuple(listed.split("|"))
+
+
 # Each pattern comes with words one of which it cannot match without: a quick `in` skips most texts.
 _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     (
         "asks the model to ignore previous instructions",
-        ("ignore", "disregard", "forget", "override", "bypass", "instruction", "you are now", "act as", "from now on"),
+        _words("ignore|disregard|forget|override|bypass|instruction|you are now|act as|from now on|guidance|rules")
+        + _words("prompt|follow only"),
         re.compile(
             r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+(?:of\s+)?)?(?:the\s+|your\s+|any\s+)?"
             r"(?:previous|prior|preceding|earlier|above|former|original|system|safety|security|all|other)\s+"
@@ -81,11 +88,13 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
             r"|\bforget\s+(?:everything|all)\s+(?:you|that|above)|\bnew\s+instructions?\s*:|\byou\s+are\s+now\s+"
             r"(?:a|an|the|in|dan|free|unrestricted|jailbroken)\b|\bact\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken)\b"
             r"|\bfrom\s+now\s+on,?\s+you\s+(?:are|must|will|should)\b"
+            r"|\b(?:previous|prior|earlier|other|system)\s+(?:instructions?|guidance|rules|prompts?)\s+(?:no\s+longer\s+appl"
+            r"|(?:are|is)\s+(?:void|obsolete|cancell?ed|revoked))|\bfollow\s+only\s+(?:this|these|the\s+following|my)\b"
         ),
     ),
     (
         "tells the model not to tell the user",
-        ("not", "never", "without", "n't", "hide", "conceal", "keep", "implementation detail"),
+        _words("not|never|without|n't|hide|conceal|keep|implementation detail"),
         re.compile(
             r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|without)\s+(?:ever\s+)?"
             r"(?:tell|mention|inform|reveal|notify|disclose|alert|let)(?:ing)?\b[^\n]{0,60}?\b(?:the\s+user|users?'|"
@@ -93,11 +102,13 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
             r"|\b(?:hide|conceal|keep)\s+(?:this|it|these|them)\s+(?:(?:secret|hidden)\s+)?from\s+the\s+user\b"
             r"|\bthe\s+user\s+(?:must|should|need)\s+not\s+(?:know|see|notice|be\s+told)\b"
             r"|\b(?:a\s+)?mere\s+implementation\s+detail\b"
+            r"|\b(?:keep|treat)\s+(?:this|it|these)\b[^\n]{0,30}?\b(?:confidential|secret|hidden)\b"
+            r"|\bavoid\s+(?:mentioning|telling|revealing|bringing\s+(?:it|this|them)\s+up)\b[^\n]{0,40}?\bthe\s+user\b"
         ),
     ),
     (
         "asks to send data to a URL",
-        ("http", "www.", "@", "webhook", "server", "url", "endpoint", "address", "email"),
+        _words("http|www.|@|webhook|server|url|endpoint|address|email"),
         re.compile(
             # "Send data to https://..." describes an HTTP tool; "send the conversation", "upload all
             # files" to an address is what a tool has no business asking of the model.
@@ -113,20 +124,7 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ),
     (
         "asks to put the conversation or secrets into a parameter",
-        (
-            "conversation",
-            "chat",
-            "message",
-            "history",
-            "prompt",
-            "key",
-            "credential",
-            "secret",
-            "password",
-            "token",
-            "environment",
-            "content",
-        ),
+        _words("conversation|chat|message|history|prompt|key|credential|secret|password|token|environment|content"),
         re.compile(
             r"\b(?:include|pass|put|provide|add|insert|append|attach|copy|paste|embed|fill|place|dump)\b[^\n]{0,60}?"
             r"(?:\b(?:entire|full|complete|whole|previous|prior|all)\s+(?:conversation|chat|message|history|messages)"
@@ -138,23 +136,23 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ),
     (
         "tries to change how another tool is used (shadowing)",
-        ("tool", "@", "http", "0x"),
+        _words("tool|@|http|0x"),
         re.compile(
-            rf"\bwhen(?:ever)?\s+(?:the\s+|any\s+)?(?!this\b|that\b|a\b|the\b){_TOOL}\s+tool\s+is\s+(?:used|called|"
-            r"invoked|run|executed)\b[^\n]{0,60}?\b(?:always|must|should|make\s+sure|set|change|replace|send|add"
+            rf"\bwhen(?:ever)?\s+(?:the\s+|any\s+)?(?!this\b|that\b|a\b|the\b){_TOOL}\s+tool\b[^\n]{{0,40}}?\b(?:is|are|gets)"
+            r"\s+(?:used|called|invoked|run|executed)\b[^\n]{0,60}?\b(?:always|must|should|make\s+sure|set|change|replace|send|add"
             rf"|include|use)\b|\bside\s+effects?\s+on\s+(?:the\s+)?(?:also\s+present\s+)?{_TOOL}\s+tool"
             rf"|\b(?!this\b|that\b|a\b|the\b|each\b|every\b|any\b){_TOOL}\s+tool\s+(?:must|shall)\s+(?:always\s+)?"
             r"(?:send|set|use|include|forward|redirect|add|bcc|cc)\b"
-            r"|\b(?:always|must)\s+(?:set|change|replace|redirect|send|forward|add|bcc|cc)\b[^\n]{0,60}?"
+            r"|\b(?:always|must|set|change|replace|redirect)\s+(?:set|change|replace|redirect|send|forward|add|bcc|cc|the)\b[^\n]{0,60}?"
             r"(?:recipients?|receivers?|destination|to\s+address|bcc|account\s+number|iban|wallet|beneficiary)\b"
-            r"[^\n]{0,40}?(?:\bto\b|=|:)\s?\S{0,64}(?:@|https?://|0x[0-9a-f]{6})"
+            r"[^\n]{0,40}?(?:\bto\b|=|:)\s?(?:\S{0,64}(?:@|https?://|0x[0-9a-f]{6})|\+?\d[\d -]{7,})"
             r"|\b(?:send|forward|redirect|bcc|cc)\s+(?:all|every|any)\s+(?:emails?|messages?|mails?|payments?|"
             r"transfers?|funds|money)\s+(?:to|through)\s+\S{0,64}(?:@|https?://|0x[0-9a-f]{6})"
         ),
     ),
     (
-        "asks the model to call another tool first",
-        ("before", "this tool"),
+        "asks the model to call a tool first",
+        _words("before|this tool|first tool"),
         re.compile(
             r"\bbefore\s+(?:using|calling|invoking|running|executing|answering|responding\s+to|any)\s+(?:to\s+)?"
             r"(?:any|every|all|each|other|another)\b[^\n]{0,30}?\b(?:tools?|requests?|quer(?:y|ies)|questions?|tasks?|"
@@ -163,19 +161,25 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
             r"\b[^\n]{0,40}?\b(?:any|every|all|each|other)\b"
             r"|\b(?:for|on|with)\s+(?:any|every|each|all)\s+(?:user\s+)?(?:requests?|quer(?:y|ies)|questions?|tasks?|"
             r"messages?|prompts?)\b[^\n]{0,60}?\b(?:call|invoke|run|use)\s+this\s+tool\b"
+            r"|\bthe\s+(?:very\s+)?first\s+tool\s+(?:you\s+)?(?:call|use|run|invoke)|\bbefore\s+(?:anything|everything)\s+else\b"
             r"|\bbefore\s+(?:using|calling)\s+this\s+tool\b[^\n]{0,60}?\b(?:call|invoke|run)\s+[`'\"]?[\w.-]{0,64}"
             r"(?:secret|credential|password|token|admin|private|env)"
         ),
     ),
     (
         "carries a chat role or system-prompt marker",
-        ("<|", "inst]", "<<", "system", "assistant", "human"),
+        _words("<||inst]|<<|system|assistant|human"),
         re.compile(
             r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id)\|>|\[/?inst\]|<</?sys>>"
             r"|(?:^|\n)\s*#{1,4}\s*(?:system|assistant)\s*(?:prompt|message|instructions?)?\s*:?\s*(?:\n|$)"
             r"|\b(?:system|assistant)\s*:\s*(?:you\s+(?:are|must)|ignore|always|never|from\s+now)\b"
             r"|(?:^|\n)\s*(?:human|assistant)\s*:\s"
         ),
+    ),
+    (
+        "asks to send data to a URL (an image link that carries it)",
+        _words("!["),
+        re.compile(r"!\[[^\]\n]{0,100}\]\(\s?https?://[^)\s]{0,300}?[{<$]"),
     ),
     ("hidden text in an HTML comment", ("<!--", "[//]"), re.compile(r"<!--[^\n]{0,400}?[a-z]{3}|\[//\]:\s*#")),
 )
