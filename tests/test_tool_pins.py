@@ -72,8 +72,11 @@ async def rug_pull(sandbox: Sandbox, client: Client) -> None:
 
 
 async def until(check: Any) -> None:
+    """Ask `check` again until it holds (what a client sees has no event to wait on), within `WAIT`."""
     with anyio.fail_after(WAIT):
-        while not await check():
+        while True:
+            if await check():
+                return
             await anyio.sleep(0.05)
 
 
@@ -105,8 +108,11 @@ async def test_a_changed_tool_is_quarantined_until_approved_in_the_running_gatew
         assert await listed(client) == ["announce"]  # the rest of the server works
         found = await call(client, "search_tools", query="look up a word in the dictionary")
         assert all(hit["tool"] != "lookup" for hit in found["results"])
-        for tool, arguments in (("execute_tool", {"server": "words", "tool": "lookup", "arguments": {}}),
-                                ("get_tool_details", {"server": "words", "tool": "lookup"})):  # fmt: skip
+        asks: list[tuple[str, dict[str, Any]]] = [
+            ("execute_tool", {"server": "words", "tool": "lookup", "arguments": {}}),
+            ("get_tool_details", {"server": "words", "tool": "lookup"}),
+        ]
+        for tool, arguments in asks:
             refused = await call(client, tool, **arguments)
             assert refused["error"]["code"] == "TOOL_QUARANTINED", refused
             assert "toolscout pins diff words lookup" in refused["error"]["message"]
