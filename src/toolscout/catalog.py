@@ -11,7 +11,7 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.config.rules import RuleSet
-from toolscout.errors import ToolDisabled, ToolNotFound
+from toolscout.errors import ToolDisabled, ToolNotFound, tool_quarantined
 from toolscout.shared.changes import Changes
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
 
@@ -42,6 +42,8 @@ class CatalogTool:
     tool: types.Tool
     enabled: bool
     tags: tuple[str, ...]
+    quarantined: bool = False
+    """Its definition changed since it was pinned (`toolPinning: quarantine`, gateway/pins.py)."""
 
     @property
     def name(self) -> str:
@@ -70,6 +72,8 @@ class CatalogTool:
 
 Visible = Callable[[CatalogTool], bool]
 """Whether the scope of a request sees a tool (gateway/visibility.py)."""
+Quarantine = Callable[[str, types.Tool], bool]
+"""Whether a server's tool is kept from lists, searches and calls until approved (`ToolPins.quarantined`)."""
 
 
 class Catalog:
@@ -79,8 +83,9 @@ class Catalog:
     knows when to rebuild.
     """
 
-    def __init__(self, rules: RuleSet | None = None) -> None:
+    def __init__(self, rules: RuleSet | None = None, *, quarantined: Quarantine | None = None) -> None:
         self._rules = rules or RuleSet()
+        self._quarantined = quarantined
         self._servers: dict[str, dict[str, CatalogTool]] = {}
         self._order: dict[str, int] = {}
         self.changes = Changes()
@@ -103,7 +108,8 @@ class Catalog:
             self.changes.bump()
 
     def rules_changed(self) -> None:
-        """The rules were replaced (`RuleSet.replace`): every tool's verdict again (a change if any differs)."""
+        """The rules were replaced (`RuleSet.replace`), or the pins (approved, reset): every tool's verdict
+        again (a change if any differs)."""
         before = self._servers
         self._servers = {
             server: {name: self._judged(server, entry.tool) for name, entry in entries.items()}
@@ -114,7 +120,8 @@ class Catalog:
 
     def _judged(self, server: str, tool: types.Tool) -> CatalogTool:
         verdict = self._rules.verdict(server, tool.name)
-        return CatalogTool(server, tool, verdict.enabled, verdict.tags)
+        held = self._quarantined is not None and self._quarantined(server, tool)
+        return CatalogTool(server, tool, verdict.enabled, verdict.tags, held)
 
     def order_servers(self, names: Sequence[str]) -> None:
         """List the servers' tools in the order of `names` (the gateway's order of its upstreams), not in
@@ -131,12 +138,20 @@ class Catalog:
         if self._servers.pop(server, None) is not None:
             self.changes.bump()
 
-    def tools(self, server: str | None = None, *, include_disabled: bool = False) -> list[CatalogTool]:
-        """Tools of one server, or of all, in the order the servers listed them."""
+    def tools(
+        self, server: str | None = None, *, include_disabled: bool = False, include_quarantined: bool = False
+    ) -> list[CatalogTool]:
+        """Tools of one server, or of all, in the order the servers listed them (quarantined ones only
+        when asked: their changed definition must not reach the model)."""
         groups: Sequence[dict[str, CatalogTool]] = (
             [self._servers.get(server, {})] if server is not None else list(self._servers.values())
         )
-        return [t for group in groups for t in group.values() if include_disabled or t.enabled]
+        return [
+            t
+            for group in groups
+            for t in group.values()
+            if (include_disabled or t.enabled) and (include_quarantined or not t.quarantined)
+        ]
 
     def get(self, server: str, name: str) -> CatalogTool | None:
         return self._servers.get(server, {}).get(name)
@@ -160,12 +175,14 @@ class Catalog:
             raise ToolDisabled(
                 f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
             )
+        if entry.quarantined:
+            raise tool_quarantined(server, name)
         return entry
 
     def counts(self, server: str) -> tuple[int, int]:
         """(all tools, enabled tools) of `server`."""
         entries = self._servers.get(server, {})
-        return len(entries), sum(1 for t in entries.values() if t.enabled)
+        return len(entries), sum(1 for t in entries.values() if t.enabled and not t.quarantined)
 
     def servers_with_tool(self, name: str) -> list[str]:
         return [server for server, entries in self._servers.items() if name in entries]

@@ -14,6 +14,7 @@ into MCP errors, `isError` results or exit codes.
     │   └── PromptNotFound         PROMPT_NOT_FOUND
     ├── Disabled
     │   ├── ToolDisabled           TOOL_DISABLED
+    │   ├── ToolQuarantined        TOOL_QUARANTINED     (its definition changed since it was pinned)
     │   ├── ResourceDisabled       RESOURCE_DISABLED
     │   └── PromptDisabled         PROMPT_DISABLED
     ├── Invalid
@@ -137,6 +138,24 @@ class ToolDisabled(Disabled):
     """The tool exists but `toolRules` disable it."""
 
     code = "TOOL_DISABLED"
+
+
+class ToolQuarantined(Disabled):
+    """The tool's definition changed since it was pinned (`toolPinning: quarantine`): it is not
+    listed, found or run until a person approves the change."""
+
+    code = "TOOL_QUARANTINED"
+
+
+def tool_quarantined(server: str, tool: str) -> ToolQuarantined:
+    """The error for `server`'s quarantined `tool`, saying how a person approves it."""
+    return ToolQuarantined(
+        f"Tool {tool!r} on {server!r} is quarantined: its description or schema changed since it was "
+        f"approved, which is how a server slips new instructions to the model. Have a person review the change "
+        f"with `toolscout pins diff {server} {tool}`, then approve it with `toolscout pins approve {server} {tool}`.",
+        server=server,
+        tool=tool,
+    )
 
 
 class ResourceDisabled(Disabled):

@@ -53,6 +53,7 @@ def make_app(command: str | None = None) -> typer.Typer:
         cache_cmd,
         config_cmd,
         eval_cmd,
+        pins_cmd,
         registry_cmd,
         rules_cmd,
         setup_cmd,
@@ -69,6 +70,7 @@ def make_app(command: str | None = None) -> typer.Typer:
     cache_cmd.register(app)
     token_cmd.register(app)
     registry_cmd.register(app)
+    pins_cmd.register(app)
     return app
 
 

@@ -23,6 +23,7 @@ from toolscout.errors import (
     ServerNotFound,
     ToolDisabled,
     ToolNotFound,
+    ToolQuarantined,
     ToolscoutError,
 )
 
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
     from toolscout.search import SearchHit
 
 # Exit codes of the reference CLI spec (003): 1 invalid arguments, 2 configuration error, server or
-# tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules.
+# tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules
+# (or quarantined: its definition changed since it was pinned).
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_CONFIG = 2
@@ -71,7 +73,7 @@ def exit_code_for(error: ToolscoutError) -> int:
         return EXIT_CONFIG
     if isinstance(error, ServerNotFound | ToolNotFound):
         return EXIT_NOT_FOUND
-    if isinstance(error, ToolDisabled):
+    if isinstance(error, ToolDisabled | ToolQuarantined):
         return EXIT_DISABLED
     if isinstance(error, ArgumentValidationError | InvalidArguments):
         return EXIT_INVALID

@@ -37,6 +37,10 @@ ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
 ListingFormat = Literal["text", "toon"]
 """How listings read for the model: toolscout's line format, or TOON / compact JSON (spec 001 §4.2)."""
 
+ToolPinning = Literal["off", "warn", "quarantine"]
+"""What a tool whose definition changed since it was pinned becomes: nothing is checked (`off`), logged
+and audited but usable (`warn`), or also neither listed, found nor run until approved (`quarantine`)."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
@@ -362,6 +366,8 @@ class GatewayConfig(_Model):
     """The audit log of tool executions."""
     catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)
     """The persistent catalog; `false` turns it off, `true` is the default."""
+    tool_pinning: ToolPinning = "quarantine"
+    """What a changed tool definition costs (gateway/pins.py): each is pinned when first seen."""
     http: HttpServeConfig = Field(default_factory=HttpServeConfig)
     """`serve --transport http`: allowed Host/Origin headers and session limits."""
     registry: RegistryConfig = Field(default_factory=RegistryConfig)

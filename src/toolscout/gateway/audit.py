@@ -207,6 +207,17 @@ class AuditLog:
             entry["label"] = scope.label
         if scope.namespace is not None:
             entry["namespace"] = scope.namespace
+        await self._append(entry)
+
+    async def record_change(self, *, server: str, tool: str, outcome: str, change: Mapping[str, Any]) -> None:
+        """Append that `server`'s `tool` changed since it was pinned (gateway/pins.py): `outcome` is
+        `quarantined` or `changed` (still usable), `change` the hashes, the readable diff and any flags."""
+        now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        code = "TOOL_QUARANTINED" if outcome == "quarantined" else None
+        entry = {"time": now, "event": "tool_changed", "server": server, "tool": tool, "outcome": outcome}
+        await self._append({**entry, "code": code, **self.redact(dict(change))})
+
+    async def _append(self, entry: Mapping[str, Any]) -> None:
         # JSON escapes newlines inside strings, so the record is exactly one line (the other line
         # breaks, and C1 and bidi controls, are escaped too: `_UNSAFE_IN_A_LINE`). A lone surrogate
         # (JSON allows "\ud800") cannot be UTF-8: backslashreplace writes it back as that same escape.

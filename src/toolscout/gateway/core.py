@@ -35,8 +35,9 @@ from toolscout.config.secrets import config_secrets
 from toolscout.config.server_source import ConfiguredServers, ServerSource
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
-from toolscout.gateway.index import SearchIndex, build_backend
+from toolscout.gateway.index import SearchIndex, search_settings
 from toolscout.gateway.output_cap import cap_output
+from toolscout.gateway.pins import ToolPins
 from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.runtime import ServerChanges, ServerSet
 from toolscout.gateway.shared_catalog import catalog_store
@@ -81,6 +82,7 @@ class Gateway:
         max_output_chars: int | None = None,
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
+        pins: ToolPins | None = None,
     ) -> None:
         install_log_masking()  # whoever runs a gateway, its log masks secrets (toolscout.masking)
         names = [s.name for s in specs]
@@ -88,7 +90,10 @@ class Gateway:
             raise ValueError(f"duplicate upstream names in {names}")
         self.rules = rules or RuleSet()
         """`toolRules`: tools through the catalog, prompts and resources through `mirror`."""
-        self.catalog = Catalog(self.rules)
+        self.pins = pins or ToolPins()
+        """Tool definitions pinned on first sight (`toolPinning`): a changed one is reported, or quarantined."""
+        self.catalog = Catalog(self.rules, quarantined=self.pins.quarantined)
+        self.pins.on_changed = self.catalog.rules_changed  # approved or reset elsewhere: judged again
         # An upstream reports to the gateway's methods below, which hand on to the parts built
         # after it; it runs (and reports) only once the gateway is entered, all parts built.
         self._upstreams = UpstreamRegistry(self._new_upstream(spec) for spec in specs)
@@ -112,8 +117,8 @@ class Gateway:
         """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
         self._state: Literal["new", "running", "stopped"] = "new"
         self._task_group: anyio.abc.TaskGroup | None = None
-        self.audit = audit
-        """Where every execution is recorded (None: nowhere); opened and closed with the gateway."""
+        self.audit = self.pins.audit = audit
+        """Where every execution (and changed tool definition) is recorded (None: nowhere)."""
         # Built last, from the parts above (its background fetches run in the gateway's task group).
         self.mirror = Mirror(self, self.rules, on_listed=self._snapshots.content_listed)
         """The upstreams' resources and prompts under gateway names (mirror/)."""
@@ -143,21 +148,13 @@ class Gateway:
         specs = [UpstreamSpec.from_config(name, server) for name, server in servers.items()]
         if reconnect is not None:
             specs = [dataclasses.replace(spec, reconnect=reconnect) for spec in specs]
-        build = functools.partial(build_backend, config.search.backend, config.search.model)
-        if config.search.model == "minilm":
-            # Built here, as ever: a missing extra must stop `serve` at once with its config error.
-            kwargs.setdefault("search", build())
-        elif "search" not in kwargs:
-            # Built in a worker thread when the gateway starts, off the path to the client's handshake.
-            kwargs.setdefault("search_factory", build)
-        kwargs.setdefault("min_relevance", config.search.min_relevance)
-        kwargs.setdefault("max_query_chars", config.search.max_query_chars)
-        kwargs.setdefault("max_query_steps", config.search.max_query_steps)
+        kwargs.update(search_settings(config.search, kwargs))
         kwargs.setdefault("max_output_chars", config.max_output_chars)
         if config.audit.enabled:
             kwargs.setdefault("audit", AuditLog.from_config(config.audit))
         if config.catalog_cache.enabled:
             kwargs.setdefault("catalog_store", catalog_store(config))  # shared through Redis by replicas
+        kwargs.setdefault("pins", ToolPins.from_config(config))
         return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
 
     # Lifecycle
@@ -169,6 +166,7 @@ class Gateway:
             )
         self._state = "running"
         try:
+            await self.pins.load()  # before any tool is judged, the stored catalog's included
             # Before any upstream starts: from here on, catalog questions about a server with a stored
             # catalog are answered at once, whatever its connection does.
             for name, snapshot in (await self._snapshots.load()).items():
@@ -180,6 +178,7 @@ class Gateway:
         # The search index first (the first search needs it), then the store's writer, then the upstreams.
         self._index.start(self._task_group)
         self._task_group.start_soon(self._snapshots.save_until_closed, name="catalog store")
+        self._task_group.start_soon(self.pins.follow, name="tool pins")
         self._servers.runner.attach(self._task_group)
         self._startup.start(self._task_group, self._servers.runner.start, self._index.built_at_start)
         if self.audit is not None:
@@ -194,7 +193,8 @@ class Gateway:
         self._index.stop()
         for upstream in self._upstreams:
             upstream.stop()
-        self._snapshots.close()  # its task saves what is left, then ends
+        self._snapshots.close()  # its task saves what is left, then ends (so do the pins')
+        self.pins.close()
         assert self._task_group is not None
         task_group, self._task_group = self._task_group, None
         try:

@@ -10,14 +10,19 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
 
 from toolscout.catalog import Catalog
-from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS, DEFAULT_MIN_RELEVANCE
+from toolscout.config.models import (
+    DEFAULT_MAX_QUERY_CHARS,
+    DEFAULT_MAX_QUERY_STEPS,
+    DEFAULT_MIN_RELEVANCE,
+    SearchConfig,
+)
 from toolscout.config.scopes import Scope, current_scope
 from toolscout.gateway.registry import UpstreamRegistry
 from toolscout.gateway.scoped_search import ScopedIndexes
@@ -38,6 +43,23 @@ def build_backend(name: str = "hybrid", model: str = "static") -> SearchBackend:
     from toolscout.search import make_backend
 
     return make_backend(name, model=model)
+
+
+def search_settings(config: SearchConfig, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The `Gateway` arguments `config` gives the search, those in `given` (a caller's own) left out."""
+    build = functools.partial(build_backend, config.backend, config.model)
+    settings: dict[str, Any] = {
+        "min_relevance": config.min_relevance,
+        "max_query_chars": config.max_query_chars,
+        "max_query_steps": config.max_query_steps,
+    }
+    if config.model == "minilm":
+        # Built here, as ever: a missing extra must stop `serve` at once with its config error.
+        settings["search"] = build() if "search" not in given else None
+    elif "search" not in given:
+        # Built in a worker thread when the gateway starts, off the path to the client's handshake.
+        settings["search_factory"] = build
+    return {key: value for key, value in settings.items() if key not in given}
 
 
 class SearchIndex:

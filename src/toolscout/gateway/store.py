@@ -224,6 +224,10 @@ class CatalogStore:
 
     # The file
 
+    def run(self, what: str, operation: Callable[[sqlite3.Connection], T], fallback: T) -> T:
+        """`operation` on the open file (the tool pins' too, gateway/pin_store.py), as `_run`."""
+        return self._run(what, operation, fallback)
+
     def _run(self, what: str, operation: Callable[[sqlite3.Connection], T], fallback: T) -> T:
         """`operation` on an open database with the schema in place; `fallback` when the store cannot be used.
 

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, TypeVarTuple
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.rules import RuleKind
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
-from toolscout.errors import ToolNotFound
+from toolscout.errors import ToolNotFound, tool_quarantined
 from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.suggestions import server_not_found
 from toolscout.upstream import Upstream
@@ -117,10 +117,13 @@ class Visibility:
         return self._catalog.admit(server, name, visible=self.tool_filter(scope))
 
     def any_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
-        """`server`'s tool `name`, enabled or not, if `scope` sees it; else `TOOL_NOT_FOUND`."""
+        """`server`'s tool `name`, enabled or not, if `scope` sees it; else `TOOL_NOT_FOUND` (or
+        `TOOL_QUARANTINED`)."""
         entry = self.get(scope, server, name)
         if entry is None:
             raise self.not_found(scope, server, name)
+        if entry.quarantined:  # its changed description must not reach the model before it is approved
+            raise tool_quarantined(server, name)
         return entry
 
     def not_found(self, scope: Scope, server: str, name: str) -> ToolNotFound:

@@ -30,7 +30,8 @@ from toolscout.surfaces.client import SurfaceClient
 class NativeNames:
     """The client-valid name of every catalog tool, recomputed only when the catalog changes.
 
-    Disabled tools get names too, so that disabling one never renames another. `bare`: as in
+    Disabled and quarantined tools get names too, so that disabling one never renames another (and a
+    call to a quarantined one is told why). `bare`: as in
     `native_names`.
     """
 
@@ -46,7 +47,7 @@ class NativeNames:
 
     def _fresh(self) -> None:
         if self._version != self._catalog.version:
-            pairs = [(e.server, e.name) for e in self._catalog.tools(include_disabled=True)]
+            pairs = [(e.server, e.name) for e in self._catalog.tools(include_disabled=True, include_quarantined=True)]
             self._names = native_names(pairs, bare=self._bare)
             self._routes = {name: pair for pair, name in self._names.items()}
             if self._bare:
