@@ -12,7 +12,10 @@ definition is trusted again. A description that reads as instructions to the mod
 (gateway/poisoning.py) is flagged in the log and kept with the pin, for `toolscout pins list`.
 
 The verdict (`quarantined`) is asked by the catalog for every tool it is given, on the event loop:
-a definition is hashed again only when it differs from the one last hashed for that tool.
+a definition is hashed again only when it differs from the one last hashed for that tool. Reading a
+definition for instructions costs far more than hashing it (a whole catalog's worth would hold the
+event loop for seconds at start), and decides no verdict, so it is done in a worker thread by the
+background task, which then logs, keeps and audits what it found.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ class ToolPins:
         self._hashed: dict[PinKey, tuple[types.Tool, str, dict[str, Any]]] = {}
         self._unsaved: dict[PinKey, Pin] = {}
         self._events: list[tuple[Pin, str, dict[str, Any]]] = []
+        self._unexamined: dict[tuple[PinKey, str], types.Tool] = {}
+        """Definitions (by tool and hash) not yet read for instructions to the model."""
         self._version: int | None = None if store is not None else 0
         """The store's version the pins were read at; None until they were read."""
         self._wanted = anyio.Event()
@@ -84,12 +89,8 @@ class ToolPins:
         _, current, definition = hashed
         pin = self._pins.get(key)
         if pin is None:
-            reasons = instructions_in(tool)
-            self._keep(Pin(server, tool.name, current, definition, time.time(), reasons))
-            if reasons:
-                logger.warning(
-                    "tool %r on %r reads as instructions to the model: %s", tool.name, server, "; ".join(reasons)
-                )
+            self._unexamined[(key, current)] = tool
+            self._keep(Pin(server, tool.name, current, definition, time.time()))
             return False
         if pin.hash == current:
             if pin.seen is not None:  # back to what was approved
@@ -97,7 +98,8 @@ class ToolPins:
                 self._keep(replace(pin, seen=None))
             return False
         if pin.seen is None or pin.seen.hash != current:
-            self._changed(pin, tool, Seen(current, definition, time.time(), instructions_in(tool)))
+            self._unexamined[(key, current)] = tool
+            self._changed(pin, tool, Seen(current, definition, time.time()))
         return self.mode == "quarantine"
 
     def _changed(self, pin: Pin, tool: types.Tool, seen: Seen) -> None:
@@ -105,17 +107,15 @@ class ToolPins:
         found = changes(pin.definition, seen.definition)
         outcome = "quarantined" if self.mode == "quarantine" else "changed"
         logger.warning(
-            "tool %r on %r changed since it was pinned (%s)%s; %s. Review: toolscout pins diff %s %s",
+            "tool %r on %r changed since it was pinned (%s); %s. Review: toolscout pins diff %s %s",
             tool.name,
             pin.server,
             summary(found),
-            f"; it reads as instructions to the model: {'; '.join(seen.reasons)}" if seen.reasons else "",
             "quarantined until approved" if outcome == "quarantined" else "still usable (toolPinning: warn)",
             pin.server,
             tool.name,
         )
-        record = {"approvedHash": pin.hash, "currentHash": seen.hash, "diff": found}
-        self._events.append((pin, outcome, {**record, "flagged": list(seen.reasons)} if seen.reasons else record))
+        self._events.append((pin, outcome, {"approvedHash": pin.hash, "currentHash": seen.hash, "diff": found}))
 
     def _keep(self, pin: Pin) -> Pin:
         self._pins[pin.key] = self._unsaved[pin.key] = pin
@@ -163,9 +163,33 @@ class ToolPins:
                 logger.info("tool pins changed in the store (approved or reset): tools judged again")
                 self.on_changed()
 
+    async def _examine(self) -> None:
+        """Read the definitions seen since last time for instructions to the model (in a worker thread),
+        and keep what was found with their pins."""
+        pending, self._unexamined = self._unexamined, {}
+        if not pending:
+            return
+        found = await anyio.to_thread.run_sync(lambda: [(k, instructions_in(t)) for k, t in pending.items()])
+        for (key, hashed), reasons in found:
+            pin = self._pins.get(key)
+            if not reasons or pin is None:
+                continue
+            if pin.hash == hashed:
+                self._keep(replace(pin, reasons=reasons))
+            elif pin.seen is not None and pin.seen.hash == hashed:
+                self._keep(replace(pin, seen=replace(pin.seen, reasons=reasons)))
+            else:
+                continue  # changed again since: its new definition is examined in turn
+            logger.warning("tool %r on %r reads as instructions to the model: %s", key[1], key[0], "; ".join(reasons))
+
     async def _flush(self) -> None:
+        await self._examine()
         events, self._events = self._events, []
         for pin, outcome, change in events:
+            now = self._pins.get(pin.key)
+            seen = now.seen if now is not None else None
+            if seen is not None and seen.hash == change["currentHash"] and seen.reasons:
+                change = {**change, "flagged": list(seen.reasons)}
             if self.audit is not None:
                 await self.audit.record_change(server=pin.server, tool=pin.tool, outcome=outcome, change=change)
         if self.store is None or not self._unsaved:
