@@ -13,6 +13,7 @@ time in proportion to the schema's size, whatever its depth or shape.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import unquote
@@ -105,20 +106,21 @@ def measure(schema: Any, limits: SchemaLimits | None = None) -> SchemaCost:
 def _size(document: Any, limits: SchemaLimits) -> tuple[int, int, bool]:
     """(values, deepest nesting, whether any object has an in-place keyword) of a JSON document,
     counting stopped once past either limit."""
-    values, deepest, combined = 0, 0, False
-    pending: list[tuple[Any, int]] = [(document, 1)]
+    values, deepest, combined = 1, 1, False
+    pending: list[tuple[Any, int]] = [(document, 1)] if isinstance(document, dict | list) else []
     while pending:
         value, depth = pending.pop()
-        values += 1
         deepest = max(deepest, depth)
         if deepest > limits.max_depth or values > limits.max_values:
             break
         if isinstance(value, dict):
             mapping = cast(dict[str, Any], value)
             combined = combined or not mapping.keys().isdisjoint(_IN_PLACE)
-            pending.extend((v, depth + 1) for v in mapping.values())
-        elif isinstance(value, list):
-            pending.extend((v, depth + 1) for v in cast(list[Any], value))
+            children: Collection[Any] = mapping.values()
+        else:
+            children = cast(list[Any], value)
+        values += len(children)
+        pending.extend((child, depth + 1) for child in children if _is_container(child))
     return values, deepest, combined
 
 
@@ -258,6 +260,10 @@ class _Costing:
 
 def _is_schema(value: Any) -> bool:
     return isinstance(value, dict | bool)
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, dict | list)
 
 
 def _is_list(value: Any) -> bool:
