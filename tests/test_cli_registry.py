@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.procs import free_port
+from tests.servers.schema_bomb import CYCLE_SCHEMA, bomb_schema
 
 
 @pytest.fixture
@@ -70,6 +71,9 @@ def test_mistakes_are_one_line_and_an_exit_code(sandbox: Sandbox) -> None:
     refused(sandbox.run(*tool, "--input-schema", "{nope"), 1, "--input-schema is not JSON")
     refused(sandbox.run(*tool, "--input-schema", "@/nonexistent.json"), 1, "cannot read the input schema")
     refused(sandbox.run(*tool, "--input-schema", '{"type": "array"}'), 1, '"inputSchema" must be a JSON Schema object')
+    bomb = sandbox.write("bomb.json", json.dumps(bomb_schema()))
+    refused(sandbox.run(*tool, "--input-schema", f"@{bomb}"), 1, "more than 1,000 subschema evaluations")
+    refused(sandbox.run(*tool, "--input-schema", json.dumps(CYCLE_SCHEMA)), 1, "$ref cycle")
     refused(sandbox.run("registry", "list", "-n", "a.b"), 1, "--namespace must be 1-64 letters")
     gateway = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     refused(sandbox.run("registry", "list", "--url", gateway), 3, "Cannot reach the gateway at")

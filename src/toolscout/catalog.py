@@ -11,8 +11,9 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.config.rules import RuleSet
-from toolscout.errors import ToolDisabled, ToolNotFound, tool_quarantined
+from toolscout.errors import ToolDisabled, ToolNotFound, ToolUnusable, tool_quarantined
 from toolscout.shared.changes import Changes
+from toolscout.shared.schema_vetting import schema_problem
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
 
 SUMMARY_LIMIT = 160
@@ -44,6 +45,9 @@ class CatalogTool:
     tags: tuple[str, ...]
     quarantined: bool = False
     """Its definition changed since it was pinned (`toolPinning: quarantine`, gateway/pins.py)."""
+    unusable: str | None = None
+    """Why no call can use the tool whatever the rules say (its input schema cannot be validated
+    within the budget: `schema_problem`); such a tool is never enabled, searched or called."""
 
     @property
     def name(self) -> str:
@@ -121,7 +125,10 @@ class Catalog:
     def _judged(self, server: str, tool: types.Tool) -> CatalogTool:
         verdict = self._rules.verdict(server, tool.name)
         held = self._quarantined is not None and self._quarantined(server, tool)
-        return CatalogTool(server, tool, verdict.enabled, verdict.tags, held)
+        unusable = schema_problem(tool.input_schema)
+        return CatalogTool(
+            server, tool, verdict.enabled and unusable is None, verdict.tags, quarantined=held, unusable=unusable
+        )
 
     def order_servers(self, names: Sequence[str]) -> None:
         """List the servers' tools in the order of `names` (the gateway's order of its upstreams), not in
@@ -158,7 +165,8 @@ class Catalog:
 
     def admit(self, server: str, name: str, *, visible: Visible | None = None) -> CatalogTool:
         """`server`'s tool called exactly `name`, if its server listed it and `toolRules` enable it;
-        else `ToolNotFound` (with the closest enabled names) or `ToolDisabled`.
+        else `ToolNotFound` (with the closest enabled names), `ToolUnusable` (its input schema cannot
+        be validated within the budget) or `ToolDisabled`.
 
         `visible`: whether the caller's scope sees a tool (gateway/visibility.py); one it does not
         see is `ToolNotFound` whatever the rules say, and only tools it sees are suggested.
@@ -171,12 +179,20 @@ class Catalog:
         entry = self.get(server, name)
         if entry is None or (visible is not None and not visible(entry)):
             raise self.not_found(server, name, visible=visible)
+        if entry.quarantined:  # first: nothing of a definition not yet approved reaches the caller
+            raise tool_quarantined(server, name)
+        if entry.unusable is not None:
+            raise ToolUnusable(
+                f"Tool {name!r} on {server!r} cannot be used: its {entry.unusable}. Its server's other tools "
+                "can be used; this one needs its schema fixed by the server's owner.",
+                server=server,
+                tool=name,
+                reason=entry.unusable,
+            )
         if not entry.enabled:
             raise ToolDisabled(
                 f"Tool {name!r} on {server!r} is disabled by toolRules and cannot be used.", server=server, tool=name
             )
-        if entry.quarantined:
-            raise tool_quarantined(server, name)
         return entry
 
     def counts(self, server: str) -> tuple[int, int]:

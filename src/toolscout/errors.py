@@ -15,11 +15,13 @@ into MCP errors, `isError` results or exit codes.
     ├── Disabled
     │   ├── ToolDisabled           TOOL_DISABLED
     │   ├── ToolQuarantined        TOOL_QUARANTINED     (its definition changed since it was pinned)
+    │   ├── ToolUnusable           TOOL_UNUSABLE        (its input schema cannot be validated within the budget)
     │   ├── ResourceDisabled       RESOURCE_DISABLED
     │   └── PromptDisabled         PROMPT_DISABLED
     ├── Invalid
     │   ├── InvalidArguments       INVALID_ARGUMENTS    (a meta-tool's own arguments)
     │   ├── ArgumentValidationError VALIDATION_ERROR    (an upstream tool's arguments vs its schema)
+    │   ├── ValidationTooCostly    VALIDATION_TOO_COSTLY (checking them would take more than the budget)
     │   ├── AmbiguousName          AMBIGUOUS_NAME
     │   ├── LoadLimitReached       LOAD_LIMIT_REACHED
     │   └── NotInThisProtocol      NOT_IN_THIS_PROTOCOL (a tool the client's protocol era cannot have)
@@ -131,7 +133,7 @@ class PromptNotFound(NotFound):
 
 
 class Disabled(ToolscoutError):
-    """The thing exists, but `toolRules` disable it."""
+    """The thing exists, but cannot be used: `toolRules` disable it, or its definition is refused."""
 
 
 class ToolDisabled(Disabled):
@@ -156,6 +158,13 @@ def tool_quarantined(server: str, tool: str) -> ToolQuarantined:
         server=server,
         tool=tool,
     )
+
+
+class ToolUnusable(Disabled):
+    """The upstream listed the tool, but its input schema cannot be validated within the validator's
+    budget (a combination that explodes, a `$ref` cycle): no call reaches it, its server's other tools work."""
+
+    code = "TOOL_UNUSABLE"
 
 
 class ResourceDisabled(Disabled):
@@ -184,6 +193,13 @@ class ArgumentValidationError(Invalid):
     """The arguments for an upstream tool do not satisfy its input schema (nothing was sent)."""
 
     code = "VALIDATION_ERROR"
+
+
+class ValidationTooCostly(Invalid):
+    """Checking the arguments against the tool's input schema would take more than the validator's
+    budget of work or time (nothing was sent): smaller arguments may pass, or the schema is at fault."""
+
+    code = "VALIDATION_TOO_COSTLY"
 
 
 class AmbiguousName(Invalid):

@@ -383,12 +383,8 @@ class Gateway:
         upstream = await self.live_upstream(server)  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
         entry = self.visibility.admit(current_scope(), server, name)
-        if not self.validator.accepts(entry.input_schema, args, server=server, tool=name):
-            # jsonschema's own walk (an invalid call, or a schema the quick check does not judge):
-            # costly on big arguments, so off the event loop.
-            await anyio.to_thread.run_sync(
-                functools.partial(self.validator.validate, entry.input_schema, args, server=server, tool=name)
-            )
+        # jsonschema's own walk, when needed, runs off the event loop under a budget, and ends with this call.
+        await self.validator.check(entry.input_schema, args, server=server, tool=name)
         started = time.perf_counter()
         outcome = "error"
         try:

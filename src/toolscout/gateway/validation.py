@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+import anyio
 import regex
 
-from toolscout.errors import ArgumentValidationError
+from toolscout.errors import ArgumentValidationError, ValidationTooCostly
+from toolscout.gateway.quick_check import Check, quick_check
 
 if TYPE_CHECKING:
     # jsonschema is imported with the first schema compiled: a third of the gateway's own import
@@ -26,8 +32,16 @@ jsonschema matches with `re`, which backtracks without a bound while holding the
 `^(a+)+$` and a 26-character argument held the gateway for 16 s. A value that takes longer is a
 violation (the upstream's own check would hang on it as well)."""
 
-Check = Callable[[Any], bool]
-"""A quick test of an instance against a schema: True only when the schema surely accepts it."""
+MAX_STEPS = 50_000
+"""The most keyword evaluations (`type`, `anyOf`, `$ref`, ... each time one judges a value) one
+validation may take. A schema refused on arrival (`toolscout.shared.schema_vetting`) never gets
+near it; what reaches it is a schema the static estimate misses or arguments so large that
+checking them costs more than the call is worth. jsonschema keeps every violation it finds, so
+the bound on work is a bound on memory too."""
+MAX_SECONDS = 1.0
+"""The most time one validation may take, whatever the machine's speed."""
+MAX_VIOLATIONS = 100
+"""The most violations one refusal lists (the first found; fixing them shows the next)."""
 
 
 class ArgumentValidator:
@@ -64,9 +78,12 @@ class ArgumentValidator:
         except SchemaError as exc:
             logger.warning("%s has an invalid input schema (%s); its arguments are not validated", where, exc.message)
             validator = None
+        except RecursionError:  # (refused on arrival by schema_vetting; this guards any other way in)
+            logger.warning("%s has an input schema too deep to check; its arguments are not validated", where)
+            validator = None
         else:
             if cls is not Draft3Validator:  # draft 3's `required` and `type` mean other things
-                check = _quick_check(schema, frozenset(cls.VALIDATORS))
+                check = quick_check(schema, frozenset(cls.VALIDATORS))
         if len(self._compiled) >= _MAX_CACHED:
             self._compiled.clear()
         self._compiled[id(schema)] = (schema, validator, check)
@@ -82,15 +99,54 @@ class ArgumentValidator:
             return True
         return check is not None and check(arguments if isinstance(arguments, dict) else dict(arguments))
 
-    def validate(self, schema: dict[str, Any], arguments: Mapping[str, Any], *, server: str, tool: str) -> None:
-        """Raise `ArgumentValidationError` listing every violation with its JSON path (from any thread)."""
+    async def check(
+        self,
+        schema: dict[str, Any],
+        arguments: Mapping[str, Any],
+        *,
+        server: str,
+        tool: str,
+        budget: Budget | None = None,
+    ) -> None:
+        """`validate`, on the event loop when the quick check passes the arguments, else in a worker
+        thread that stops with the call: a caller that leaves (cancelled) stops the validation too."""
+        if self.accepts(schema, arguments, server=server, tool=tool):
+            return
+        budget = budget or Budget()
+        run = functools.partial(self.validate, schema, arguments, server=server, tool=tool, budget=budget)
+        try:
+            await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        finally:
+            budget.cancelled = True  # (after a cancellation, the thread stops at its next look)
+
+    def validate(
+        self,
+        schema: dict[str, Any],
+        arguments: Mapping[str, Any],
+        *,
+        server: str,
+        tool: str,
+        budget: Budget | None = None,
+    ) -> None:
+        """Raise `ArgumentValidationError` listing every violation with its JSON path (from any thread),
+        or `ValidationTooCostly` when it would take more than `budget` (default: a new `Budget`)."""
         validator, check = self._validator(schema, f"{server}.{tool}")
         if validator is None:
             return
         instance = arguments if isinstance(arguments, dict) else dict(arguments)
         if check is not None and check(instance):
             return
-        errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+        budget = budget or Budget()
+        _running.budget = budget
+        try:
+            found = list(itertools.islice(validator.iter_errors(instance), MAX_VIOLATIONS))
+        except _Stopped as stop:
+            raise _too_costly(server, tool, str(stop)) from None
+        except RecursionError:
+            raise _too_costly(server, tool, "its schema and the arguments nest too deep to check") from None
+        finally:
+            _running.budget = None
+        errors = sorted(found, key=lambda e: (list(map(str, e.absolute_path)), e.message))
         if not errors:
             return
         violations = [_violation(e) for e in errors]
@@ -104,107 +160,70 @@ class ArgumentValidator:
         )
 
 
-_QUICK_KEYWORDS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf", "format"}
-)
-"""The keywords `_quick_check` judges (`format` asserts nothing: the validators get no format checker).
-A schema with any other keyword its draft asserts (`$ref`, `minimum`, `pattern`, ...) has no quick
-check. Keywords the draft does not know (`title`, `description`, `x-...`) assert nothing, for
-jsonschema either."""
+class Budget:
+    """One validation's allowance: `MAX_STEPS` keyword evaluations and `MAX_SECONDS`, and whether its
+    caller has left (`cancelled`, set from another thread). Looked at on every evaluation."""
 
-_TYPE_CHECKS: dict[str, Check] = {
-    # Subsets of what jsonschema accepts (it also takes 1.0 as an integer, Decimal as a number): a
-    # value outside them goes to jsonschema, which decides.
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-}
+    __slots__ = ("cancelled", "deadline", "max_steps", "seconds", "steps", "stopped")
 
+    def __init__(self, max_steps: int = MAX_STEPS, seconds: float = MAX_SECONDS) -> None:
+        self.max_steps = max_steps
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.steps = 0
+        self.cancelled = False
+        self.stopped: str | None = None
+        """Why the validation was stopped ("steps", "time", "cancelled"), once it was."""
 
-def _quick_check(schema: Any, known: frozenset[str]) -> Check | None:
-    """A check that accepts only instances `schema` accepts (draft 4 or later, already checked
-    against its meta-schema); None when the schema uses a keyword it does not judge."""
-    if schema is True:
-        return lambda _: True
-    if not isinstance(schema, dict):
-        return None  # `false`, which accepts nothing: jsonschema says why
-    node = cast(dict[str, Any], schema)
-    if any(k in known and k not in _QUICK_KEYWORDS for k in node):
-        return None
-    checks: list[Check] = []
-    kind = node.get("type")
-    if kind is not None:
-        names = [kind] if isinstance(kind, str) else cast(list[str], kind)
-        if any(n not in _TYPE_CHECKS for n in names):
-            return None
-        tests = [_TYPE_CHECKS[n] for n in names]
-        checks.append(tests[0] if len(tests) == 1 else lambda v: any(t(v) for t in tests))
-    if "enum" in node:
-        # Only strings are judged here: jsonschema compares a string with strings alone, by ==.
-        words = frozenset(e for e in cast(list[Any], node["enum"]) if isinstance(e, str))
-        checks.append(lambda v: isinstance(v, str) and v in words)
-    if "anyOf" in node:
-        options = [_quick_check(option, known) for option in cast(list[Any], node["anyOf"])]
-        if any(option is None for option in options):
-            return None
-        branches = cast(list[Check], options)
-        checks.append(lambda v: any(branch(v) for branch in branches))
-    if "items" in node:
-        if isinstance(node["items"], list):  # tuple validation (before 2020-12)
-            return None
-        item = _quick_check(node["items"], known)
-        if item is None:
-            return None
-        checks.append(lambda v: not isinstance(v, list) or all(item(i) for i in cast(list[Any], v)))
-    object_check = _object_check(node, known)
-    if object_check is None:
-        return None
-    if object_check is not _ANY:
-        checks.append(object_check)
-    if not checks:
-        return _ANY
-    if len(checks) == 1:
-        return checks[0]
-    return lambda v: all(check(v) for check in checks)
+    def step(self) -> None:
+        """Count one keyword evaluation, or raise `_Stopped` saying which bound was reached."""
+        self.steps += 1
+        if self.steps > self.max_steps:
+            self._stop("steps", f"it took more than {self.max_steps:,} steps (the validation budget)")
+        if self.steps % 256 == 0:  # (a clock read costs more than a step)
+            if self.cancelled:
+                self._stop("cancelled", "the call was cancelled")
+            if time.monotonic() > self.deadline:
+                self._stop("time", f"it took more than {self.seconds:g} s (the validation budget)")
+
+    def _stop(self, bound: str, why: str) -> None:
+        self.stopped = bound
+        raise _Stopped(why)
 
 
-def _ANY(_: Any) -> bool:
-    return True
+class _Stopped(Exception):
+    """A validation ran out of its `Budget` (the message says which bound)."""
 
 
-def _object_check(node: dict[str, Any], known: frozenset[str]) -> Check | None:
-    """`properties`, `required` and `additionalProperties` together (they judge objects only)."""
-    properties: dict[str, Check] = {}
-    for name, sub in cast(dict[str, Any], node.get("properties", {})).items():
-        judged = _quick_check(sub, known)
-        if judged is None:
-            return None
-        properties[name] = judged
-    required = cast(list[str], node.get("required", []))
-    extra: Check | None = _ANY
-    if "additionalProperties" in node:
-        extra = _quick_check(node["additionalProperties"], known)  # None for `false`: no other key
-    if not properties and not required and extra is _ANY:
-        return _ANY
+class _Running(threading.local):
+    budget: Budget | None = None
 
-    def check(value: Any) -> bool:
-        if not isinstance(value, dict):
-            return True
-        instance = cast(dict[str, Any], value)
-        for name in required:
-            if name not in instance:
-                return False
-        for name, item in instance.items():
-            judge = properties.get(name, extra)
-            if judge is None or not judge(item):
-                return False
-        return True
 
-    return check
+_running = _Running()
+"""The budget of the validation running on this thread: jsonschema hands its keyword functions no
+context of ours, and a validation runs on one thread from start to end."""
+
+
+def _too_costly(server: str, tool: str, why: str) -> ValidationTooCostly:
+    return ValidationTooCostly(
+        f"Arguments for {server}.{tool} could not be checked against its input schema: {why}. Nothing was "
+        "sent. Send smaller or simpler arguments; if even small ones fail, the tool's input schema is too "
+        "costly to validate and its server's owner must simplify it.",
+        server=server,
+        tool=tool,
+    )
+
+
+def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """`keyword` (a jsonschema keyword function) counted against the running validation's budget."""
+
+    def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        budget = _running.budget
+        if budget is not None:
+            budget.step()
+        return keyword(validator, value, instance, schema)
+
+    return counted
 
 
 def _violation(error: ValidationError) -> dict[str, str]:
@@ -218,14 +237,20 @@ _BOUNDED: dict[type[Any], type[Any]] = {}
 
 
 def _bounded(cls: type[Validator]) -> type[Validator]:
-    """`cls` with `pattern` and `patternProperties` matched under `PATTERN_SECONDS` (regex module,
-    the GIL let go while it matches) instead of `re` without a bound."""
+    """`cls` with every keyword counted against the running validation's `Budget`, and `pattern` and
+    `patternProperties` matched under `PATTERN_SECONDS` (regex module, the GIL let go while it
+    matches) instead of `re` without a bound."""
     found = _BOUNDED.get(cls)
     if found is None:
         from jsonschema import validators
 
+        keywords: dict[str, Callable[..., Any]] = {
+            **cast(dict[str, Callable[..., Any]], cls.VALIDATORS),
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+        }
         extend = cast(Callable[..., type[Any]], validators.extend)  # pyright: ignore[reportUnknownMemberType]
-        found = _BOUNDED[cls] = extend(cls, {"pattern": _pattern, "patternProperties": _pattern_properties})
+        found = _BOUNDED[cls] = extend(cls, {name: _counted(keyword) for name, keyword in keywords.items()})
     return found
 
 

@@ -87,7 +87,7 @@ def tools_text(data: Mapping[str, Any]) -> str:
     tools = cast(Sequence[Mapping[str, Any]], data["tools"])
     lines = [f"{data['server']}: {counted(len(tools), 'tool')}" + (STALE_NOTE if data.get("stale") else "")]
     for t in tools:
-        flag = "" if t["enabled"] else " (disabled)"
+        flag = f" (unusable: {t['unusable']})" if t.get("unusable") else "" if t["enabled"] else " (disabled)"
         tags = f" [{', '.join(t['tags'])}]" if t["tags"] else ""
         lines.append(f"- {t['name']}{flag}{tags}: {t['summary']}")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from toolscout.config.models import HttpServerConfig, SseServerConfig, server_ki
 from toolscout.config.scopes import NAMESPACE_PATTERN, qualified_name
 from toolscout.masking import mask_text
 from toolscout.registry.base import DEFAULT_REGISTRATION_TTL, ServerRegistration, ToolRegistration
+from toolscout.shared.schema_vetting import schema_problem
 
 MAX_TTL_SECONDS = 30 * 24 * 3600.0
 """The longest life a registration may ask for (30 days): a forgotten one must still go some day."""
@@ -132,6 +133,11 @@ def _input_schema(schema: Any) -> dict[str, Any]:
             'e.g. {"type": "object", "properties": {"ip": {"type": "string"}}, "required": ["ip"]}'
         )
     checked = cast(dict[str, Any], schema)
+    # Before jsonschema reads it: its meta-schema check recurses, and a schema refused here must never
+    # reach a validator (a combination that explodes, a $ref cycle that never ends).
+    problem = schema_problem(checked)
+    if problem is not None:
+        raise RegistrationRefused(f'"inputSchema" cannot be accepted: this {problem}')
     try:
         validator_for(checked, default=Draft202012Validator).check_schema(checked)
     except SchemaError as exc:

@@ -122,10 +122,16 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
 
 
 async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolResult:
-    tools = await gateway.tools(args.server, include_disabled=args.include_disabled)
+    # A tool whose schema was refused is listed anyway, saying why: the agent learns why it cannot call it.
+    tools = await gateway.tools(args.server, include_disabled=True)
+    shown = [t for t in tools if args.include_disabled or t.enabled or t.unusable]
     data: dict[str, Any] = {
         "server": args.server,
-        "tools": [{"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)} for t in tools],
+        "tools": [
+            {"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)}
+            | ({"unusable": t.unusable} if t.unusable else {})
+            for t in shown
+        ],
     }
     if gateway.cached_at(args.server) is not None:
         data["stale"] = True

@@ -297,11 +297,9 @@ class SmartDiscovery:
         note = {"method": decision.method, "confidence": round(choice.confidence, 4), "request": args.request}
         violations: list[Mapping[str, Any]] = []
         invalid: ArgumentValidationError | None = None
-        validator, where = self.gateway.validator, {"server": entry.server, "tool": entry.name}
-        if not missing and not validator.accepts(entry.input_schema, arguments, **where):
-            # As `Gateway.execute` does: jsonschema's own walk only for what the quick check cannot pass.
-            try:
-                await anyio.to_thread.run_sync(lambda: validator.validate(entry.input_schema, arguments, **where))
+        if not missing:
+            try:  # as `Gateway.execute` does
+                await self.gateway.validator.check(entry.input_schema, arguments, server=entry.server, tool=entry.name)
             except ArgumentValidationError as exc:
                 invalid, violations = exc, list(exc.details.get("violations", []))
         if missing or violations:
