@@ -258,6 +258,7 @@ def test_mask_text_hides_the_secret_and_keeps_the_rest(text: str, kept: str) -> 
         "send a password reset link; the secret sauce; api key rotation",
         "the token auto-refreshes daily, the password expired yesterday",
         "secret santa-exchange planner, token-based auth, passwords hashed",
+        "Returns basic information and bearer authentication details",
         "Token is required. Password must be 8 characters.",
     ],
 )

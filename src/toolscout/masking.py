@@ -14,7 +14,8 @@ the audit log (`gateway.redaction.Redactor`) pass text through. It hides:
   `password is ••••••`) when it looks like a credential rather than a word (`looks_like_secret`:
   8 characters or more, letters and digits mixed), so that prose (`token count`, `the token limit
   is 5`, `password reset`) stays as it is;
-- `Bearer`/`Basic` credentials, PEM private keys, and well-known token shapes (`sk-…`, `ghp_…`,
+- `Bearer`/`Basic` credentials (digits, symbols or inner capitals, as tokens and base64 have:
+  `basic information` is prose), PEM private keys, and well-known token shapes (`sk-…`, `ghp_…`,
   `github_pat_…`, `xoxb-…`, `AKIA…`, JWTs, …);
 - payment card numbers (13 to 19 digits, spaces or dashes allowed, Luhn-valid, of a card network's
   prefix: 2221-2720, 3, 4, 5 or 6, so a millisecond timestamp, which starts with 1, stays).
@@ -182,7 +183,9 @@ def mask_text(text: str, *, marker: str = MASK, colon: bool = False) -> str:
         text = _PRIVATE_KEY.sub(marker, text)
     if "://" in text:
         text = _URL.sub(lambda m: _mask_url(m.group(0), marker), text)
-    text = _SCHEME_CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + marker, text)
+    text = _SCHEME_CREDENTIAL.sub(
+        lambda m: m.group(1) + m.group(2) + marker if _opaque(m.group(3)) else m.group(0), text
+    )
     if "-" in text:
         text = _FLAG.sub(lambda m: _keep_or_mask(m, "flag", marker), text)
     if "=" in text:
@@ -261,6 +264,12 @@ def looks_like_secret(value: str) -> bool:
     if len(value) < 8:
         return False
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _opaque(value: str) -> bool:
+    """Whether the word after `Bearer`/`Basic` is a credential (digits, symbols or inner capitals, as
+    tokens and base64 have), not prose (`basic information`, `bearer authentication`)."""
+    return any(c.isdigit() or not c.isalpha() for c in value) or any(c.isupper() for c in value[1:])
 
 
 def _spoken(match: re.Match[str], marker: str) -> str:
