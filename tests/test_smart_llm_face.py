@@ -321,7 +321,7 @@ async def test_a_destructive_tool_the_llm_picks_runs_only_once_confirmed(era: st
         assert first["status"] == "confirmation_required"
         assert "LLM: 0.950" in first["discovery_reasoning"]
         planned = {"tool": "vault/purge_notes", "arguments": {"folder": "drafts"}, "confirm": True}
-        assert first["planned_call"] == planned
+        assert first["planned_call"] == {**planned, "confirmation_id": first["planned_call"]["confirmation_id"]}
         assert purged == []
         asked = len(site.received)
         confirmed = ran(await ask(client, "purge the notes in the drafts folder", **first["planned_call"]))

@@ -39,6 +39,7 @@ SPEC_ARGUMENTS = {
     "tool",
     "arguments",
     "confirm",
+    "confirmation_id",
     "max_output_chars",
 }
 MILES = "convert 5 miles to km"
@@ -397,7 +398,7 @@ async def test_a_destructive_tool_the_user_does_not_confirm_is_not_run(
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_without_elicitation_a_destructive_tool_waits_for_an_explicit_confirm(era: str) -> None:
+async def test_without_elicitation_a_destructive_tool_waits_for_its_proposed_confirmation(era: str) -> None:
     purged: list[dict[str, Any]] = []
     async with smart_gateway(purged=purged) as gateway, smart_client(gateway, era) as client:
         first = await ask(client, request=PURGE)
@@ -405,8 +406,14 @@ async def test_without_elicitation_a_destructive_tool_waits_for_an_explicit_conf
         data = structured(first)
         assert data["status"] == "confirmation_required"
         planned = data["planned_call"]
-        assert planned == {"tool": "vault/purge_notes", "arguments": {"folder": "archive"}, "confirm": True}
-        assert "confirm=true" in first_line(first)
+        assert planned["confirmation_id"].startswith("cf1_")
+        assert planned == {
+            "tool": "vault/purge_notes",
+            "arguments": {"folder": "archive"},
+            "confirm": True,
+            "confirmation_id": planned["confirmation_id"],
+        }
+        assert "confirm=true" in first_line(first) and planned["confirmation_id"] in first_line(first)
 
         # confirm with plain words only: the request may not mean what the agent thinks, so not run.
         words_only = await ask(client, request=PURGE, confirm=True)

@@ -10,7 +10,12 @@ the audit log (`gateway.redaction.Redactor`) pass text through. It hides:
   whose names sound secret (`?api_key=••••••&page=2`);
 - values after secret-sounding command-line flags (`--api-key ••••••`, `--password=••••••`) and of
   `name=value` pairs (`password=••••••`; with `colon=True`, `token: ••••••` too);
-- `Bearer`/`Basic` credentials, PEM private keys, and well-known token shapes (`sk-…`, `ghp_…`,
+- a value written after a secret word with only a space (`token ••••••`, `api key ••••••`,
+  `password is ••••••`) when it looks like a credential rather than a word (`looks_like_secret`:
+  8 characters or more, letters and digits mixed), so that prose (`token count`, `the token limit
+  is 5`, `password reset`) stays as it is;
+- `Bearer`/`Basic` credentials (digits, symbols or inner capitals, as tokens and base64 have:
+  `basic information` is prose), PEM private keys, and well-known token shapes (`sk-…`, `ghp_…`,
   `github_pat_…`, `xoxb-…`, `AKIA…`, JWTs, …);
 - payment card numbers (13 to 19 digits, spaces or dashes allowed, Luhn-valid, of a card network's
   prefix: 2221-2720, 3, 4, 5 or 6, so a millisecond timestamp, which starts with 1, stays).
@@ -80,6 +85,11 @@ _TOKEN_SHAPES = (
     r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+",  # JWTs
 )
 _TOKEN = re.compile(r"\b(?:" + "|".join(_TOKEN_SHAPES) + ")")
+_SPOKEN_SECRET = re.compile(
+    r"(?i)(?<![\w-])(?P<word>(?:api|access|secret|private|client)[ _-]?key|token|password|passwd|passphrase"
+    r"|passcode|pwd|secret)(?P<sep>\s+(?:is\s+)?)['\"]?(?P<value>[A-Za-z0-9][A-Za-z0-9._~+/=\-]{7,})(?![\w.~+/=\-])"
+)
+"""`token abc123…`: a secret word, a space (or ` is `), and a value; masked if the value `looks_like_secret`."""
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)")
 _SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/\-]{8,}=*)")
 _SCHEMES = frozenset({"bearer", "basic"})
@@ -175,13 +185,16 @@ def mask_text(text: str, *, marker: str = MASK, colon: bool = False) -> str:
         text = _PRIVATE_KEY.sub(marker, text)
     if "://" in text:
         text = _URL.sub(lambda m: _mask_url(m.group(0), marker), text)
-    text = _SCHEME_CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + marker, text)
+    text = _SCHEME_CREDENTIAL.sub(
+        lambda m: m.group(1) + m.group(2) + marker if _opaque(m.group(3)) else m.group(0), text
+    )
     if "-" in text:
         text = _FLAG.sub(lambda m: _keep_or_mask(m, "flag", marker), text)
     if "=" in text:
         text = _PAIR.sub(lambda m: _keep_or_mask(m, "name", marker), text)
     if colon and ":" in text:
         text = _COLON_PAIR.sub(lambda m: _keep_or_mask(m, "name", marker), text)
+    text = _SPOKEN_SECRET.sub(lambda m: _spoken(m, marker), text)
     text = _TOKEN.sub(marker, text)
     return _CARD.sub(lambda m: marker if card_number(m.group(0)) else m.group(0), text)
 
@@ -244,6 +257,30 @@ def _keep_or_mask(match: re.Match[str], name_group: str, marker: str) -> str:
         return match.group(0)
     start = match.start("value") - match.start(0)
     return match.group(0)[:start] + marker
+
+
+def looks_like_secret(value: str) -> bool:
+    """Whether `value`, written after a secret word in prose, looks like a credential rather than a
+    word: at least 8 characters, with letters and digits both (`s3cr3t-Value9`, `ab12cd34ef`; not
+    `count`, `limit`, `expired`, `12345678`, `auto-refreshed`)."""
+    if len(value) < 8:
+        return False
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _opaque(value: str) -> bool:
+    """Whether the word after `Bearer`/`Basic` is a credential (digits, symbols or inner capitals, as
+    tokens and base64 have), not prose (`basic information`, `bearer authentication`)."""
+    return any(c.isdigit() or not c.isalpha() for c in value) or any(c.isupper() for c in value[1:])
+
+
+def _spoken(match: re.Match[str], marker: str) -> str:
+    value = match.group("value")
+    kept = value.rstrip(".")  # a sentence's full stop is not part of the secret
+    if not looks_like_secret(kept):
+        return match.group(0)
+    start = match.start("value") - match.start(0)
+    return match.group(0)[:start] + marker + value[len(kept) :]
 
 
 def _mask_url(url: str, marker: str) -> str:

@@ -22,6 +22,7 @@ from toolscout.face.http_access import AllowList
 from toolscout.face.principals import Principal
 from toolscout.face.serve import bind, build_server, http_app
 from toolscout.gateway.core import Gateway
+from toolscout.registry.base import SharedClientState
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 ALPHA = Scope.of(
@@ -84,9 +85,19 @@ async def two_namespaces() -> AsyncGenerator[Gateway]:
 
 
 @asynccontextmanager
-async def scoped_http(gateway: Gateway, mode: ModeName, scopes: Mapping[str, Scope] = SCOPES) -> AsyncGenerator[str]:
-    """`gateway`'s face in `mode` over streamable HTTP, principals decided by `BearerScopes(scopes)`."""
-    app = http_app(build_server(gateway, mode), allow=AllowList.for_bind("127.0.0.1"), principals=BearerScopes(scopes))
+async def scoped_http(
+    gateway: Gateway,
+    mode: ModeName,
+    scopes: Mapping[str, Scope] = SCOPES,
+    *,
+    stateless: bool = False,
+    shared: SharedClientState | None = None,
+) -> AsyncGenerator[str]:
+    """`gateway`'s face in `mode` over streamable HTTP, principals decided by `BearerScopes(scopes)`;
+    `shared`: the registry replicas share (Redis), as `serve` passes it."""
+    server = build_server(gateway, mode, shared=shared)
+    allow = AllowList.for_bind("127.0.0.1")
+    app = http_app(server, allow=allow, stateless=stateless, principals=BearerScopes(scopes))
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     with bind("127.0.0.1", 0) as sock:  # closed however the block ends
         async with anyio.create_task_group() as tg:

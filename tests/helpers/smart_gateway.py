@@ -23,6 +23,7 @@ from toolscout.demo import files, text, units
 from toolscout.face.server import build_server
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
+from toolscout.smart.confirmation import Confirmations
 from toolscout.surfaces.base import SurfaceOptions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -92,9 +93,16 @@ def smart_server(
     mode: ModeName = "smart",
     smart_tool: bool = False,
     memory_path: Path | None = None,
+    confirmations: Confirmations | None = None,
 ) -> Server[Any]:
     """The MCP face of `gateway` in `mode` with these smart options (connect an SDK `Client` to it)."""
-    options = SurfaceOptions(smart=smart or SmartConfig(), llm=llm, smart_tool=smart_tool, memory_path=memory_path)
+    options = SurfaceOptions(
+        smart=smart or SmartConfig(),
+        llm=llm,
+        smart_tool=smart_tool,
+        memory_path=memory_path,
+        confirmations=confirmations,
+    )
     return build_server(gateway, mode, options)
 
 
@@ -108,11 +116,20 @@ async def smart_client(
     mode: ModeName = "smart",
     smart_tool: bool = False,
     memory_path: Path | None = None,
+    confirmations: Confirmations | None = None,
     **client_options: Any,
 ) -> AsyncGenerator[Client]:
     """An SDK client of era `era` ("legacy": 2025-11-25, "auto": 2026-07-28) on a smart face of `gateway`;
     `client_options` go to `Client` (sampling_callback, elicitation_callback...)."""
-    server = smart_server(gateway, smart=smart, llm=llm, mode=mode, smart_tool=smart_tool, memory_path=memory_path)
+    server = smart_server(
+        gateway,
+        smart=smart,
+        llm=llm,
+        mode=mode,
+        smart_tool=smart_tool,
+        memory_path=memory_path,
+        confirmations=confirmations,
+    )
     async with Client(server, mode=era, **client_options) as client:
         yield client
 

@@ -137,7 +137,8 @@ def smart(
                 discovery = SmartDiscovery(
                     gateway, smart_config, llm=llm_source(gateway_config.llm, smart_config), memory=memory
                 )
-                return await discovery.run(args)
+                # The user at this terminal typed --confirm with --tool: their own answer, as through elicitation.
+                return await discovery.run(args, user_confirmed=confirm)
         except ToolscoutError as exc:
             output.fail(exc)
 

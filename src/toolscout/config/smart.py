@@ -113,7 +113,9 @@ class SmartConfig(_Model):
     """The file of what was learnt; unset: `smart-memory.json` beside the persistent catalog."""
     confirm_destructive: bool = True
     """Never run a tool annotated `destructiveHint: true` (or tagged `dangerous`) from plain words alone:
-    ask the user through elicitation, else answer `confirmation_required`."""
+    ask the user through elicitation, else answer `confirmation_required` with a confirmation id."""
+    confirmation_ttl: float = Field(default=300.0, gt=0, le=86_400)
+    """Seconds a `confirmation_required` answer's id can be used (once, for that call, by that caller)."""
 
     @field_validator("cache", mode="before")
     @classmethod

@@ -152,6 +152,10 @@ class RoundRelay:
     def origin(self) -> object:
         return self._base.origin
 
+    @property
+    def caller(self) -> str:
+        return self._base.caller
+
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         current = self._pending.current
         if current is not None:

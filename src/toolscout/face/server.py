@@ -10,6 +10,7 @@ follows while it serves, from its lifespan, and lets go of when serving ends.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -36,7 +37,8 @@ from toolscout.gateway.core import Gateway
 from toolscout.mirror.completions import complete
 from toolscout.mirror.list_names import ListName
 from toolscout.naming import call_target
-from toolscout.registry.base import SharedClientState
+from toolscout.registry.base import SharedClientState, SharedConfirmations
+from toolscout.smart.confirmation import Confirmations
 from toolscout.suggestions import unknown_tool
 from toolscout.surfaces.base import Surface, SurfaceOptions, make_surface
 from toolscout.surfaces.digest import digest_off_loop
@@ -86,6 +88,12 @@ class GatewayServer(Server[ConnectionScope]):
         replica: str | None = None,
     ) -> None:
         self.gateway = gateway
+        options = options or SurfaceOptions()
+        if options.confirmations is None and isinstance(shared, SharedConfirmations):
+            # Replicas sharing the registry sign smart mode's confirmation ids with one key, and spend
+            # them in one place: an id one proposed is honoured by another, once.
+            ledger = Confirmations(shared, ttl=options.smart.confirmation_ttl)
+            options = dataclasses.replace(options, confirmations=ledger)
         self.surface: Surface = make_surface(mode, gateway, options)
         self.clients = sessions or ClientSessions()
         # Dynamic mode's loaded tools, through the registry when replicas share one (shared_loads.py).

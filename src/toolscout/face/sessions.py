@@ -22,6 +22,7 @@ opened, so each client state has its own `SubscriptionBus` that its listen strea
 
 from __future__ import annotations
 
+import secrets
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -88,6 +89,8 @@ class ClientState:
     """Whether it speaks 2026-07-28 (changes go to its listen streams, not to a channel)."""
     scope: Scope = UNSCOPED
     """What its principal sees (of its latest request): its lists are compared under it when they change."""
+    identity: str = field(default_factory=lambda: secrets.token_urlsafe(12))
+    """Names a stdio or in-process connection's client (which has no principal or key of its own)."""
     _listen: ListenHandler | None = None
     _tools_changed: bool = False
 
@@ -234,6 +237,15 @@ class SessionRelay:
     @property
     def origin(self) -> object:
         return self._state
+
+    @property
+    def caller(self) -> str:
+        if self._ctx.request is None:  # a connection is its own client
+            return f"connection {self._state.identity}"
+        # Over HTTP: the principal, and its session or client name (ClientSessions.http_key), which
+        # every replica derives alike from the request.
+        subject = principal_of(self._ctx.request).subject
+        return repr((subject, *ClientSessions.http_key(self._ctx)))
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         await self._ctx.session.report_progress(progress, total, message)

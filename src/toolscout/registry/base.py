@@ -204,3 +204,17 @@ class SharedClientState(Protocol):
     async def set_loaded_tools(self, client: str, tools: list[tuple[str, str]]) -> None:
         """Keep what `client` loaded (for a day after its last change)."""
         ...
+
+
+@runtime_checkable
+class SharedConfirmations(Protocol):
+    """A registry through which the replicas of a gateway honour each other's confirmation ids (Redis):
+    smart mode's key to sign them with, and the ids already spent (smart/confirmation.py)."""
+
+    async def confirmation_key(self) -> bytes:
+        """The key every replica signs confirmation ids with (made by the first that asks)."""
+        ...
+
+    async def spend_confirmation(self, nonce: str, ttl: float) -> bool:
+        """Record confirmation `nonce` as spent for `ttl` seconds: True the first time, False after."""
+        ...

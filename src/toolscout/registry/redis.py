@@ -8,6 +8,8 @@ Keys (under `keyPrefix`, default `toolscout:`):
   tokens are tagged with (tags.py), set once (`SET NX`) by whoever issues or checks a token first.
 * `servers`, `tools` (hashes): `namespace \\x1f name` → the registration as JSON (the global
   namespace is the empty string).
+* `confirm-key`: the key smart mode's confirmation ids are signed with; `confirm-spent:<nonce>`: an id
+  used already, until it expires (smart/confirmation.py).
 * `version` (counter): bumped by every change to servers or tools (and, for revocations, to
   tokens), and published on the `changes` channel with what changed, so that every replica
   refreshes at once (`changes`, `wait_for_change`) instead of at its next poll.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
@@ -281,6 +284,29 @@ class RedisRegistry:
     async def set_loaded_tools(self, client: str, tools: list[tuple[str, str]]) -> None:
         value = json.dumps([list(pair) for pair in tools])
         await self._do(lambda r: r.set(self._client_key(client), value, ex=CLIENT_STATE_SECONDS))
+
+    # Confirmations
+
+    async def confirmation_key(self) -> bytes:
+        """`SharedConfirmations`: the key under `confirm-key`, made once by whichever replica asks first
+        (`SET NX`: two replicas asking at once get the same one). Read on every use (they are rare), so
+        a Redis that lost its data gives every replica the new key at once."""
+        fresh = secrets.token_hex(32)
+
+        async def read(r: aioredis.Redis) -> str:
+            async with r.pipeline(transaction=True) as pipe:
+                pipe.set(self.key("confirm-key"), fresh, nx=True)
+                pipe.get(self.key("confirm-key"))
+                _, key = await pipe.execute()
+            return str(key)
+
+        return bytes.fromhex(await self._do(read))
+
+    async def spend_confirmation(self, nonce: str, ttl: float) -> bool:
+        """`SharedConfirmations`: `SET NX` of the spent id, kept until it could not be honoured anyway."""
+        key = self.key(f"confirm-spent:{nonce}")
+        spent = await self._do(lambda r: r.set(key, "1", nx=True, px=max(1000, int(ttl * 1000))))
+        return bool(spent)
 
     # Upkeep
 

@@ -29,6 +29,7 @@ from toolscout.config.scopes import current_scope
 from toolscout.config.smart import LLMConfig, SmartConfig
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
+from toolscout.smart.confirmation import Confirmations
 from toolscout.surfaces.client import SurfaceClient
 from toolscout.surfaces.compact import CompactSurface
 from toolscout.surfaces.discovery import DiscoverySurface
@@ -79,6 +80,9 @@ class SurfaceOptions:
     """Discovery mode: `smart_tool_discovery` beside the five meta-tools."""
     memory_path: Path | None = None
     """Where smart mode's learning is kept (None: in memory only, or learning is off)."""
+    confirmations: Confirmations | None = None
+    """Smart mode's confirmation ids (None: signed and spent in this process alone); the face gives
+    one over the Redis registry, so that replicas honour each other's."""
 
     @classmethod
     def from_config(cls, config: GatewayConfig) -> SurfaceOptions:
@@ -97,7 +101,10 @@ class SurfaceOptions:
         from toolscout.smart.memory import SmartMemory  # (search.text: numpy, when smart mode is on)
 
         memory = SmartMemory(self.memory_path)
-        return SmartDiscovery(gateway, self.smart, llm=llm_source(self.llm, self.smart), memory=memory)
+        confirmations = self.confirmations or Confirmations(ttl=self.smart.confirmation_ttl)
+        return SmartDiscovery(
+            gateway, self.smart, llm=llm_source(self.llm, self.smart), memory=memory, confirmations=confirmations
+        )
 
 
 class WithPinnedTools:

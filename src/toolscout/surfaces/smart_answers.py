@@ -10,7 +10,8 @@ for the model.
   `validation_results`, `missing_required` and `suggestions`.
 * not run for want of a good enough tool: the spec's `TOOL_NOT_FOUND` with `details`,
   `suggestions` and `fallback_options`.
-* not run until confirmed (a destructive tool): `confirmation_required` with the planned call.
+* not run until confirmed (a destructive tool): `confirmation_required` with the planned call and the
+  `confirmation_id` that runs it once (surfaces/smart_confirm.py), or `declined` by the user.
 """
 
 from __future__ import annotations
@@ -227,9 +228,18 @@ def not_run_for_arguments(
 
 
 def confirmation_required(
-    choice: Choice, decision: Decision, arguments: Mapping[str, Any], *, declined: bool, include_reasoning: bool
+    choice: Choice,
+    decision: Decision,
+    arguments: Mapping[str, Any],
+    *,
+    declined: bool,
+    confirmation_id: str | None,
+    expires_in: float,
+    problem: str,
+    include_reasoning: bool,
 ) -> types.CallToolResult:
-    """A destructive tool, not run: the planned call, to repeat with `confirm: true` (or the user said no)."""
+    """A destructive tool, not run: the planned call with the confirmation id that runs it once (or the
+    user said no: no id). `problem`: what was wrong with the call's own confirmation ("" for none)."""
     status = "declined" if declined else "confirmation_required"
     data: dict[str, Any] = {
         "success": False,
@@ -237,13 +247,19 @@ def confirmation_required(
         **_head(choice, decision, include_reasoning),
         "tool_name": choice.qualified,
         "parameters": dict(arguments),
-        "planned_call": {"tool": choice.qualified, "arguments": dict(arguments), "confirm": True},
     }
+    if problem:
+        data["confirmation_problem"] = problem
     if declined:
         text = f"The user declined running {choice.qualified}({json_text(arguments)}): nothing was run."
     else:
+        planned = {"tool": choice.qualified, "arguments": dict(arguments), "confirm": True}
+        data["planned_call"] = {**planned, "confirmation_id": confirmation_id}
+        data["confirmation_expires_in"] = expires_in
+        why = f"Not run: {problem}. " if problem else ""
         text = (
-            f"{choice.qualified} can destroy data, so it was not run from plain words. If the user wants it, call "
-            f"again with tool={choice.qualified!r}, arguments={json_text(arguments)} and confirm=true."
+            f"{why}{choice.qualified} can destroy data, so it was not run. Ask the user; if they want it, call again "
+            f"within {expires_in:g}s with tool={choice.qualified!r}, arguments={json_text(arguments)}, confirm=true "
+            f"and confirmation_id={confirmation_id!r} (good once, for exactly this call)."
         )
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)

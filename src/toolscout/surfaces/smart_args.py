@@ -1,5 +1,5 @@
 """The arguments of `smart_tool_discovery`: spec 004's, plus the explicit second round (`tool`, `arguments`,
-`confirm`)."""
+`confirm`, and the `confirmation_id` a `confirmation_required` answer proposed)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from toolscout.surfaces.arguments import ArgsModel, forgive_arguments
 
 MAX_REQUEST_CHARS = 2000
 """As long as a search query may be (`search.maxQueryChars`' default): the request is searched."""
+
+MAX_CONFIRMATION_ID_CHARS = 200
+"""Longer than any id the gateway proposes (68 characters): a longer one is refused as it comes."""
 
 
 class SmartArgs(ArgsModel):
@@ -25,6 +28,11 @@ class SmartArgs(ArgsModel):
     tool: str | None = Field(None, description="server/tool from an earlier answer: run it with arguments.")
     arguments: dict[str, Any] | None = None
     confirm: bool = False
+    confirmation_id: str | None = Field(
+        None,
+        max_length=MAX_CONFIRMATION_ID_CHARS,
+        description="A confirmation_required answer's id: with confirm, runs that call once.",
+    )
     max_output_chars: int | None = Field(None, ge=0)
 
     _forgive = field_validator("arguments", mode="before")(forgive_arguments)

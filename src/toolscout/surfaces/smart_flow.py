@@ -11,7 +11,10 @@
    (smart/extraction.py). A required value the request does not give is never invented: the answer
    lists it and nothing runs. A call with `tool` and `arguments` skips 1-3.
 4. A destructive tool (`destructiveHint: true`, or tagged `dangerous` by the rules) runs only when
-   the user confirms through elicitation, or the agent repeats the call with `confirm: true`.
+   the user confirms through elicitation, or the agent repeats the planned call with `confirm: true`
+   and the `confirmation_id` the gateway proposed for exactly it (smart/confirmation.py: that tool,
+   those arguments, that caller, once, before it expires). At the terminal, `--confirm` with
+   `--tool` is the user's own answer (`run(..., user_confirmed=True)`).
 5. `Gateway.execute` runs it as `execute_tool` would (scopes, rules, validation, audit: the audit
    line says which method chose the tool and how sure it was).
 
@@ -42,6 +45,7 @@ from toolscout.gateway.store import store_path
 from toolscout.gateway.visibility import scope_key
 from toolscout.present.signature import call_signature
 from toolscout.smart.cache import TTLCache
+from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM
 from toolscout.smart.llm_mapping import map_with_llm
 from toolscout.smart.sampling import SamplingLLM
@@ -49,6 +53,7 @@ from toolscout.smart.selection import Choice, LLMPick, choose, select_with_llm
 from toolscout.surfaces import smart_answers as answers
 from toolscout.surfaces.smart_answers import Decision
 from toolscout.surfaces.smart_args import SmartArgs
+from toolscout.surfaces.smart_confirm import DestructiveGuard
 from toolscout.upstream.relay import current_relay
 
 if TYPE_CHECKING:  # the search package (numpy) is imported in a worker thread at start
@@ -108,9 +113,11 @@ class SmartDiscovery:
         *,
         llm: LLMSource | None = None,
         memory: SmartMemory | None = None,
+        confirmations: Confirmations | None = None,
     ) -> None:
         self.gateway = gateway
         self.config = config or SmartConfig()
+        self.guard = DestructiveGuard(self.config, confirmations)
         self.open_llm = llm or llm_source(None, self.config)
         from toolscout.smart.memory import SmartMemory
 
@@ -122,15 +129,19 @@ class SmartDiscovery:
         """LLM name → (until when it is not asked, why): one that timed out or was unreachable."""
         self.clock: Callable[[], float] = time.monotonic
 
-    async def run(self, args: SmartArgs) -> types.CallToolResult:
-        """One `smart_tool_discovery` call (its arguments parsed); failures of the request itself raise."""
+    async def run(self, args: SmartArgs, *, user_confirmed: bool = False) -> types.CallToolResult:
+        """One `smart_tool_discovery` call (its arguments parsed); failures of the request itself raise.
+
+        `user_confirmed`: the user at a terminal confirmed this call (`toolscout smart --tool ... --confirm`),
+        which runs a destructive tool named by `args.tool` as their answer through elicitation would."""
         await self.gateway.settle_startup()
         async with self.open_llm() as llm:
             if args.tool is not None:
                 entry = await self._named(args.tool)
                 choice = Choice(entry, 1.0, f"Explicit({entry.server}/{entry.name})")
                 decision = Decision("explicit")
-                return await self._checked(args, choice, decision, dict(args.arguments or {}), "given", None)
+                arguments = dict(args.arguments or {})
+                return await self._checked(args, choice, decision, arguments, "given", None, user_confirmed)
             choices, decision = await self._select(args, llm)
             if args.max_suggestions > 1 and choices:
                 top = choices[: args.max_suggestions]
@@ -154,7 +165,7 @@ class SmartDiscovery:
                 )
             best = choices[0]
             arguments, source, missing = await self._map(args, best.tool, llm, decision)
-            return await self._checked(args, best, decision, arguments, source, missing)
+            return await self._checked(args, best, decision, arguments, source, missing, False)
 
     # Choosing
 
@@ -291,6 +302,7 @@ class SmartDiscovery:
         arguments: dict[str, Any],
         source: str,
         missing: list[str] | None,
+        user_confirmed: bool,
     ) -> types.CallToolResult:
         """Validate, confirm when destructive, run, learn: the answer for a chosen tool."""
         entry = choice.tool
@@ -318,12 +330,10 @@ class SmartDiscovery:
                 with noting(smart=note):
                     await self.gateway.record_refused(request, invalid)
             return answers.not_run_for_arguments(choice, decision, extraction, include_reasoning=args.include_reasoning)
-        if self._destructive(entry) and not (args.confirm and args.tool is not None):
-            confirmed = await self._ask_user(choice, arguments)
-            if confirmed is not True:
-                return answers.confirmation_required(
-                    choice, decision, arguments, declined=confirmed is False, include_reasoning=args.include_reasoning
-                )
+        if not user_confirmed and self.guard.destructive(entry):
+            held = await self.guard.held(args, choice, decision, arguments)
+            if held is not None:
+                return held
         extraction = answers.extraction_block("success", arguments)
         extraction["source"] = source
         try:
@@ -336,27 +346,3 @@ class SmartDiscovery:
         if self.config.enable_learning and not result.is_error:
             await anyio.to_thread.run_sync(self.memory.remember, args.request, entry.server, entry.name)
         return answers.ran(choice, decision, arguments, result, extraction, include_reasoning=args.include_reasoning)
-
-    def _destructive(self, entry: CatalogTool) -> bool:
-        if not self.config.confirm_destructive:
-            return False
-        annotations = entry.tool.annotations
-        return "dangerous" in entry.tags or (annotations is not None and annotations.destructive_hint is True)
-
-    async def _ask_user(self, choice: Choice, arguments: Mapping[str, Any]) -> bool | None:
-        """The user's answer through elicitation: True to run, False declined, None when they cannot be asked."""
-        relay = current_relay()
-        if relay is None:
-            return None
-        params = types.ElicitRequestFormParams(
-            message=f"Run {choice.qualified} with {answers.json_text(arguments)}? It may destroy data.",
-            requested_schema={
-                "type": "object",
-                "properties": {"confirm": {"type": "boolean", "title": "Run it", "description": "Run this call"}},
-                "required": ["confirm"],
-            },
-        )
-        answer = await relay.elicit(params)
-        if isinstance(answer, types.ErrorData):
-            return None
-        return answer.action == "accept" and bool((answer.content or {}).get("confirm"))

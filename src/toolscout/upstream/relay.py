@@ -32,6 +32,12 @@ class Relay(Protocol):
         """The same object for every call of one client, whatever it calls itself."""
         ...
 
+    @property
+    def caller(self) -> str:
+        """Who is calling, as something a confirmation can be bound to: the principal and the client
+        (the same for every call of one client, on whichever replica it lands, and for no other)."""
+        ...
+
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Pass on an upstream progress notification (a no-op when the client asked for none)."""
         ...
