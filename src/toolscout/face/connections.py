@@ -19,7 +19,10 @@ installed) with two additions:
   connection has a request being answered is the new one answered 503 and closed.
 
 The bound is kept below the process's open-file limit (`fit_to_open_files`): a connection refused by
-the bound costs a descriptor for an instant, one refused by the kernel stops uvicorn accepting anyone.
+the bound costs a descriptor for an instant, while at the limit every `accept` fails and asyncio stops
+accepting anyone for a second (and an upstream child cannot be started). A burst can exceed the bound
+by the connections accepted in one go (`LISTEN_BACKLOG`, which `serve` gives uvicorn) until their
+protocols run and close the oldest.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from toolscout.config.http import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTION
 
 logger = logging.getLogger(__name__)
 
+LISTEN_BACKLOG = 128
+"""Connections the kernel queues before the gateway accepts them, and the most it accepts in one go
+before their protocols run: by how many the open connections can exceed the bound for an instant."""
 OTHER_DESCRIPTORS = 256
 """Open files kept for everything but client connections when `maxConnections` is fitted to the
 process's limit: upstream children's pipes, connections to HTTP upstreams and Redis, the stores, logs."""
@@ -63,11 +69,13 @@ class ConnectionLimits:
 
 def fit_to_open_files(limits: ConnectionLimits) -> ConnectionLimits:
     """`limits` with `max_connections` lowered, with a warning, when it would leave fewer than
-    `OTHER_DESCRIPTORS` of the process's open files (its soft RLIMIT_NOFILE) for everything else."""
+    `OTHER_DESCRIPTORS` of the process's open files (its soft RLIMIT_NOFILE) for everything else, counting
+    the `LISTEN_BACKLOG` connections a burst may hold for an instant beyond the bound."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or limits.max_connections + OTHER_DESCRIPTORS <= soft:
+    reserved = OTHER_DESCRIPTORS + LISTEN_BACKLOG
+    if soft == resource.RLIM_INFINITY or limits.max_connections + reserved <= soft:
         return limits
-    fitted = max(MIN_CONNECTIONS, soft - OTHER_DESCRIPTORS)
+    fitted = max(MIN_CONNECTIONS, soft - reserved)
     logger.warning(
         "http.maxConnections is %d but this process may open only %d files: serving at most %d connections "
         "(raise the limit with `ulimit -n`, or LimitNOFILE= under systemd, to allow more)",

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp
 
 from toolscout.config.models import ModeName
 from toolscout.face.api import TokenEvents, api_exception_handlers, api_mount
-from toolscout.face.connections import ConnectionLimits, fit_to_open_files, guarded_protocol
+from toolscout.face.connections import LISTEN_BACKLOG, ConnectionLimits, fit_to_open_files, guarded_protocol
 from toolscout.face.forwarding import Forwarder, ReplicaDirectory
 from toolscout.face.health import Health
 from toolscout.face.http_access import AllowList, HostOriginGuard
@@ -124,7 +124,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(LISTEN_BACKLOG)
     except OSError:
         sock.close()
         raise
@@ -218,6 +218,9 @@ async def serve_http(
         # connections.py); the gateway answers no WebSocket, so no upgrade may take a connection past them.
         http=guarded_protocol(fit_to_open_files(connections or ConnectionLimits())),
         ws="none",
+        # uvicorn listens again with its own (2,048), and asyncio accepts that many at once: a burst would
+        # take that many descriptors before the bound closes any.
+        backlog=LISTEN_BACKLOG,
         # What closing the connections did not end (see _Uvicorn) is cancelled.
         timeout_graceful_shutdown=2 * HTTP_SHUTDOWN_GRACE,
     )
