@@ -146,3 +146,20 @@ async def test_a_request_being_answered_is_never_cut_by_the_header_deadline(tmp_
             assert outcome and not outcome[0].is_error, outcome
             # The holder's session, its GET stream included, still serves it.
             assert not (await holder.call_tool("list_mcp_servers", {})).is_error
+
+
+async def test_a_newcomer_is_refused_503_only_when_every_connection_is_being_answered(tmp_path: Path) -> None:
+    cap = 2
+    config = write_config(tmp_path, http={"headerTimeout": 3600, "maxConnections": cap})
+    # Whole headers announcing a body that never comes: each request is being answered (its body awaited).
+    started = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    started += b"Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{"
+    async with served_gateway(config) as gateway, AsyncExitStack() as streams:
+        waiting = await _half_open(gateway, streams, b"")
+        busy = [await _half_open(gateway, streams, started) for _ in range(cap)]
+        with anyio.fail_after(WAIT):
+            assert await _until_closed(waiting) == b""  # closed for a busy one: it had sent nothing
+            answer = await _until_closed(await _half_open(gateway, streams))
+        assert answer.startswith(b"HTTP/1.1 503 "), answer
+        assert b"retry-after: 1" in answer and b"http.maxConnections" in answer
+        assert len(busy) == cap
