@@ -54,6 +54,7 @@ class Chatty:
             return await self._ask(ctx)
         elif params.name == "hold":
             self.holding.set()
+            await ctx.session.report_progress(0, 1, "holding")  # tells a caller that asked that the call arrived
             await self.release.wait()
         elif params.name == "release":
             self.release.set()

@@ -221,6 +221,7 @@ async def _serve_with(
     watched: tuple[Path, GatewayConfig] | None,
 ) -> None:
     from toolscout.face.api_registry import registry_routes
+    from toolscout.face.connections import ConnectionLimits
     from toolscout.face.http_access import AllowList
     from toolscout.face.http_sessions import SessionLimits
     from toolscout.face.reload import ConfigReloader, reloading
@@ -285,6 +286,7 @@ async def _serve_with(
                         registry=registry,
                         api_routes=registry_routes(registrations),
                         replica=replica,
+                        connections=ConnectionLimits.of(config.http),
                     )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()

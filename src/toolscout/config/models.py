@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from toolscout.config.addresses import check_host_entry, check_origin_entry
 from toolscout.config.auth import AuthConfig
+from toolscout.config.http import HttpServeConfig
 from toolscout.config.locations import user_log_dir
 from toolscout.config.patterns import compile_pattern
 from toolscout.config.smart import LLMConfig, SmartConfig
@@ -300,49 +300,6 @@ class RegistryConfig(_Model):
         if self.backend == "redis" and not self.url:
             raise ValueError('backend "redis" needs url, e.g. "redis://localhost:6379/0"')
         return self
-
-
-DEFAULT_MAX_SESSIONS = 1000
-"""At about 40 kB a session, some 40 MB; the SDK's 10,000 took the gateway from 148 to 548 MB."""
-DEFAULT_MAX_SESSIONS_PER_CLIENT = 32
-DEFAULT_SESSION_OPENING_RATE = 10.0
-"""New sessions a second per client address (after a burst of maxSessionsPerClient): a client
-needs one session a conversation; a handshake costs the event loop milliseconds, a refusal far less."""
-DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
-"""10 minutes (the SDK's is 30): a client's open GET stream keeps its session, and one that lost it
-opens another; a shorter time would mostly close the sessions of agents waiting on their user."""
-
-
-class HttpServeConfig(_Model):
-    """`toolscout serve --transport http`: which requests it answers, and how many sessions it keeps."""
-
-    allowed_hosts: list[str] = Field(default_factory=list[str])
-    """`Host` names answered besides the defaults (the bind address, the address a request arrives at,
-    the loopback names on a loopback or wildcard bind, the host name on a wildcard bind): `name`
-    (any port), `name:port`, or `*` to turn the check off (behind a proxy that checks it)."""
-    allowed_origins: list[str] = Field(default_factory=list[str])
-    """Browser `Origin`s allowed besides pages on an allowed host: `scheme://host[:port]`, `:*` for any
-    port, or `*` for any origin."""
-    max_sessions: int = Field(default=DEFAULT_MAX_SESSIONS, ge=1)
-    """Stateful sessions open at once; at the limit the least recently used idle one is closed."""
-    max_sessions_per_client: int = Field(default=DEFAULT_MAX_SESSIONS_PER_CLIENT, ge=1)
-    """Stateful sessions one client address may have open; its own least recently used idle one is
-    closed for a new one. Behind a reverse proxy every client has the proxy's address: raise it."""
-    session_opening_rate: float = Field(default=DEFAULT_SESSION_OPENING_RATE, gt=0)
-    """New sessions a second one client address may open, after a burst of maxSessionsPerClient."""
-    session_idle_timeout: float = Field(default=DEFAULT_SESSION_IDLE_TIMEOUT, gt=0)
-    """Seconds a session may go without a request in flight before it is closed (an open GET stream
-    counts as one); its client then gets 404 and opens a new session."""
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _hosts_parse(cls, hosts: list[str]) -> list[str]:
-        return [check_host_entry(host) for host in hosts]
-
-    @field_validator("allowed_origins")
-    @classmethod
-    def _origins_parse(cls, origins: list[str]) -> list[str]:
-        return [check_origin_entry(origin) for origin in origins]
 
 
 class GatewayConfig(_Model):

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp
 
 from toolscout.config.models import ModeName
 from toolscout.face.api import TokenEvents, api_exception_handlers, api_mount
+from toolscout.face.connections import LISTEN_BACKLOG, ConnectionLimits, fit_to_open_files, guarded_protocol
 from toolscout.face.forwarding import Forwarder, ReplicaDirectory
 from toolscout.face.health import Health
 from toolscout.face.http_access import AllowList, HostOriginGuard
@@ -124,7 +125,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(LISTEN_BACKLOG)
     except OSError:
         sock.close()
         raise
@@ -186,12 +187,15 @@ async def serve_http(
     registry: Registry | None = None,
     api_routes: Sequence[BaseRoute] = (),
     replica: str | None = None,
+    connections: ConnectionLimits | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
     loggers as they are (they are global: a second server in the process must not reset them).
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
-    who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`)."""
+    who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
+    `connections`: how long a connection may take to send a request's headers, and how many may be
+    open at once (connections.py)."""
     shared = registry if isinstance(registry, SharedClientState) else None
     server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
@@ -212,6 +216,13 @@ async def serve_http(
         log_config=None,
         lifespan="on",
         access_log=False,
+        # h11 with the header deadline and the connection bound, whatever else is installed (see
+        # connections.py); the gateway answers no WebSocket, so no upgrade may take a connection past them.
+        http=guarded_protocol(fit_to_open_files(connections or ConnectionLimits())),
+        ws="none",
+        # uvicorn listens again with its own (2,048), and asyncio accepts that many at once: a burst would
+        # take that many descriptors before the bound closes any.
+        backlog=LISTEN_BACKLOG,
         # What closing the connections did not end (see _Uvicorn) is cancelled.
         timeout_graceful_shutdown=2 * HTTP_SHUTDOWN_GRACE,
     )
