@@ -53,7 +53,8 @@ async def schema_bomb(url: str, admin_key: str, calls: int) -> dict[str, Any]:
             arguments = {"server": BOMB_SERVER, "tool": BOMB_TOOL, "arguments": {"a": "x"}}
             with anyio.move_on_after(CALL_WAIT) as waited:
                 result = await client.call_tool("execute_tool", arguments)
-                error: dict[str, Any] = (result.structured_content or {}).get("error") or {}
+                content: dict[str, Any] = result.structured_content or {}
+                error: dict[str, Any] = content.get("error") or {}
                 outcomes[str(error.get("code", "isError" if result.is_error else "ran"))] += 1
             if waited.cancelled_caught:
                 outcomes[f"no answer in {CALL_WAIT:g} s"] += 1
