@@ -94,6 +94,7 @@ def _schema(text: str) -> Any:
 
 async def _local_put(config: GatewayConfig, kind: str, body: dict[str, Any]) -> dict[str, Any]:
     from toolscout.registry.base import ServerRegistration
+    from toolscout.registry.limits import check_room
     from toolscout.registry.opening import open_registry
     from toolscout.registry.requests import (
         NameClash,
@@ -112,6 +113,10 @@ async def _local_put(config: GatewayConfig, kind: str, body: dict[str, Any]) -> 
             reason = name_taken(registration, configured=set(config.mcp_servers), servers=servers, tools=tools)
             if reason is not None:
                 raise NameClash(reason)
+            same = servers if isinstance(registration, ServerRegistration) else tools
+            replaces = any(other.name == registration.name for other in same)
+            limits = config.registry.max_registrations_per_namespace, config.registry.max_registrations
+            await check_room(registry, registration, replaces=replaces, per_namespace=limits[0], total=limits[1])
         except RegistrationRefused as exc:
             raise InvalidArguments(f"{exc}.") from None
         if isinstance(registration, ServerRegistration):

@@ -267,6 +267,13 @@ class CatalogCacheConfig(_Model):
     _path_is_absolute = field_validator("path")(absolute_path)
 
 
+DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE = 50
+"""A run (a namespace) registers its few components; 50 is far beyond that, and ten runs fit the total."""
+DEFAULT_MAX_REGISTRATIONS = 500
+"""Each registration is an upstream kept running (a registered server holds a connection, pinged every
+5 s): 500 leave room for clients and stdio children under the common limit of 1,024 open files."""
+
+
 class RegistryConfig(_Model):
     """Where issued tokens and run-time registrations are kept (`toolscout.registry`): the embedded
     SQLite file (default), or Redis, shared by the replicas of one gateway."""
@@ -281,6 +288,11 @@ class RegistryConfig(_Model):
     advertise_url: str | None = None
     """Redis: where the other replicas reach this one (`http://10.0.0.5:8766`), for the 2026-07-28
     retries they forward here; unset: the address `serve` listens on (not a wildcard one)."""
+    max_registrations_per_namespace: int = Field(default=DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE, ge=1)
+    """Servers and callback tools registered into one namespace (the global one included); a new one
+    beyond it is refused (HTTP 429) until one is removed or expires."""
+    max_registrations: int = Field(default=DEFAULT_MAX_REGISTRATIONS, ge=1)
+    """Servers and callback tools registered in all namespaces together; beyond it, likewise."""
 
     _path_is_absolute = field_validator("path")(absolute_path)
 

@@ -216,9 +216,14 @@ class Gateway:
 
     # The set of upstreams (gateway/runtime.py)
 
-    async def set_servers(self, specs: Sequence[UpstreamSpec], *, owner: str) -> ServerChanges:
+    async def set_servers(
+        self, specs: Sequence[UpstreamSpec], *, owner: str, remove: Sequence[str] | None = None
+    ) -> ServerChanges:
         """Make the upstreams `owner` owns ("config": the config file's; "registry": registered at run
-        time) exactly `specs`, starting, stopping and restarting only what changed (`ServerSet.apply`)."""
+        time) exactly `specs`, starting, stopping and restarting only what changed (`ServerSet.apply`);
+        given `remove`, only add or restart `specs` and stop `remove`, the others not looked at (`change`)."""
+        if remove is not None:
+            return await self._servers.change(specs, remove, owner=owner)
         return await self._servers.apply(specs, owner=owner)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
@@ -273,13 +278,8 @@ class Gateway:
     def server_status(self, upstream: Upstream) -> dict[str, Any]:
         """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready)."""
         total, enabled = self.visibility.counts(current_scope(), upstream.name)
-        entry: dict[str, Any] = {
-            "name": upstream.name,
-            "description": upstream.description,
-            "status": upstream.status.value,
-            "toolCount": total,
-            "enabledCount": enabled,
-        }
+        entry: dict[str, Any] = {"name": upstream.name, "description": upstream.description}
+        entry |= {"status": upstream.status.value, "toolCount": total, "enabledCount": enabled}
         cached_at = self.cached_at(upstream.name)
         if cached_at is not None:
             entry["catalog"] = "cached"
@@ -370,11 +370,7 @@ class Gateway:
             await self.audit.record_refused(request, error.code, client=relay.client if relay is not None else None)
 
     async def _execute(
-        self,
-        server: str,
-        name: str,
-        arguments: Mapping[str, Any] | None,
-        max_output_chars: int | None,
+        self, server: str, name: str, arguments: Mapping[str, Any] | None, max_output_chars: int | None
     ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidArguments(
