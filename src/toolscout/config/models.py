@@ -267,6 +267,9 @@ class CatalogCacheConfig(_Model):
     _path_is_absolute = field_validator("path")(absolute_path)
 
 
+DEFAULT_MAX_RESULT_BYTES = 1_000_000
+"""The MCP SDK's client refuses a server-sent event over 1 MiB (`DEFAULT_MAX_SSE_EVENT_SIZE`, 1,048,576
+bytes): a result of at most 1,000,000 bytes leaves room for the JSON-RPC envelope and the event's own lines."""
 DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE = 50
 """A run (a namespace) registers its few components; 50 is far beyond that, and ten runs fit the total."""
 DEFAULT_MAX_REGISTRATIONS = 500
@@ -363,6 +366,9 @@ class GatewayConfig(_Model):
     search: SearchConfig = Field(default_factory=SearchConfig)
     max_output_chars: int | None = Field(default=None, ge=1)
     """Default cap on the text of a tool's result, cut with a notice; a call may ask for more."""
+    max_result_bytes: int | None = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024)
+    """The most bytes of JSON one tool result may be: text beyond it is cut with a notice, and a result
+    over it in images, resources or structuredContent is an error result; null: no limit."""
     max_loaded_tools: int = Field(default=DEFAULT_MAX_LOADED_TOOLS, ge=1, le=500)
     """Dynamic mode: how many tools one client may have loaded into its tool list at once."""
     tool_names: ToolNaming = "auto"

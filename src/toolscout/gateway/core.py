@@ -36,7 +36,7 @@ from toolscout.config.server_source import ConfiguredServers, ServerSource
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, build_backend
-from toolscout.gateway.output_cap import cap_output
+from toolscout.gateway.output_cap import DEFAULT_MAX_RESULT_BYTES, cap_output, fit_result_off_loop
 from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.runtime import ServerChanges, ServerSet
 from toolscout.gateway.shared_catalog import catalog_store
@@ -79,6 +79,7 @@ class Gateway:
         max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
         max_query_steps: int = DEFAULT_MAX_QUERY_STEPS,
         max_output_chars: int | None = None,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
     ) -> None:
@@ -110,6 +111,8 @@ class Gateway:
         """Arguments against input schemas (every execution's check; smart mode's LLM answers too)."""
         self.max_output_chars = max_output_chars
         """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
+        self.max_result_bytes = max_result_bytes
+        """The most bytes of JSON a tool's result may be (`maxResultBytes`): cut to fit, else refused."""
         self._state: Literal["new", "running", "stopped"] = "new"
         self._task_group: anyio.abc.TaskGroup | None = None
         self.audit = audit
@@ -154,6 +157,7 @@ class Gateway:
         kwargs.setdefault("max_query_chars", config.search.max_query_chars)
         kwargs.setdefault("max_query_steps", config.search.max_query_steps)
         kwargs.setdefault("max_output_chars", config.max_output_chars)
+        kwargs.setdefault("max_result_bytes", config.max_result_bytes)
         if config.audit.enabled:
             kwargs.setdefault("audit", AuditLog.from_config(config.audit))
         if config.catalog_cache.enabled:
@@ -393,4 +397,4 @@ class Gateway:
         finally:
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
-        return cap_output(without_hop_metadata(result), cap)
+        return await fit_result_off_loop(cap_output(without_hop_metadata(result), cap), self.max_result_bytes)
