@@ -6,18 +6,18 @@ the models accept those names and reject anything they do not know.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic.alias_generators import to_camel
 
 from toolscout.config.addresses import check_host_entry, check_origin_entry
 from toolscout.config.auth import AuthConfig
-from toolscout.config.locations import user_log_dir
+from toolscout.config.locations import absolute_path, user_log_dir
 from toolscout.config.patterns import compile_pattern
+from toolscout.config.registry import RegistryConfig
 from toolscout.config.smart import LLMConfig, SmartConfig
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -155,13 +155,6 @@ def patterns_compile(patterns: list[str]) -> list[str]:
     return patterns
 
 
-def absolute_path(path: str | None) -> str | None:
-    """A validator: a file toolscout writes is named absolutely (clients start it in any directory)."""
-    if path is not None and not os.path.isabs(os.path.expanduser(path)):
-        raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
-    return path
-
-
 class ToolRule(_Model):
     """One entry of `toolRules`: which tools it matches, and what it says about them."""
 
@@ -270,49 +263,6 @@ class CatalogCacheConfig(_Model):
 DEFAULT_MAX_RESULT_BYTES = 1_000_000
 """The MCP SDK's client refuses a server-sent event over 1 MiB (`DEFAULT_MAX_SSE_EVENT_SIZE`, 1,048,576
 bytes): a result of at most 1,000,000 bytes leaves room for the JSON-RPC envelope and the event's own lines."""
-DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE = 50
-"""A run (a namespace) registers its few components; 50 is far beyond that, and ten runs fit the total."""
-DEFAULT_MAX_REGISTRATIONS = 500
-"""Each registration is an upstream kept running (a registered server holds a connection, pinged every
-5 s): 500 leave room for clients and stdio children under the common limit of 1,024 open files."""
-
-
-class RegistryConfig(_Model):
-    """Where issued tokens and run-time registrations are kept (`toolscout.registry`): the embedded
-    SQLite file (default), or Redis, shared by the replicas of one gateway."""
-
-    backend: Literal["sqlite", "redis"] = "sqlite"
-    path: str | None = None
-    """The SQLite file; unset: `registry.sqlite3` beside the persistent catalog's file. `~` is expanded."""
-    url: str | None = None
-    """Redis: `redis://[:password@]host:6379/0` or `rediss://` (TLS); a password from `${ENV}`."""
-    key_prefix: str = Field(default="toolscout:", min_length=1)
-    """Redis: the prefix of every key, so that several gateways can share one Redis."""
-    advertise_url: str | None = None
-    """Redis: where the other replicas reach this one (`http://10.0.0.5:8766`), for the 2026-07-28
-    retries they forward here; unset: the address `serve` listens on (not a wildcard one)."""
-    max_registrations_per_namespace: int = Field(default=DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE, ge=1)
-    """Servers and callback tools registered into one namespace (the global one included); a new one
-    beyond it is refused (HTTP 429) until one is removed or expires."""
-    max_registrations: int = Field(default=DEFAULT_MAX_REGISTRATIONS, ge=1)
-    """Servers and callback tools registered in all namespaces together; beyond it, likewise."""
-
-    _path_is_absolute = field_validator("path")(absolute_path)
-
-    @field_validator("url")
-    @classmethod
-    def _redis_url(cls, url: str | None) -> str | None:
-        if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-            raise ValueError("must be a redis://, rediss:// or unix:// URL")
-        return url
-
-    @model_validator(mode="after")
-    def _redis_needs_url(self) -> RegistryConfig:
-        if self.backend == "redis" and not self.url:
-            raise ValueError('backend "redis" needs url, e.g. "redis://localhost:6379/0"')
-        return self
-
-
 DEFAULT_MAX_SESSIONS = 1000
 """At about 40 kB a session, some 40 MB; the SDK's 10,000 took the gateway from 148 to 548 MB."""
 DEFAULT_MAX_SESSIONS_PER_CLIENT = 32
