@@ -130,6 +130,8 @@ class Registrations:
         now = time.time()
         read: list[Registration] = [*await self.registry.servers(every=True), *await self.registry.tools(every=True)]
         live = [registration for registration in read if not registration.expired(now)]
+        if len(live) < len(read):  # swept as the gateway drops them: no expired entry outlives its upstream
+            await self.registry.sweep(now)  # (its version bump makes the next poll look again: no change)
         wanted: dict[str, Registration] = {}
         refused: dict[str, str] = {}
         for registration in live:  # (servers first: of a server and a tool of one name, the server is served)
@@ -152,8 +154,7 @@ class Registrations:
                 logger.warning("registered %s", reason)
         self._refused = refused
         self._version = version
-        # (one expired already is due for the sweep at once, not at the next periodic one)
-        expiries = [r.expires_at for r in read if r.expires_at is not None]
+        expiries = [r.expires_at for r in live if r.expires_at is not None]
         self._next_expiry = min(expiries, default=None)
         if changes:
             logger.info("registered servers: %s", getattr(changes, "describe", lambda: str(changes))())
