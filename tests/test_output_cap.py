@@ -73,3 +73,26 @@ async def test_execute_tool_applies_the_call_cap_over_the_configured_default() -
             assert "output cut" not in text(wider)
             none = await client.call_tool("execute_tool", {**call, "max_output_chars": 0})
             assert "output cut" not in text(none)
+
+
+def test_a_result_too_large_for_one_message_is_cut_to_fit_or_refused_when_its_bulk_is_not_text() -> None:
+    from toolscout.gateway.output_cap import fit_result
+
+    small = _result()
+    assert fit_result(small, 4096) is small
+    assert fit_result(small, None) is small
+    # Text that JSON escapes (quotes, newlines, non-ASCII) is measured as sent, not by its length.
+    escaped = 'é"\n' * 200_000
+    cut = fit_result(
+        types.CallToolResult(content=[types.TextContent(text=escaped)], structured_content={"n": 1}), 100_000
+    )
+    assert len(cut.model_dump_json(by_alias=True, exclude_none=True).encode()) <= 100_000
+    kept, notice = [block.text for block in cut.content if isinstance(block, types.TextContent)]
+    assert kept == escaped[: len(kept)]
+    assert notice.startswith("[toolscout: result cut to fit 100000 bytes")
+    assert cut.structured_content == {"n": 1}
+    # An image (or structuredContent) over the limit by itself cannot be cut: a clear error result.
+    image = types.CallToolResult(content=[types.ImageContent(data="A" * 200_000, mime_type="image/png")])
+    refused = fit_result(image, 100_000)
+    assert refused.is_error
+    assert "over the 100000 bytes a client reads in one message (maxResultBytes)" in text(refused)

@@ -125,6 +125,28 @@ async def test_registrations_by_namespace_expire_and_bump_the_version(tmp_path: 
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
+async def test_one_name_is_looked_up_and_registrations_counted_per_namespace_and_in_all(
+    tmp_path: Path, kind: str
+) -> None:
+    async with store(kind, tmp_path) as new:
+        registry = new()
+        assert await registry.lookup("run-1", "x") == (None, None)
+        assert await registry.counts("run-1") == (0, 0)
+        server = ServerRegistration("run-1", "x", "http://127.0.0.1:1/mcp", expires_at=100.0)
+        tool = ToolRegistration("run-1", "x", "Look up an IP", {"type": "object"}, "http://h/cb")
+        await registry.put_server(server)
+        await registry.put_tool(tool)
+        await registry.put_tool(ToolRegistration(None, "y", "Shared", {"type": "object"}, "http://h/cb"))
+        await registry.put_tool(ToolRegistration("run-10", "z", "Another run", {"type": "object"}, "http://h/cb"))
+        assert await new().lookup("run-1", "x") == (server, tool)
+        assert await registry.lookup("run-1", "y") == (None, None)
+        assert (await registry.lookup(None, "y"))[1] is not None
+        assert await registry.counts("run-1") == (2, 4)  # ("run-10" is another namespace)
+        assert await registry.counts(None) == (1, 4)
+        assert await registry.counts("run-2") == (0, 4)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
 async def test_expired_tokens_are_swept(tmp_path: Path, kind: str) -> None:
     async with store(kind, tmp_path) as new:
         registry = new()

@@ -198,7 +198,7 @@ async def test_a_50_mb_result_arrives_whole_and_the_gateway_keeps_answering(tmp_
     meanwhile = 0
     """Other calls answered while the big result was still on its way."""
     done = anyio.Event()
-    async with big_result_config(tmp_path, upstream) as config:
+    async with big_result_config(tmp_path, upstream, maxResultBytes=None) as config:  # (lifted: whole)
         command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"]
         # The SDK's client refuses SSE events over 1 MB unless told otherwise.
         async with (

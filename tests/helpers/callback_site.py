@@ -13,7 +13,7 @@ import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from toolscout.face.serve import bind
@@ -37,6 +37,11 @@ class CallbackSite:
     """(path, JSON body, headers) of every POST, in order."""
     hold: anyio.Event = field(default_factory=anyio.Event)
     """`/slow` (and any path under it) answers only once this is set (a callback, or an LLM, that hangs)."""
+    body_started: anyio.Event = field(default_factory=anyio.Event)
+    """`/held...`: set once the answer's headers and first chunk are sent."""
+    body_hold: anyio.Event = field(default_factory=anyio.Event)
+    """`/held...` sends the rest of its answer only once this is set; `/held-sized...` announces its
+    length (Content-Length) first, `/held-chunked...` does not (chunked)."""
 
     def url(self, path: str = "/tool") -> str:
         return f"{self.base}{path}"
@@ -54,7 +59,18 @@ async def callback_site(answer: Answer) -> AsyncGenerator[CallbackSite]:
         if request.url.path.startswith("/slow"):
             await site.hold.wait()
         status, content = site.answer(body)
+        if request.url.path.startswith("/held"):
+            headers = {"content-length": str(len(content))} if request.url.path.startswith("/held-sized") else None
+            return StreamingResponse(held(content), status_code=status, media_type="application/json", headers=headers)
         return Response(content, status_code=status, media_type="application/json")
+
+    async def held(content: bytes) -> AsyncGenerator[bytes]:
+        step = 256 * 1024
+        yield content[:step]
+        site.body_started.set()
+        await site.body_hold.wait()
+        for at in range(step, len(content), step):
+            yield content[at : at + step]
 
     app = Starlette(routes=[Route("/{path:path}", endpoint, methods=["POST"])])
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
@@ -65,6 +81,7 @@ async def callback_site(answer: Answer) -> AsyncGenerator[CallbackSite]:
                 yield site
             finally:
                 site.hold.set()
+                site.body_hold.set()
                 web.should_exit = True
     finally:
         sock.close()

@@ -86,6 +86,11 @@ def _schema(text: str) -> Any:
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             raise InvalidArguments(f"cannot read the input schema from {source}: {exc.strerror or exc}.") from None
+    from toolscout.face.api_common import MAX_BODY_DEPTH
+    from toolscout.face.invalid_messages import too_deep
+
+    if too_deep(text, MAX_BODY_DEPTH):  # (Python's parser recurses: refused before it runs, as the API does)
+        raise InvalidArguments(f"{source} nests objects and arrays more than {MAX_BODY_DEPTH} deep.")
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -94,6 +99,7 @@ def _schema(text: str) -> Any:
 
 async def _local_put(config: GatewayConfig, kind: str, body: dict[str, Any]) -> dict[str, Any]:
     from toolscout.registry.base import ServerRegistration
+    from toolscout.registry.limits import check_room
     from toolscout.registry.opening import open_registry
     from toolscout.registry.requests import (
         NameClash,
@@ -112,6 +118,10 @@ async def _local_put(config: GatewayConfig, kind: str, body: dict[str, Any]) -> 
             reason = name_taken(registration, configured=set(config.mcp_servers), servers=servers, tools=tools)
             if reason is not None:
                 raise NameClash(reason)
+            same = servers if isinstance(registration, ServerRegistration) else tools
+            replaces = any(other.name == registration.name for other in same)
+            limits = config.registry.max_registrations_per_namespace, config.registry.max_registrations
+            await check_room(registry, registration, replaces=replaces, per_namespace=limits[0], total=limits[1])
         except RegistrationRefused as exc:
             raise InvalidArguments(f"{exc}.") from None
         if isinstance(registration, ServerRegistration):

@@ -233,7 +233,8 @@ async def _serve_with(
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
     shared = config.registry.backend == "redis" and config.catalog_cache.enabled
-    registrations = Registrations(registry, gateway, shared_catalog=shared)
+    per_namespace, total = config.registry.max_registrations_per_namespace, config.registry.max_registrations
+    registrations = Registrations(registry, gateway, shared_catalog=shared, per_namespace=per_namespace, total=total)
     if principals is not None:
         registrations.listen(forget_revoked(principals))
     stop = anyio.Event()

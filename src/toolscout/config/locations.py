@@ -112,3 +112,10 @@ def find_config(
         what = "is a directory" if source.path.is_dir() else "does not exist"
         raise ConfigurationError(f"Configuration file {source.path} (from {source.origin}) {what}.")
     return source
+
+
+def absolute_path(path: str | None) -> str | None:
+    """A validator: a file toolscout writes is named absolutely (clients start it in any directory)."""
+    if path is not None and not os.path.isabs(os.path.expanduser(path)):
+        raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
+    return path

@@ -6,18 +6,18 @@ the models accept those names and reject anything they do not know.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic.alias_generators import to_camel
 
 from toolscout.config.auth import AuthConfig
 from toolscout.config.http import HttpServeConfig
-from toolscout.config.locations import user_log_dir
+from toolscout.config.locations import absolute_path, user_log_dir
 from toolscout.config.patterns import compile_pattern
+from toolscout.config.registry import RegistryConfig
 from toolscout.config.smart import LLMConfig, SmartConfig
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -159,13 +159,6 @@ def patterns_compile(patterns: list[str]) -> list[str]:
     return patterns
 
 
-def absolute_path(path: str | None) -> str | None:
-    """A validator: a file toolscout writes is named absolutely (clients start it in any directory)."""
-    if path is not None and not os.path.isabs(os.path.expanduser(path)):
-        raise ValueError(f"must be an absolute path (or start with ~), got {path!r}")
-    return path
-
-
 class ToolRule(_Model):
     """One entry of `toolRules`: which tools it matches, and what it says about them."""
 
@@ -271,35 +264,9 @@ class CatalogCacheConfig(_Model):
     _path_is_absolute = field_validator("path")(absolute_path)
 
 
-class RegistryConfig(_Model):
-    """Where issued tokens and run-time registrations are kept (`toolscout.registry`): the embedded
-    SQLite file (default), or Redis, shared by the replicas of one gateway."""
-
-    backend: Literal["sqlite", "redis"] = "sqlite"
-    path: str | None = None
-    """The SQLite file; unset: `registry.sqlite3` beside the persistent catalog's file. `~` is expanded."""
-    url: str | None = None
-    """Redis: `redis://[:password@]host:6379/0` or `rediss://` (TLS); a password from `${ENV}`."""
-    key_prefix: str = Field(default="toolscout:", min_length=1)
-    """Redis: the prefix of every key, so that several gateways can share one Redis."""
-    advertise_url: str | None = None
-    """Redis: where the other replicas reach this one (`http://10.0.0.5:8766`), for the 2026-07-28
-    retries they forward here; unset: the address `serve` listens on (not a wildcard one)."""
-
-    _path_is_absolute = field_validator("path")(absolute_path)
-
-    @field_validator("url")
-    @classmethod
-    def _redis_url(cls, url: str | None) -> str | None:
-        if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-            raise ValueError("must be a redis://, rediss:// or unix:// URL")
-        return url
-
-    @model_validator(mode="after")
-    def _redis_needs_url(self) -> RegistryConfig:
-        if self.backend == "redis" and not self.url:
-            raise ValueError('backend "redis" needs url, e.g. "redis://localhost:6379/0"')
-        return self
+DEFAULT_MAX_RESULT_BYTES = 1_000_000
+"""The MCP SDK's client refuses a server-sent event over 1 MiB (`DEFAULT_MAX_SSE_EVENT_SIZE`, 1,048,576
+bytes): a result of at most 1,000,000 bytes leaves room for the JSON-RPC envelope and the event's own lines."""
 
 
 class GatewayConfig(_Model):
@@ -312,6 +279,9 @@ class GatewayConfig(_Model):
     search: SearchConfig = Field(default_factory=SearchConfig)
     max_output_chars: int | None = Field(default=None, ge=1)
     """Default cap on the text of a tool's result, cut with a notice; a call may ask for more."""
+    max_result_bytes: int | None = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024)
+    """The most bytes of JSON one tool result may be: text beyond it is cut with a notice, and a result
+    over it in images, resources or structuredContent is an error result; null: no limit."""
     max_loaded_tools: int = Field(default=DEFAULT_MAX_LOADED_TOOLS, ge=1, le=500)
     """Dynamic mode: how many tools one client may have loaded into its tool list at once."""
     tool_names: ToolNaming = "auto"

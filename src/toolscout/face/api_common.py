@@ -14,10 +14,15 @@ from typing import Any, cast
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from toolscout.face.invalid_messages import too_deep
 from toolscout.face.principals import principal_of
 
 MAX_BODY_BYTES = 1_000_000
 """The largest API request body: a tool's input schema fits many times over."""
+MAX_BODY_DEPTH = 64
+"""The deepest nesting of objects and arrays in an API request body: a tool's input schema nests a few
+levels (each property two: `properties`, then its schema), so 64 leave room for about 30 levels of
+properties, while Python's parser and jsonschema, which recurse, stay far from their limits."""
 
 
 class ApiError(Exception):
@@ -45,14 +50,22 @@ def require_admin(request: Request) -> None:
 
 async def json_object(request: Request) -> dict[str, Any]:
     """The request's body as a JSON object, or `ApiError` saying what is wrong with it."""
-    body = b""
+    body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_BODY_BYTES:
             raise ApiError(413, "TOO_LARGE", f"the request body is over {MAX_BODY_BYTES} bytes")
     try:
-        data = json.loads(body or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "INVALID_JSON", f"the request body is not UTF-8 ({exc}); send a JSON object") from None
+    if too_deep(text, MAX_BODY_DEPTH):  # before parsing: the parser (and what reads the result) recurses
+        raise ApiError(
+            400, "INVALID_JSON", f"the request body nests objects and arrays more than {MAX_BODY_DEPTH} deep"
+        )
+    try:
+        data = json.loads(text or "null")
+    except ValueError as exc:
         raise ApiError(400, "INVALID_JSON", f"the request body is not JSON ({exc}); send a JSON object") from None
     if not isinstance(data, dict):
         raise ApiError(400, "INVALID_JSON", "the request body must be a JSON object")

@@ -12,8 +12,9 @@ at run time into a namespace (spec 002's register-local and register-component).
     DELETE /registry/tools/{namespace}/{name}, /registry/tools/{name}
 
 A body the registry refuses is 400 saying what to send (registry/requests.py); a name taken by a
-configured server or by a registration of the other kind is 409. Each write reaches the gateway
-before the answer (`Registrations.put`): a 201 means the server is connecting.
+configured server or by a registration of the other kind is 409; a new registration over
+`registry.maxRegistrationsPerNamespace` or `registry.maxRegistrations` is 429 naming the limit. Each
+write reaches the gateway before the answer (`Registrations.put`): a 201 means the server is connecting.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from toolscout.errors import RegistryUnavailable
 from toolscout.face.api_common import ApiError, error_response, json_object, require_admin
 from toolscout.gateway.registrations import Registration, Registrations
 from toolscout.registry.base import ServerRegistration, ToolRegistration
+from toolscout.registry.limits import TooManyRegistrations
 from toolscout.registry.requests import (
     NameClash,
     RegistrationRefused,
@@ -56,6 +58,8 @@ def _answering(handler: Handler) -> Handler:
             return error_response(exc.status, exc.code, exc.message)
         except NameClash as exc:
             return error_response(409, "NAME_TAKEN", str(exc))
+        except TooManyRegistrations as exc:  # the message names the limit and its config key
+            return error_response(429, "TOO_MANY_REGISTRATIONS", str(exc))
         except RegistrationRefused as exc:
             return error_response(400, "INVALID_REGISTRATION", str(exc))
         except RegistryUnavailable as exc:  # Redis down: the caller may retry; the message says where

@@ -7,7 +7,8 @@ not JSON, -32600 (invalid request) for JSON that is not a request, with the requ
 can be made out and `null` otherwise; a response, even a malformed one, is never answered.
 
 Nothing here recurses or takes more than linear time: JSON is parsed by pydantic-core, whose depth
-is capped; when that fails, `top_level_id` reads the top-level `"id"` member with an iterative scan.
+is capped; when that fails, `top_level_id` reads the top-level `"id"` member with an iterative scan
+(and `too_deep`, the same scan, tells the HTTP API a body nested too deep before it is parsed).
 """
 
 from __future__ import annotations
@@ -96,6 +97,26 @@ def top_level_id(text: str) -> types.RequestId | None:
                 return None
             pos += 1
     return None
+
+
+def too_deep(text: str, limit: int) -> bool:
+    """Whether the JSON `text` nests objects and arrays more than `limit` deep (strings skipped),
+    told before it is parsed: one pass, no recursion, whatever the depth."""
+    depth, pos = 0, 0
+    while (found := _STRUCTURE.search(text, pos)) is not None:
+        pos = found.start()
+        char = text[pos]
+        if char == '"':
+            string = _STRING.match(text, pos)
+            if string is None:  # never closed: the parser says so
+                return False
+            pos = string.end()
+            continue
+        depth += 1 if char in "{[" else -1
+        if depth > limit:
+            return True
+        pos += 1
+    return False
 
 
 def _skip_space(text: str, pos: int) -> int:

@@ -36,7 +36,7 @@ from toolscout.config.server_source import ConfiguredServers, ServerSource
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, search_settings
-from toolscout.gateway.output_cap import cap_output
+from toolscout.gateway.output_cap import DEFAULT_MAX_RESULT_BYTES, cap_output, fit_result_off_loop
 from toolscout.gateway.pins import ToolPins
 from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.runtime import ServerChanges, ServerSet
@@ -80,6 +80,7 @@ class Gateway:
         max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
         max_query_steps: int = DEFAULT_MAX_QUERY_STEPS,
         max_output_chars: int | None = None,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
         pins: ToolPins | None = None,
@@ -115,6 +116,8 @@ class Gateway:
         """Arguments against input schemas (every execution's check; smart mode's LLM answers too)."""
         self.max_output_chars = max_output_chars
         """Default cap on the text of a tool's result (None: no cap); a call may ask for another."""
+        self.max_result_bytes = max_result_bytes
+        """The most bytes of JSON a tool's result may be (`maxResultBytes`): cut to fit, else refused."""
         self._state: Literal["new", "running", "stopped"] = "new"
         self._task_group: anyio.abc.TaskGroup | None = None
         self.audit = self.pins.audit = audit
@@ -150,6 +153,7 @@ class Gateway:
             specs = [dataclasses.replace(spec, reconnect=reconnect) for spec in specs]
         kwargs.update(search_settings(config.search, kwargs))
         kwargs.setdefault("max_output_chars", config.max_output_chars)
+        kwargs.setdefault("max_result_bytes", config.max_result_bytes)
         if config.audit.enabled:
             kwargs.setdefault("audit", AuditLog.from_config(config.audit))
         if config.catalog_cache.enabled:
@@ -216,9 +220,14 @@ class Gateway:
 
     # The set of upstreams (gateway/runtime.py)
 
-    async def set_servers(self, specs: Sequence[UpstreamSpec], *, owner: str) -> ServerChanges:
+    async def set_servers(
+        self, specs: Sequence[UpstreamSpec], *, owner: str, remove: Sequence[str] | None = None
+    ) -> ServerChanges:
         """Make the upstreams `owner` owns ("config": the config file's; "registry": registered at run
-        time) exactly `specs`, starting, stopping and restarting only what changed (`ServerSet.apply`)."""
+        time) exactly `specs`, starting, stopping and restarting only what changed (`ServerSet.apply`);
+        given `remove`, only add or restart `specs` and stop `remove`, the others not looked at (`change`)."""
+        if remove is not None:
+            return await self._servers.change(specs, remove, owner=owner)
         return await self._servers.apply(specs, owner=owner)
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
@@ -273,13 +282,8 @@ class Gateway:
     def server_status(self, upstream: Upstream) -> dict[str, Any]:
         """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready)."""
         total, enabled = self.visibility.counts(current_scope(), upstream.name)
-        entry: dict[str, Any] = {
-            "name": upstream.name,
-            "description": upstream.description,
-            "status": upstream.status.value,
-            "toolCount": total,
-            "enabledCount": enabled,
-        }
+        entry: dict[str, Any] = {"name": upstream.name, "description": upstream.description}
+        entry |= {"status": upstream.status.value, "toolCount": total, "enabledCount": enabled}
         cached_at = self.cached_at(upstream.name)
         if cached_at is not None:
             entry["catalog"] = "cached"
@@ -370,11 +374,7 @@ class Gateway:
             await self.audit.record_refused(request, error.code, client=relay.client if relay is not None else None)
 
     async def _execute(
-        self,
-        server: str,
-        name: str,
-        arguments: Mapping[str, Any] | None,
-        max_output_chars: int | None,
+        self, server: str, name: str, arguments: Mapping[str, Any] | None, max_output_chars: int | None
     ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidArguments(
@@ -393,4 +393,4 @@ class Gateway:
         finally:
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
-        return cap_output(without_hop_metadata(result), cap)
+        return await fit_result_off_loop(cap_output(without_hop_metadata(result), cap), self.max_result_bytes)

@@ -3,11 +3,13 @@ register-component): each registration becomes an upstream (owner "registry") sh
 `qualified_name(namespace, name)`.
 
 `Registrations.sync` makes the gateway's registered upstreams exactly the registrations not yet
-expired: at start (a restarted gateway keeps every registration), right after each write through it
-(the HTTP API), and whenever the registry's `version()` changed (another process wrote it: the command
-line without `--url`); `run` polls that version and sweeps expired entries, so an expired
-registration's upstream stops. An unchanged registration keeps its upstream (and its connection);
-a changed one (another URL, headers, schema) is restarted.
+expired: at start (a restarted gateway keeps every registration) and whenever the registry's
+`version()` changed (another process wrote it: the command line without `--url`), applying only the
+difference; `run` polls that version and sweeps expired entries, so an expired registration's upstream
+stops. A write through it (the HTTP API) applies its one registration, so that its cost does not grow
+with the number of registrations, and is refused over `registry.maxRegistrations...` (registry/limits.py).
+An unchanged registration keeps its upstream (and its connection); a changed one (another URL,
+headers, schema) is restarted (gateway/registered.py builds each one's upstream).
 
 Registered endpoints are expected to come and go (spec 002's "Endpoint Discovery Timing"): one that
 is down or slow is retried with a backoff of at most `REGISTERED_BACKOFF_MAX` seconds until it answers
@@ -17,27 +19,26 @@ or its registration expires, one that lists no tools right after it starts is li
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Hashable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
 
-from toolscout.config.models import HttpServerConfig, SseServerConfig
+from toolscout.config.registry import DEFAULT_MAX_REGISTRATIONS, DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE
 from toolscout.config.scopes import qualified_name
-from toolscout.masking import remember_secrets
-from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration, ToolRegistration
+from toolscout.errors import ServerNotFound
+from toolscout.gateway.registered import Registration, Specs
+from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration
+from toolscout.registry.limits import check_room
 from toolscout.registry.requests import NameClash, name_taken
 from toolscout.upstream import Upstream, UpstreamSpec
-from toolscout.upstream.callback_tool import CallbackToolUpstream, callback_server
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 OWNER = "registry"
 """The owner of registered upstreams in the gateway (`Gateway.set_servers`)."""
@@ -45,31 +46,19 @@ POLL_SECONDS = 1.0
 """How often the registry's version is checked for another process's changes."""
 SWEEP_SECONDS = 60.0
 """How often expired entries are swept from the registry when none is known to be due."""
-REGISTERED_BACKOFF_MAX = 10.0
-"""The longest wait between two attempts to reach a registered endpoint: a run's endpoint that starts
-late is found within seconds, and a dead one costs an attempt every 10 s until it expires."""
-REGISTERED_CONNECT_TIMEOUT = 10.0
-"""How long one attempt to reach a registered endpoint may take: a hanging one is tried again rather
-than waited for (an agent's first search waits for a new server's first attempt)."""
-PING_SECONDS = 5.0
-"""How often a registered server is pinged: one that died is seen to be down (and retried) within seconds."""
-CALLBACK_SECONDS = 55.0
-"""How long a callback tool's URL may take to answer; the call's own timeout is a little longer, so
-that a slow callback is told as such."""
-
-Registration = ServerRegistration | ToolRegistration
 
 
 class RegisteredServers(Protocol):
     """What `Registrations` needs of the gateway (`toolscout.gateway.core.Gateway`)."""
 
-    async def set_servers(self, specs: Sequence[UpstreamSpec], *, owner: str) -> object:
-        """Make the upstreams `owner` owns exactly `specs`."""
+    async def set_servers(
+        self, specs: Sequence[UpstreamSpec], *, owner: str, remove: Sequence[str] | None = None
+    ) -> object:
+        """Make the upstreams `owner` owns exactly `specs`; given `remove`, change only those and `specs`."""
         ...
 
-    @property
-    def upstreams(self) -> list[Upstream]:
-        """Every upstream, whoever owns it."""
+    def upstream(self, name: str) -> Upstream:
+        """The upstream called `name`, or `ServerNotFound`."""
         ...
 
     def server_status(self, upstream: Upstream) -> dict[str, Any]:
@@ -77,84 +66,13 @@ class RegisteredServers(Protocol):
         ...
 
 
-def _key(registration: Registration) -> Hashable:
-    """What decides how a registration is reached: equal keys keep the same upstream running."""
-    if isinstance(registration, ServerRegistration):
-        headers = tuple(sorted(registration.headers.items()))
-        return ("server", registration.url, registration.transport, headers, registration.description)
-    schema = json.dumps(dict(registration.input_schema), sort_keys=True)
-    return ("tool", registration.description, schema, registration.callback_url)
-
-
-def registered_spec(registration: Registration, *, shared: bool = False) -> UpstreamSpec:
-    """The upstream of one registration (a new transport each time: build once per change, see `_Specs`).
-
-    `shared`: the catalog store is shared by replicas (Redis), so that a replica that starts later
-    answers at once from what another one listed of this very registration, marked stale, while it
-    connects (the registration's expiry bounds how long)."""
-    shown = qualified_name(registration.namespace, registration.name)
-    if isinstance(registration, ServerRegistration):
-        # A header's value (a bearer token, say) is masked wherever it could show: logs, errors, audit.
-        remember_secrets(registration.headers.values())
-        config_type = SseServerConfig if registration.transport == "sse" else HttpServerConfig
-        config = config_type(url=registration.url, headers=dict(registration.headers))
-        spec = UpstreamSpec.from_config(shown, config)
-        description = registration.description
-    else:
-        server = callback_server(
-            registration.name,
-            registration.description,
-            registration.input_schema,
-            registration.callback_url,
-            timeout=CALLBACK_SECONDS,
-        )
-        spec = UpstreamSpec(shown, CallbackToolUpstream(server, registration.callback_url))
-        description = registration.description
-    return dataclasses.replace(
-        spec,
-        namespace=registration.namespace,
-        description=description,
-        call_timeout=max(spec.call_timeout, CALLBACK_SECONDS + 5),
-        reconnect=True,  # whatever happens, until the registration expires
-        connect_timeout=REGISTERED_CONNECT_TIMEOUT,
-        backoff_max=REGISTERED_BACKOFF_MAX,
-        relist_empty=isinstance(registration, ServerRegistration),
-        ping_seconds=PING_SECONDS if isinstance(registration, ServerRegistration) else None,
-        # This machine's own catalog never answers for a registration: an endpoint of a run that is gone
-        # must not look as if its tools were there; a shared one does, for as long as it is registered.
-        cache_key=_cache_key(registration) if shared else None,
-    )
-
-
-def _cache_key(registration: Registration) -> str:
-    """The key of a registration's catalog: changes with how it is reached, as a server's config hash does."""
-    return "registered:" + hashlib.sha256(repr(_key(registration)).encode()).hexdigest()[:32]
-
-
-class _Specs:
-    """One spec per registration for as long as it is unchanged: the gateway restarts an upstream
-    whose spec differs (its transport compared by identity), so an unchanged one must get the same."""
-
-    def __init__(self, *, shared: bool = False) -> None:
-        self._made: dict[str, tuple[Hashable, UpstreamSpec]] = {}
-        self._shared = shared
-
-    def of(self, registration: Registration) -> UpstreamSpec:
-        shown = qualified_name(registration.namespace, registration.name)
-        key = _key(registration)
-        made = self._made.get(shown)
-        if made is None or made[0] != key:
-            made = self._made[shown] = (key, registered_spec(registration, shared=self._shared))
-        return made[1]
-
-    def keep_only(self, names: set[str]) -> None:
-        for name in set(self._made) - names:
-            del self._made[name]
-
-
 class Registrations:
     """Keeps `gateway`'s registered upstreams equal to `registry`'s live registrations, and writes
-    registrations for the HTTP API (refusing a name that is taken)."""
+    registrations for the HTTP API (refusing a name that is taken, or one over a limit).
+
+    A write through it applies its one change to the gateway (its cost does not depend on how many
+    registrations there are); a change another process made is found by the registry's version and
+    applied as the difference between what is registered and what is applied."""
 
     def __init__(
         self,
@@ -163,17 +81,22 @@ class Registrations:
         *,
         poll_seconds: float = POLL_SECONDS,
         shared_catalog: bool = False,
+        per_namespace: int = DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE,
+        total: int = DEFAULT_MAX_REGISTRATIONS,
     ) -> None:
-        """`shared_catalog`: the gateway's catalog store is shared by replicas (`registered_spec`)."""
+        """`shared_catalog`: the gateway's catalog store is shared by replicas (`registered_spec`);
+        `per_namespace`, `total`: the most registrations taken (`registry.maxRegistrations...`)."""
         self.registry = registry
         self._gateway = gateway
         self._poll = poll_seconds
-        self._specs = _Specs(shared=shared_catalog)
-        self._applied: set[str] = set()
-        """The names this applied last (the gateway's other upstreams are configured ones)."""
+        self._specs = Specs(shared=shared_catalog)
+        self._limits = (per_namespace, total)
+        self._live: dict[str, Registration] = {}
+        """The registrations applied to the gateway, by the name they are shown under."""
         self._refused: dict[str, str] = {}
         """Registrations left out of the gateway at the last sync, and why (a name taken meanwhile)."""
         self._version: int | None = None
+        """The registry's version the gateway is known to follow (None: not known, a sync is due)."""
         self._next_expiry: float | None = None
         self._lock: anyio.Lock | None = None
         self._last_trouble: str | None = None
@@ -185,9 +108,15 @@ class Registrations:
             self._lock = anyio.Lock()
         return self._lock
 
-    def configured(self) -> set[str]:
-        """The names of the gateway's upstreams that are not registrations (the config file's)."""
-        return {upstream.name for upstream in self._gateway.upstreams} - self._applied
+    def _configured(self, shown: str) -> bool:
+        """Whether a server the gateway runs besides registrations (the config file's) is called `shown`."""
+        if shown in self._live:
+            return False
+        try:
+            self._gateway.upstream(shown)
+        except ServerNotFound:
+            return False
+        return True
 
     async def sync(self) -> None:
         """Make the gateway's registered upstreams the registry's live registrations, now.
@@ -199,25 +128,27 @@ class Registrations:
     async def _sync(self) -> None:
         version = await self.registry.version()
         now = time.time()
-        live: list[Registration] = [
-            *(s for s in await self.registry.servers(every=True) if not s.expired(now)),
-            *(t for t in await self.registry.tools(every=True) if not t.expired(now)),
-        ]
-        configured = self.configured()
-        specs: list[UpstreamSpec] = []
+        read: list[Registration] = [*await self.registry.servers(every=True), *await self.registry.tools(every=True)]
+        live = [registration for registration in read if not registration.expired(now)]
+        if len(live) < len(read):  # swept as the gateway drops them: no expired entry outlives its upstream
+            await self.registry.sweep(now)  # (its version bump makes the next poll look again: no change)
+        wanted: dict[str, Registration] = {}
         refused: dict[str, str] = {}
-        for registration in sorted(live, key=lambda r: qualified_name(r.namespace, r.name)):
+        for registration in live:  # (servers first: of a server and a tool of one name, the server is served)
             shown = qualified_name(registration.namespace, registration.name)
-            if shown in configured:
+            if self._configured(shown):
                 refused[shown] = f"not served: {shown!r} is the name of a configured server"
-            elif specs and specs[-1].name == shown:
+            elif shown in wanted:
                 # A server and a tool of one name (written past the API's check, by another process).
                 refused[shown] = f"not served: {shown!r} is registered both as a server and as a callback tool"
             else:
-                specs.append(self._specs.of(registration))
-        changes = await self._gateway.set_servers(specs, owner=OWNER)
-        self._applied = {spec.name for spec in specs}
-        self._specs.keep_only(self._applied)
+                wanted[shown] = registration
+        # Only the difference reaches the gateway: an unchanged registration is not looked at again.
+        put = [self._specs.of(r) for shown, r in wanted.items() if self._live.get(shown) != r]
+        remove = [shown for shown in self._live if shown not in wanted]
+        changes = await self._gateway.set_servers(put, owner=OWNER, remove=remove)
+        self._live = wanted
+        self._specs.keep_only(set(wanted))
         for name, reason in refused.items():
             if self._refused.get(name) != reason:
                 logger.warning("registered %s", reason)
@@ -302,36 +233,78 @@ class Registrations:
             logger.warning("%s (tried again every %gs)", message, self._poll)
             self._last_trouble = message
 
-    # Writes (the HTTP API)
+    # Writes (the HTTP API): each applies its own change, and nothing else
 
-    async def _check(self, registration: Registration) -> None:
-        servers = await self.registry.servers(registration.namespace)
-        tools = await self.registry.tools(registration.namespace)
-        reason = name_taken(registration, configured=self.configured(), servers=servers, tools=tools)
+    async def _check(self, registration: Registration) -> int:
+        """Refuse `registration` if its name is taken or it is over a limit; how many registrations
+        were read from the registry to decide (the one of each kind under its name, at most)."""
+        server, tool = await self.registry.lookup(registration.namespace, registration.name)
+        shown = qualified_name(registration.namespace, registration.name)
+        configured = {shown} if self._configured(shown) else set[str]()
+        servers, tools = [server] if server else [], [tool] if tool else []
+        reason = name_taken(registration, configured=configured, servers=servers, tools=tools)
         if reason is not None:
             raise NameClash(reason)
+        same = server if isinstance(registration, ServerRegistration) else tool
+        per_namespace, total = self._limits
+        await check_room(
+            self.registry, registration, replaces=same is not None, per_namespace=per_namespace, total=total
+        )
+        return len(servers) + len(tools)
+
+    async def _written(self, write: Callable[[], Awaitable[T]]) -> tuple[T, int | None]:
+        """`write`'s answer, and the registry's version after it if that write was the only change since
+        the version the gateway follows (else None: another process wrote too, and a sync will follow)."""
+        before = await self.registry.version()
+        done = await write()
+        after = await self.registry.version()
+        return done, after if self._version == before and after <= before + 1 else None
+
+    def _applied(self, shown: str, version: int | None, reads: int, changes: object) -> None:
+        if version is not None:
+            self._version = version
+        described = getattr(changes, "describe", lambda: str(changes))()
+        if changes:
+            logger.info("registered servers: %s", described)
+        logger.debug("registration %s applied: %d read from the registry; %s", shown, reads, described)
 
     async def put(self, registration: Registration) -> None:
         """Register (or re-register) `registration` and apply it at once; `NameClash` if its name is
-        a configured server's or a registration of the other kind."""
+        a configured server's or a registration of the other kind, `TooManyRegistrations` over a limit."""
+        shown = qualified_name(registration.namespace, registration.name)
         async with self._locked():
-            await self._check(registration)
+            reads = await self._check(registration)
             if isinstance(registration, ServerRegistration):
-                await self.registry.put_server(registration)
+                _, version = await self._written(lambda: self.registry.put_server(registration))
             else:
-                await self.registry.put_tool(registration)
-            await self._sync()
+                _, version = await self._written(lambda: self.registry.put_tool(registration))
+            changes = await self._gateway.set_servers([self._specs.of(registration)], owner=OWNER, remove=())
+            self._live[shown] = registration
+            self._refused.pop(shown, None)
+            if registration.expires_at is not None:
+                self._next_expiry = min(self._next_expiry or registration.expires_at, registration.expires_at)
+            self._applied(shown, version, reads, changes)
 
     async def remove(self, kind: type[Registration], namespace: str | None, name: str) -> bool:
         """Unregister a server or tool and stop its upstream; False if there was none."""
+        shown = qualified_name(namespace, name)
         async with self._locked():
             if kind is ServerRegistration:
-                gone = await self.registry.remove_server(namespace, name)
+                gone, version = await self._written(lambda: self.registry.remove_server(namespace, name))
             else:
-                gone = await self.registry.remove_tool(namespace, name)
-            if gone:
-                await self._sync()
-            return gone
+                gone, version = await self._written(lambda: self.registry.remove_tool(namespace, name))
+            if not gone:
+                return False
+            if shown in self._refused:
+                await self._sync()  # the other kind of that name, left out, may be served now
+                return True
+            applied = self._live.get(shown)
+            if applied is not None and isinstance(applied, kind):
+                changes = await self._gateway.set_servers([], owner=OWNER, remove=[shown])
+                del self._live[shown]
+                self._specs.drop(shown)
+                self._applied(shown, version, 0, changes)
+            return True
 
     def status(self, registration: Registration) -> dict[str, Any]:
         """How the registration's upstream is doing, as `list_mcp_servers` says it (`status`, `error`,
@@ -339,9 +312,11 @@ class Registrations:
         shown = qualified_name(registration.namespace, registration.name)
         if shown in self._refused:
             return {"status": "refused", "error": self._refused[shown]}
-        upstream = next((u for u in self._gateway.upstreams if u.name == shown and shown in self._applied), None)
-        if upstream is None:
+        if shown not in self._live:
             return {"status": "pending"}
-        entry = self._gateway.server_status(upstream)
+        try:
+            entry = self._gateway.server_status(self._gateway.upstream(shown))
+        except ServerNotFound:
+            return {"status": "pending"}
         keys = ("status", "error", "toolCount", "retryInSeconds", "serverInfo")
         return {key: entry[key] for key in keys if key in entry}

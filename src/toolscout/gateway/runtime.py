@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,6 +157,17 @@ class ServerSet:
         the gateway is entered this only edits the set it will start; after it stopped, `RuntimeError`.
         Once begun, a change is finished even if the caller is cancelled.
         """
+        return await self._locked(specs, owner, lambda: self._apply(specs, owner))
+
+    async def change(self, put: Sequence[UpstreamSpec], remove: Sequence[str], *, owner: str) -> ServerChanges:
+        """Among the upstreams `owner` owns, add or restart (when its spec changed) each of `put` and stop
+        each name of `remove`, leaving every other alone, unlooked at: a change costs what it changes,
+        whatever the number of upstreams (`apply` compares them all). Otherwise as `apply`."""
+        return await self._locked(put, owner, lambda: self._change(put, remove, owner))
+
+    async def _locked(
+        self, specs: Sequence[UpstreamSpec], owner: str, work: Callable[[], Awaitable[ServerChanges]]
+    ) -> ServerChanges:
         if self.state() == "stopped":
             raise RuntimeError("the gateway has stopped: its servers cannot change any more")
         self._check(specs, owner)
@@ -167,13 +179,13 @@ class ServerSet:
             # Made whole even if the caller is cancelled meanwhile (a change half made would leave
             # servers out of the registry yet running); every wait in it is bounded.
             with anyio.CancelScope(shield=True):
-                changes = await self._apply(specs, owner)
+                changes = await work()
         return changes
 
     def _check(self, specs: Sequence[UpstreamSpec], owner: str) -> None:
         """Refuse the whole change, before any of it, when a name is twice in `specs` or is another owner's."""
-        names = [spec.name for spec in specs]
-        twice = sorted({name for name in names if names.count(name) > 1})
+        names = Counter(spec.name for spec in specs)
+        twice = sorted(name for name, count in names.items() if count > 1)
         if twice:
             raise ConfigurationError(f"Server names must be unique; given more than once: {', '.join(twice)}.")
         for name in names:
@@ -192,6 +204,33 @@ class ServerSet:
         restarted = [n for n in current if n in wanted and spec_key(current[n].spec) != spec_key(wanted[n])]
         unchanged = [n for n in current if n in wanted and n not in restarted]
         added = [name for name in wanted if name not in current]
+        order = [spec.name for spec in specs] if owner == CONFIG_OWNER else ()
+        return await self._make(wanted, current, added, removed, restarted, unchanged, owner, order)
+
+    async def _change(self, put: Sequence[UpstreamSpec], remove: Sequence[str], owner: str) -> ServerChanges:
+        wanted = {spec.name: spec for spec in put}
+        current: dict[str, Upstream] = {}
+        for name in [*wanted, *remove]:
+            upstream = self._upstreams.get(name)
+            if upstream is not None and self._upstreams.owner(name) == owner:
+                current[name] = upstream
+        removed = [name for name in remove if name in current and name not in wanted]
+        restarted = [n for n in wanted if n in current and spec_key(current[n].spec) != spec_key(wanted[n])]
+        unchanged = [n for n in wanted if n in current and n not in restarted]
+        added = [name for name in wanted if name not in current]
+        return await self._make(wanted, current, added, removed, restarted, unchanged, owner, ())
+
+    async def _make(
+        self,
+        wanted: dict[str, UpstreamSpec],
+        current: dict[str, Upstream],
+        added: list[str],
+        removed: list[str],
+        restarted: list[str],
+        unchanged: list[str],
+        owner: str,
+        order: Sequence[str],
+    ) -> ServerChanges:
         # Out of the registry first: from now on the name is SERVER_NOT_FOUND, whatever its teardown takes.
         gone = [upstream for name in removed if (upstream := self._upstreams.remove(name)) is not None]
         for upstream in gone:
@@ -204,7 +243,6 @@ class ServerSet:
         for upstream in gone:
             self._forget_upstream(upstream)  # again: its teardown lists its last known tools once more
             self._startup.forget(upstream)
-        order = [spec.name for spec in specs] if owner == CONFIG_OWNER else ()
         fresh: list[Upstream] = []
         for name in restarted:
             self._forget_upstream(current[name])
@@ -219,7 +257,8 @@ class ServerSet:
             fresh.append(upstream)
         if order:
             self._upstreams.reorder(order)
-        self._catalog.order_servers(self._upstreams.names)
+        if added or order:
+            self._catalog.order_servers(self._upstreams.names)
         if fresh and self.state() == "running":
             # Each as it was last listed, if the store has it (at start, the gateway loads them all).
             for name, snapshot in (await self._snapshots.load(fresh)).items():
@@ -227,20 +266,22 @@ class ServerSet:
         if self.state() == "running":  # (not if the gateway stopped meanwhile: its task group is gone)
             for upstream in fresh:
                 self._startup.launch(upstream)
-        position = {name: i for i, name in enumerate(self._upstreams.names)}
-
-        def ordered(names: list[str]) -> tuple[str, ...]:
-            return tuple(sorted(names, key=lambda n: position.get(n, len(position))))
-
         changes = ServerChanges(
-            added=ordered(added),
+            added=self._ordered(added),
             removed=tuple(sorted(removed)),
-            restarted=ordered(restarted),
-            unchanged=ordered(unchanged),
+            restarted=self._ordered(restarted),
+            unchanged=self._ordered(unchanged),
         )
         if changes:
             logger.info("servers (%s): %s", owner, changes.describe())
         return changes
+
+    def _ordered(self, names: list[str]) -> tuple[str, ...]:
+        """`names` in the gateway's order (looked up one by one when they are few)."""
+        if len(names) <= 1:
+            return tuple(names)
+        position = {name: i for i, name in enumerate(self._upstreams.names)}
+        return tuple(sorted(names, key=lambda n: position.get(n, len(position))))
 
     def _forget_upstream(self, upstream: Upstream) -> None:
         """`upstream` (stopping or stopped) left the gateway: nothing of it is listed, searched or kept."""

@@ -160,6 +160,18 @@ class Registry(Protocol):
 
     async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]: ...
 
+    async def lookup(
+        self, namespace: str | None, name: str
+    ) -> tuple[ServerRegistration | None, ToolRegistration | None]:
+        """The server and the callback tool registered as `name` in `namespace` (None where there is none):
+        what a write checks its name against, without reading every registration."""
+        ...
+
+    async def counts(self, namespace: str | None) -> tuple[int, int]:
+        """How many servers and tools together are registered in `namespace` (None: the global one), and
+        in all namespaces (expired ones not swept yet included): what the registration limits count."""
+        ...
+
     async def sweep(self, now: float) -> int:
         """Delete what expired before `now`; how many entries went."""
         ...

@@ -209,6 +209,43 @@ class RedisRegistry:
     async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]:
         return [tool_from(*row) for row in await self._rows("tools", namespace, every)]
 
+    async def lookup(
+        self, namespace: str | None, name: str
+    ) -> tuple[ServerRegistration | None, ToolRegistration | None]:
+        field = f"{namespace or ''}{_SEPARATOR}{name}"
+
+        async def read(r: aioredis.Redis) -> list[str | None]:
+            async with r.pipeline(transaction=False) as pipe:
+                pipe.hget(self.key("servers"), field)
+                pipe.hget(self.key("tools"), field)
+                return cast(list[str | None], await pipe.execute())
+
+        server, tool = await self._do(read)
+        space = namespace or ""
+        return (
+            server_from(space, name, server, _expiry(server)) if server is not None else None,
+            tool_from(space, name, tool, _expiry(tool)) if tool is not None else None,
+        )
+
+    async def counts(self, namespace: str | None) -> tuple[int, int]:
+        async def read(r: aioredis.Redis) -> tuple[int, int]:
+            total = 0
+            for table in ("servers", "tools"):
+                total += await r.hlen(self.key(table))
+            return len(await self._fields(r, namespace)), total
+
+        return await self._do(read)
+
+    async def _fields(self, r: aioredis.Redis, namespace: str | None) -> dict[tuple[str, str], str]:
+        """`namespace`'s servers and tools, `(table, field) → JSON`, matched by Redis itself (HSCAN MATCH,
+        the namespace being letters, digits, `_` and `-`: nothing a glob reads), so that only they travel."""
+        found: dict[tuple[str, str], str] = {}
+        for table in ("servers", "tools"):
+            match = f"{namespace or ''}{_SEPARATOR}*"
+            async for field, raw in r.hscan_iter(self.key(table), match=match, count=1000):  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+                found[(table, str(field))] = str(raw)  # pyright: ignore[reportUnknownArgumentType]
+        return found
+
     async def _put(
         self, table: str, namespace: str | None, name: str, body: dict[str, Any], expires: float | None
     ) -> None:
@@ -238,7 +275,9 @@ class RedisRegistry:
 
     async def _rows(self, table: str, namespace: str | None, every: bool) -> list[tuple[str, str, str, float | None]]:
         async def read(r: aioredis.Redis) -> dict[str, str]:
-            return await cast(Awaitable[dict[str, str]], r.hgetall(self.key(table)))
+            if every:
+                return await cast(Awaitable[dict[str, str]], r.hgetall(self.key(table)))
+            return {field: raw for (kind, field), raw in (await self._fields(r, namespace)).items() if kind == table}
 
         rows: list[tuple[str, str, str, float | None]] = []
         for field, raw in (await self._do(read)).items():
@@ -365,6 +404,10 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], 120000)
 return wait
 """
+
+
+def _expiry(raw: str) -> float | None:
+    return cast(float | None, json.loads(raw).get("expiresAt"))
 
 
 def _expired(raw: str, at: float) -> bool:

@@ -8,6 +8,7 @@ message says what to send instead.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
@@ -82,16 +83,32 @@ def _expires(body: Mapping[str, Any], now: float) -> float:
     return now + float(ttl)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _no_control_characters(key: str, text: str) -> None:
+    """Refuse a control character (CR and LF above all: a request split in two) in a URL or a header."""
+    found = _CONTROL.search(text)
+    if found is not None:
+        raise RegistrationRefused(
+            f'"{key}" must not contain control characters (found {found.group()!r} at position {found.start()}); '
+            "percent-encode them (%0D, %0A) if they belong there"
+        )
+
+
 def _endpoint(
     url: Any, headers: Any = None, transport: Any = None, *, key: str = "url"
 ) -> HttpServerConfig | SseServerConfig:
     if not isinstance(url, str):
         raise RegistrationRefused(f'"{key}" must be an http:// or https:// URL')
+    _no_control_characters(key, url)
     if headers is not None and (
         not isinstance(headers, dict)
         or not all(isinstance(k, str) and isinstance(v, str) for k, v in cast(dict[Any, Any], headers).items())
     ):
         raise RegistrationRefused('"headers" must be an object of header names to string values')
+    for name, value in cast(dict[str, str], headers or {}).items():
+        _no_control_characters(f"headers.{name!r}", name + value)
     if transport not in (None, "http", "sse"):
         raise RegistrationRefused(f'"transport" must be "http" (streamable HTTP) or "sse", got {transport!r}')
     entry: dict[str, Any] = {"url": url, "headers": headers or {}}

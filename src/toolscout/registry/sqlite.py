@@ -148,7 +148,8 @@ class SqliteRegistry:
         return await self._remove("server_v1", namespace, name)
 
     async def servers(self, namespace: str | None = None, *, every: bool = False) -> list[ServerRegistration]:
-        return [server_from(*row) for row in await self._rows("server_v1", namespace, every)]
+        # Decoded in the worker thread too: a gateway reading every registration keeps its loop free.
+        return await self._do(lambda db: [server_from(*row) for row in self._rows(db, "server_v1", namespace, every)])
 
     async def put_tool(self, registration: ToolRegistration) -> None:
         body = tool_body(registration)
@@ -158,7 +159,30 @@ class SqliteRegistry:
         return await self._remove("tool_v1", namespace, name)
 
     async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]:
-        return [tool_from(*row) for row in await self._rows("tool_v1", namespace, every)]
+        return await self._do(lambda db: [tool_from(*row) for row in self._rows(db, "tool_v1", namespace, every)])
+
+    async def lookup(
+        self, namespace: str | None, name: str
+    ) -> tuple[ServerRegistration | None, ToolRegistration | None]:
+        def read(db: sqlite3.Connection) -> tuple[ServerRegistration | None, ToolRegistration | None]:
+            select = "SELECT namespace, name, body, expires_at FROM {} WHERE namespace = ? AND name = ?"
+            server = db.execute(select.format("server_v1"), (namespace or _GLOBAL, name)).fetchone()
+            tool = db.execute(select.format("tool_v1"), (namespace or _GLOBAL, name)).fetchone()
+            return (server_from(*server) if server else None, tool_from(*tool) if tool else None)
+
+        return await self._do(read)
+
+    async def counts(self, namespace: str | None) -> tuple[int, int]:
+        def read(db: sqlite3.Connection) -> tuple[int, int]:
+            inside = total = 0
+            for table in ("server_v1", "tool_v1"):  # (the primary key's index answers both)
+                inside += db.execute(
+                    f"SELECT COUNT(*) FROM {table} WHERE namespace = ?", (namespace or _GLOBAL,)
+                ).fetchone()[0]
+                total += db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            return inside, total
+
+        return await self._do(read)
 
     async def _put(
         self, table: str, namespace: str | None, name: str, body: dict[str, Any], expires: float | None
@@ -183,14 +207,14 @@ class SqliteRegistry:
 
         return await self._do(write)
 
-    async def _rows(self, table: str, namespace: str | None, every: bool) -> list[tuple[str, str, str, float | None]]:
-        def read(db: sqlite3.Connection) -> list[tuple[str, str, str, float | None]]:
-            select = f"SELECT namespace, name, body, expires_at FROM {table}"
-            if every:
-                return db.execute(select + " ORDER BY namespace, name").fetchall()
-            return db.execute(select + " WHERE namespace = ? ORDER BY name", (namespace or _GLOBAL,)).fetchall()
-
-        return await self._do(read)
+    @staticmethod
+    def _rows(
+        db: sqlite3.Connection, table: str, namespace: str | None, every: bool
+    ) -> list[tuple[str, str, str, float | None]]:
+        select = f"SELECT namespace, name, body, expires_at FROM {table}"
+        if every:
+            return db.execute(select + " ORDER BY namespace, name").fetchall()
+        return db.execute(select + " WHERE namespace = ? ORDER BY name", (namespace or _GLOBAL,)).fetchall()
 
     # Upkeep
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio.to_thread
 import httpx2
 import mcp_types as types
 from mcp.server import Server
@@ -27,6 +28,8 @@ from toolscout.upstream.transport import UpstreamTarget
 
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 """The largest callback answer read; a larger one is an error result (output caps apply downstream)."""
+_PARSED_ON_LOOP_BYTES = 64 * 1024
+"""A callback answer larger than this is parsed in a worker thread, so that other clients are answered meanwhile."""
 _QUOTED_BODY_CHARS = 300
 """How much of a failed callback's body an error result quotes."""
 
@@ -74,12 +77,23 @@ async def post_arguments(url: str, arguments: Mapping[str, Any], *, within: floa
                 headers={"accept": "application/json", "x-toolscout-tool": tool},
             ) as response,
         ):
-            body = b""
+            too_large = _failed(
+                f"The tool's callback at {shown} answered more than {MAX_ANSWER_BYTES} bytes, the most a "
+                "callback may answer; it must answer a smaller tool result."
+            )
+            declared = response.headers.get("content-length", "")
+            if declared.strip().isdigit() and int(declared) > MAX_ANSWER_BYTES:
+                return too_large  # refused before a byte of it is read
+            # Read into one growing buffer (never `bytes +=`, which copies it all for every chunk),
+            # and no further than the cap, whatever the header said.
+            body = bytearray()
             async for chunk in response.aiter_bytes():
                 body += chunk
                 if len(body) > MAX_ANSWER_BYTES:
-                    return _failed(f"The tool's callback at {shown} answered more than {MAX_ANSWER_BYTES} bytes.")
-            return tool_result(response.status_code, body)
+                    return too_large
+        if len(body) > _PARSED_ON_LOOP_BYTES:  # parsing and validating a large answer: off the event loop
+            return await anyio.to_thread.run_sync(tool_result, response.status_code, bytes(body))
+        return tool_result(response.status_code, bytes(body))
     except httpx2.TimeoutException:
         return _failed(f"The tool's callback at {shown} did not answer within {within:g}s.")
     except httpx2.HTTPError as exc:
