@@ -8,6 +8,8 @@ dropped and how to get it, because a model that does not know output was cut wil
 
 from __future__ import annotations
 
+from typing import cast
+
 import anyio.to_thread
 import mcp_types as types
 
@@ -115,9 +117,50 @@ def _rough_size(block: types.ContentBlock) -> int:
     return len(data) if isinstance(data, str) else 0
 
 
+_SURELY_SMALL_NODES = 512
+"""The most values of a result's `structuredContent` walked to show that it is surely small."""
+
+
+def _data_bound(data: object) -> int | None:
+    """An upper bound on the bytes of `data` as JSON (a string's character takes at most 6: `\\u001f`),
+    or None when it has more than `_SURELY_SMALL_NODES` values (then it is measured, not bounded)."""
+    bound, nodes = 0, 0
+    stack: list[object] = [data]
+    while stack:
+        nodes += 1
+        if nodes > _SURELY_SMALL_NODES:
+            return None
+        item = stack.pop()
+        if isinstance(item, str):
+            bound += 6 * len(item) + 2
+        elif isinstance(item, dict):
+            mapping = cast(dict[object, object], item)
+            stack.extend(mapping.values())
+            bound += sum(6 * len(str(key)) + 4 for key in mapping)
+        elif isinstance(item, list | tuple):
+            items = cast(list[object], item)
+            stack.extend(items)
+            bound += len(items) + 2
+        else:
+            bound += 32  # a number, a boolean, null
+    return bound
+
+
+def _surely_within(result: types.CallToolResult, max_bytes: int) -> bool:
+    """Whether `result` surely fits in `max_bytes` without serialising it: the common case of every
+    call, which must not pay for a measurement (nor a worker thread) it does not need."""
+    bound = 256 + sum(6 * _rough_size(block) + 256 for block in result.content)
+    if result.structured_content is not None:
+        data = _data_bound(result.structured_content)
+        if data is None:
+            return False
+        bound += data
+    return bound <= max_bytes
+
+
 async def fit_result_off_loop(result: types.CallToolResult, max_bytes: int | None) -> types.CallToolResult:
     """`fit_result`, in a worker thread when the result is large (measuring it serialises it whole)."""
-    if max_bytes is None:
+    if max_bytes is None or _surely_within(result, max_bytes):
         return result
     if (
         result.structured_content is None
