@@ -18,11 +18,13 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 must be complete. A client program sends its headers in one write, in milliseconds even across the
 world; ten seconds leaves room for a congested link and still frees a stalled connection quickly
 (nginx allows 60, Apache's mod_reqtimeout 20 to 40 unless bytes keep arriving)."""
-DEFAULT_MAX_CONNECTIONS = 512
-"""Half of the usual soft limit on a process's open files (1,024 on Linux): the other half is left
-for what the gateway itself holds (three pipes per stdio upstream, connections to HTTP upstreams and
-Redis, the registry, the catalog store, logs), so a flood of connections can never take the
-descriptors an upstream needs. An MCP client holds one or two connections (a request, an SSE stream)."""
+DEFAULT_MAX_CONNECTIONS = 4096
+"""Room for a busy shared gateway (ten agents making a hundred calls at once each hold a thousand
+connections: an MCP client opens one per request in flight, plus its SSE stream), while still
+bounded: `serve` raises the process's soft limit on open files toward its hard limit to fit it, as
+Go's runtime does, and where the hard limit is lower (a desktop's 1,024) serves fewer, leaving the
+rest for what the gateway itself holds (three pipes per stdio upstream, connections to HTTP
+upstreams and Redis, the registry, the catalog store, logs), with a warning saying how to allow more."""
 
 
 DEFAULT_MAX_SESSIONS = 1000

@@ -68,12 +68,22 @@ class ConnectionLimits:
 
 
 def fit_to_open_files(limits: ConnectionLimits) -> ConnectionLimits:
-    """`limits` with `max_connections` lowered, with a warning, when it would leave fewer than
-    `OTHER_DESCRIPTORS` of the process's open files (its soft RLIMIT_NOFILE) for everything else, counting
-    the `LISTEN_BACKLOG` connections a burst may hold for an instant beyond the bound."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    """`limits`, the process's soft limit on open files (RLIMIT_NOFILE) raised toward its hard limit to
+    hold them (as Go's runtime does at start: the soft limit is a default, not a policy); and where even
+    the hard limit would leave fewer than `OTHER_DESCRIPTORS` files for everything else, counting the
+    `LISTEN_BACKLOG` connections a burst may hold for an instant beyond the bound, `max_connections`
+    lowered, with a warning."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     reserved = OTHER_DESCRIPTORS + LISTEN_BACKLOG
-    if soft == resource.RLIM_INFINITY or limits.max_connections + reserved <= soft:
+    wanted = limits.max_connections + reserved
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError) as exc:  # not allowed here (a sandbox): the limit stays as it was
+            logger.info("could not raise the limit on open files from %d to %d: %s", soft, raised, exc)
+    if soft == resource.RLIM_INFINITY or wanted <= soft:
         return limits
     fitted = max(MIN_CONNECTIONS, soft - reserved)
     logger.warning(
