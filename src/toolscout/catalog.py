@@ -90,6 +90,8 @@ class Catalog:
     def __init__(self, rules: RuleSet | None = None, *, quarantined: Quarantine | None = None) -> None:
         self._rules = rules or RuleSet()
         self._quarantined = quarantined
+        self._declared: set[str] = set()
+        """Servers whose tools are the config's declared ones (`set_server_tools(declared=True)`)."""
         self._servers: dict[str, dict[str, CatalogTool]] = {}
         self._order: dict[str, int] = {}
         self.changes = Changes()
@@ -99,8 +101,13 @@ class Catalog:
         """Grows with every change."""
         return self.changes.version
 
-    def set_server_tools(self, server: str, tools: Iterable[types.Tool]) -> None:
-        """Replace everything known about `server`'s tools."""
+    def set_server_tools(self, server: str, tools: Iterable[types.Tool], *, declared: bool = False) -> None:
+        """Replace everything known about `server`'s tools (`declared`: the config's stand-ins for a server
+        not yet started, not the server's own definitions, so no pin judges them)."""
+        if declared:
+            self._declared.add(server)
+        else:
+            self._declared.discard(server)
         entries = {tool.name: self._judged(server, tool) for tool in tools}
         previous = self._servers.get(server)
         self._servers[server] = entries
@@ -124,7 +131,7 @@ class Catalog:
 
     def _judged(self, server: str, tool: types.Tool) -> CatalogTool:
         verdict = self._rules.verdict(server, tool.name)
-        held = self._quarantined is not None and self._quarantined(server, tool)
+        held = self._quarantined is not None and server not in self._declared and self._quarantined(server, tool)
         unusable = schema_problem(tool.input_schema)
         return CatalogTool(
             server, tool, verdict.enabled and unusable is None, verdict.tags, quarantined=held, unusable=unusable
@@ -142,6 +149,7 @@ class Catalog:
             self._servers = dict(sorted(self._servers.items(), key=lambda item: self._order.get(item[0], last)))
 
     def drop_server(self, server: str) -> None:
+        self._declared.discard(server)
         if self._servers.pop(server, None) is not None:
             self.changes.bump()
 

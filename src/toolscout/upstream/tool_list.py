@@ -23,8 +23,8 @@ listing again, as long as it still lists none: about half a minute in all."""
 class ToolListing(Protocol):
     """What an upstream needs of the catalog its tools are listed in (the gateway's `Catalog`)."""
 
-    def set_server_tools(self, server: str, tools: Iterable[types.Tool]) -> None:
-        """Replace everything known about `server`'s tools."""
+    def set_server_tools(self, server: str, tools: Iterable[types.Tool], *, declared: bool = False) -> None:
+        """Replace everything known about `server`'s tools (`declared`: the config's, not the server's)."""
         ...
 
     def drop_server(self, server: str) -> None:
@@ -103,6 +103,6 @@ class ServerTools:
         if self.offline is not None:
             self.catalog.set_server_tools(self._server, self.offline)
         elif self._declared:
-            self.catalog.set_server_tools(self._server, self._declared)
+            self.catalog.set_server_tools(self._server, self._declared, declared=True)
         else:
             self.catalog.drop_server(self._server)
