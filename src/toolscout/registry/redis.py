@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
@@ -38,6 +37,7 @@ import redis.exceptions
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
 from toolscout.registry.codec import server_body, server_from, token_body, token_from, tool_body, tool_from
+from toolscout.registry.rates import TAKE_SCRIPT
 from toolscout.registry.tags import new_key
 
 T = TypeVar("T")
@@ -127,15 +127,23 @@ class RedisRegistry:
 
     # Tokens
 
+    async def _shared_key(self, name: str) -> bytes:
+        """A random key kept under `name`, made by whichever replica asks first (`SET NX` and `GET` in
+        one transaction: two replicas asking at once get the same one)."""
+        fresh = new_key()
+
+        async def read(r: aioredis.Redis) -> str:
+            async with r.pipeline(transaction=True) as pipe:
+                pipe.set(self.key(name), fresh, nx=True)
+                pipe.get(self.key(name))
+                _, key = await pipe.execute()
+            return str(key)
+
+        return bytes.fromhex(await self._do(read))
+
     async def token_key(self) -> bytes:
         if self._token_key is None:
-            key = self.key("token-key")
-
-            async def made(r: aioredis.Redis) -> str:
-                await r.set(key, new_key(), nx=True)  # whoever sets it first wins; everyone reads that one
-                return str(await cast(Awaitable[str | None], r.get(key)))
-
-            self._token_key = bytes.fromhex(await self._do(made))
+            self._token_key = await self._shared_key("token-key")
         return self._token_key
 
     async def add_token(self, record: TokenRecord) -> None:
@@ -292,7 +300,7 @@ class RedisRegistry:
         """`SharedRates`: a token bucket per subject in Redis, taken from atomically (a script), on
         Redis's own clock, so that every replica counts against the same bucket."""
         key = self.key(f"rate:{subject}")
-        wait = await self._do(lambda r: r.eval(_TAKE, 1, key, str(per_minute)))  # pyright: ignore[reportUnknownMemberType]
+        wait = await self._do(lambda r: r.eval(TAKE_SCRIPT, 1, key, str(per_minute)))  # pyright: ignore[reportUnknownMemberType]
         return None if int(wait) == 0 else int(wait)
 
     # Replicas
@@ -327,19 +335,9 @@ class RedisRegistry:
     # Confirmations
 
     async def confirmation_key(self) -> bytes:
-        """`SharedConfirmations`: the key under `confirm-key`, made once by whichever replica asks first
-        (`SET NX`: two replicas asking at once get the same one). Read on every use (they are rare), so
-        a Redis that lost its data gives every replica the new key at once."""
-        fresh = secrets.token_hex(32)
-
-        async def read(r: aioredis.Redis) -> str:
-            async with r.pipeline(transaction=True) as pipe:
-                pipe.set(self.key("confirm-key"), fresh, nx=True)
-                pipe.get(self.key("confirm-key"))
-                _, key = await pipe.execute()
-            return str(key)
-
-        return bytes.fromhex(await self._do(read))
+        """`SharedConfirmations`: the key under `confirm-key` (`_shared_key`). Read on every use (they are
+        rare), so a Redis that lost its data gives every replica the new key at once."""
+        return await self._shared_key("confirm-key")
 
     async def spend_confirmation(self, nonce: str, ttl: float) -> bool:
         """`SharedConfirmations`: `SET NX` of the spent id, kept until it could not be honoured anyway."""
@@ -377,33 +375,6 @@ class RedisRegistry:
 
     async def version(self) -> int:
         return int(await self._do(lambda r: cast(Awaitable[str | None], r.get(self.key("version")))) or 0)
-
-
-# A token bucket of `ARGV[1]` requests a minute, refilled continuously, a burst of as many; returns
-# 0 when a request may go, else whole seconds (at least 1) until one would. Idle buckets expire.
-_TAKE = """
-local capacity = tonumber(ARGV[1])
-local rate = capacity / 60000.0
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local stored = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(stored[1])
-local at = tonumber(stored[2])
-if tokens == nil or at == nil then
-  tokens = capacity
-  at = now
-end
-tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
-local wait = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-else
-  wait = math.max(1, math.ceil((1 - tokens) / rate / 1000))
-end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], 120000)
-return wait
-"""
 
 
 def _expiry(raw: str) -> float | None:
