@@ -217,3 +217,25 @@ async def test_one_namespaces_hanging_endpoint_never_delays_anothers_answer() ->
             assert not gateway.upstream("a.hangs").first_attempt_over  # it was hanging all along
     finally:
         listener.close()
+
+
+async def test_a_change_outside_a_scope_costs_its_index_no_rebuild() -> None:
+    """A registration flood in one namespace must not rebuild every other scope's index (its clients would
+    wait for each rebuild): a scope's index stands until what the scope sees changes."""
+    specs = [spec("notes", [tool("create_note", "Create a note.")], "a"), spec("crowd", [tool("note_0")], "b")]
+    async with running(specs, search=make_backend("hybrid")) as gateway:
+        scope = Scope.of(namespace="a")
+        indexes = gateway._index._scoped  # pyright: ignore[reportPrivateUsage]
+
+        async def backend() -> object:
+            with scoped(scope):
+                hits = await gateway.search("create a note", min_relevance=0.0)
+            assert hits[0].tool.name == "create_note"
+            (entry,) = indexes._entries.values()  # pyright: ignore[reportPrivateUsage]
+            return entry.backend
+
+        built = await backend()
+        gateway.catalog.set_server_tools("b.crowd", [tool(f"note_{i}") for i in range(5)])  # namespace b's change
+        assert await backend() is built
+        gateway.catalog.set_server_tools("a.notes", [tool("create_note", "Create a note."), tool("find_note")])
+        assert await backend() is not built  # a change the scope sees rebuilds it

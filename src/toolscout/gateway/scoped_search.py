@@ -5,7 +5,7 @@ the scores' scale (relevance is relative to the best hit) would still count the 
 so one token's ranking would depend on what other namespaces registered. So each scope that
 narrows gets its own backend, of the same kind as the gateway's (sharing its embedding model),
 built from the tools it sees in a worker thread, kept for the last `MAX_SCOPES` scopes used, and
-rebuilt when the catalog (or the set of servers) changed.
+rebuilt when what it sees changed (a change elsewhere in the catalog costs it no rebuild).
 """
 
 from __future__ import annotations
@@ -75,6 +75,17 @@ def _cache(full: DenseBackend, tools: Sequence[CatalogTool]) -> VectorCache | No
 class _Entry:
     version: object
     backend: SearchBackend
+    tools: list[CatalogTool]
+    context: dict[str, str]
+
+    def covers(self, tools: list[CatalogTool], context: dict[str, str]) -> bool:
+        """Whether the index was built from these very tools (the catalog keeps the entries of servers
+        that did not change, so a change outside the scope leaves every one the same object)."""
+        return (
+            len(tools) == len(self.tools)
+            and all(new is old for new, old in zip(tools, self.tools, strict=True))
+            and context == self.context
+        )
 
 
 class ScopedIndexes:
@@ -109,8 +120,14 @@ class ScopedIndexes:
             self._entries.move_to_end(key)
             return entry.backend
         tools, context = self._visibility.tools(scope), self._context(scope)
+        if entry is not None and entry.covers(tools, context):
+            # The change was outside this scope (another namespace registered a server, say): its index
+            # stands, and a flood of such changes costs its clients no rebuild.
+            entry.version = version
+            self._entries.move_to_end(key)
+            return entry.backend
         backend = await anyio.to_thread.run_sync(narrowed, full, tools, context)
-        self._entries[key] = _Entry(version, backend)
+        self._entries[key] = _Entry(version, backend, tools, context)
         self._entries.move_to_end(key)
         while len(self._entries) > self._max_scopes:
             self._entries.popitem(last=False)
