@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import SERVE_READY, Running, running
+from toolscout.face.auth import FAILURES_PER_MINUTE
 from toolscout.face.issued_tokens import TOKEN_RECHECK_SECONDS
 from toolscout.registry.base import TokenRecord, new_secret, secret_hash
 from toolscout.registry.sqlite import SqliteRegistry
@@ -307,3 +308,32 @@ async def test_an_unusable_registry_file_is_a_clear_error(tmp_path: Path) -> Non
     assert listed.returncode == 3 and "cannot use the token registry" in listed.stderr
     for done in (served, listed):
         assert "Traceback" not in done.stderr
+
+
+async def test_a_flood_of_wrong_credentials_from_one_address_is_answered_a_second_later(tmp_path: Path) -> None:
+    """Past `FAILURES_PER_MINUTE` refusals from one address, each further 401 comes a second later and
+    says so (`Retry-After`): a forged-token flood gets one refusal a second per connection. A valid
+    credential from the same address is not slowed."""
+    sandbox = make_sandbox(tmp_path)
+    async with gateway(sandbox) as (_, url), httpx2.AsyncClient(timeout=30) as http:
+        body = json.dumps(INITIALIZE)
+
+        async def wrong(n: int) -> httpx2.Response:
+            return await http.post(url, content=body, headers={**ACCEPT, **bearer(f"ts_{n:043d}")})
+
+        answers: list[httpx2.Response] = []
+
+        async def one(n: int) -> None:
+            answers.append(await wrong(n))
+
+        # Twice the budget at once: however slowly they arrive, a minute's refill cannot cover them.
+        async with anyio.create_task_group() as tg:
+            for n in range(2 * FAILURES_PER_MINUTE):
+                tg.start_soon(one, n)
+        assert [r.status_code for r in answers] == [401] * (2 * FAILURES_PER_MINUTE)
+        slowed = [r for r in answers if r.headers.get("retry-after") == "1"]
+        assert slowed  # the flood past the budget is answered a second later, saying so
+        assert len(slowed) <= FAILURES_PER_MINUTE  # the budget itself is answered at once
+        valid = await http.post(url, content=body, headers={**ACCEPT, **bearer(ADMIN)})
+        assert valid.status_code == 200
+        assert "retry-after" not in valid.headers

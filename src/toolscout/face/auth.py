@@ -33,7 +33,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NoReturn
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -55,6 +57,11 @@ MAX_LOGGED_ADDRESSES = 10_000
 REFUSALS_LOGGED_EVERY = 60.0
 """Seconds between two log lines about one client address's refused requests."""
 MCP_PATH_PREFIX = "/mcp"
+FAILURES_PER_MINUTE = 60
+"""Refused credentials one client address may have a minute (after a burst of as many) before each
+further refusal is answered `REFUSAL_DELAY` later: far more than a person or a misconfigured client
+retrying makes, far fewer than a flood of forged tokens."""
+REFUSAL_DELAY = 1.0
 
 _MISSING = (
     "This gateway needs a bearer credential, not OAuth: send `Authorization: Bearer <credential>` with an admin or "
@@ -112,6 +119,8 @@ class BearerPrincipals:
         self._tokens_checked = -math.inf
         self._tokens = IssuedTokens(registry, auth.registry_outage_grace, clock=clock, monotonic=monotonic)
         self._limits = RateLimiter(monotonic)
+        self._failures = RateLimiter(monotonic)
+        """Refused credentials by client address (`_refuse`)."""
         self._rates_warned = -math.inf
         self._last_logged: dict[str, float] = {}
 
@@ -155,8 +164,7 @@ class BearerPrincipals:
             return Principal(address=address, admin=True)
         credential = _bearer(request)
         if credential is None:
-            self._log_refusal(address, "without a credential")
-            raise PrincipalRefused(_unauthorized(request, None, _MISSING))
+            await self._refuse(request, address, "without a credential", None, _MISSING)
         hashed = secret_hash(credential)
         key = self._key(hashed.encode())
         if key is not None:
@@ -167,8 +175,7 @@ class BearerPrincipals:
             except TokensUnreadable:
                 raise PrincipalRefused(_unavailable(request)) from None
             if cached is None:
-                self._log_refusal(address, "with an unknown, revoked or expired credential")
-                raise PrincipalRefused(_unauthorized(request, "invalid_token", _INVALID))
+                await self._refuse(request, address, "with an unknown, revoked or expired credential", "invalid_token")
             principal, per_minute = cached.principal, cached.record.requests_per_minute
         if per_minute is not None and principal.subject is not None:
             wait = await self._admit(principal.subject, per_minute)
@@ -188,6 +195,19 @@ class BearerPrincipals:
                     self._rates_warned = self._monotonic()
                     logger.warning("rates counted on this replica alone meanwhile: %s", exc.message)
         return self._limits.admit(subject, per_minute)
+
+    async def _refuse(
+        self, request: Request, address: str | None, why: str, error: str | None, message: str = _INVALID
+    ) -> NoReturn:
+        """Answer 401; past `FAILURES_PER_MINUTE` refusals from one client address, a second later and
+        saying so (`Retry-After`): a client guessing or flooding credentials then takes one request's
+        worth of the gateway's time a second per connection, not as many as it can send. A valid
+        credential from that address is never slowed."""
+        self._log_refusal(address, why)
+        slowed = self._failures.admit(address or "unknown", FAILURES_PER_MINUTE) is not None
+        if slowed:
+            await anyio.sleep(REFUSAL_DELAY)
+        raise PrincipalRefused(_unauthorized(request, error, message, slowed=slowed))
 
     def _log_refusal(self, address: str | None, why: str) -> None:
         # Once a minute per client address: a client refused in a loop must not flood the log. The
@@ -223,11 +243,13 @@ def _is_mcp(request: Request) -> bool:
     return path == MCP_PATH_PREFIX or path.startswith(MCP_PATH_PREFIX + "/")
 
 
-def _unauthorized(request: Request, error: str | None, message: str) -> Response:
+def _unauthorized(request: Request, error: str | None, message: str, *, slowed: bool = False) -> Response:
     # `error_description` even without `error` (RFC 6750 would leave it out when no credential came):
     # it is what an OAuth-aware client (the MCP Inspector) shows its user instead of starting OAuth.
     error_part = "" if error is None else f', error="{error}"'
     headers = {"WWW-Authenticate": f'Bearer realm="toolscout"{error_part}, error_description="{message}"'}
+    if slowed:
+        headers["Retry-After"] = str(int(REFUSAL_DELAY))
     if _is_mcp(request):
         # The SDK's RequireAuthMiddleware answers so (its `error` is always invalid_token).
         body = {"error": error or "invalid_token", "error_description": message}
