@@ -131,7 +131,7 @@ async def test_one_name_is_looked_up_and_registrations_counted_per_namespace_and
     async with store(kind, tmp_path) as new:
         registry = new()
         assert await registry.lookup("run-1", "x") == (None, None)
-        assert await registry.counts("run-1") == (0, 0)
+        assert await registry.counts("run-1", 0.0) == (0, 0)
         server = ServerRegistration("run-1", "x", "http://127.0.0.1:1/mcp", expires_at=100.0)
         tool = ToolRegistration("run-1", "x", "Look up an IP", {"type": "object"}, "http://h/cb")
         await registry.put_server(server)
@@ -141,9 +141,11 @@ async def test_one_name_is_looked_up_and_registrations_counted_per_namespace_and
         assert await new().lookup("run-1", "x") == (server, tool)
         assert await registry.lookup("run-1", "y") == (None, None)
         assert (await registry.lookup(None, "y"))[1] is not None
-        assert await registry.counts("run-1") == (2, 4)  # ("run-10" is another namespace)
-        assert await registry.counts(None) == (1, 4)
-        assert await registry.counts("run-2") == (0, 4)
+        assert await registry.counts("run-1", 0.0) == (2, 4)  # ("run-10" is another namespace)
+        assert await registry.counts(None, 0.0) == (1, 4)
+        assert await registry.counts("run-2", 0.0) == (0, 4)
+        # Past the server's expiry, not swept yet: it takes no room.
+        assert await registry.counts("run-1", 100.0) == (1, 3)
 
 
 @pytest.mark.parametrize("kind", BACKENDS)

@@ -111,7 +111,8 @@ class IssuedTokens:
         kind = shape(credential)
         if kind == "tagged":
             if self._key is None:
-                self._key = await self._ask(self._registry_key)
+                assert self._registry is not None
+                self._key = await self._ask(self._registry.token_key)  # (the registry keeps it: asked once)
             return tag_verifies(credential, self._key)
         if kind == "legacy":
             if self._legacy is None:
@@ -121,10 +122,6 @@ class IssuedTokens:
                     return True  # cannot tell: its lookup decides (a token read before is honoured meanwhile)
             return self._legacy is None or hashed in self._legacy
         return False
-
-    async def _registry_key(self) -> bytes:
-        assert self._registry is not None
-        return await self._registry.token_key()
 
     async def _ask(self, work: Callable[[], Awaitable[T]]) -> T:
         """`work`'s answer; the registry failing is said once an outage, and is `TokensUnreadable`."""

@@ -167,9 +167,10 @@ class Registry(Protocol):
         what a write checks its name against, without reading every registration."""
         ...
 
-    async def counts(self, namespace: str | None) -> tuple[int, int]:
+    async def counts(self, namespace: str | None, now: float) -> tuple[int, int]:
         """How many servers and tools together are registered in `namespace` (None: the global one), and
-        in all namespaces (expired ones not swept yet included): what the registration limits count."""
+        in all namespaces, that have not expired by `now`: what the registration limits count (an expired
+        one not swept yet takes no room, and a refusal costs no write)."""
         ...
 
     async def sweep(self, now: float) -> int:

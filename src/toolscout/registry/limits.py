@@ -3,8 +3,8 @@ namespace and `registry.maxRegistrations` in all, checked before a new one is wr
 the command line alike). Each registration is an upstream the gateway keeps running, so without a
 limit anyone holding the admin key could make it hold thousands of connections.
 
-Re-registering an existing name replaces it and is never refused; expired entries not swept yet are
-swept before a write is refused, so only live registrations count against a limit.
+Re-registering an existing name replaces it and is never refused; only live registrations count
+against a limit (expired ones not swept yet take no room), and a refusal is one read, never a write.
 """
 
 from __future__ import annotations
@@ -31,11 +31,9 @@ async def check_room(
     `per_namespace` or the registry over `total`; `replaces`: one of that kind and name is there already."""
     if replaces:
         return
-    inside, every = await registry.counts(registration.namespace)
+    inside, every = await registry.counts(registration.namespace, time.time())
     if inside < per_namespace and every < total:
         return
-    if await registry.sweep(time.time()):  # expired ones make room, if any are left
-        inside, every = await registry.counts(registration.namespace)
     where = f"namespace {registration.namespace!r}" if registration.namespace is not None else "the global namespace"
     if inside >= per_namespace:
         raise TooManyRegistrations(

@@ -235,12 +235,14 @@ class RedisRegistry:
             tool_from(space, name, tool, _expiry(tool)) if tool is not None else None,
         )
 
-    async def counts(self, namespace: str | None) -> tuple[int, int]:
+    async def counts(self, namespace: str | None, now: float) -> tuple[int, int]:
         async def read(r: aioredis.Redis) -> tuple[int, int]:
             total = 0
-            for table in ("servers", "tools"):
-                total += await r.hlen(self.key(table))
-            return len(await self._fields(r, namespace)), total
+            for table in ("servers", "tools"):  # (at most `registry.maxRegistrations` bodies)
+                bodies = await cast(Awaitable[list[str]], r.hvals(self.key(table)))
+                total += sum(1 for raw in bodies if not _expired(raw, now))
+            inside = sum(1 for raw in (await self._fields(r, namespace)).values() if not _expired(raw, now))
+            return inside, total
 
         return await self._do(read)
 

@@ -172,14 +172,15 @@ class SqliteRegistry:
 
         return await self._do(read)
 
-    async def counts(self, namespace: str | None) -> tuple[int, int]:
+    async def counts(self, namespace: str | None, now: float) -> tuple[int, int]:
         def read(db: sqlite3.Connection) -> tuple[int, int]:
             inside = total = 0
-            for table in ("server_v1", "tool_v1"):  # (the primary key's index answers both)
+            live = "(expires_at IS NULL OR expires_at > ?)"
+            for table in ("server_v1", "tool_v1"):  # (the primary key's index finds the namespace's)
                 inside += db.execute(
-                    f"SELECT COUNT(*) FROM {table} WHERE namespace = ?", (namespace or _GLOBAL,)
+                    f"SELECT COUNT(*) FROM {table} WHERE namespace = ? AND {live}", (namespace or _GLOBAL, now)
                 ).fetchone()[0]
-                total += db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                total += db.execute(f"SELECT COUNT(*) FROM {table} WHERE {live}", (now,)).fetchone()[0]
             return inside, total
 
         return await self._do(read)
