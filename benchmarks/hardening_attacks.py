@@ -32,7 +32,8 @@ CALL_WAIT = 30.0
 """How long the attacker waits for one bomb call before counting it as unanswered."""
 
 
-def _initialize(name: str) -> dict[str, Any]:
+def initialize(name: str) -> dict[str, Any]:
+    """An `initialize` request of the handshake era from a client called `name`."""
     return {
         "jsonrpc": "2.0",
         "id": 1,
@@ -64,7 +65,7 @@ async def schema_bomb(url: str, admin_key: str, calls: int) -> dict[str, Any]:
 async def forged_tokens(url: str, count: int, concurrency: int) -> dict[str, Any]:
     """`count` `initialize` requests, each with a fresh random `ts_...` token: the statuses."""
     statuses: Counter[int] = Counter()
-    body = json.dumps(_initialize("forger"))
+    body = json.dumps(initialize("forger"))
     limiter = anyio.Semaphore(concurrency)
     async with httpx2.AsyncClient(timeout=60) as http, anyio.create_task_group() as tg:
 

@@ -49,25 +49,16 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.helpers.procs import SERVE_READY, running
 
 from benchmarks import hardening_attacks
+from benchmarks.hardening_attacks import ACCEPT, initialize
 from benchmarks.upstreams import PYTHON, rss_kib
 from toolscout.demo.config import demo_config
 
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 PING = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
 VICTIM_PAUSE = 0.02
 ADMIN_KEY = "bench-admin-" + "k" * 24
 RSS_EVERY = 0.1
 WORDS = ["convert", "read", "write", "search", "list", "file", "note", "text", "unit", "weather"]
-
-
-def _initialize(name: str) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}},
-    }
 
 
 @dataclass
@@ -119,7 +110,7 @@ async def flood(url: str, count: int, concurrency: int) -> tuple[Counter[int], l
     """`count` initialize requests from 127.0.0.1: the statuses, and the sessions opened."""
     statuses: Counter[int] = Counter()
     opened: list[str] = []
-    body = json.dumps(_initialize("flood"))
+    body = json.dumps(initialize("flood"))
     limiter = anyio.Semaphore(concurrency)
     async with _from("127.0.0.1") as http, anyio.create_task_group() as tg:
 
@@ -167,7 +158,7 @@ async def oversized_queries(url: str, megabytes: float, times: int) -> list[str]
     body = json.dumps(call)
     outcomes: list[str] = []
     async with _from("127.0.0.1") as http:
-        opened = await http.post(url, json=_initialize("big-query"), headers=ACCEPT)
+        opened = await http.post(url, json=initialize("big-query"), headers=ACCEPT)
         session = {"mcp-session-id": opened.headers["mcp-session-id"]}
         await http.post(url, json=INITIALIZED, headers={**ACCEPT, **session})
         for _ in range(times):
@@ -186,7 +177,7 @@ async def oversized_queries(url: str, megabytes: float, times: int) -> list[str]
 async def fill(url: str, clients: int, each: int) -> Counter[int]:
     """`each` sessions from each of `clients` loopback addresses (127.0.1.x), a few at a time per address."""
     statuses: Counter[int] = Counter()
-    body = json.dumps(_initialize("fill"))
+    body = json.dumps(initialize("fill"))
 
     async def from_one(address: str) -> None:
         async with _from(address) as http:
@@ -371,33 +362,27 @@ async def measure(args: argparse.Namespace) -> None:
                 outcomes: list[str] = (await attack(url, "query", args))["outcomes"]
                 report.extend(f"oversized query ({args.query_mb:g} MB): {outcome}" for outcome in outcomes)
 
-                samples.phase = "schema bomb"
-                started = time.perf_counter()
-                bombed = await attack(url, "bomb", args)
-                report.append(
-                    f"schema bomb: {args.bomb_calls} calls in {time.perf_counter() - started:.1f} s, each answered "
-                    f"{dict(bombed['outcomes'])}"
-                )
+                async def during(phase: str, kind: str) -> tuple[dict[str, Any], float]:
+                    """The attack `kind` as phase `phase`: what the attacker got, and how long it took."""
+                    samples.phase = phase
+                    started = time.perf_counter()
+                    return await attack(url, kind, args), time.perf_counter() - started
 
-                samples.phase = "forged tokens"
-                started = time.perf_counter()
-                forged = await attack(url, "forged", args)
+                bombed, took = await during("schema bomb", "bomb")
                 report.append(
-                    f"forged tokens: {args.forged} requests in {time.perf_counter() - started:.1f} s "
-                    f"({args.concurrency} at a time); attacker got {_statuses(forged)}"
+                    f"schema bomb: {args.bomb_calls} calls in {took:.1f} s, each answered {bombed['outcomes']}"
                 )
-
-                samples.phase = "registration flood"
-                started = time.perf_counter()
-                registered = await attack(url, "registrations", args)
+                forged, took = await during("forged tokens", "forged")
                 report.append(
-                    f"registration flood: {args.registrations} callback tools in "
-                    f"{time.perf_counter() - started:.1f} s; attacker got {_statuses(registered)}; "
-                    f"first refusal: {registered['refusal']}"
+                    f"forged tokens: {args.forged} requests in {took:.1f} s ({args.concurrency} at a time); "
+                    f"attacker got {_statuses(forged)}"
                 )
-
-                samples.phase = "slow headers"
-                held = await attack(url, "slow", args)
+                registered, took = await during("registration flood", "registrations")
+                report.append(
+                    f"registration flood: {args.registrations} callback tools in {took:.1f} s; attacker got "
+                    f"{_statuses(registered)}; first refusal: {registered['refusal']}"
+                )
+                held, _ = await during("slow headers", "slow")
                 report.append(
                     f"slow headers: {held['opened']} connections with half a header held {args.slow_hold:g} s "
                     f"({held['refused']} could not connect); the gateway closed {held['closed_by_gateway']}"
