@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
+from toolscout.cli.catalog_view import when
 from toolscout.cli.common import EXIT_FAILED, ConfigOption, JsonOption, Output, connected, load, registry_config, run
 from toolscout.errors import ConfigurationError, InvalidArguments, ServerNotFound, ServerUnavailable, ToolNotFound
 
@@ -72,10 +72,6 @@ def _chosen(pins: dict[PinKey, Pin], server: str, tool: str | None) -> list[Pin]
     raise ToolNotFound(f"No tool {tool!r} of {server!r} is pinned.", server=server, tool=tool)
 
 
-def _when(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
-
-
 @pins_app.command("list")
 def list_pins(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Every pinned tool: its hash, when it was pinned, whether it changed since, and why it is flagged."""
@@ -86,10 +82,10 @@ def list_pins(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     rows: list[dict[str, Any]] = []
     for (server, tool), pin in sorted(pins.items()):
         flagged = list(dict.fromkeys([*pin.reasons, *(pin.seen.reasons if pin.seen else ())]))
-        row: dict[str, Any] = {"server": server, "tool": tool, "sha256": pin.hash, "pinnedAt": _when(pin.pinned_at)}
+        row: dict[str, Any] = {"server": server, "tool": tool, "sha256": pin.hash, "pinnedAt": when(pin.pinned_at)}
         row |= {"status": status_of(pin, gateway_config.tool_pinning), "flagged": flagged}
         if pin.seen is not None:
-            row |= {"currentSha256": pin.seen.hash, "changedAt": _when(pin.seen.at)}
+            row |= {"currentSha256": pin.seen.hash, "changedAt": when(pin.seen.at)}
         rows.append(row)
     if output.json_mode:
         output.data({"path": str(store.path), "toolPinning": gateway_config.tool_pinning, "pins": rows})

@@ -15,6 +15,8 @@ from typing import Any, cast
 
 import mcp_types as types
 
+from toolscout.shared.canonical import canonical_json
+
 PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 MAX_CHANGES = 50
 """Schema changes shown per tool (a rewritten schema says the rest in one line)."""
@@ -30,8 +32,7 @@ def definition_of(tool: types.Tool) -> dict[str, Any]:
 
 def digest(definition: dict[str, Any]) -> str:
     """The SHA-256 of `definition`'s canonical JSON, in hex."""
-    text = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(canonical_json(definition)).hexdigest()
 
 
 def changes(approved: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:

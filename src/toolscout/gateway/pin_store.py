@@ -31,11 +31,6 @@ logger = logging.getLogger(__name__)
 PinKey = tuple[str, str]
 """(server, tool)."""
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS tool_pins_v1 (
-        server TEXT NOT NULL, tool TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (server, tool))""",
-    "CREATE TABLE IF NOT EXISTS pin_version_v1 (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)",
-)
 _BUMP = "INSERT INTO pin_version_v1 (id, version) VALUES (0, 1) ON CONFLICT(id) DO UPDATE SET version = version + 1"
 
 
@@ -143,22 +138,16 @@ class SqlitePins:
         self.path = catalog.path
         self._catalog = catalog
 
-    def _prepared(self, db: sqlite3.Connection) -> sqlite3.Connection:
-        # Every time (it costs microseconds): a corrupt file moved aside comes back without the tables.
-        for statement in _SCHEMA:
-            db.execute(statement)
-        return db
-
     def version(self) -> int | None:
         def read(db: sqlite3.Connection) -> int | None:
-            row = self._prepared(db).execute("SELECT version FROM pin_version_v1").fetchone()
+            row = db.execute("SELECT version FROM pin_version_v1").fetchone()
             return int(row[0]) if row is not None else 0
 
         return self._catalog.run("read pins of", read, None)
 
     def load(self) -> dict[PinKey, Pin] | None:
         def read(db: sqlite3.Connection) -> dict[PinKey, Pin]:
-            rows = self._prepared(db).execute("SELECT server, tool, record FROM tool_pins_v1").fetchall()
+            rows = db.execute("SELECT server, tool, record FROM tool_pins_v1").fetchall()
             pins = (Pin.from_json(str(r[0]), str(r[1]), str(r[2])) for r in rows)
             return {pin.key: pin for pin in pins if pin is not None}
 
@@ -166,7 +155,7 @@ class SqlitePins:
 
     def save(self, pins: Sequence[Pin], *, replace_existing: bool = False) -> None:
         def write(db: sqlite3.Connection) -> None:
-            with self._prepared(db):
+            with db:
                 for pin in pins:
                     row = (pin.server, pin.tool, pin.to_json())
                     if replace_existing:
@@ -192,7 +181,7 @@ class SqlitePins:
 
     def reset(self) -> int:
         def delete(db: sqlite3.Connection) -> int:
-            with self._prepared(db):
+            with db:
                 gone = db.execute("DELETE FROM tool_pins_v1").rowcount
                 db.execute(_BUMP)
                 return gone
@@ -223,6 +212,8 @@ class SharedPins:
         try:
             return int(cast(str | None, self._redis.get(self._version_key)) or 0)
         except self._failures:
+            # The local file's counter, another one than Redis's: a switch between them at most reads the
+            # pins again for nothing, and without it a gateway started while Redis is away reads none.
             return self.local.version()
 
     def load(self) -> dict[PinKey, Pin] | None:

@@ -77,6 +77,12 @@ _COLUMNS = (
     "server, config_hash, saved_at, tools, server_name, server_version, title, description, instructions, "
     "protocol_version, content"
 )
+_PIN_SCHEMA = (
+    # The tool pins (gateway/pin_store.py): kept in the same file, its schema made with the rest.
+    """CREATE TABLE IF NOT EXISTS tool_pins_v1 (
+        server TEXT NOT NULL, tool TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (server, tool))""",
+    "CREATE TABLE IF NOT EXISTS pin_version_v1 (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)",
+)
 
 
 @dataclass(frozen=True)
@@ -260,6 +266,8 @@ class CatalogStore:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(_SCHEMA)
                 db.execute(_FAILURE_SCHEMA)
+                for statement in _PIN_SCHEMA:
+                    db.execute(statement)
                 columns = {str(row[1]) for row in db.execute("PRAGMA table_info(catalog_v1)")}
                 if "content" not in columns:  # a file written before resources and prompts were kept
                     with contextlib.suppress(sqlite3.OperationalError):  # another gateway added it just now

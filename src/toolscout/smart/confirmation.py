@@ -23,7 +23,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import math
 import secrets
 import struct
@@ -32,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolscout.registry.base import SharedConfirmations
+from toolscout.shared.canonical import canonical_json
 
 PREFIX = "cf1_"
 DEFAULT_TTL = 300.0
@@ -39,12 +39,6 @@ DEFAULT_TTL = 300.0
 _NONCE, _EXPIRY, _HINT, _MAC = 12, 8, 4, 16
 _SIZE = _NONCE + _EXPIRY + 3 * _HINT + _MAC
 _DOMAIN = b"toolscout smart confirmation v1\0"
-
-
-def canonical_json(arguments: Mapping[str, Any]) -> bytes:
-    """The arguments as one JSON text whatever their order: sorted keys, no spaces, UTF-8."""
-    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return text.encode("utf-8", "surrogatepass")
 
 
 def _digests(tool: str, arguments: Mapping[str, Any], caller: str) -> tuple[bytes, bytes, bytes]:
