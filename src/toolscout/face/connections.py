@@ -160,10 +160,6 @@ class ConnectionGuard:
     def note(self, what: str) -> None:
         self._tally.note(what, self.limits)
 
-    @property
-    def open_count(self) -> int:
-        return len(self._open)
-
 
 def _response(status: int, reason: str, text: str, *extra: str) -> bytes:
     """A whole HTTP/1.1 response that closes the connection, written outside h11's state machine (which
