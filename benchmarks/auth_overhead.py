@@ -48,9 +48,9 @@ from starlette.requests import Request
 from tests.helpers.procs import running
 
 from toolscout.config.auth import AuthConfig
-from toolscout.face.auth import BearerPrincipals
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.registry.tokens import issue_token
+from toolscout.serve.auth import BearerPrincipals
 
 PYTHON = sys.executable
 SERVE_READY = r"serving streamable HTTP at (http://\S+/mcp)"
@@ -133,7 +133,7 @@ async def scope_times(count: int) -> dict[tuple[str, str], list[float]]:
     from toolscout.config.scopes import UNSCOPED, Scope, scoped
     from toolscout.demo.units import build_server
     from toolscout.gateway.core import Gateway
-    from toolscout.surfaces.base import make_surface
+    from toolscout.modes.base import make_surface
     from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
     scopes = {

@@ -24,7 +24,7 @@ from mcp.client.stdio import stdio_client
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from toolscout.face.serve import bind
+from toolscout.serve.http import bind
 
 
 async def main(transport: str, target: list[str]) -> None:

@@ -254,9 +254,9 @@ async def measure_serve(args: argparse.Namespace) -> None:
 async def measure_inprocess(args: argparse.Namespace) -> None:
     from toolscout.cli.serve import LogLevel, setup_logging
     from toolscout.config import load_config
-    from toolscout.face.server import build_server
     from toolscout.gateway.core import Gateway
-    from toolscout.surfaces.base import SurfaceOptions
+    from toolscout.modes.base import SurfaceOptions
+    from toolscout.serve.server import build_server
 
     tool, arguments = call_of(args.mode)
     with tempfile.TemporaryDirectory(prefix="toolscout-call-profile-") as tmp:

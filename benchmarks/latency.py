@@ -27,9 +27,9 @@ from mcp import Client
 from mcp.server import Server
 
 from benchmarks.search import DEFAULT_EVAL_DIR
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.search.evaluation import load_catalog
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 

@@ -23,11 +23,11 @@ from mcp import Client
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.token_modes import catalog_gateway
 from toolscout.config.models import ListingFormat
-from toolscout.face.server import build_server
-from toolscout.present.listing import compact_json
-from toolscout.present.tokens import ENCODING, count_tokens
+from toolscout.modes.base import SurfaceOptions
+from toolscout.render.listing import compact_json
+from toolscout.render.tokens import ENCODING, count_tokens
 from toolscout.search.evaluation import load_catalog_servers
-from toolscout.surfaces.base import SurfaceOptions
+from toolscout.serve.server import build_server
 
 TASKS = ("send an email with an attachment", "convert a price between currencies", "summarise a pdf document")
 FORMATS: tuple[ListingFormat, ...] = ("text", "toon")

@@ -29,12 +29,12 @@ import mcp_types as types
 from mcp.server import Server
 
 from toolscout.errors import ArgumentValidationError
-from toolscout.face.sessions import ClientState
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
+from toolscout.modes import digest as digests
+from toolscout.modes.base import make_surface
 from toolscout.search.evaluation import load_catalog_servers
-from toolscout.surfaces import digest as digests
-from toolscout.surfaces.base import make_surface
+from toolscout.serve.sessions import ClientState
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 EVAL_DIR = Path(os.environ.get("TOOLSCOUT_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")

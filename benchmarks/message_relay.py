@@ -28,7 +28,7 @@ import httpx2
 import uvicorn
 
 from benchmarks import byte_relay
-from toolscout.face.serve import bind
+from toolscout.serve.http import bind
 
 # Hop-by-hop headers, and the length that re-serialising changes.
 NOT_FORWARDED = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}

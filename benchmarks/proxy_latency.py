@@ -92,7 +92,7 @@ async def serve(proxy):
     if transport == "stdio":
         await proxy.run_async(transport="stdio", show_banner=False)
         return
-    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets whose proto says TCP (toolscout.face.serve.bind's way).
+    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets whose proto says TCP (toolscout.serve.http.bind's way).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)

@@ -62,11 +62,11 @@ from tests.helpers.balancer import balancer
 from tests.helpers.redis_server import redis_server
 from tests.helpers.registration_gateway import ServedGateway, served_gateway, write_config
 
-from toolscout.face.rate_limit import RateLimiter
 from toolscout.registry.base import secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.registry.tokens import issue_token
+from toolscout.serve.rate_limit import RateLimiter
 
 ADMIN_VARIABLE = "TS_BENCH_REPLICAS_ADMIN"
 ADMIN = "bench-replicas-admin-0123456789abcdef"

@@ -12,9 +12,9 @@ from datetime import date
 from pathlib import Path
 
 from benchmarks.search import DEFAULT_EVAL_DIR
-from toolscout.present.tokens import ENCODING, tool_tokens
+from toolscout.modes.discovery import META_TOOLS
+from toolscout.render.tokens import ENCODING, tool_tokens
 from toolscout.search.evaluation import load_catalog
-from toolscout.surfaces.discovery import META_TOOLS
 
 
 def main() -> None:

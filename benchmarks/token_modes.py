@@ -12,7 +12,7 @@ Three catalogs behind the gateway, each to an `mcp.Client` over the SDK's in-mem
   server-filesystem and server-memory (npm, tools/npm) and mcp-server-time and mcp-server-git (PyPI).
 
 Counted with o200k_base (`quicktok-v1`): each server's own `tools/list` summed (no gateway);
-`tools/list` as a new client receives it in every mode of `ModeName` (`toolscout.face.token_report`,
+`tools/list` as a new client receives it in every mode of `ModeName` (`toolscout.serve.token_report`,
 the figures `toolscout tokens` prints); and the text blocks of the results the model reads to
 run one tool: search → details → execute (discovery), inspect → exec (compact), the call alone
 (passthrough), search → load → the call (dynamic, plus the loaded tool's definition its list
@@ -40,16 +40,16 @@ from mcp import Client
 from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.config import GatewayConfig
 from toolscout.demo.catalog_server import build_server as catalog_server
-from toolscout.face.server import build_server
-from toolscout.face.token_report import mode_tokens, server_costs
 from toolscout.gateway.core import Gateway
 from toolscout.naming import native_names
-from toolscout.present.listing import compact_json
-from toolscout.present.schemas import example_arguments
-from toolscout.present.signature import signature
-from toolscout.present.tokens import ENCODING, count_tokens, tool_tokens
+from toolscout.render.listing import compact_json
+from toolscout.render.schemas import example_arguments
+from toolscout.render.signature import signature
+from toolscout.render.tokens import ENCODING, count_tokens, tool_tokens
 from toolscout.search import make_backend
 from toolscout.search.evaluation import load_catalog_servers
+from toolscout.serve.server import build_server
+from toolscout.serve.token_report import mode_tokens, server_costs
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 NPM_BIN = Path(__file__).resolve().parent.parent / "tools" / "npm" / "node_modules" / ".bin"

@@ -18,7 +18,7 @@ PACKAGE = SRC / "toolscout"
 TESTS = ROOT / "tests"
 
 MAX_LINES = 400
-MAX_TOP_LEVEL_MODULES = 8
+MAX_TOP_LEVEL_MODULES = 10
 
 
 def modules(package: Path) -> dict[str, Path]:
@@ -147,7 +147,7 @@ def room_of(module: str) -> str:
 
 
 def test_no_circle_between_rooms() -> None:
-    """The rooms (face/, surfaces/, gateway/, mirror/, upstream/, ... and each top-level module) form
+    """The rooms (serve/, modes/, gateway/, resources/, upstream/, ... and each top-level module) form
     layers: a room never depends, through any of its modules, on a room that depends on it."""
     graph = import_graph(modules(PACKAGE))
     rooms: dict[str, set[str]] = {}

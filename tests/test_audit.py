@@ -29,11 +29,11 @@ from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import AuditConfig, ModeName
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolscoutError
-from toolscout.face.server import build_server
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.redaction import MAX_STRING_CHARS, REDACTED, Redactor
 from toolscout.masking import secret_name as secret_key
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -25,10 +25,10 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
 from tests.helpers.procs import SERVE_READY, Running, running
-from toolscout.face.auth import FAILURES_PER_MINUTE
-from toolscout.face.issued_tokens import TOKEN_RECHECK_SECONDS
 from toolscout.registry.base import TokenRecord, new_secret, secret_hash
 from toolscout.registry.sqlite import SqliteRegistry
+from toolscout.serve.auth import FAILURES_PER_MINUTE
+from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
 
 pytestmark = pytest.mark.anyio
 

@@ -17,14 +17,14 @@ from toolscout.config.loader import check_config_text, parse_config
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.config.secrets import config_secrets, mask_auth
 from toolscout.errors import ConfigurationError
-from toolscout.face.auth import TOKENS_CHECK_SECONDS, BearerPrincipals
-from toolscout.face.issued_tokens import TOKEN_RECHECK_SECONDS
-from toolscout.face.principals import Principal, PrincipalRefused
-from toolscout.face.rate_limit import RateLimiter
 from toolscout.gateway.audit import AuditLog
 from toolscout.masking import MASK, mask_text
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.registry.tokens import TokenRequestError, issue_token, token_request
+from toolscout.serve.auth import TOKENS_CHECK_SECONDS, BearerPrincipals
+from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
+from toolscout.serve.principals import Principal, PrincipalRefused
+from toolscout.serve.rate_limit import RateLimiter
 
 pytestmark = pytest.mark.anyio
 

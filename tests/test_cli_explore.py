@@ -16,10 +16,10 @@ from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import NPM_BIN, PYTHON, ROOT, npm_tool
 from toolscout.config.models import ModeName
 from toolscout.demo.config import demo_config
-from toolscout.face.token_report import mode_tokens, server_costs
 from toolscout.gateway.core import Gateway
 from toolscout.naming import native_names
-from toolscout.present.tokens import tool_tokens
+from toolscout.render.tokens import tool_tokens
+from toolscout.serve.token_report import mode_tokens, server_costs
 
 CONFIG = """\
 # Demo servers and the public reference server, as a user would write it.

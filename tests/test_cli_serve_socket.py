@@ -24,8 +24,8 @@ from tests.helpers.procs import running, stop
 from toolscout.cli.answers import META_SEARCH_LIMIT
 from toolscout.config import GatewayConfig, load_config
 from toolscout.config.models import DEFAULT_MIN_RELEVANCE
-from toolscout.face.local_socket import listen, release, runtime_dir, serving, socket_mode, socket_path
-from toolscout.surfaces.discovery import SearchToolsArgs
+from toolscout.modes.discovery import SearchToolsArgs
+from toolscout.serve.local_socket import listen, release, runtime_dir, serving, socket_mode, socket_path
 
 pytestmark = pytest.mark.anyio
 

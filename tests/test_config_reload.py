@@ -23,8 +23,8 @@ from tests.helpers.paths import PYTHON
 from tests.helpers.procs import SERVE_READY, alive, exited, running
 from toolscout.config import StdioServerConfig
 from toolscout.config.loader import load_config
-from toolscout.face.reload import ConfigReloader
 from toolscout.gateway.core import Gateway
+from toolscout.serve.reload import ConfigReloader
 from toolscout.upstream import UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -22,11 +22,11 @@ from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.servers.kitchen import WEATHER_OUTPUT_SCHEMA, Kitchen
 from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
-from toolscout.face.server import build_server
-from toolscout.face.sessions import ClientSessions
 from toolscout.gateway.core import Gateway
-from toolscout.present.tokens import tool_tokens
-from toolscout.surfaces.base import SurfaceOptions
+from toolscout.modes.base import SurfaceOptions
+from toolscout.render.tokens import tool_tokens
+from toolscout.serve.server import build_server
+from toolscout.serve.sessions import ClientSessions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -17,8 +17,8 @@ from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
 from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 META_TOOL_NAMES = ("search_tools", "list_tools", "list_mcp_servers", "get_tool_details", "execute_tool")

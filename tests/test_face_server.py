@@ -28,13 +28,13 @@ from starlette.requests import Request
 from tests.helpers.gateway_client import notes_server
 from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
-from toolscout.face.http_access import AllowList
-from toolscout.face.principals import Principal, PrincipalResolver
-from toolscout.face.serve import bind, http_app, serve_http
-from toolscout.face.server import build_server
-from toolscout.face.sessions import ClientSessions
 from toolscout.gateway.core import Gateway
-from toolscout.mirror.uris import gateway_uri
+from toolscout.resources.uris import gateway_uri
+from toolscout.serve.http import bind, http_app, serve_http
+from toolscout.serve.http_access import AllowList
+from toolscout.serve.principals import Principal, PrincipalResolver
+from toolscout.serve.server import build_server
+from toolscout.serve.sessions import ClientSessions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -19,9 +19,9 @@ from tests.helpers.http_gateway import http_gateway
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
-from toolscout.surfaces.base import SurfaceOptions
+from toolscout.modes.base import SurfaceOptions
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import toon_format
 
-from toolscout.present.listing import compact_json, model_text, tabular
-from toolscout.present.tokens import count_tokens
+from toolscout.render.listing import compact_json, model_text, tabular
+from toolscout.render.tokens import count_tokens
 
 ROWS = {
     "results": [

@@ -18,8 +18,8 @@ from mcp import Client
 
 from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -24,12 +24,12 @@ from tests.servers.kitchen import TINY_PNG, TOOLS, WEATHER_OUTPUT_SCHEMA, Kitche
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, ToolNaming
 from toolscout.config.rules import RuleSet
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.modes.base import SurfaceOptions
 from toolscout.naming import native_names
-from toolscout.present.listing import tabular
-from toolscout.present.tokens import count_tokens, tool_tokens
-from toolscout.surfaces.base import SurfaceOptions
+from toolscout.render.listing import tabular
+from toolscout.render.tokens import count_tokens, tool_tokens
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -9,9 +9,9 @@ from mcp import Client
 
 from tests.helpers.gateway_client import structured, text
 from tests.servers.kitchen import TINY_PNG, Kitchen
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.output_cap import cap_output
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 

@@ -13,8 +13,8 @@ from tests.helpers.paths import PYTHON
 from tests.helpers.procs import UVICORN_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.demo.units import build_server as units_server
-from toolscout.face.serve import bind
 from toolscout.gateway.core import Gateway
+from toolscout.serve.http import bind
 from toolscout.upstream import Status, Upstream
 
 pytestmark = pytest.mark.anyio

@@ -21,8 +21,8 @@ from tests.helpers.paths import NPM_DIR, PYTHON, node_path, npm_tool
 from tests.helpers.procs import SERVE_READY, free_port, running
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -21,8 +21,8 @@ from tests.helpers.gateway_client import ERAS, text
 from tests.helpers.paths import PYTHON, ROOT, node_path, npm_tool
 from tests.servers.chatty import Chatty
 from toolscout.config import GatewayConfig
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = [

@@ -30,9 +30,9 @@ from tests.servers.library import TEMPLATES, URIS
 from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, StdioServerConfig
 from toolscout.config.rules import RuleSet
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
-from toolscout.mirror.uris import gateway_uri, split_gateway_uri
+from toolscout.resources.uris import gateway_uri, split_gateway_uri
+from toolscout.serve.server import build_server
 from toolscout.upstream import StdioUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

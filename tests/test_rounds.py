@@ -23,8 +23,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.helpers.gateway_client import ERAS, text
 from tests.helpers.http_gateway import http_gateway
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -34,10 +34,10 @@ from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName, StdioServerConfig
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolscoutError
-from toolscout.face.server import build_server
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
-from toolscout.mirror.routing import template_matches
+from toolscout.resources.routing import template_matches
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 from toolscout.upstream.stdio_child import StdioUpstream
 

@@ -26,7 +26,7 @@ from tests.helpers.registration_gateway import served_gateway, status_of, struct
 from tests.servers.schema_bomb import CYCLE_SCHEMA, DEFS_CYCLE_SCHEMA, TREE_SCHEMA, bomb_schema
 from toolscout.errors import ValidationTooCostly
 from toolscout.gateway.validation import ArgumentValidator, Budget
-from toolscout.shared.schema_vetting import MAX_EVALUATIONS, measure, schema_problem
+from toolscout.schemas import MAX_EVALUATIONS, measure, schema_problem
 
 pytestmark = pytest.mark.anyio
 

@@ -24,8 +24,8 @@ from tests.helpers.paths import NPM_BIN, PYTHON, npm_tool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MIN_RELEVANCE
 from toolscout.demo.config import demo_config
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import Status
 
 pytestmark = pytest.mark.anyio

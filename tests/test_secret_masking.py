@@ -31,9 +31,9 @@ from tests.helpers.paths import PYTHON
 from tests.helpers.procs import free_port
 from toolscout.config.models import ModeName
 from toolscout.config.secrets import config_secrets, mask_server
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.masking import MASK, install_log_masking, mask_args, mask_text, remember_secrets
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 PLANTED = {

@@ -21,10 +21,10 @@ from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library
 from toolscout.config import StdioServerConfig
 from toolscout.errors import ConfigurationError, ServerNameTaken, ServerNotFound, ServerUnavailable
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.runtime import ServerChanges
-from toolscout.surfaces.compact import CompactSurface
+from toolscout.modes.compact import CompactSurface
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, Upstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,7 @@ from toolscout.cli import startup
 # Runs the `toolscout` entry point after wrapping serve_stdio, to see the collector as serving begins.
 SERVE_WATCHED = """
 import gc, sys
-import toolscout.face.serve as serve
+import toolscout.serve.http as serve
 original = serve.serve_stdio
 async def serve_stdio(*args, **kwargs):
     # One string: the gateway's log thread writes to stderr too, between two parts of a print.

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from toolscout.face.stderr_log import CLOSE_WAIT_SECONDS, BackgroundStderrHandler
+from toolscout.serve.stderr_log import CLOSE_WAIT_SECONDS, BackgroundStderrHandler
 
 
 def _record(message: str) -> logging.LogRecord:

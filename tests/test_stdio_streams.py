@@ -1,4 +1,4 @@
-"""`MessageReader` and `MessageWriter` (shared/lines.py) on real pipes: lines, EOF, a full pipe, a peer that left."""
+"""`MessageReader` and `MessageWriter` (jsonrpc_lines.py) on real pipes: lines, EOF, a full pipe, a peer that left."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from toolscout.shared.lines import MessageReader, MessageWriter
+from toolscout.jsonrpc_lines import MessageReader, MessageWriter
 
 pytestmark = pytest.mark.anyio
 

@@ -23,13 +23,13 @@ from starlette.requests import Request
 from tests.helpers.redis_server import redis_server
 from tests.helpers.registration_gateway import ServedGateway, served_gateway, structured, write_config
 from toolscout.config.auth import AuthConfig
-from toolscout.face.auth import BearerPrincipals
-from toolscout.face.issued_tokens import TOKEN_RECHECK_SECONDS
-from toolscout.face.principals import PrincipalRefused
 from toolscout.registry.base import TokenRecord, secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.tags import LEGACY_CHARS, TAGGED_CHARS, TOKEN_PREFIX
 from toolscout.registry.tokens import issue_token
+from toolscout.serve.auth import BearerPrincipals
+from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
+from toolscout.serve.principals import PrincipalRefused
 
 pytestmark = pytest.mark.anyio
 

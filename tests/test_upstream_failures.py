@@ -16,8 +16,8 @@ from tests.helpers.paths import PYTHON, ROOT
 from tests.helpers.procs import alive
 from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import Status, StdioUpstream, UpstreamSpec, stdio_child
 
 pytestmark = pytest.mark.anyio

@@ -27,9 +27,9 @@ from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library
 from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
-from toolscout.mirror.routing import template_matches
+from toolscout.resources.routing import template_matches
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = [

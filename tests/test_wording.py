@@ -14,8 +14,8 @@ from mcp import Client
 
 from tests.helpers.paths import PYTHON, ROOT
 from toolscout.config import StdioServerConfig
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import StdioUpstream, UpstreamSpec
 
 ONE_TOOL_SERVER = ["-m", "tests.servers.sluggish"]  # lists one tool, `hello`

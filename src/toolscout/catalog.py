@@ -4,19 +4,50 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolDisabled, ToolNotFound, ToolUnusable, tool_quarantined
-from toolscout.shared.changes import Changes
-from toolscout.shared.schema_vetting import schema_problem
+from toolscout.schemas import schema_problem
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
 
 SUMMARY_LIMIT = 160
+
+
+class Changes:
+    """`version` grows with every change; `wait` returns at the next one; `bursts` groups them."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self._event = anyio.Event()
+
+    def bump(self) -> None:
+        """Record one change and wake whoever waits for it."""
+        self.version += 1
+        self._event.set()
+        self._event = anyio.Event()
+
+    async def wait(self) -> None:
+        """Wait for the next change."""
+        await self._event.wait()
+
+    async def bursts(self, quiet: float) -> AsyncIterator[None]:
+        """Yield once per burst of changes, `quiet` seconds after its first change, forever.
+
+        Changes made while the consumer works on a burst start the next one: none is missed.
+        """
+        seen = self.version
+        while True:
+            if self.version == seen:
+                await self.wait()
+            await anyio.sleep(quiet)
+            seen = self.version
+            yield
 
 
 @functools.lru_cache(maxsize=32_768)

@@ -2,7 +2,7 @@
 
 Native names. Passthrough and dynamic mode list tools, and every mode lists prompts, as
 `server__name` (reference spec 002), or a tool by its own name where `toolNames` allows it
-(surfaces/passthrough.py). Names must be valid for every major client: at most 64 characters of
+(modes/passthrough.py). Names must be valid for every major client: at most 64 characters of
 `[a-zA-Z0-9_-]` (the strictest common rule; Claude, OpenAI and Gemini all accept it). Anything
 else is replaced by `_`, and a name that is too long, or that two items would share after that,
 gets a short hash of the original `server` and `name` instead of its tail, so names are

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from toolscout.face.serve import bind
+from toolscout.serve.http import bind
 
 Answer = Callable[[Any], tuple[int, bytes]]
 """From the POSTed JSON, the status and body to answer."""

@@ -19,8 +19,8 @@ from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library
 from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
-from toolscout.face.server import build_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 ERAS = ["legacy", "auto"]  # "auto" probes server/discover and lands on 2026-07-28

@@ -9,9 +9,9 @@ import anyio
 import uvicorn
 
 from toolscout.config.models import ModeName
-from toolscout.face.serve import bind, build_server
-from toolscout.face.sessions import ClientSessions
 from toolscout.gateway.core import Gateway
+from toolscout.serve.http import bind, build_server
+from toolscout.serve.sessions import ClientSessions
 
 
 @asynccontextmanager

@@ -18,11 +18,11 @@ from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library
 from toolscout.config.models import ModeName
 from toolscout.config.scopes import Scope
-from toolscout.face.http_access import AllowList
-from toolscout.face.principals import Principal
-from toolscout.face.serve import bind, build_server, http_app
 from toolscout.gateway.core import Gateway
 from toolscout.registry.base import SharedClientState
+from toolscout.serve.http import bind, build_server, http_app
+from toolscout.serve.http_access import AllowList
+from toolscout.serve.principals import Principal
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 ALPHA = Scope.of(

@@ -20,11 +20,11 @@ from toolscout.config.models import ModeName
 from toolscout.config.rules import RuleSet
 from toolscout.config.smart import LLMConfig, SmartConfig
 from toolscout.demo import files, text, units
-from toolscout.face.server import build_server
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
+from toolscout.modes.base import SurfaceOptions
+from toolscout.serve.server import build_server
 from toolscout.smart.confirmation import Confirmations
-from toolscout.surfaces.base import SurfaceOptions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 SMART = "smart_tool_discovery"

@@ -50,6 +50,7 @@ def make_app(command: str | None = None) -> typer.Typer:
         return app
     from toolscout.cli import (
         audit_cmd,
+        auth_tokens,
         cache_cmd,
         config_cmd,
         eval_cmd,
@@ -58,7 +59,6 @@ def make_app(command: str | None = None) -> typer.Typer:
         rules_cmd,
         setup_cmd,
         smart_cmd,
-        token_cmd,
     )
 
     smart_cmd.register(app)
@@ -68,7 +68,7 @@ def make_app(command: str | None = None) -> typer.Typer:
     eval_cmd.register(app)
     audit_cmd.register(app)
     cache_cmd.register(app)
-    token_cmd.register(app)
+    auth_tokens.register(app)
     registry_cmd.register(app)
     pins_cmd.register(app)
     return app

@@ -100,7 +100,7 @@ class ViewAnswers:
 
 def tool_details(entry: CatalogTool) -> dict[str, Any]:
     """A tool as `get_tool_details` gives it (without its signature)."""
-    from toolscout.present.schemas import parameters
+    from toolscout.render.schemas import parameters
 
     data: dict[str, Any] = {
         "server": entry.server,
@@ -257,7 +257,7 @@ async def serve_answers(
     config: GatewayConfig, config_file: Path | None, output: Output
 ) -> AsyncGenerator[ServeAnswers | None]:
     """A running `toolscout serve` of `config` (loaded from `config_file`) to ask, or None when none runs."""
-    from toolscout.face.local_socket import serving, socket_path
+    from toolscout.serve.local_socket import serving, socket_path
 
     path = socket_path(config_file, config) if config_file is not None else None
     if path is None or not serving(path):
@@ -270,7 +270,7 @@ async def serve_answers(
     from mcp_types.version import LATEST_MODERN_VERSION
 
     from toolscout import __version__
-    from toolscout.face.local_socket import SOCKET_HOST
+    from toolscout.serve.local_socket import SOCKET_HOST
     from toolscout.upstream._sdk import SDK_HTTP_TIMEOUT, SDK_SSE_READ_TIMEOUT
 
     try:

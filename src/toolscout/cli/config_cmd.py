@@ -24,7 +24,7 @@ from toolscout.config.loader import environment_for, read_raw
 from toolscout.config.locations import candidate_paths
 from toolscout.config.secrets import mask_auth, mask_server
 from toolscout.errors import ConfigurationError
-from toolscout.present.render import counted
+from toolscout.render.text import counted
 
 _KINDS = {StdioServerConfig: "stdio", HttpServerConfig: "http", SseServerConfig: "sse"}
 

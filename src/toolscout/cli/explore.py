@@ -1,6 +1,6 @@
 """Exploring the catalog from a terminal: list, search, tools, inspect.
 
-`register` also adds `execute` (cli/execute_cmd.py) and `tokens` (cli/tokens_cmd.py), in the order
+`register` also adds `execute` (cli/execute_cmd.py) and `tokens` (cli/token_cost.py), in the order
 `toolscout --help` lists them: the commands cli/__init__.py loads without the set-up commands.
 """
 
@@ -16,10 +16,10 @@ from toolscout.cli.answers import META_SEARCH_LIMIT, answers
 from toolscout.cli.catalog_view import ago
 from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, JsonOption, Output, load, run
 from toolscout.cli.execute_cmd import execute
-from toolscout.cli.tokens_cmd import tokens
+from toolscout.cli.token_cost import tokens
 from toolscout.errors import ToolscoutError
-from toolscout.present.render import hint_labels
-from toolscout.present.schemas import example_arguments
+from toolscout.render.schemas import example_arguments
+from toolscout.render.text import hint_labels
 
 _STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
 _STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting"}

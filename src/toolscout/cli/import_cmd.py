@@ -13,9 +13,9 @@ import typer
 from rich.markup import escape
 
 from toolscout.cli.common import EXIT_CONFIG, EXIT_INVALID, ConfigOption, JsonOption, Output
-from toolscout.clients import CLIENTS, ClientFormat, ConfigLocation, client, discover
-from toolscout.clients.importer import ImportPlan, apply_import, existing_env, plan_import, read_sources
-from toolscout.clients.installer import Place
+from toolscout.client_configs import CLIENTS, ClientFormat, ConfigLocation, client, discover
+from toolscout.client_configs.importer import ImportPlan, apply_import, existing_env, plan_import, read_sources
+from toolscout.client_configs.installer import Place
 from toolscout.config import find_config
 from toolscout.config.locations import user_config_dir
 from toolscout.errors import ConfigurationError, ToolscoutError

@@ -1,5 +1,5 @@
 """What `serve` does when replicas share one registry (Redis): its replica id and where the others
-reach it (`registry.advertiseUrl`, else its own address), said while it serves (face/forwarding.py),
+reach it (`registry.advertiseUrl`, else its own address), said while it serves (serve/forwarding.py),
 and tokens revoked through another replica dropped from its cache."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import typer
 from toolscout.config import GatewayConfig
 
 if TYPE_CHECKING:
-    from toolscout.face.auth import BearerPrincipals
     from toolscout.registry.base import Registry
+    from toolscout.serve.auth import BearerPrincipals
 
 
 def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) -> tuple[str | None, str | None]:
     """This replica's id and where the others reach it, when replicas share a registry (Redis) that can
     say so; (None, None) otherwise. A wildcard bind without `registry.advertiseUrl`: an id (retries of
     its input-required rounds cannot be forwarded to it, and are refused elsewhere), said once."""
-    from toolscout.face.forwarding import ReplicaDirectory
+    from toolscout.serve.forwarding import ReplicaDirectory
 
     if config.registry.backend != "redis" or not isinstance(registry, ReplicaDirectory):
         return None, None
@@ -41,7 +41,7 @@ def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) 
 
 @asynccontextmanager
 async def announced(registry: Registry, replica: str | None, where: str | None) -> AsyncGenerator[None]:
-    from toolscout.face.forwarding import ReplicaDirectory, announcing
+    from toolscout.serve.forwarding import ReplicaDirectory, announcing
 
     if replica is None or where is None or not isinstance(registry, ReplicaDirectory):
         yield

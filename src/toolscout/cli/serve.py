@@ -24,12 +24,12 @@ from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ConfigurationError, RegistryUnavailable, ToolscoutError
 from toolscout.masking import install_log_masking
-from toolscout.present.render import counted
+from toolscout.render.text import counted
 
 if TYPE_CHECKING:
-    from toolscout.face.auth import BearerPrincipals
     from toolscout.gateway.core import Gateway
     from toolscout.registry.base import Registry
+    from toolscout.serve.auth import BearerPrincipals
 
 
 class Transport(StrEnum):
@@ -55,12 +55,12 @@ def setup_logging(level: LogLevel, *, background: bool = False) -> None:
     in every record (`toolscout.masking.install_log_masking`).
 
     `background`: written by a thread of its own, dropping lines while stderr is not read, so that a
-    client that never reads it cannot stall the gateway (see `toolscout.face.stderr_log`).
+    client that never reads it cannot stall the gateway (see `toolscout.serve.stderr_log`).
     """
     install_log_masking()
     handler: logging.Handler
     if background:
-        from toolscout.face.stderr_log import BackgroundStderrHandler
+        from toolscout.serve.stderr_log import BackgroundStderrHandler
 
         handler = BackgroundStderrHandler()
     else:
@@ -129,7 +129,7 @@ def serve(
     # (local_socket.py): worked out from the config as loaded, whatever --mode shows the clients.
     answering: tuple[Path, Path] | None = None
     if source is not None:
-        from toolscout.face.local_socket import socket_path
+        from toolscout.serve.local_socket import socket_path
 
         cli_path = socket_path(source.path, gateway_config)
         answering = (cli_path, source.path) if cli_path is not None else None
@@ -137,7 +137,7 @@ def serve(
         gateway_config = gateway_config.model_copy(update={"mode": mode})
     sock: socket.socket | None = None
     if transport is Transport.http:
-        from toolscout.face.serve import bind
+        from toolscout.serve.http import bind
 
         try:
             sock = bind(host, port)
@@ -181,8 +181,8 @@ async def _serve(
     watched: tuple[Path, GatewayConfig] | None,
     insecure_no_auth: bool = False,
 ) -> None:
-    from toolscout.face.auth import BearerPrincipals
     from toolscout.registry.opening import describe, open_registry
+    from toolscout.serve.auth import BearerPrincipals
 
     # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry):
     # the embedded file, or Redis shared by the replicas (registry.backend).
@@ -220,15 +220,15 @@ async def _serve_with(
     answering: tuple[Path, Path] | None,
     watched: tuple[Path, GatewayConfig] | None,
 ) -> None:
-    from toolscout.face.api_registry import registry_routes
-    from toolscout.face.connections import ConnectionLimits
-    from toolscout.face.http_access import AllowList
-    from toolscout.face.http_sessions import SessionLimits
-    from toolscout.face.reload import ConfigReloader, reloading
-    from toolscout.face.serve import serve_http, serve_stdio, stop_on_signals
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.registrations import Registrations
-    from toolscout.surfaces.base import SurfaceOptions
+    from toolscout.modes.base import SurfaceOptions
+    from toolscout.serve.api_registry import registry_routes
+    from toolscout.serve.connections import ConnectionLimits
+    from toolscout.serve.http import serve_http, serve_stdio, stop_on_signals
+    from toolscout.serve.http_access import AllowList
+    from toolscout.serve.http_sessions import SessionLimits
+    from toolscout.serve.reload import ConfigReloader, reloading
 
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
@@ -333,9 +333,9 @@ async def _answering_the_command_line(
 ) -> AsyncGenerator[None]:
     """While serving, also serve the discovery meta-tools on the command line's local socket (see
     local_socket.py), when one could be made: stateless streamable HTTP, until `stop` is set."""
-    from toolscout.face.local_socket import SOCKET_HOST, listen, release
-    from toolscout.face.serve import serve_http
-    from toolscout.surfaces.base import SurfaceOptions
+    from toolscout.modes.base import SurfaceOptions
+    from toolscout.serve.http import serve_http
+    from toolscout.serve.local_socket import SOCKET_HOST, listen, release
 
     listening = listen(*answering) if answering is not None else None
     if answering is None or listening is None:

@@ -18,11 +18,11 @@ from toolscout.cli.import_cmd import (
     import_into,
     import_summary,
 )
-from toolscout.clients import CLIENTS, ClientFormat, client
-from toolscout.clients.installer import Place, install, uninstall
+from toolscout.client_configs import CLIENTS, ClientFormat, client
+from toolscout.client_configs.installer import Place, install, uninstall
 from toolscout.config import find_config
 from toolscout.errors import ConfigurationError, ToolscoutError
-from toolscout.present.render import counted
+from toolscout.render.text import counted
 
 ClientOption = Annotated[
     str, typer.Option("--client", help=f"One of: {', '.join(i for i, f in CLIENTS.items() if f.installable)}.")

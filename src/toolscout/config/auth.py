@@ -3,7 +3,7 @@
 An admin key may do everything, the HTTP API (`/api/v1`) included; a client key may use `/mcp`
 within its scope (`toolscout.config.scopes.Scope`: a namespace, servers, tool rules, pinned tools).
 Values come from `${ENV}` references; once loaded they are kept as hashes only
-(`toolscout.face.auth`) and remembered for masking (`toolscout.config.secrets.config_secrets`).
+(`toolscout.serve.auth`) and remembered for masking (`toolscout.config.secrets.config_secrets`).
 A key's value is never echoed in an error, even a malformed one.
 """
 

@@ -2,7 +2,7 @@
 gateway that connects to them.
 
 Today there is one source, the configuration file's `mcpServers` (`ConfiguredServers`): read when the
-gateway starts, and again whenever `serve` reloads the file (face/reload.py), whose servers it then
+gateway starts, and again whenever `serve` reloads the file (serve/reload.py), whose servers it then
 hands to `Gateway.set_servers` (owner "config"). Servers registered at run time reach the gateway the
 same way, under their own owner ("registry").
 """

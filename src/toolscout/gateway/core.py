@@ -4,7 +4,7 @@ The MCP face and the CLI call only this; it raises `ToolscoutError`s, which they
 results or exit codes. Its parts, each built whole before the next: the upstreams by name
 (`registry.py`), the catalog (`toolscout.catalog`), what is kept of it between runs
 (`snapshots.py`), the search index (`index.py`), the start-up policy (`startup.py`), resources and
-prompts (`mirror/`). The facade runs them (entered once), finds servers and tools, and executes a
+prompts (`resources/`). The facade runs them (entered once), finds servers and tools, and executes a
 call: look up, validate, call, cap the result, audit."""
 
 from __future__ import annotations
@@ -38,15 +38,15 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, search_settings
 from toolscout.gateway.output_cap import DEFAULT_MAX_RESULT_BYTES, cap_output, fit_result_off_loop
 from toolscout.gateway.pins import ToolPins
-from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.runtime import ServerChanges, ServerSet
 from toolscout.gateway.shared_catalog import catalog_store
 from toolscout.gateway.snapshots import Snapshots, SnapshotStore
 from toolscout.gateway.startup import Startup
+from toolscout.gateway.upstreams import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.gateway.visibility import Visibility
 from toolscout.masking import install_log_masking, remember_secrets
-from toolscout.mirror.core import Mirror
+from toolscout.resources.core import Mirror
 from toolscout.upstream import Status, Upstream, UpstreamSpec
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.relay import current_relay
@@ -124,7 +124,7 @@ class Gateway:
         """Where every execution (and changed tool definition) is recorded (None: nowhere)."""
         # Built last, from the parts above (its background fetches run in the gateway's task group).
         self.mirror = Mirror(self, self.rules, on_listed=self._snapshots.content_listed)
-        """The upstreams' resources and prompts under gateway names (mirror/)."""
+        """The upstreams' resources and prompts under gateway names (resources/)."""
         parts = (self.catalog, self.mirror, self._snapshots)
         self._servers = ServerSet(self._upstreams, self._startup, *parts, build=self._new_upstream)
         self._servers.state = lambda: self._state

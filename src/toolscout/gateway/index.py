@@ -24,8 +24,8 @@ from toolscout.config.models import (
     SearchConfig,
 )
 from toolscout.config.scopes import Scope, current_scope
-from toolscout.gateway.registry import UpstreamRegistry
 from toolscout.gateway.scoped_search import ScopedIndexes
+from toolscout.gateway.upstreams import UpstreamRegistry
 from toolscout.gateway.visibility import Visibility, narrows
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import mcp_types as types
 
-from toolscout.shared.canonical import canonical_json
+from toolscout.schemas import canonical_json
 
 PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 MAX_CHANGES = 50

@@ -17,10 +17,10 @@ import anyio.abc
 
 from toolscout.catalog import Catalog
 from toolscout.errors import ConfigurationError, ServerNameTaken
-from toolscout.gateway.registry import CONFIG_OWNER, REGISTRY_OWNER, UpstreamRegistry
 from toolscout.gateway.snapshots import Snapshots
 from toolscout.gateway.startup import Startup
-from toolscout.mirror.core import Mirror
+from toolscout.gateway.upstreams import CONFIG_OWNER, REGISTRY_OWNER, UpstreamRegistry
+from toolscout.resources.core import Mirror
 from toolscout.upstream import Upstream, UpstreamSpec
 
 logger = logging.getLogger(__name__)

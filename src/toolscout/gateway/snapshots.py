@@ -19,8 +19,8 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel
 
-from toolscout.gateway.registry import UpstreamRegistry
 from toolscout.gateway.store import ServerSnapshot
+from toolscout.gateway.upstreams import UpstreamRegistry
 from toolscout.upstream import ServerIdentity, Status, Upstream
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from toolscout.config.scopes import current_scope
-from toolscout.gateway.registry import UpstreamRegistry
+from toolscout.gateway.upstreams import UpstreamRegistry
 from toolscout.gateway.visibility import narrows, sees_upstream
 from toolscout.upstream import Upstream
 

@@ -34,7 +34,7 @@ violation (the upstream's own check would hang on it as well)."""
 
 MAX_STEPS = 50_000
 """The most keyword evaluations (`type`, `anyOf`, `$ref`, ... each time one judges a value) one
-validation may take. A schema refused on arrival (`toolscout.shared.schema_vetting`) never gets
+validation may take. A schema refused on arrival (`toolscout.schemas`) never gets
 near it; what reaches it is a schema the static estimate misses or arguments so large that
 checking them costs more than the call is worth. jsonschema keeps every violation it finds, so
 the bound on work is a bound on memory too."""

@@ -20,7 +20,7 @@ from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.rules import RuleKind
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.errors import ToolNotFound, tool_quarantined
-from toolscout.gateway.registry import UpstreamRegistry, wait_until_connected
+from toolscout.gateway.upstreams import UpstreamRegistry, wait_until_connected
 from toolscout.suggestions import server_not_found
 from toolscout.upstream import Upstream
 

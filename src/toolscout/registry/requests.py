@@ -19,7 +19,7 @@ from toolscout.config.models import HttpServerConfig, SseServerConfig, server_ki
 from toolscout.config.scopes import NAMESPACE_PATTERN, qualified_name
 from toolscout.masking import mask_text
 from toolscout.registry.base import DEFAULT_REGISTRATION_TTL, ServerRegistration, ToolRegistration
-from toolscout.shared.schema_vetting import schema_problem
+from toolscout.schemas import schema_problem
 
 MAX_TTL_SECONDS = 30 * 24 * 3600.0
 """The longest life a registration may ask for (30 days): a forgotten one must still go some day."""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolscout.registry.base import SharedConfirmations
-from toolscout.shared.canonical import canonical_json
+from toolscout.schemas import canonical_json
 
 PREFIX = "cf1_"
 DEFAULT_TTL = 300.0

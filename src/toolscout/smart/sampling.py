@@ -1,7 +1,7 @@
 """The calling client's own model as smart mode's LLM, through MCP sampling (opt-in: `smart.sampling`).
 
 Handshake-era clients get a `sampling/createMessage` request; 2026-07-28 clients an input-required
-round (face/rounds.py): either way through the request's relay (`upstream/relay.py`), as an
+round (serve/rounds.py): either way through the request's relay (`upstream/relay.py`), as an
 upstream's own sampling goes. The 2026-07-28 protocol deprecates sampling (SEP-2577), so this path
 is opt-in and never the only one: a client that did not declare sampling, declines, or answers with
 no text is an `LLMUnavailable`, and smart mode goes on without an LLM.

@@ -1,6 +1,6 @@
 """The way back from an upstream call to the client that made it: progress, sampling, elicitation, logs.
 
-The MCP face (face/server.py) opens a `Relay` for each `tools/call` it serves and makes it current for
+The MCP face (serve/server.py) opens a `Relay` for each `tools/call` it serves and makes it current for
 that request's task (`relaying`); `Upstream.call_tool` picks it up with `current_relay()`. The
 layers in between (surfaces, meta-tools, gateway) need not carry it, the way a request context
 travels in a web framework. An upstream's server-to-client requests and notifications during a

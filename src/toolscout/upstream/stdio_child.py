@@ -28,8 +28,8 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import StdioServerConfig
+from toolscout.jsonrpc_lines import MessageReader, MessageWriter, parse_message
 from toolscout.masking import mask_text
-from toolscout.shared.lines import MessageReader, MessageWriter, parse_message
 from toolscout.upstream._sdk import SessionStreams
 from toolscout.upstream.reaper import reaper
 from toolscout.upstream.transport import UpstreamTarget, watched

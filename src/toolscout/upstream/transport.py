@@ -17,7 +17,7 @@ from mcp.client import Transport
 from mcp.server import MCPServer, Server
 from mcp.shared.message import SessionMessage
 
-from toolscout.shared.lines import ReceiveIteration
+from toolscout.jsonrpc_lines import ReceiveIteration
 from toolscout.upstream._sdk import SessionReadStream, SessionStreams
 
 UpstreamTarget = Transport | Server[Any] | MCPServer

@@ -1,0 +1,136 @@
+"""Compact mode: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
+arguments)`, with every server and tool listed in `inspect`'s own description, as in the reference
+design of MCPX (spec 001 §4).
+
+Its arguments name a tool by `server_name`/`tool_name` where discovery says `server`/`tool`;
+`naming.CALL_TARGET_KEYS` knows both, for error results and the audit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from pydantic import Field, field_validator
+
+from toolscout.config.scopes import current_scope
+from toolscout.errors import Phrasing
+from toolscout.gateway.core import Gateway
+from toolscout.gateway.visibility import ScopedCache
+from toolscout.modes.arguments import ArgsModel, forgive_arguments
+from toolscout.modes.client import SurfaceClient
+from toolscout.modes.meta_tool import MetaTool, run_meta_tool, tool_result
+from toolscout.render.listing import model_text
+from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text
+from toolscout.upstream import Status, Upstream
+
+
+class InspectArgs(ArgsModel):
+    server_name: str = Field(description="A server from the list above.")
+    tool_name: str | None = Field(None, description="One tool of it; omit for all its tools.")
+
+
+class ExecArgs(ArgsModel):
+    server_name: str
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any], description="The tool's own arguments.")
+    max_output_chars: int | None = Field(None, ge=0)
+
+    _forgive = field_validator("arguments", mode="before")(forgive_arguments)
+
+
+COMPACT_STEPS: Phrasing = {
+    "find_tool": "Call inspect with server_name {server!r} to see its tools.",
+    "list_servers": "inspect's description lists every server.",
+    "tool_details": "Call inspect with server_name and tool_name for its parameters, then retry.",
+}
+
+
+class CompactSurface:
+    """`inspect` + `exec`; `inspect`'s description is the catalog, regenerated on every `tools/list`."""
+
+    per_client = False
+    next_steps: Phrasing = COMPACT_STEPS
+
+    instructions = (
+        "toolscout fronts many MCP servers. inspect's description lists every server and tool; "
+        "inspect(server_name, tool_name) gives a tool's schema, exec runs it."
+    )
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._inspect = MetaTool("inspect", "", InspectArgs, handler=self._run_inspect)
+        self._exec = MetaTool(
+            "exec",
+            "Execute an MCP tool: server_name, tool_name and its arguments (checked against its schema first).",
+            ExecArgs,
+            handler=self._run_exec,
+            read_only=False,
+        )
+        self._by_name = {tool.name: tool for tool in (self._inspect, self._exec)}
+        self._described = ScopedCache[str]()
+
+    def description(self) -> str:
+        """`inspect`'s description: the layout of spec 001 §4.1, one block per server the request's
+        scope sees, with the tools it sees.
+
+        Made again only when the catalog or a server's status or identity changed: every
+        `tools/list` asks for it, and for 10,000 tools it took 40 ms of the event loop.
+        """
+        upstreams = self.gateway.upstreams
+        key = (self.gateway.catalog.version, tuple((u.name, u.status, u.identity, u.description) for u in upstreams))
+        return self._described.get(current_scope(), key, lambda: self._describe(upstreams))
+
+    def _describe(self, upstreams: list[Upstream]) -> str:
+        lines = ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
+        for upstream in upstreams:
+            about = upstream.identity.instructions if upstream.identity and upstream.identity.instructions else None
+            about = cut_text(about or upstream.description, INSTRUCTIONS_LIMIT)
+            head = f"  Server: {upstream.name}" + (f" - {about}" if about else "")
+            if upstream.status is not Status.CONNECTED:
+                head += f" [{upstream.status.value}]"
+            lines.append(head)
+            for tool in self.gateway.visibility.tools(current_scope(), upstream.name):
+                lines.append(f"    - {tool.name}: {tool.summary}" if tool.summary else f"    - {tool.name}")
+        return "\n".join(lines)
+
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
+        # The description is the catalog: give servers that are still starting their moment first.
+        await self.gateway.settle_startup()
+        inspect = self._inspect.definition()
+        inspect.description = self.description()
+        return [inspect, self._exec.definition()]
+
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        return await run_meta_tool(self._by_name, self.gateway, name, arguments)
+
+    def native(self, name: str) -> bool:
+        return False
+
+    async def _run_inspect(self, gateway: Gateway, args: InspectArgs) -> types.CallToolResult:
+        if args.tool_name is None:
+            entries = await gateway.tools(args.server_name)
+        else:
+            entries = [await gateway.tool(args.server_name, args.tool_name)]
+        tools: list[dict[str, Any]] = []
+        for entry in entries:
+            data: dict[str, Any] = {
+                "name": entry.name,
+                "description": entry.description,
+                "input_schema": entry.input_schema,
+            }
+            if entry.output_schema is not None:
+                data["output_schema"] = entry.output_schema
+            if entry.tool.annotations is not None:
+                data["annotations"] = entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
+            tools.append(data)
+        payload: dict[str, Any] = {"server": args.server_name, "tools": tools}
+        if args.tool_name is not None:
+            payload = {"server": args.server_name, **tools[0]}
+        # Spec 001 §4.1: the text is compressed for the model, structuredContent stays raw.
+        return tool_result(payload, model_text(payload))
+
+    async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
+        return await gateway.execute(
+            args.server_name, args.tool_name, args.arguments, max_output_chars=args.max_output_chars
+        )

@@ -1,0 +1,160 @@
+"""Passthrough mode: every enabled upstream tool exposed natively, under a name every client accepts.
+
+A tool's name is `server__tool` (reference spec 002), or its own name where the configuration's
+`toolNames` allows it (`ToolNaming`): `auto`, the default, leaves names bare in front of a single
+server and prefixes them in front of several; `bare-when-unique` leaves bare every name that no
+other server's tool shares; `prefixed` always prefixes. Names depend on the catalog alone, never
+on the client, so every client sees the same list (2026-07-28 requires it); when a server that
+arrives later brings a tool whose name another server has, both become `server__tool` and clients
+are told the list changed.
+
+Names are valid for every major client, unique and deterministic (naming.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from toolscout.catalog import Catalog, CatalogTool, Visible
+from toolscout.config.models import ToolNaming
+from toolscout.config.scopes import current_scope
+from toolscout.errors import Phrasing
+from toolscout.gateway.core import Gateway
+from toolscout.gateway.visibility import ScopedCache
+from toolscout.modes.client import SurfaceClient
+from toolscout.naming import native_names, only_owner
+
+
+class NativeNames:
+    """The client-valid name of every catalog tool, recomputed only when the catalog changes.
+
+    Disabled and quarantined tools get names too, so that disabling one never renames another (and a
+    call to a quarantined one is told why). `bare`: as in
+    `native_names`.
+    """
+
+    def __init__(self, catalog: Catalog, *, bare: bool = False) -> None:
+        self._catalog = catalog
+        self._bare = bare
+        self._version = -1
+        self._names: dict[tuple[str, str], str] = {}
+        self._routes: dict[str, tuple[str, str]] = {}
+        self._prefixed: dict[str, tuple[str, str]] = {}
+        """With bare names, what `server__tool` stands for: such a name keeps working (a client written
+        against prefixed names, a tool renamed when a namesake arrived, or back)."""
+
+    def _fresh(self) -> None:
+        if self._version != self._catalog.version:
+            pairs = [(e.server, e.name) for e in self._catalog.tools(include_disabled=True, include_quarantined=True)]
+            self._names = native_names(pairs, bare=self._bare)
+            self._routes = {name: pair for pair, name in self._names.items()}
+            if self._bare:
+                self._prefixed = {name: pair for pair, name in native_names(pairs).items()}
+            self._version = self._catalog.version
+
+    def name(self, server: str, tool: str) -> str:
+        """The native name of `server`'s `tool` (also for a tool the catalog does not hold)."""
+        self._fresh()
+        return self._names.get((server, tool)) or native_names([(server, tool)], bare=self._bare)[(server, tool)]
+
+    def route(self, name: str, visible: Visible | None = None) -> tuple[str, str] | None:
+        """The `(server, tool)` a native name stands for, its `server__tool` name when names are bare, or
+        an upstream's own tool name (naming.py), in that order.
+
+        A bare name that several servers' enabled tools share raises `AmbiguousName`. `visible`: whether
+        the request's scope sees a tool; a name for a tool it does not see stands for nothing.
+        """
+        self._fresh()
+        route = self._routes.get(name) or self._prefixed.get(name)
+        if route is not None:
+            entry = self._catalog.get(*route)
+            return route if visible is None or entry is None or visible(entry) else None
+        # An enabled tool wins over disabled namesakes; only a disabled one gets TOOL_DISABLED.
+        for enabled in (True, False):
+            owners = [
+                e.server
+                for e in self._catalog.tools(include_disabled=not enabled)
+                if e.name == name and (visible is None or visible(e))
+            ]
+            server = only_owner("tool", name, owners, (self.name(s, name) for s in sorted(set(owners))))
+            if server is not None:
+                return server, name
+        return None
+
+    def expose(self, entry: CatalogTool) -> types.Tool:
+        """The tool as a client sees it natively: everything its server said, under its native name."""
+        return entry.tool.model_copy(update={"name": self.name(entry.server, entry.name)})
+
+
+PASSTHROUGH_STEPS: Phrasing = {
+    "find_tool": "tools/list names every tool this gateway offers.",
+    "list_servers": "tools/list names every tool this gateway offers, after its server.",
+    "tool_details": "Its inputSchema in tools/list says what it takes.",
+}
+
+
+def bare_names(naming: ToolNaming, gateway: Gateway) -> bool:
+    """Whether passthrough leaves names bare where no two servers share them, for `naming` in front of `gateway`."""
+    if naming == "auto":
+        # One server has nothing to tell apart; the set of servers is the configuration's, so this never changes.
+        return len([u for u in gateway.upstreams if not u.spec.disabled]) <= 1
+    return naming == "bare-when-unique"
+
+
+class PassthroughSurface:
+    """The enabled tools themselves: description, schemas and annotations as their server gave them."""
+
+    per_client = False
+    next_steps: Phrasing = PASSTHROUGH_STEPS
+
+    def __init__(self, gateway: Gateway, *, naming: ToolNaming = "auto") -> None:
+        self.gateway = gateway
+        bare = bare_names(naming, gateway)
+        self.names = NativeNames(gateway.catalog, bare=bare)
+        self._exposed: list[types.Tool] = []
+        self._entries: list[CatalogTool] = []
+        self._exposed_version = -1
+        self._scoped = ScopedCache[list[types.Tool]]()
+        """What each scope that narrows sees of `_exposed`."""
+        self.instructions = "toolscout passes through the tools of its MCP servers; " + (
+            "each keeps its own name, unless two servers have a tool of that name: then it is named server__tool."
+            if bare
+            else "each tool is named server__tool (a tool's own name works too when one server has it)."
+        )
+
+    async def tools(self, client: SurfaceClient) -> list[types.Tool]:
+        await self.gateway.settle_startup()
+        # Made again only when the catalog changed: a copy of each of 10,000 tools took 0.2-0.6 s
+        # of the event loop on every tools/list.
+        catalog = self.gateway.catalog
+        if self._exposed_version != catalog.version:
+            self._entries = catalog.tools()
+            self._exposed = [self.names.expose(e) for e in self._entries]
+            self._exposed_version = catalog.version
+        scope = current_scope()
+        visible = self.gateway.visibility.tool_filter(scope)
+        if visible is None:
+            return self._exposed
+        return self._scoped.get(
+            scope,
+            (catalog.version, tuple(u.name for u in self.gateway.upstreams)),
+            lambda: [tool for entry, tool in zip(self._entries, self._exposed, strict=True) if visible(entry)],
+        )
+
+    async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        visible = self.gateway.visibility.tool_filter(current_scope())
+        route = self.names.route(name, visible)
+        if route is None:
+            await self.gateway.settle_startup()  # a client may call before the catalog has arrived
+            route = self.names.route(name, visible)
+        if route is None:
+            # Never forwarded, not even in front of one server: a server whose own lookup is loose
+            # (case-insensitive, say) would run a tool the rules disabled under another spelling.
+            # The client gets the protocol's unknown-tool error, as from the server itself (serve/edge.py).
+            return None
+        return await self.gateway.execute(route[0], route[1], arguments)
+
+    def native(self, name: str) -> bool:
+        return True  # every tool here is an upstream's own

@@ -1,0 +1,241 @@
+"""Serving the gateway's MCP face: on stdio, or as streamable HTTP on a listening socket (`bind`),
+until the client goes away or a stop signal (or the caller's `stop` event) ends it.
+
+Shutdown never waits on a client: on stdio, see `toolscout.serve.stdio`; over HTTP, connections
+still open `HTTP_SHUTDOWN_GRACE` seconds after shutdown began are closed, and what still runs
+twice that long after is cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
+
+from toolscout.config.models import ModeName
+from toolscout.gateway.core import Gateway
+from toolscout.modes.base import SurfaceOptions
+from toolscout.registry.base import Registry, SharedClientState
+from toolscout.serve.api import TokenEvents, api_exception_handlers, api_mount
+from toolscout.serve.connections import LISTEN_BACKLOG, ConnectionLimits, fit_to_open_files, guarded_protocol
+from toolscout.serve.forwarding import Forwarder, ReplicaDirectory
+from toolscout.serve.health import Health
+from toolscout.serve.http_access import AllowList, HostOriginGuard
+from toolscout.serve.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
+from toolscout.serve.oauth_paths import NotOAuth
+from toolscout.serve.principals import AnonymousPrincipals, PrincipalAdmission, PrincipalResolver
+from toolscout.serve.server import build_server
+from toolscout.serve.stdio import serve_process_stdio
+
+logger = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+HTTP_SHUTDOWN_GRACE = 2
+"""How long, once HTTP serving is asked to stop, responses in progress may take before they are cut."""
+HTTP_PATH = "/mcp"
+API_PATH = "/api/v1"
+
+
+async def stop_on_signals(stop: anyio.Event, *, reload: Callable[[], None] | None = None) -> None:
+    """Set `stop` on SIGINT, SIGTERM or SIGHUP, and keep receiving them until cancelled; with `reload`,
+    SIGHUP calls it instead (`toolscout serve` reads its config file again).
+
+    One that comes once `stop` is set is logged and nothing more: left to its default action it
+    would kill the process while it stops its upstream servers, and their children would outlive it.
+    """
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            name = signal.Signals(signum).name
+            if signum == signal.SIGHUP and reload is not None and not stop.is_set():
+                logger.info("received SIGHUP, reading the configuration again")
+                reload()
+            elif stop.is_set():
+                logger.info("received %s; still stopping the upstream servers", name)
+            else:
+                logger.info("received %s, shutting down", name)
+                stop.set()
+
+
+async def serve_stdio(
+    gateway: Gateway,
+    mode: ModeName = "discovery",
+    options: SurfaceOptions | None = None,
+    *,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin, or `stop` is set.
+
+    Without `stop`, until a stop signal arrives; signals are then handled only while serving, so a
+    caller that stops the gateway afterwards should rather own them (`stop_on_signals`) for as long.
+    """
+    server = build_server(gateway, mode, options)
+    async with anyio.create_task_group() as tg:
+
+        async def stop_when_set(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        if stop is None:
+            stop = anyio.Event()
+            tg.start_soon(stop_on_signals, stop)
+        tg.start_soon(stop_when_set, stop)
+        async with serve_process_stdio() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling (the gateway owns shutdown, upstreams included), and
+    whose shutdown does not wait on clients: connections still open `HTTP_SHUTDOWN_GRACE` seconds
+    after it began are closed (a response being sent to a client that does not read it then ends as
+    if the client had gone), and requests still running after twice that are cancelled."""
+
+    @contextmanager
+    def capture_signals(self) -> Generator[None]:
+        yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._close_connections_after, HTTP_SHUTDOWN_GRACE)
+            await super().shutdown(sockets)
+            tg.cancel_scope.cancel()
+
+    async def _close_connections_after(self, grace: float) -> None:
+        await anyio.sleep(grace)
+        for connection in list(self.server_state.connections):
+            connection.transport.abort()  # the connection is lost: a send waiting on the client returns
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0 picks a free one)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def http_app(
+    server: Server[Any],
+    *,
+    allow: AllowList,
+    stateless: bool = False,
+    limits: SessionLimits | None = None,
+    principals: PrincipalResolver | None = None,
+    registry: Registry | None = None,
+    api_routes: Sequence[BaseRoute] = (),
+    replica: str | None = None,
+) -> ASGIApp:
+    """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
+    (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
+    that one runs only on the loopback names, after a session was already opened. `principals`
+    decides who each request is from, and refuses those without a valid credential (principals.py,
+    auth.py; unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
+    the token routes and `api_routes`.
+
+    In front of everything, the Host/Origin check; then the session admission; then the principal
+    (authentication, rate limits): a bad Origin is refused before any credential is looked at."""
+    manager = BoundedSessionManager(
+        server,
+        limits or SessionLimits(),
+        stateless=stateless,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    routes: list[BaseRoute] = [Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))]
+    if registry is not None:
+        events = principals if isinstance(principals, TokenEvents) else None
+        routes.append(api_mount(registry, events, api_routes))
+    app = Starlette(routes=routes, lifespan=lambda _: manager.run(), exception_handlers=api_exception_handlers)
+    inner: ASGIApp = app
+    if replica is not None and isinstance(registry, ReplicaDirectory):  # another replica's retries go there
+        inner = Forwarder(app, replica, registry)
+    identified = PrincipalAdmission(inner, principals or AnonymousPrincipals())
+    # OAuth discovery is answered before authentication: it says this gateway takes a bearer credential.
+    return HostOriginGuard(Health(NotOAuth(PeerAdmission(identified, manager)), registry), allow)
+
+
+async def serve_http(
+    gateway: Gateway,
+    sock: socket.socket,
+    *,
+    host: str,
+    stateless: bool = False,
+    log_level: str | None = "warning",
+    mode: ModeName = "discovery",
+    options: SurfaceOptions | None = None,
+    stop: anyio.Event | None = None,
+    allow: AllowList | None = None,
+    limits: SessionLimits | None = None,
+    principals: PrincipalResolver | None = None,
+    registry: Registry | None = None,
+    api_routes: Sequence[BaseRoute] = (),
+    replica: str | None = None,
+    connections: ConnectionLimits | None = None,
+) -> None:
+    """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
+    `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
+    loggers as they are (they are global: a second server in the process must not reset them).
+    `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
+    who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
+    `connections`: how long a connection may take to send a request's headers, and how many may be
+    open at once (connections.py)."""
+    shared = registry if isinstance(registry, SharedClientState) else None
+    server = build_server(gateway, mode, options, shared=shared, replica=replica)
+    app = http_app(
+        server,
+        allow=allow or AllowList.for_bind(host),
+        stateless=stateless,
+        limits=limits,
+        principals=principals,
+        registry=registry,
+        api_routes=api_routes,
+        replica=replica,
+    )
+    # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
+    # its stderr log, see `toolscout.serve.stderr_log`); its loggers go to the gateway's log instead.
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        log_config=None,
+        lifespan="on",
+        access_log=False,
+        # h11 with the header deadline and the connection bound, whatever else is installed (see
+        # connections.py); the gateway answers no WebSocket, so no upgrade may take a connection past them.
+        http=guarded_protocol(fit_to_open_files(connections or ConnectionLimits())),
+        ws="none",
+        # uvicorn listens again with its own (2,048), and asyncio accepts that many at once: a burst would
+        # take that many descriptors before the bound closes any.
+        backlog=LISTEN_BACKLOG,
+        # What closing the connections did not end (see _Uvicorn) is cancelled.
+        timeout_graceful_shutdown=2 * HTTP_SHUTDOWN_GRACE,
+    )
+    web = _Uvicorn(config)
+
+    async def exit_when_set(event: anyio.Event) -> None:
+        await event.wait()
+        web.should_exit = True
+
+    async with anyio.create_task_group() as tg:
+        if stop is None:
+            stop = anyio.Event()
+            tg.start_soon(stop_on_signals, stop)
+        tg.start_soon(exit_when_set, stop)
+        await web.serve(sockets=[sock])
+        tg.cancel_scope.cancel()

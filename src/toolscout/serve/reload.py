@@ -1,0 +1,154 @@
+"""Keeping a running gateway in step with its config file: the file is watched (its content looked at
+about once a second, so an editor that replaces the file is seen as one that rewrites it) and read
+again on `SIGHUP`; what changed in `mcpServers` is applied (`Gateway.set_servers`, owner "config"),
+`toolRules` too, and every other setting that changed is named as needing a restart.
+
+A broken edit (bad syntax, an invalid value, a `${VAR}` not set) is reported in the log, without a
+traceback, and the running set is kept. One seen by the watch is looked at once more first, since a
+file caught half-way through an editor's save is fixed by the next poll.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+
+from toolscout.config.loader import load_config
+from toolscout.config.models import GatewayConfig
+from toolscout.config.server_source import ConfiguredServers
+from toolscout.errors import ConfigurationError
+from toolscout.gateway.core import Gateway
+from toolscout.gateway.upstreams import CONFIG_OWNER
+from toolscout.upstream import UpstreamSpec
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+"""How often the config file is looked at."""
+LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url"})
+"""The settings a reload applies to the running gateway; any other that changed takes a restart."""
+
+
+class ConfigReloader:
+    """Applies the config file at `path` to `gateway` whenever it changes, or when asked (`request`).
+
+    `config`: the configuration as the file gave it when the gateway was built (before any command-line
+    option changed it), what the next version of the file is compared with.
+    """
+
+    def __init__(self, gateway: Gateway, path: Path, config: GatewayConfig) -> None:
+        self._gateway = gateway
+        self._path = path
+        self._config = config
+        self._requested = anyio.Event()
+        self._applied: str = _digest(_read(path))
+        """The digest of the file's content last applied (or found broken and reported)."""
+        self._doubted: str | None = None
+        """The digest of content that would not load, to be looked at once more before it is reported."""
+
+    def request(self) -> None:
+        """Read the file again now, whatever the watch says (`SIGHUP`); callable from any task."""
+        self._requested.set()
+
+    async def run(self) -> None:
+        """Watch the file and serve requests until cancelled (a task of the serving process's)."""
+        while True:
+            with anyio.move_on_after(POLL_SECONDS):
+                await self._requested.wait()
+            asked = self._requested.is_set()
+            if asked:
+                self._requested = anyio.Event()
+            try:
+                await self.check(asked=asked)
+            except Exception:  # never a reason to stop serving, nor to stop watching
+                logger.exception("the configuration could not be reloaded")
+
+    async def check(self, *, asked: bool = False) -> bool:
+        """Reload if the file changed since last applied (or `asked`); whether the gateway changed."""
+        digest = _digest(await anyio.to_thread.run_sync(_read, self._path))
+        if digest == self._applied and not asked:
+            return False
+        why = "on SIGHUP" if asked else "the file changed"
+        try:
+            config = await anyio.to_thread.run_sync(load_config, self._path)
+        except ConfigurationError as exc:
+            if not asked and digest != self._doubted:
+                self._doubted = digest  # perhaps caught half-way through a save: once more at the next poll
+                return False
+            self._doubted, self._applied = None, digest
+            logger.error(
+                "configuration not reloaded (%s): %s Still serving the servers it had; fix the file and save it again.",
+                why,
+                _sentence(exc.message),
+            )
+            return False
+        self._doubted = None
+        return await self._apply(config, digest, why)
+
+    async def _apply(self, config: GatewayConfig, digest: str, why: str) -> bool:
+        servers = ConfiguredServers(config).servers()
+        try:
+            specs = [UpstreamSpec.from_config(name, server) for name, server in servers.items()]
+            changes = await self._gateway.set_servers(specs, owner=CONFIG_OWNER)
+        except ConfigurationError as exc:
+            self._applied = digest
+            logger.error("configuration not reloaded (%s): %s Still serving the servers it had.", why, exc.message)
+            return False
+        previous, self._config, self._applied = self._config, config, digest
+        rules_changed = config.tool_rules != previous.tool_rules
+        if rules_changed:
+            self._gateway.rules.replace(config.tool_rules)
+            self._gateway.catalog.rules_changed()  # verdicts again: the index and clients follow
+            self._gateway.mirror.changes.bump()  # resources and prompts are listed by the rules too
+        applied = changes.describe() if changes else "no server changed"
+        logger.info("configuration reloaded (%s): %s%s", why, applied, "; toolRules applied" if rules_changed else "")
+        later = restart_needed(previous, config)
+        if later:
+            logger.warning("configuration: restart toolscout serve to apply %s", ", ".join(later))
+        return bool(changes) or rules_changed
+
+
+def restart_needed(before: GatewayConfig, after: GatewayConfig) -> list[str]:
+    """The settings (as the file names them) that changed from `before` to `after` and that a running
+    gateway cannot take on: everything but `mcpServers` and `toolRules`."""
+    fields = type(after).model_fields
+    return [
+        field.alias or name
+        for name, field in fields.items()
+        if name not in LIVE_SETTINGS and getattr(before, name) != getattr(after, name)
+    ]
+
+
+@asynccontextmanager
+async def reloading(reloader: ConfigReloader | None) -> AsyncGenerator[None]:
+    """Run `reloader` (if any) while the block runs."""
+    if reloader is None:
+        yield
+        return
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reloader.run, name="config reload")
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:  # (between an editor's delete and its write, say): a change like any other
+        return None
+
+
+def _digest(content: bytes | None) -> str:
+    """The content's digest ("" for a file that could not be read: one state like any other content)."""
+    return "" if content is None else hashlib.sha256(content).hexdigest()
+
+
+def _sentence(message: str) -> str:
+    return message if message.rstrip().endswith((".", "!", "?")) else message.rstrip() + "."

@@ -1,0 +1,334 @@
+"""The gateway's MCP face: the tools of the configured mode (`toolscout.modes`), and every
+upstream's resources and prompts (`toolscout.resources`, the same in every mode), as one low-level SDK
+server whose handlers are the methods of `GatewayServer`.
+
+What goes wrong becomes an MCP error or an `isError` result in edge.py only; list-change notices
+are notify.py's; serving it on stdio or HTTP is serve.py's. Building a server has no effect on the
+gateway: what it follows there (resource updates, evicted HTTP clients, catalog changes) it
+follows while it serves, from its lifespan, and lets go of when serving ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp.server import NotificationOptions, Server
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolscout import __version__
+from toolscout.config.models import ModeName
+from toolscout.config.scopes import UNSCOPED, scoped
+from toolscout.gateway.core import Gateway
+from toolscout.modes.base import Surface, SurfaceOptions, make_surface
+from toolscout.modes.digest import digest_off_loop
+from toolscout.naming import call_target
+from toolscout.registry.base import SharedClientState, SharedConfirmations
+from toolscout.resources.completions import complete
+from toolscout.resources.list_names import ListName
+from toolscout.serve.edge import call_result, mcp_errors, refuse_cursor, unknown_tool_error
+from toolscout.serve.notify import watching_changes
+from toolscout.serve.principals import principal_of
+from toolscout.serve.rounds import Rounds
+from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context
+from toolscout.serve.shared_loads import SharedLoads
+from toolscout.serve.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
+from toolscout.smart.confirmation import Confirmations
+from toolscout.suggestions import unknown_tool
+from toolscout.upstream.relay import relaying
+
+logger = logging.getLogger(__name__)
+
+R = TypeVar("R")
+P = TypeVar("P")
+ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
+
+
+def under_scope(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
+    """`handler`, run under the scope of the principal its request is from (`UNSCOPED` on stdio, in
+    process, and for a principal that sees everything: then at no cost at all)."""
+
+    async def run(ctx: Context, params: P) -> R:
+        scope = principal_of(ctx.request).scope
+        if scope is UNSCOPED:
+            return await handler(ctx, params)
+        with scoped(scope):
+            return await handler(ctx, params)
+
+    return run
+
+
+class GatewayServer(Server[ConnectionScope]):
+    """The SDK's low-level server exposing a gateway through one surface, with the capabilities
+    toolscout really has.
+
+    `tools.listChanged` only when the surface's list can change; `resources.listChanged` and
+    `prompts.listChanged` always (upstreams come, go and change them); `resources.subscribe`
+    always (passed on to the upstream that owns the resource; one that cannot says so). The SDK
+    derives capabilities here both for the handshake (from `create_initialization_options`, which
+    streamable HTTP calls with no arguments) and for `server/discover` at 2026-07-28, where it
+    would otherwise set every flag from serving `subscriptions/listen`.
+    """
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        mode: ModeName = "discovery",
+        options: SurfaceOptions | None = None,
+        *,
+        sessions: ClientSessions | None = None,
+        shared: SharedClientState | None = None,
+        replica: str | None = None,
+    ) -> None:
+        self.gateway = gateway
+        options = options or SurfaceOptions()
+        if options.confirmations is None and isinstance(shared, SharedConfirmations):
+            # Replicas sharing the registry sign smart mode's confirmation ids with one key, and spend
+            # them in one place: an id one proposed is honoured by another, once.
+            ledger = Confirmations(shared, ttl=options.smart.confirmation_ttl)
+            options = dataclasses.replace(options, confirmations=ledger)
+        self.surface: Surface = make_surface(mode, gateway, options)
+        self.clients = sessions or ClientSessions()
+        # Dynamic mode's loaded tools, through the registry when replicas share one (shared_loads.py).
+        self.loads = SharedLoads(shared) if shared is not None and mode == "dynamic" else None
+        self.subscriptions = ResourceSubscriptions(gateway.mirror, self.clients)
+        self.rounds = Rounds(gateway, replica=replica)
+        # The five meta-tools (smart mode's one tool) never change; the others follow the catalog or the client.
+        self.tools_changed = mode not in ("discovery", "smart")
+        self._serving = 0
+        """Lifespans entered and not yet left: one per connection on stdio and in process, one on HTTP."""
+        self._stop_following: list[Callable[[], None]] = []
+        with warnings.catch_warnings():
+            # Logging is deprecated at 2026-07-28, but handshake-era clients still set their level,
+            # and a server that sends them upstream logs must declare the capability.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            super().__init__(  # pyright: ignore[reportDeprecated]
+                "toolscout",
+                version=__version__,
+                title="toolscout MCP gateway",
+                instructions=self.surface.instructions,
+                lifespan=lambda _: self.serving(),
+                # Every request is served under its principal's scope (config/scopes.py).
+                on_list_tools=under_scope(self.on_list_tools),
+                on_call_tool=under_scope(self.on_call_tool),
+                on_set_logging_level=self.on_set_logging_level,
+                on_list_resources=under_scope(self.on_list_resources),
+                on_list_resource_templates=under_scope(self.on_list_resource_templates),
+                on_read_resource=under_scope(self.on_read_resource),
+                on_list_prompts=under_scope(self.on_list_prompts),
+                on_get_prompt=under_scope(self.on_get_prompt),
+                on_subscribe_resource=under_scope(self.on_subscribe_resource),
+                on_unsubscribe_resource=under_scope(self.on_unsubscribe_resource),
+                on_completion=under_scope(self.on_completion),
+                # Always: resource and prompt lists change in every mode (tools too, except in discovery).
+                on_subscriptions_listen=under_scope(self.subscriptions.listen),
+            )
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        update: dict[str, Any] = {}
+        if capabilities.tools is not None:
+            update["tools"] = types.ToolsCapability(list_changed=self.tools_changed)
+        if capabilities.resources is not None:
+            update["resources"] = types.ResourcesCapability(subscribe=True, list_changed=True)
+        if capabilities.prompts is not None:
+            update["prompts"] = types.PromptsCapability(list_changed=True)
+        return capabilities.model_copy(update=update)
+
+    # Serving
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncGenerator[ConnectionScope]:
+        """One connection's lifespan (stdio, in process), or all of HTTP's: its client's state, the
+        gateway's updates and evictions followed, and its clients told of list changes meanwhile."""
+        scope = ConnectionScope()
+        if self._serving == 0:  # followed once however many connections are served at once
+            self._stop_following = [
+                self.gateway.mirror.follow_updates(self.subscriptions.updated),
+                self.clients.follow_evictions(self.subscriptions.drop_soon),
+            ]
+        self._serving += 1
+        try:
+            async with watching_changes(
+                self.gateway, self.surface, self.clients, scope, tools_change=self.tools_changed
+            ):
+                yield scope
+        finally:
+            self._serving -= 1
+            # Subscriptions of clients that are gone: this connection's, or every HTTP client's
+            # once the last lifespan ends (on HTTP, serving is over).
+            gone = [scope.client] if self._serving else [scope.client, *self.clients.http_states()]
+            with anyio.move_on_after(UNSUBSCRIBE_WAIT, shield=True):
+                for state in gone:
+                    await self.subscriptions.drop(state)
+            if self._serving == 0:
+                for stop in self._stop_following:
+                    stop()
+
+    async def _relayed(
+        self,
+        ctx: Context,
+        state: ClientState,
+        params: types.InputResponseRequestParams,
+        work: Callable[[], Awaitable[R]],
+    ) -> R | types.InputRequiredResult:
+        """`work()` with the way back to this request's client (upstream/relay.py): in rounds at
+        2026-07-28 (rounds.py)."""
+        relay = self.clients.relay(ctx, state)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await self.rounds.run(state, relay, ctx.session.client_capabilities, params, work)
+        with relaying(relay):
+            return await work()
+
+    # Tools: the surface's
+
+    async def on_list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        """`tools/list`: the surface's tools for this client."""
+        state = self.clients.state(ctx)
+        if self.loads is not None:
+            await self.loads.pull(ctx, state)
+        tools = await self.surface.tools(state)
+        if self.tools_changed:  # the digest is only ever compared when the list can change
+            state.fetched("tools", await digest_off_loop(tools))
+        return types.ListToolsResult(tools=tools)
+
+    async def on_call_tool(
+        self, ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """`tools/call`: run by the surface; a failure is an `isError` result (edge.py)."""
+        arguments = params.arguments or {}
+        context = call_target(arguments)
+        client = self.clients.state(ctx)
+        before = await self.loads.pull(ctx, client) if self.loads is not None else ()
+        try:
+            outcome = await call_result(
+                lambda: self._relayed(ctx, client, params, lambda: self.surface.call(client, params.name, arguments)),
+                tool=params.name,
+                native=self.surface.native(params.name),
+                next_steps=self.surface.next_steps,
+                context=context,
+            )
+        finally:
+            if self.loads is not None:
+                await self.loads.push(ctx, client, before)
+            await self.clients.announce(ctx, client)
+        if outcome is None:
+            unknown = unknown_tool(params.name, [t.name for t in await self.surface.tools(client)])
+            if self.surface.native(params.name):  # meant for an upstream: audited as refused
+                with relaying(self.clients.relay(ctx, client)):
+                    await self.gateway.record_refused({"tool": params.name, "arguments": arguments}, unknown)
+            raise unknown_tool_error(unknown)
+        return outcome
+
+    # Resources and prompts: every upstream's, whatever the mode
+
+    async def _listed(
+        self,
+        ctx: Context,
+        params: types.PaginatedRequestParams | None,
+        name: ListName,
+        method: str,
+        fetch: Callable[[], Awaitable[list[ItemT]]],
+    ) -> list[ItemT]:
+        """One of the mirror's lists, in one page, remembered as what this client was shown."""
+        refuse_cursor(params)
+        with mcp_errors(method):
+            items = await fetch()
+        self.clients.state(ctx).fetched(name, await digest_off_loop(items))
+        return items
+
+    async def on_list_resources(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        """`resources/list`: every upstream's, under gateway URIs."""
+        resources = await self._listed(ctx, params, "resources", "resources/list", self.gateway.mirror.resources)
+        return types.ListResourcesResult(resources=resources)
+
+    async def on_list_resource_templates(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        """`resources/templates/list`: every upstream's."""
+        templates = await self._listed(
+            ctx, params, "resource_templates", "resources/templates/list", self.gateway.mirror.resource_templates
+        )
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def on_read_resource(
+        self, ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        """`resources/read`: from the upstream that owns the URI."""
+        with mcp_errors("resources/read"):
+            return await self._relayed(
+                ctx, self.clients.state(ctx), params, lambda: self.gateway.mirror.read(params.uri)
+            )
+
+    async def on_list_prompts(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        """`prompts/list`: every upstream's, named `server__prompt`."""
+        prompts = await self._listed(ctx, params, "prompts", "prompts/list", self.gateway.mirror.prompts)
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def on_get_prompt(
+        self, ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        """`prompts/get`: from the upstream that has the prompt."""
+        with mcp_errors("prompts/get"):
+            return await self._relayed(
+                ctx,
+                self.clients.state(ctx),
+                params,
+                lambda: self.gateway.mirror.get_prompt(params.name, params.arguments),
+            )
+
+    async def on_subscribe_resource(self, ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        """`resources/subscribe` (handshake era): passed on to the upstream that owns the resource."""
+        with mcp_errors("resources/subscribe"):
+            await self.subscriptions.subscribe(self.clients.state(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def on_unsubscribe_resource(self, ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        """`resources/unsubscribe` (handshake era)."""
+        with mcp_errors("resources/unsubscribe"):
+            await self.subscriptions.unsubscribe(self.clients.state(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def on_completion(self, ctx: Context, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """`completion/complete`: asked of the upstream that has the prompt or template."""
+        with mcp_errors("completion/complete"), relaying(self.clients.relay(ctx, self.clients.state(ctx))):
+            return await complete(self.gateway.mirror, params)
+
+    async def on_set_logging_level(self, ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        """`logging/setLevel` (handshake era): the least severe upstream log passed on to this client."""
+        self.clients.state(ctx).log_level = params.level
+        return types.EmptyResult()
+
+
+def build_server(
+    gateway: Gateway,
+    mode: ModeName = "discovery",
+    options: SurfaceOptions | None = None,
+    *,
+    sessions: ClientSessions | None = None,
+    shared: SharedClientState | None = None,
+    replica: str | None = None,
+) -> GatewayServer:
+    """The MCP server exposing `gateway` through the surface of `mode`, and every upstream's
+    resources and prompts whatever the mode (nothing happens until it serves)."""
+    return GatewayServer(gateway, mode, options, sessions=sessions, shared=shared, replica=replica)
