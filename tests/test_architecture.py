@@ -1,5 +1,6 @@
-"""The shape of the code: no import circle in src/toolscout, no module over 400 lines, a small top
-level, and no test module importing another (shared helpers live in tests/helpers/ and tests/servers/).
+"""The shape of the code: no import circle in src/toolscout, no module far over 800 lines unless
+tests/large_modules.txt says why, a small top level, and no test module importing another (shared
+helpers live in tests/helpers/ and tests/servers/).
 
 Read from the source with `ast`, nothing imported: every import counts, inline ones and those under
 `TYPE_CHECKING` too, because each is a dependency a reader must follow.
@@ -17,7 +18,10 @@ SRC = ROOT / "src"
 PACKAGE = SRC / "toolscout"
 TESTS = ROOT / "tests"
 
-MAX_LINES = 400
+MAX_LINES = 800
+"""A soft cap: modules are cut along what a reader follows, and one that needs more room than this
+is listed with its reason in tests/large_modules.txt."""
+LARGE_MODULES = ROOT / "tests" / "large_modules.txt"
 MAX_TOP_LEVEL_MODULES = 10
 
 
@@ -184,10 +188,30 @@ def line_count(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
 
-def test_no_module_over_400_lines() -> None:
+def large_modules() -> dict[str, str]:
+    """The modules allowed over the soft cap, each with the reason, from tests/large_modules.txt.
+
+    Each line is `path/under/toolscout.py: why it is one module`; blank lines and `#` lines are notes.
+    """
+    allowed: dict[str, str] = {}
+    for line in LARGE_MODULES.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, reason = line.partition(":")
+            assert reason.strip(), f"tests/large_modules.txt: {name} needs a reason after the colon"
+            allowed[name.strip()] = reason.strip()
+    return allowed
+
+
+def test_no_module_over_the_soft_cap_without_a_reason() -> None:
     sizes = {path.relative_to(PACKAGE).as_posix(): line_count(path) for path in PACKAGE.rglob("*.py")}
-    over = {name for name, lines in sizes.items() if lines > MAX_LINES}
-    assert not over, f"over {MAX_LINES} lines: {sorted(f'{n} ({sizes[n]} lines)' for n in over)}: split by job"
+    allowed = large_modules()
+    over = {name for name, lines in sizes.items() if lines > MAX_LINES and name not in allowed}
+    assert not over, (
+        f"over {MAX_LINES} lines: {sorted(f'{n} ({sizes[n]} lines)' for n in over)}: cut it along what a "
+        "reader follows, or list it in tests/large_modules.txt with the reason it is one module"
+    )
+    stale = sorted(name for name in allowed if sizes.get(name, 0) <= MAX_LINES)
+    assert not stale, f"tests/large_modules.txt lists modules that are not over {MAX_LINES} lines: {stale}"
 
 
 def test_the_top_level_keeps_only_a_handful_of_modules() -> None:
