@@ -45,8 +45,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
-from tests.helpers.procs import running
 
+from benchmarks.processes import running
 from toolscout.config.auth import AuthConfig
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.registry.tokens import issue_token
@@ -261,7 +261,3 @@ def main() -> None:
     parser.add_argument("--era", default="legacy", help="the client's mode: legacy, auto, or 2026-07-28")
     args = parser.parse_args()
     anyio.run(run, args.calls, args.batch, args.era)
-
-
-if __name__ == "__main__":
-    main()

@@ -326,7 +326,3 @@ def main() -> None:
             parser.error(f"{args.compare} holds no toolscout package")
     anyio.run(measure_inprocess if args.inprocess else measure_serve, args)
     sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    main()

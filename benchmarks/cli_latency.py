@@ -233,7 +233,3 @@ def main() -> None:
     parser.add_argument("--importtime", action="store_true", help="also break a warm search's imports down")
     args = parser.parse_args()
     measure(args.runs, args.compare, args.importtime)
-
-
-if __name__ == "__main__":
-    main()

@@ -258,7 +258,3 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, default=None, help="also launch a gateway run from this source tree")
     args = parser.parse_args()
     anyio.run(measure, args.runs, args.eval_dir, args.compare)
-
-
-if __name__ == "__main__":
-    main()

@@ -181,7 +181,3 @@ def main(argv: list[str] | None = None) -> None:
         results[f"static {name}"] = measure(static_encoder(Path(directory) if directory else None), args.eval_dir)
     args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print_table(results)
-
-
-if __name__ == "__main__":
-    main()

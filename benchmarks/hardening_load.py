@@ -46,10 +46,10 @@ import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from tests.helpers.procs import SERVE_READY, running
 
 from benchmarks import hardening_attacks
 from benchmarks.hardening_attacks import ACCEPT, initialize
+from benchmarks.processes import SERVE_READY, running
 from benchmarks.upstreams import PYTHON, rss_kib
 from toolscout.demo.config import demo_config
 
@@ -194,7 +194,7 @@ async def fill(url: str, clients: int, each: int) -> Counter[int]:
 async def attack(url: str, kind: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run one attack in a process of its own (in this one, its requests would share the victims'
     event loop and delay their calls by themselves); its result, as it printed it."""
-    command = [PYTHON, "-m", "benchmarks.hardening_load", "--attack", kind, "--url", url]
+    command = [PYTHON, "-m", "benchmarks", "hardening_load", "--attack", kind, "--url", url]
     for option in (
         "flood",
         "concurrency",
@@ -439,7 +439,3 @@ def main() -> None:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     anyio.run(run_attack if args.attack else measure, args)
-
-
-if __name__ == "__main__":
-    main()

@@ -91,7 +91,3 @@ def main() -> None:
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     args = parser.parse_args()
     anyio.run(measure, args.rounds, args.eval_dir)
-
-
-if __name__ == "__main__":
-    main()

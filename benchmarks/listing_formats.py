@@ -73,7 +73,3 @@ def main() -> None:
             totals[key] += counts[key]
         print(f"| {label} | {counts['text']} | {counts['toon']} | {counts['json']} |")
     print(f"| **all** | **{totals['text']}** | **{totals['toon']}** | **{totals['json']}** |")
-
-
-if __name__ == "__main__":
-    main()

@@ -173,7 +173,3 @@ def main() -> None:
     width = max(len(n) for n in result)
     for name, row in result.items():
         print(f"{name:<{width}}  {row['took_ms']:>8.1f} ms  loop held {row['loop_stall_ms']:>8.1f} ms")
-
-
-if __name__ == "__main__":
-    main()

@@ -33,8 +33,8 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 from mcp import Client
-from tests.helpers.procs import running
 
+from benchmarks.processes import running
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.token_modes import renamed
 from benchmarks.upstreams import PYTHON, catalog_over_http, http_servers, rss_kib, write_catalog
@@ -179,7 +179,3 @@ def main() -> None:
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     args = parser.parse_args()
     anyio.run(measure, args.tools, args.eval_dir)
-
-
-if __name__ == "__main__":
-    main()

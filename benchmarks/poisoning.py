@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import mcp_types
-from tests.helpers.poisoned_tools import ATTACKS, UNSEEN
 
+from benchmarks.poisoned_tools import ATTACKS, UNSEEN
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.train_data import DEFAULT_TRAIN_DIR
 from toolscout.gateway.poisoning import instructions_in
@@ -114,7 +114,3 @@ def main() -> None:
     print(f"\nattacks written after the patterns were settled: {hits}/{len(unseen)} ({hits / len(unseen):.0%})")
     for label, reasons in unseen:
         print(f"- {label}: {'; '.join(reasons) if reasons else 'MISSED'}")
-
-
-if __name__ == "__main__":
-    main()

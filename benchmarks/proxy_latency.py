@@ -58,7 +58,8 @@ from typing import Any, TextIO
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from tests.helpers.procs import running
+
+from benchmarks.processes import running
 
 ROOT = Path(__file__).resolve().parent.parent
 FASTMCP_VENV = ROOT / "benchmarks" / ".venv-fastmcp"
@@ -398,7 +399,3 @@ def main() -> None:
     eras = [e.strip() for e in str(args.eras).split(",") if e.strip()]
     calls = {ERAS["legacy"]: args.calls, ERAS["auto"]: args.calls_2026}
     anyio.run(measure, calls, args.batch, args.warmup, eras, args.fastmcp_python)
-
-
-if __name__ == "__main__":
-    main()

@@ -30,8 +30,8 @@ from typing import Any
 import anyio
 import anyio.abc
 from mcp import Client
-from tests.helpers.procs import SERVE_READY, running
 
+from benchmarks.processes import SERVE_READY, running
 from benchmarks.upstreams import PYTHON, catalog_over_http, copies, http_servers, write_catalog
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS
 from toolscout.search.evaluation import load_catalog_servers
@@ -90,7 +90,7 @@ async def measure(servers: int, probes: int, src: str | None) -> dict[str, Any]:
                         for kind in ("cap", "cap", "4mb"):
                             loaders.append(
                                 await anyio.open_process(
-                                    [PYTHON, "-m", "benchmarks.query_load", "--loader", kind, url],
+                                    [PYTHON, "-m", "benchmarks", "query_load", "--loader", kind, url],
                                     stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE,
                                 )
@@ -197,7 +197,3 @@ def main() -> None:
     p99 = result["under_load"]["p99"]
     verdict = "meets" if p99 < TARGET_P99_MS else "misses"
     print(f"list_mcp_servers p99 under load: {p99} ms ({verdict} the {TARGET_P99_MS:g} ms target)")
-
-
-if __name__ == "__main__":
-    main()

@@ -28,8 +28,8 @@ from typing import Any, cast
 import anyio
 import httpx2
 from mcp import Client
-from tests.helpers.redis_server import redis_server
-from tests.helpers.registration_gateway import served_gateway, write_config
+
+from benchmarks.processes import redis_server, served_gateway, write_config
 
 ADMIN = "bench-fanout-admin-0123456789abcdef"
 STEP = 0.005
@@ -103,7 +103,3 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--times", type=int, default=20)
     anyio.run(run, parser.parse_args().times)
-
-
-if __name__ == "__main__":
-    main()

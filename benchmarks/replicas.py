@@ -58,10 +58,8 @@ from typing import Any, cast
 import anyio
 import httpx2
 import redis.asyncio as aioredis
-from tests.helpers.balancer import balancer
-from tests.helpers.redis_server import redis_server
-from tests.helpers.registration_gateway import ServedGateway, served_gateway, write_config
 
+from benchmarks.processes import ServedGateway, balancer, redis_server, served_gateway, write_config
 from toolscout.registry.base import secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.sqlite import SqliteRegistry
@@ -529,7 +527,3 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=2000, help="token_by_hash calls per registry")
     args = parser.parse_args()
     anyio.run(run, args)
-
-
-if __name__ == "__main__":
-    main()

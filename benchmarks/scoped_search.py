@@ -116,7 +116,3 @@ def main() -> None:
     whole, within = result["whole"], result["scoped"]
     assert isinstance(whole, dict) and isinstance(within, dict)
     print(f"scoped p50 {within['p50']:.2f} ms vs whole {whole['p50']:.2f} ms")
-
-
-if __name__ == "__main__":
-    main()

@@ -313,7 +313,3 @@ def main() -> None:
     if args.write:
         text = DOC.read_text(encoding="utf-8")
         DOC.write_text(SECTION.sub(lambda _: section.rstrip("\n") + "\n", text, count=1), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

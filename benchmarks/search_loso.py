@@ -159,7 +159,3 @@ def main() -> None:
             text = text.rstrip("\n") + "\n\n" + section
         DOC.write_text(text, encoding="utf-8")
     scratch.cleanup()
-
-
-if __name__ == "__main__":
-    main()

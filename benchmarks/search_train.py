@@ -211,7 +211,3 @@ def main() -> None:
     print(f"({args.backend}{''.join(' --set ' + s for s in args.settings)}; {time.perf_counter() - started:.0f} s)")
     if runs:
         print_paired(runs, args.against)
-
-
-if __name__ == "__main__":
-    main()

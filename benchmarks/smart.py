@@ -534,7 +534,3 @@ def main() -> None:
     if not args.skip_latency:
         lines = asyncio.run(latency(args.eval_dir, devs, args.latency_tools, args.latency_requests, args.rounds))
         print("\n".join(["", "### Latency without an LLM", "", *lines]), flush=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -182,7 +182,3 @@ def main() -> None:
     print("\n".join((*TABLE_HEADER, *table(rows, scores))))
     for miss in [s.shown for s in scores if not s.exact][: args.examples]:
         print(json.dumps(miss, ensure_ascii=False))
-
-
-if __name__ == "__main__":
-    main()

@@ -40,7 +40,3 @@ def main() -> None:
     print(f"| median server | - | {per_server[len(per_server) // 2][1]} |")
     print(f"| toolscout meta-tools | {len(META_TOOLS)} | {meta} |")
     print(f"\nmeta-tools cost {meta / direct:.1%} of exposing every tool ({direct / meta:.0f}x less).")
-
-
-if __name__ == "__main__":
-    main()

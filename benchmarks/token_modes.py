@@ -262,7 +262,3 @@ def main() -> None:
             ratios = _ratios(schemas[label], length)
             median, p90 = ratios[len(ratios) // 2], ratios[int(len(ratios) * 0.9)]
             print(f"| {names[label]}: {kind} | {median:.2f} | {p90:.2f} | {ratios[-1]:.2f} |")
-
-
-if __name__ == "__main__":
-    main()

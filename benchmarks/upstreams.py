@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-from tests.helpers.procs import running
 
+from benchmarks.processes import running
 from toolscout.demo.catalog_server import server_path
 
 PYTHON = sys.executable

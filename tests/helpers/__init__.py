@@ -1,1 +1,1 @@
-"""Helpers shared by test modules and benchmarks (no test module imports another)."""
+"""Helpers shared by test modules (no test module imports another); the benchmarks have their own."""
