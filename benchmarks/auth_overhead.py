@@ -1,7 +1,7 @@
 """Added latency of authentication (and the scope it brings) per `search_tools` and `execute_tool` call,
 against the same calls without authentication, in one run.
 
-    .venv/bin/python -m benchmarks.auth_overhead [--calls 600] [--batch 50] [--era legacy]
+    python -m benchmarks auth_overhead [--calls 600] [--batch 50] [--era legacy]
 
 Two `toolscout serve --transport http` children front the same upstream (the demo server `units`,
 a real stdio process each) with the same settings: one with no keys (loopback, anonymous), one with
@@ -36,7 +36,6 @@ import sys
 import tempfile
 import time
 from contextlib import AsyncExitStack
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
 
+from benchmarks import harness
 from benchmarks.processes import running
 from toolscout.config.auth import AuthConfig
 from toolscout.registry.sqlite import SqliteRegistry
@@ -86,9 +86,7 @@ def write_config(root: Path, name: str, *, keyed: bool) -> Path:
 
 def summary(values: list[float]) -> tuple[float, float]:
     """p50 and p99, in ms."""
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return statistics.median(ordered) * 1000, p99 * 1000
+    return statistics.median(values) * 1000, harness.percentile(values, 0.99, rank="round") * 1000
 
 
 async def resolver_times(root: Path, count: int) -> dict[str, list[float]]:
@@ -215,7 +213,7 @@ async def run(calls: int, batch: int, era: str) -> None:
     resolved = await resolver_times(root, 20_000)
     filtered = await scope_times(2_000)
 
-    print(f"# Authentication overhead — {date.today()}\n")
+    print(f"# Authentication overhead — {harness.today()}\n")
     print(f"{os.cpu_count()} cores, Python {platform.python_version()}, era {era}, {calls} calls per row\n")
     print("| credential | call | p50 ms | p99 ms | added p50 ms | added, round by round: median [quartiles] ms |")
     print("|---|---|---|---|---|---|")
@@ -228,7 +226,7 @@ async def run(calls: int, batch: int, era: str) -> None:
             else:
                 added = f"{p50 - base:+.3f}"
                 diffs = [a - b for a, b in zip(rounds[(name, call)], rounds[("no authentication", call)], strict=True)]
-                q1, q2, q3 = statistics.quantiles(diffs, n=4, method="inclusive")
+                q1, q2, q3 = harness.quartiles(diffs)
                 paired = f"{q2:+.3f} [{q1:+.3f}, {q3:+.3f}]"
             print(f"| {name} | {call} | {p50:.3f} | {p99:.3f} | {added} | {paired} |")
     print("\nThe resolver alone (`BearerPrincipals.resolve`, in process, 20,000 requests each):\n")

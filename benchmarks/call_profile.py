@@ -1,9 +1,8 @@
 """What the gateway itself spends on one tool call: medians against the direct call, and a cProfile of the gateway.
 
-    .venv/bin/python -m benchmarks.call_profile [--calls 3000] [--rounds 3] [--era legacy|auto]
-                                                [--mode discovery|passthrough] [--log-level info]
-                                                [--profile FILE.prof] [--top 30] [--compare SRC]
-    .venv/bin/python -m benchmarks.call_profile --inprocess [--calls 3000] [--era legacy|auto] [--profile FILE.prof]
+    python -m benchmarks call_profile [--calls 3000] [--rounds 3] [--era legacy|auto]
+        [--mode discovery|passthrough] [--log-level info] [--profile FILE.prof] [--top 30] [--compare SRC]
+    python -m benchmarks call_profile --inprocess [--calls 3000] [--era legacy|auto] [--profile FILE.prof]
 
 The upstream is the bundled demo server `units` (`convert_units`, next to no work of its own), as in
 `benchmarks/proxy_latency.py`, whose constants this reuses; everything runs over stdio.
@@ -55,6 +54,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from benchmarks import harness
 from benchmarks.proxy_latency import ARGUMENTS, ERAS, EXPECTED, PYTHON, ROOT, TOOL, UPSTREAM
 
 BATCH = 100
@@ -105,10 +105,6 @@ async def timed(client: Client, tool: str, arguments: dict[str, Any]) -> float:
     if result.is_error or content.get("result") != EXPECTED:
         raise SystemExit(f"{tool}: unexpected result {result}")
     return elapsed
-
-
-def p90(samples: list[float]) -> float:
-    return sorted(samples)[int(len(samples) * 0.9)]
 
 
 def children() -> dict[int, tuple[str, str]]:
@@ -234,7 +230,7 @@ async def measure_serve(args: argparse.Namespace) -> None:
                     median = statistics.median(samples[g])
                     added[g].append(median - direct)
                     cells += [f"{median:.3f}", f"{median - direct:+.3f}"]
-                cells += [f"{p90(samples[label]):.3f}" for label in connected]
+                cells += [f"{harness.percentile(samples[label], 0.9):.3f}" for label in connected]
                 cells += [
                     f"{(cpu_seconds(pids[label]) - cpu[label]) * 1000 / args.calls:.3f}" if label in pids else "?"
                     for label in connected
@@ -286,7 +282,7 @@ async def measure_inprocess(args: argparse.Namespace) -> None:
                     if profiler is not None:
                         profiler.disable()
                     medians.append(statistics.median(samples))
-                    print(f"round {number}: median {medians[-1]:.3f} ms, p90 {p90(samples):.3f} ms")
+                    print(f"round {number}: median {medians[-1]:.3f} ms, p90 {harness.percentile(samples, 0.9):.3f} ms")
                 print(f"median of rounds {statistics.median(medians):.3f} ms")
                 if profiler is not None:
                     profiler.dump_stats(str(args.profile))

@@ -1,6 +1,6 @@
 """Wall time of `toolscout` commands run as a person runs them: a process per command, to its exit.
 
-    .venv/bin/python -m benchmarks.cli_latency [--runs 7] [--compare SRC] [--importtime]
+    python -m benchmarks cli_latency [--runs 7] [--compare SRC] [--importtime]
 
 The config holds the four bundled demo servers over stdio (notes, units, text, files). Scenarios,
 each `--runs` times, `toolscout search "convert miles to kilometers"` unless said otherwise:
@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import resource
 import statistics
@@ -38,9 +37,9 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
+from benchmarks import harness
 from benchmarks.upstreams import HANG, PYTHON, reap
 
 QUERY = "convert miles to kilometers"
@@ -185,13 +184,13 @@ def measure(runs: int, compare: Path | None, importtime: bool) -> None:
         costs = import_costs(bench, plain, warm) if importtime else []
         load_after = os.getloadavg()
 
-    print(f"## CLI latency — {date.today()}")
+    print(f"## CLI latency — {harness.today()}")
     print()
     print(
-        f"`.venv/bin/python -m benchmarks.cli_latency --runs {runs}"
+        f"`python -m benchmarks cli_latency --runs {runs}"
         + (f" --compare {compare}" if compare else "")
         + (" --importtime" if importtime else "")
-        + f"`; {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
+        + f"`; {harness.machine_line()}; "
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (the machine is shared). "
         f"The four demo servers over stdio; `search {QUERY!r}` unless said otherwise; {runs} runs each"
         + (", the two trees alternating" if compare else "")

@@ -1,6 +1,6 @@
 """Cold start with 100 configured servers, one of them hanging: from launch to the first search answered.
 
-    .venv/bin/python -m benchmarks.cold_start [--runs 5] [--eval-dir ../shared/eval] [--compare SRC]
+    python -m benchmarks cold_start [--runs 5] [--eval-dir ../shared/eval] [--compare SRC]
 
 100 real upstreams: 99 LiveMCPTool catalog servers (its 70, then copies under new names) served over
 streamable HTTP by one `toolscout.demo.catalog_server` process, and one stdio server that starts and
@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -41,7 +39,6 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any, cast
 
@@ -50,6 +47,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.upstreams import HANG, PYTHON, ROOT, catalog_over_http, copies, http_servers, reap, write_catalog
 from toolscout.gateway.store import DEFAULT_FILE_NAME, CatalogStore
@@ -216,10 +214,10 @@ async def measure(runs: int, eval_dir: Path, compare: Path | None = None) -> Non
         await scenario("warm cache (hanging server cached)", "flaky", lambda i, k: cached)
         logged = log.read_text(encoding="utf-8")
 
-    print(f"## Cold start — {date.today()}")
+    print(f"## Cold start — {harness.today()}")
     print()
     print(
-        f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; {SERVERS} servers "
+        f"{harness.machine_line()}; {SERVERS} servers "
         f"({SERVERS - 1} over HTTP from one catalog_server process, {sum(len(t) for t in upstreams.values())} tools, "
         f"+ 1 hanging stdio server); stdio gateway, 2025-11-25 client; {runs} runs per scenario; "
         f"cache entries after filling: {stored} (hanging never listed), {stored_all} (hanging cached). "

@@ -11,9 +11,9 @@ Each run measures what its venv can and merges the rows into a JSON results file
 the table of every row stored there:
 
     # real MiniLM (needs sentence-transformers: the dev venv of scripts/distill_embeddings.py)
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /work/distill-venv/bin/python benchmarks/dense_compare.py --minilm
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /work/distill-venv/bin/python -m benchmarks dense_compare --minilm
     # static embedders (the project venv); NAME=DIR, DIR default: the packaged model
-    .venv/bin/python -m benchmarks.dense_compare --static packaged=src/toolscout/search/model
+    python -m benchmarks dense_compare --static packaged=src/toolscout/search/model
 
 Dev split, 2-core CPU (static variants: `scripts/distill_embeddings.py --pca-dims P --sif S`;
 the packaged model is pca256 / sif 1e-5):

@@ -1,4 +1,4 @@
-"""The attacks of `benchmarks/hardening_load.py` added by issue 32, each run in a process of its own.
+"""The attacks of `benchmarks/hardening_load.py` beyond floods and big queries, each in a process of its own.
 
 * schema bomb: `execute_tool` on an upstream tool whose input schema is 40 levels of
   `anyOf: [{$ref: next}, {$ref: next}]` (tests/servers/schema_bomb.py), `--bomb-calls` times;

@@ -1,6 +1,6 @@
-"""Other clients' latency while one client attacks `serve --transport http` (issues 19 and 32).
+"""Other clients' latency while one client attacks `serve --transport http`: floods, big queries, bombs, forgeries.
 
-    .venv/bin/python -m benchmarks.hardening_load [--flood 5000] [--query-mb 4] [--fill-clients 40]
+    python -m benchmarks hardening_load [--flood 5000] [--query-mb 4] [--fill-clients 40]
         [--bomb-calls 20] [--forged 3300] [--registrations 1000] [--slow-sockets 900]
 
 A real `toolscout serve --transport http` in front of the four demo servers and a hostile one whose
@@ -38,7 +38,6 @@ from collections import Counter
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from benchmarks import hardening_attacks
+from benchmarks import hardening_attacks, harness
 from benchmarks.hardening_attacks import ACCEPT, initialize
 from benchmarks.processes import SERVE_READY, running
 from benchmarks.upstreams import PYTHON, rss_kib
@@ -402,7 +401,7 @@ async def measure(args: argparse.Namespace) -> None:
             )
 
     print(
-        f"# hardening load, {date.today()}, {platform.node()}, {os.cpu_count()} cores, {args.victims} victims, "
+        f"# hardening load, {harness.today()}, {platform.node()}, {os.cpu_count()} cores, {args.victims} victims, "
         f"load average {os.getloadavg()[0]:.1f}, http settings {http or 'default'}"
     )
     for line in report:

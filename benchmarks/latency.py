@@ -1,6 +1,6 @@
 """Round-trip latency of the meta-tools through the full MCP stack, with 527 real tool definitions behind it.
 
-    .venv/bin/python -m benchmarks.latency [--rounds 300] [--eval-dir ../shared/eval]
+    python -m benchmarks latency [--rounds 300] [--eval-dir ../shared/eval]
 
 An `mcp.Client` talks to the gateway's MCP face over the SDK's in-memory
 transport (legacy era); behind the gateway, one in-process upstream per
@@ -15,9 +15,7 @@ import argparse
 import platform
 import random
 import statistics
-import time
 from collections.abc import Awaitable, Callable
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.server import Server
 
+from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.gateway.core import Gateway
 from toolscout.search.evaluation import load_catalog
@@ -68,7 +67,7 @@ async def measure(rounds: int, eval_dir: Path) -> None:
                 ),
             }
             print(
-                f"meta-tool latency, {date.today()}, {platform.machine()}, Python {platform.python_version()}, "
+                f"meta-tool latency, {harness.today()}, {platform.machine()}, Python {platform.python_version()}, "
                 f"{len(entries)} tools on {len(servers)} in-process servers, {rounds} rounds each"
             )
             print("| call | p50 ms | p95 ms | max ms |")
@@ -77,12 +76,12 @@ async def measure(rounds: int, eval_dir: Path) -> None:
                 await call()  # warm caches (search index, validators)
                 samples: list[float] = []
                 for _ in range(rounds):
-                    started = time.perf_counter()
-                    await call()
-                    samples.append((time.perf_counter() - started) * 1000)
-                samples.sort()
-                p95 = samples[int(len(samples) * 0.95)]
-                print(f"| {name} | {statistics.median(samples):.2f} | {p95:.2f} | {samples[-1]:.2f} |")
+                    with harness.Stopwatch() as watch:
+                        await call()
+                    samples.append(watch.seconds * 1000)
+                p50, p95, worst = statistics.median(samples), harness.percentile(samples, 0.95), max(samples)
+                harness.record(name, {"p50_ms": p50, "p95_ms": p95, "max_ms": worst})
+                print(f"| {name} | {p50:.2f} | {p95:.2f} | {worst:.2f} |")
 
 
 def main() -> None:

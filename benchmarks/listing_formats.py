@@ -1,6 +1,6 @@
 """Tokens of the discovery listings' text in each `listingFormat`, against the same data as compact JSON.
 
-    .venv/bin/python -m benchmarks.listing_formats [--eval-dir ../shared/eval]
+    python -m benchmarks listing_formats [--eval-dir ../shared/eval]
 
 The LiveMCPTool catalog (527 tools, 70 servers) behind the gateway, served in process by
 `toolscout.demo.catalog_server`, to an `mcp.Client` over the in-memory transport. For each listing
@@ -12,7 +12,6 @@ text` and `toon`, and the `structuredContent` as compact JSON. Prints a Markdown
 from __future__ import annotations
 
 import argparse
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import anyio
 import mcp_types as types
 from mcp import Client
 
+from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.token_modes import catalog_gateway
 from toolscout.config.models import ListingFormat
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR)
     args = parser.parse_args()
     live = load_catalog_servers(args.eval_dir / "catalog_livemcpbench.jsonl")
-    print(f"## Listing text per format — {date.today()}, {ENCODING}, LiveMCPTool (527 tools)")
+    print(f"## Listing text per format — {harness.today()}, {ENCODING}, LiveMCPTool (527 tools)")
     print()
     print("| listing | `text` | `toon` (TOON table or JSON) | structuredContent as compact JSON |")
     print("|---|---|---|---|")

@@ -1,14 +1,14 @@
 """How long the gateway's own work holds its event loop, for 10,000 tools and oversized input.
 
-    .venv/bin/python -m benchmarks.loop_stalls [--repeat 5] [--only WORDS]
-    PYTHONPATH=OTHER/src .venv/bin/python -m benchmarks.loop_stalls   # the code before a change
+    python -m benchmarks loop_stalls [--repeat 5] [--only WORDS]
+    PYTHONPATH=OTHER/src python -m benchmarks loop_stalls   # the code before a change
 
-Issue 19, item 5: no request may hold the event loop (every other client waits meanwhile). Each
+The hardening target: no request may hold the event loop (every other client waits meanwhile). Each
 operation below runs in the gateway's own process while a ticker task wakes every millisecond;
 the longest gap between two of its wake-ups is how long the loop was held. 10,000 tools (LiveMCPBench's
 catalog copied under new names) on 100 in-process servers (the SDK's memory transport), the
 shipped search backend, an audit log in a temporary directory. Not over a transport: the SDK's
-own request parsing is not counted (4 MB of JSON: ~25 ms on the loop, measured separately).
+own request parsing is not counted (docs/BENCHMARKS.md has its cost for 4 MB of JSON, measured separately).
 Prints the median over `--repeat` runs of each operation's time and the loop's longest stall.
 """
 
@@ -28,6 +28,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
+from benchmarks import harness
 from toolscout.errors import ArgumentValidationError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
@@ -169,6 +170,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="only the operations whose name contains this")
     args = parser.parse_args()
     result = anyio.run(measure, args.repeat, args.only)
+    harness.record("operations", result)
     print(json.dumps(result, indent=2))
     width = max(len(n) for n in result)
     for name, row in result.items():

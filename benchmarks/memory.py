@@ -1,6 +1,6 @@
 """Resident memory of the gateway process: idle, and with 527 and 10,000 tools connected and indexed.
 
-    .venv/bin/python -m benchmarks.memory [--tools 10000] [--eval-dir ../shared/eval]
+    python -m benchmarks memory [--tools 10000] [--eval-dir ../shared/eval]
 
 `toolscout serve --transport http` runs as a child process (default settings; `TOOLSCOUT_CACHE_DIR`,
 the audit log and so the persistent catalog and embedding cache in a temporary directory) in front of
@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,6 +32,7 @@ import anyio
 import mcp_types as types
 from mcp import Client
 
+from benchmarks import harness
 from benchmarks.processes import running
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.token_modes import renamed
@@ -147,10 +146,10 @@ async def measure(size: int, eval_dir: Path) -> None:
         async with AsyncExitStack() as stack:
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="toolscout-memory-")))
             readings.append(await measure_one(f"case-{len(readings)}", upstreams, scratch, stack))
-    print(f"## Gateway memory — {date.today()}")
+    print(f"## Gateway memory — {harness.today()}")
     print()
     print(
-        f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; `toolscout serve "
+        f"{harness.machine_line()}; `toolscout serve "
         "--transport http` with default settings, upstreams over streamable HTTP from one catalog_server process; "
         "seconds from launch; VmRSS of the gateway process, MiB:"
     )

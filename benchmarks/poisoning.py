@@ -1,6 +1,6 @@
 """How often the tool-poisoning check flags real tools (false positives) and catches written attacks.
 
-    .venv/bin/python -m benchmarks.poisoning [--eval-dir ../shared/eval] [--train-dir ../shared/train]
+    python -m benchmarks poisoning [--eval-dir ../shared/eval] [--train-dir ../shared/train]
 
 Runs `toolscout.gateway.poisoning.instructions_in` on every tool of the catalogs in `../shared/eval`
 (LiveMCPBench's real `tools/list` payloads and MetaTool's plugin descriptions) and on every distinct
@@ -16,16 +16,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import platform
 import time
 from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
 from typing import Any, cast
 
 import mcp_types
 
+from benchmarks import harness
 from benchmarks.poisoned_tools import ATTACKS, UNSEEN
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.train_data import DEFAULT_TRAIN_DIR
@@ -76,7 +75,8 @@ def main() -> None:
     args = parser.parse_args()
     machine = platform.processor() or platform.machine()
     print(
-        f"tool poisoning check, {date.today()}, {machine}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f"tool poisoning check, {harness.today()}, {machine}, {harness.cores()} cores, "
+        f"Python {platform.python_version()}"
     )
     totals: dict[str, list[int]] = {}
     flagged: list[tuple[str, str, str, tuple[str, ...]]] = []

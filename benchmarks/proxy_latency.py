@@ -1,7 +1,7 @@
 """Added latency of a tool call through the gateway, against the same call made directly and through FastMCP's proxy.
 
-    .venv/bin/python -m benchmarks.proxy_latency --install-fastmcp   # once: FastMCP in benchmarks/.venv-fastmcp
-    .venv/bin/python -m benchmarks.proxy_latency [--calls 1500] [--calls-2026 400] [--eras legacy,auto]
+    python -m benchmarks proxy_latency --install-fastmcp   # once: FastMCP in benchmarks/.venv-fastmcp
+    python -m benchmarks proxy_latency [--calls 1500] [--calls-2026 400] [--eras legacy,auto]
 
 One upstream, the bundled demo server `units` (`convert_units`, a cheap pure function), run as a real
 process. For each transport, stdio and streamable HTTP, and each protocol era of the client (`legacy`:
@@ -31,7 +31,7 @@ each proxy starts its own `units` child; HTTP → HTTP: all front the one `units
 connections are opened first, each is warmed up, then the configurations are measured round-robin in
 batches (in a shuffled order each round), so machine noise falls on all of them alike. Prints Markdown:
 median and p99 per configuration, ratio to the direct call's median, added time (median − direct
-median), and the issue's targets: execute_tool ≤ 1.3× the direct median, and toolscout's added time
+median), and the targets set for the proxy: execute_tool ≤ 1.3× the direct median, and toolscout's added time
 at most half of FastMCP's (also round by round: the ratio of each round's medians, whose spread
 shows whether the run's verdict stands clear of the machine's drift).
 """
@@ -41,8 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import random
 import statistics
 import subprocess
@@ -51,7 +49,6 @@ import tempfile
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -59,6 +56,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from benchmarks import harness
 from benchmarks.processes import running
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,7 +166,7 @@ def fastmcp_version(python: Path) -> str:
     )
     if done.returncode != 0:
         raise SystemExit(
-            f"no FastMCP at {python}: run `python -m benchmarks.proxy_latency --install-fastmcp` first\n{done.stderr}"
+            f"no FastMCP at {python}: run `python -m benchmarks proxy_latency --install-fastmcp` first\n{done.stderr}"
         )
     fm, sdk = done.stdout.split()
     return f"fastmcp {fm} (mcp {sdk})"
@@ -187,19 +185,6 @@ def _round_ratios(ours: Route, peer: Route, direct: Route) -> list[float]:
         if peer_added > 0:
             ratios.append((statistics.median(mine) - reference) / peer_added)
     return ratios
-
-
-def _quartiles(values: list[float]) -> tuple[float, float, float]:
-    if len(values) < 2:
-        value = values[0] if values else math.nan
-        return value, value, value
-    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, q2, q3
-
-
-def _p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(len(ordered) * 0.99) - 1)]
 
 
 async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str], fastmcp_python: Path) -> None:
@@ -322,10 +307,10 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                     route.rounds.append(taken)
         took = time.perf_counter() - started
 
-    print(f"## Proxy latency — {date.today()}")
+    print(f"## Proxy latency — {harness.today()}")
     print()
     print(
-        f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; peer: {peer}; "
+        f"{harness.machine_line()}; peer: {peer}; "
         f"upstream `units` `{TOOL}`; "
         + ", ".join(f"{calls[ERAS[e]]} calls per configuration at {ERAS[e]}" for e in eras)
         + f" after {warmup} warm-up calls each, "
@@ -343,7 +328,8 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             median = statistics.median(route.samples)
             ratio = "1" if label == "direct" else f"{median / direct:.2f}"
             added = "—" if label == "direct" else f"{median - direct:+.2f}"
-            print(f"| {era} | {transport} | {label} | {median:.2f} | {_p99(route.samples):.2f} | {ratio} | {added} |")
+            p99 = harness.percentile(route.samples, 0.99, rank="ceil")
+            print(f"| {era} | {transport} | {label} | {median:.2f} | {p99:.2f} | {ratio} | {added} |")
     print()
     print(
         "| era | transport | execute_tool ≤ 1.3× direct median | execute_tool added ≤ ½ FastMCP create_proxy's "
@@ -360,7 +346,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             theirs = statistics.median(by_label[peer_label].samples) - direct
             verdict = "met" if added <= theirs / 2 else "missed"
             rounds = _round_ratios(by_label["toolscout execute_tool"], by_label[peer_label], by_label["direct"])
-            low, middle, high = _quartiles(rounds)
+            low, middle, high = harness.quartiles(rounds)
             cells.append(
                 f"{added:.2f} vs {theirs:.2f} ms ({added / theirs:.2f}) — {verdict}; "
                 f"{len(rounds)} rounds: median {middle:.2f}, middle half {low:.2f}–{high:.2f}, "

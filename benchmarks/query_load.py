@@ -1,10 +1,10 @@
 """Oversized searches against a running gateway: do the other clients still get quick answers?
 
-    .venv/bin/python -m benchmarks.query_load [--servers 140] [--probes 200] [--src OTHER/src]
-    .venv/bin/python -m benchmarks.query_load --query-sizes   # what the query caps' defaults rest on
+    python -m benchmarks query_load [--servers 140] [--probes 200] [--src OTHER/src]
+    python -m benchmarks query_load --query-sizes   # what the query caps' defaults rest on
 
-Issue 19, item 5: one `search_tools` call with a 4 MB query held the event loop for ~9 s, and
-another session's `list_mcp_servers` waited as long. Here `toolscout serve --transport http` fronts
+The hardening target: one `search_tools` call with a 4 MB query once held the event loop for seconds,
+and another session's `list_mcp_servers` waited as long. Here `toolscout serve --transport http` fronts
 LiveMCPBench's catalog servers (copied under new names up to `--servers`), served over streamable
 HTTP by one `toolscout.demo.catalog_server` process. One client asks `list_mcp_servers` `--probes`
 times in a row, first alone, then while two clients search with queries at `search.maxQueryChars`
@@ -31,6 +31,7 @@ import anyio
 import anyio.abc
 from mcp import Client
 
+from benchmarks import harness
 from benchmarks.processes import SERVE_READY, running
 from benchmarks.upstreams import PYTHON, catalog_over_http, copies, http_servers, write_catalog
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS
@@ -187,7 +188,9 @@ def main() -> None:
     parser.add_argument("--query-sizes", action="store_true", help="print the training queries' sizes and stop")
     args = parser.parse_args()
     if args.query_sizes:
-        print(json.dumps(query_sizes(), indent=2))
+        sizes = query_sizes()
+        harness.record("query_sizes", sizes)
+        print(json.dumps(sizes, indent=2))
         return
     if args.loader:
         anyio.run(load, *args.loader)

@@ -1,6 +1,6 @@
-"""How soon one replica sees what was done through another (issue 24's target: within 1 s).
+"""How soon one replica sees what was done through another (the replicas' target: within 1 s).
 
-    .venv/bin/python -m benchmarks.replica_fanout [--times 20]
+    python -m benchmarks replica_fanout [--times 20]
 
 Two `toolscout serve --transport http --stateless` replicas sharing Debian's `redis-server` (the
 tests' helpers), authentication on. Each round, timed from the moment replica A's API answered:
@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,6 +27,7 @@ import anyio
 import httpx2
 from mcp import Client
 
+from benchmarks import harness
 from benchmarks.processes import redis_server, served_gateway, write_config
 
 ADMIN = "bench-fanout-admin-0123456789abcdef"
@@ -87,8 +86,8 @@ async def run(times: int) -> None:
                         while (await http.post(b.mcp_url, headers=holder, json={})).status_code != 401:  # noqa: ASYNC110
                             await anyio.sleep(STEP)
                         revoked.append((time.perf_counter() - started) * 1000)
-    machine = f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
-    print(f"{date.today()}, {machine}; {times} rounds")
+    machine = f"{harness.machine_line()}"
+    print(f"{harness.today()}, {machine}; {times} rounds")
     print()
     print("| what, through A | seen by B: p50 ms | max ms |")
     print("|---|---|---|")

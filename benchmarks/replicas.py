@@ -1,7 +1,7 @@
-"""Throughput and latency of replicas sharing one registry in Redis (issue 24), side by side with one
+"""Throughput and latency of replicas sharing one registry in Redis, side by side with one
 replica on the embedded SQLite registry, in one run.
 
-    .venv/bin/python -m benchmarks.replicas [--requests 2000] [--sequential 800] [--concurrency 16] [--rounds 8]
+    python -m benchmarks replicas [--requests 2000] [--sequential 800] [--concurrency 16] [--rounds 8]
 
 Real processes, as `tests/test_replicas.py` starts them (its helpers): `toolscout serve --transport http
 --port 0 --stateless` children in front of the demo server `units` (stdio, a child of each replica),
@@ -41,17 +41,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import resource
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any, cast
 
@@ -59,6 +56,7 @@ import anyio
 import httpx2
 import redis.asyncio as aioredis
 
+from benchmarks import harness
 from benchmarks.processes import ServedGateway, balancer, redis_server, served_gateway, write_config
 from toolscout.registry.base import secret_hash
 from toolscout.registry.redis import RedisRegistry
@@ -150,13 +148,6 @@ class Measured:
 def _p(values: Iterable[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def _quartiles(values: list[float]) -> tuple[float, float, float]:
-    if len(values) < 2:
-        return values[0], values[0], values[0]
-    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, q2, q3
 
 
 def cpu_seconds(pid: int) -> float:
@@ -446,9 +437,9 @@ def report(
     took: float,
 ) -> None:
     c = args.concurrency
-    print(f"## Replicas sharing Redis (issue 24) — {date.today()}\n")
+    print(f"## Replicas sharing Redis — {harness.today()}\n")
     print(
-        f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; per set-up and call: "
+        f"{harness.machine_line()}; per set-up and call: "
         f"{args.sequential} requests one at a time and {args.requests} at {c} at a time, in {args.rounds} "
         f"rounds (set-ups shuffled each round), after {args.warmup} warm-up requests each ({took:.0f} s).\n"
     )
@@ -487,7 +478,7 @@ def report(
                 (_p(x.latencies, 0.5) - _p(y.latencies, 0.5)) * 1000
                 for x, y in zip(ours.batches, base.batches, strict=True)
             ]
-            q1, q2, q3 = _quartiles(diffs)
+            q1, q2, q3 = harness.quartiles(diffs)
             whole = (_p(ours.latencies, 0.5) - _p(base.latencies, 0.5)) * 1000
             cells.append(f"{whole:+.3f} (rounds: {q2:+.3f} [{q1:+.3f}, {q3:+.3f}])")
         ours, base = measured[(REDIS, call, c)], measured[(SQLITE, call, c)]
@@ -495,7 +486,7 @@ def report(
             (len(x.latencies) / x.seconds) / (len(y.latencies) / y.seconds)
             for x, y in zip(ours.batches, base.batches, strict=True)
         ]
-        q1, q2, q3 = _quartiles(ratios)
+        q1, q2, q3 = harness.quartiles(ratios)
         cells.append(f"{ours.throughput / base.throughput:.3f} (rounds: {q2:.3f} [{q1:.3f}, {q3:.3f}])")
         print("| " + " | ".join(cells) + " |")
 

@@ -1,6 +1,6 @@
-"""Search within a token's scope against search over the whole catalog, in one run (issue 21).
+"""Search within a token's scope against search over the whole catalog, in one run.
 
-    .venv/bin/python -m benchmarks.scoped_search [--tools 10000] [--scope-servers 20] [--rounds 5]
+    python -m benchmarks scoped_search [--tools 10000] [--scope-servers 20] [--rounds 5]
 
 A gateway over LiveMCPBench's catalog servers, copied under new names (`<server> #<k>`) until the
 catalog holds `--tools` tools, each a real in-process MCP server (`toolscout.demo.catalog_server`),
@@ -26,6 +26,7 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 
+from benchmarks import harness
 from benchmarks.upstreams import copies
 from toolscout.config.scopes import Scope, scoped
 from toolscout.demo.catalog_server import build_server
@@ -35,11 +36,6 @@ from toolscout.search.evaluation import load_catalog_servers
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 EVAL_DIR = Path(os.environ.get("TOOLSCOUT_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def catalog(size: int) -> dict[str, list[types.Tool]]:
@@ -98,8 +94,12 @@ async def run(tools: int, scope_servers: int, rounds: int, sample: int) -> dict[
         "scope": {"servers": scope_servers, "tools": visible},
         "queries": len(texts),
         "rounds": rounds,
-        "whole": {"p50": statistics.median(whole), "p99": percentile(whole, 0.99), "indexBuildMs": whole_build},
-        "scoped": {"p50": statistics.median(within), "p99": percentile(within, 0.99), "indexBuildMs": scope_build},
+        "whole": {"p50": statistics.median(whole), "p99": harness.percentile(whole, 0.99), "indexBuildMs": whole_build},
+        "scoped": {
+            "p50": statistics.median(within),
+            "p99": harness.percentile(within, 0.99),
+            "indexBuildMs": scope_build,
+        },
         "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}",
     }
 
@@ -112,6 +112,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="dev queries sampled (seeded)")
     args = parser.parse_args()
     result = asyncio.run(run(args.tools, args.scope_servers, args.rounds, args.queries))
+    harness.record("search", result)
     print(json.dumps(result, indent=2))
     whole, within = result["whole"], result["scoped"]
     assert isinstance(whole, dict) and isinstance(within, dict)

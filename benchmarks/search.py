@@ -1,6 +1,6 @@
 """Search quality and speed: every dev set of `../shared/eval` and a synthetic 10,000-tool catalog.
 
-    .venv/bin/python -m benchmarks.search [--eval-dir ../shared/eval] [--models static,minilm]
+    python -m benchmarks search [--eval-dir ../shared/eval] [--models static,minilm]
         [--static-model LABEL=DIR ...] [--train-dir ../shared/train] [--skip-10k]
         [--save RUN.json] [--compare BASE.json --compare-label LABEL] [--write]
 
@@ -39,12 +39,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks import train_data
+from benchmarks import harness, train_data
 from benchmarks.baselines import PlainBM25
 from toolscout.catalog import CatalogTool
 from toolscout.search import HybridBackend, SearchBackend, make_backend
@@ -235,9 +234,9 @@ def main() -> None:
         for backend in ("dense", "hybrid"):
             setups.append((f"{backend} ({label})", functools.partial(_candidate, backend, directory)))
     lines = [
-        f"## Search quality — {date.today()}",
+        f"## Search quality — {harness.today()}",
         "",
-        f"`python -m benchmarks.search{' --models ' + ','.join(models) if models != ['static'] else ''}"
+        f"`python -m benchmarks search{' --models ' + ','.join(models) if models != ['static'] else ''}"
         + "".join(f" --static-model {spec}" for spec in args.static_model)
         + (f" --compare {args.compare.name}" if args.compare else "")
         + " --write`"

@@ -1,9 +1,9 @@
 """Leave one source out: for each group of `../shared/train`, the search fitted without it, measured on it.
 
-    PYTHONPATH=src:. /work/train-venv/bin/python -m benchmarks.search_loso [--groups bfcl,...]
+    PYTHONPATH=src:. /work/train-venv/bin/python -m benchmarks search_loso [--groups bfcl,...]
         [--work DIR] [--write]
 
-The generalisation check of issue 22: does what the embeddings and the ranker learn carry over to
+The generalisation check of the trained search: does what the embeddings and the ranker learn carry over to
 tools and queries of an origin they never saw? For each group G (`benchmarks.train_data.GROUPS`):
 
 1. `scripts/train_embeddings.py --exclude-groups G` fine-tunes the starting weights (the packaged
@@ -30,10 +30,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import date
 from pathlib import Path
 
-from benchmarks import train_data
+from benchmarks import harness, train_data
 from benchmarks.baselines import PlainBM25
 from toolscout.search import HybridBackend, SearchBackend
 from toolscout.search.dense import DenseBackend
@@ -110,9 +109,9 @@ def main() -> None:
     work: Path = args.work or Path(scratch.name)
     base = base_model(work)
     lines = [
-        f"## Leave one source out — {date.today()}",
+        f"## Leave one source out — {harness.today()}",
         "",
-        "`PYTHONPATH=src:. /work/train-venv/bin/python -m benchmarks.search_loso"
+        "`PYTHONPATH=src:. /work/train-venv/bin/python -m benchmarks search_loso"
         + (f" --dense-weights {args.dense_weights}" if weights else "")
         + " --write` (a venv with torch "
         f"for the training steps; {os.cpu_count()} cores): each group of `../shared/train` ranked against its "

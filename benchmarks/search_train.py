@@ -1,6 +1,6 @@
 """Search quality on the training pairs of `../shared/train`: the set search settings are tuned on.
 
-    .venv/bin/python -m benchmarks.search_train [--train-dir ../shared/train] [--queries 400]
+    python -m benchmarks search_train [--train-dir ../shared/train] [--queries 400]
         [--backend hybrid] [--set fusion.dense_reference=0] [--set fields.parameters=0]
         [--set synonym_weight=0] [--validation] [--against fusion.steps=0]
 

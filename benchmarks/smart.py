@@ -1,8 +1,8 @@
-"""Smart mode (issue 23): tool selection, parameter mapping and the latency of one `smart_tool_discovery` call.
+"""Smart mode: tool selection, parameter mapping and the latency of one `smart_tool_discovery` call.
 
-    .venv/bin/python -m benchmarks.smart [--eval-dir ../shared/eval] [--train-dir ../shared/train]
+    python -m benchmarks smart [--eval-dir ../shared/eval] [--train-dir ../shared/train]
         [--queries N] [--latency-tools 10000] [--latency-requests 200] [--rounds 2] [--skip-latency]
-    .venv/bin/python -m benchmarks.smart --llm-url URL --model M [--api-key-env VAR] [--limit N]
+    python -m benchmarks smart --llm-url URL --model M [--api-key-env VAR] [--limit N]
 
 1. Selection without an LLM, on each dev set of `../shared/eval` (its catalog and servers'
    descriptions indexed by the shipped backend, `make_backend("hybrid")`, as the gateway builds it):
@@ -45,7 +45,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -53,14 +52,13 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any, cast
 
 import anyio
 import mcp_types as types
 
-from benchmarks import smart_extraction, train_data
+from benchmarks import harness, smart_extraction, train_data
 from benchmarks.search import DATASETS, DEFAULT_EVAL_DIR
 from benchmarks.upstreams import copies
 from toolscout.catalog import CatalogTool
@@ -315,11 +313,6 @@ def latency_requests(devs: Sequence[DevSet], count: int) -> list[tuple[str, str]
     return [("livemcpbench", q) for q in live] + [("metatool", q) for q in rest]
 
 
-def percentile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 async def latency(eval_dir: Path, devs: Sequence[DevSet], size: int, count: int, rounds: int) -> list[str]:
     servers, descriptions = big_catalog(eval_dir, size)
     specs = [
@@ -387,11 +380,11 @@ async def latency(eval_dir: Path, devs: Sequence[DevSet], size: int, count: int,
     ]
     for label, values in times.items():
         p50 = statistics.median(values)
-        lines.append(f"| {label} | {p50:.2f} | {percentile(values, 0.99):.2f} | {p50 / search_p50:.2f} |")
+        lines.append(f"| {label} | {p50:.2f} | {harness.percentile(values, 0.99):.2f} | {p50 / search_p50:.2f} |")
     for dataset, values in by_set.items():
         lines.append(
             f"| smart before upstream, {dataset} requests | {statistics.median(values):.2f} "
-            f"| {percentile(values, 0.99):.2f} | {statistics.median(values) / search_p50:.2f} |"
+            f"| {harness.percentile(values, 0.99):.2f} | {statistics.median(values) / search_p50:.2f} |"
         )
     return lines
 
@@ -518,7 +511,7 @@ def main() -> None:
     parser.add_argument("--llm-timeout", type=float, default=60.0, help="Seconds one LLM answer may take.")
     args = parser.parse_args()
     header = (
-        f"{date.today()}, {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
+        f"{harness.today()}, {harness.machine_line()}; "
         f"threshold {THRESHOLD}, weights {CONFIG.weights.model_dump()}, {CANDIDATES} candidates"
     )
     print(header, flush=True)

@@ -1,6 +1,6 @@
 """Parameter mapping without an LLM: `smart` mode's extractor on `../shared/train/argument_extraction.jsonl`.
 
-    .venv/bin/python -m benchmarks.smart_extraction [--train-dir ../shared/train] [--examples 0]
+    python -m benchmarks smart_extraction [--train-dir ../shared/train] [--examples 0]
 
 Each row is a request, a tool (with its input schema) and the arguments a person (or the source's
 gold call) gave. For every row the extractor (`toolscout.smart.extract_arguments`) maps the request

@@ -1,6 +1,6 @@
 """What a catalog costs an agent exposed directly, versus toolscout's five meta-tools (o200k_base tokens).
 
-    .venv/bin/python -m benchmarks.token_cost [--eval-dir ../shared/eval]
+    python -m benchmarks token_cost [--eval-dir ../shared/eval]
 
 Uses the real `tools/list` payloads captured in the LiveMCPBench catalog (527 tools, 70 servers).
 """
@@ -8,9 +8,9 @@ Uses the real `tools/list` payloads captured in the LiveMCPBench catalog (527 to
 from __future__ import annotations
 
 import argparse
-from datetime import date
 from pathlib import Path
 
+from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.modes.discovery import META_TOOLS
 from toolscout.render.tokens import ENCODING, tool_tokens
@@ -32,7 +32,7 @@ def main() -> None:
     )
     meta = tool_tokens([t.definition() for t in META_TOOLS])
     direct = tool_tokens(tools)
-    print(f"token cost, {date.today()}, {ENCODING}")
+    print(f"token cost, {harness.today()}, {ENCODING}")
     print("| exposed | tools | tokens |")
     print("|---|---|---|")
     print(f"| all {len(per_server)} LiveMCPBench servers | {len(tools)} | {direct} |")

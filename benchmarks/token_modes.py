@@ -1,6 +1,6 @@
 """Tokens an agent reads in each exposure mode: `tools/list`, and a flow that runs one tool, on real catalogs.
 
-    .venv/bin/python -m benchmarks.token_modes [--eval-dir ../shared/eval]
+    python -m benchmarks token_modes [--eval-dir ../shared/eval]
 
 Three catalogs behind the gateway, each to an `mcp.Client` over the SDK's in-memory transport
 (2025-11-25 era):
@@ -29,7 +29,6 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,6 +36,7 @@ import anyio
 import mcp_types as types
 from mcp import Client
 
+from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.config import GatewayConfig
 from toolscout.demo.catalog_server import build_server as catalog_server
@@ -227,7 +227,7 @@ def main() -> None:
     args = parser.parse_args()
     live = load_catalog_servers(args.eval_dir / "catalog_livemcpbench.jsonl")
     chat = Task("post a message to a chat channel")
-    print(f"## Tokens per mode — {date.today()}, {ENCODING}")
+    print(f"## Tokens per mode — {harness.today()}, {ENCODING}")
     print()
     print("| catalog | mode | tools listed | tools/list tokens | tokens read to run one tool |")
     print("|---|---|---|---|---|")
