@@ -58,16 +58,16 @@ the helpers the benchmarks share and the anchors they start as child processes (
 USAGE = "usage: python -m benchmarks --list | NAME [--json PATH] [ARGS...]"
 
 
-class _Tee(io.TextIOBase):
-    """A text stream that writes to the real stdout and keeps a copy for the JSON record."""
+class _Tee(io.StringIO):
+    """A text stream that writes through to the real stdout and keeps a copy for the JSON record."""
 
     def __init__(self, out: TextIO) -> None:
+        super().__init__()
         self.out = out
-        self.copy = io.StringIO()
 
-    def write(self, text: str) -> int:
-        self.copy.write(text)
-        return self.out.write(text)
+    def write(self, s: str, /) -> int:
+        super().write(s)
+        return self.out.write(s)
 
     def flush(self) -> None:
         self.out.flush()
@@ -118,7 +118,7 @@ def run(name: str, args: list[str]) -> None:
             main()
     finally:
         sys.stdout = real
-    output = tee.copy.getvalue()
+    output = tee.getvalue()
     document = {
         "benchmark": name,
         "command": " ".join(["python -m benchmarks", name, *rest]),

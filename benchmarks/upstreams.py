@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,12 +17,10 @@ from typing import Any
 
 import mcp_types as types
 
-from benchmarks.processes import running
+from benchmarks.processes import PYTHON, UVICORN_READY, running
 from toolscout.demo.catalog_server import server_path
 
-PYTHON = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
-UVICORN_READY = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
 HANG = "import time; time.sleep(3600)"
 """A stdio server that never answers: it starts and reads nothing (arguments after it are ignored: a marker)."""
 

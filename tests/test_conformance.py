@@ -7,8 +7,8 @@ default suite and `--suite all` (a 2025-11-25 client), and the 0.2.0 prerelease'
 (a 2026-07-28 client). With `protocol: auto` the gateway speaks 2026-07-28 to the upstream, where a
 server written for the handshake era cannot ask its client anything nor take subscriptions: exactly
 those scenarios are lost, which is why it is not the default. The suites, upstreams and gateway
-configurations are in tests/helpers/conformance.py; benchmarks/conformance.py prints the same
-comparison as the table of docs/BENCHMARKS.md.
+configurations are in benchmarks/conformance.py, whose benchmark prints the same comparison as the
+table of docs/BENCHMARKS.md.
 
 The 2026-07-28 scenarios of the prerelease do not cover sampling, elicitation or resource
 subscriptions in the form this upstream offers them (its input-required scenarios want tools of
