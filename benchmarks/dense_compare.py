@@ -54,7 +54,6 @@ import json
 import math
 import statistics
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +61,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
 
 DEFAULT_RESULTS = Path(tempfile.gettempdir()) / "toolscout-dense-compare.json"
@@ -108,14 +108,14 @@ def measure(encode: Encoder, eval_dir: Path) -> dict[str, dict[str, float]]:
     for dataset in DATASETS:
         docs, _, texts, relevant = load(eval_dir, dataset)
         encode(docs[:8])  # warm-up
-        start = time.perf_counter()
-        doc_vecs = encode(docs)
-        docs_s = time.perf_counter() - start
+        with harness.Stopwatch() as watch:
+            doc_vecs = encode(docs)
+        docs_s = watch.seconds
         single: list[float] = []
         for text in texts[:TIMED_QUERIES]:
-            start = time.perf_counter()
-            encode([text])
-            single.append((time.perf_counter() - start) * 1000)
+            with harness.Stopwatch() as watch:
+                encode([text])
+            single.append(watch.seconds * 1000)
         query_vecs = encode(texts)
         row = metrics(query_vecs @ doc_vecs.T, relevant)
         row |= {"query_ms": statistics.median(single), "docs_s": docs_s, "queries": len(texts), "docs": len(docs)}
@@ -180,4 +180,5 @@ def main(argv: list[str] | None = None) -> None:
         print(f"static {name}")
         results[f"static {name}"] = measure(static_encoder(Path(directory) if directory else None), args.eval_dir)
     args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    harness.record("encoders", results)
     print_table(results)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from benchmarks import train_data
+from benchmarks import harness, train_data
 from toolscout.search.evaluation import bootstrap_interval, ratio_interval
 from toolscout.smart.extraction import extract_arguments
 
@@ -179,6 +179,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = load_rows(args.train_dir)
     scores = [score_row(row) for row in rows]
-    print("\n".join((*TABLE_HEADER, *table(rows, scores))))
+    lines = table(rows, scores)
+    harness.record("rows", len(rows))
+    print("\n".join((*TABLE_HEADER, *lines)))
     for miss in [s.shown for s in scores if not s.exact][: args.examples]:
         print(json.dumps(miss, ensure_ascii=False))
