@@ -7,7 +7,7 @@ Runs `toolscout.gateway.poisoning.instructions_in` on every tool of the catalogs
 tool of `../shared/train`'s retrieval pairs (BFCL, ToolBench, Seal-Tools, SGD and the others: real
 API descriptions with their schemas), none of which is poisoned: each flag there is a false
 positive unless reading it shows otherwise, so every flagged tool is printed with its reasons. Then
-the attack descriptions of `tests/helpers/poisoned_tools.py` (written for the tests, modelled on
+the attack descriptions of `benchmarks/poisoned_tools.py` (written for the tests, modelled on
 published ones) for the detection rate, with each missed one printed.
 """
 

@@ -2,8 +2,9 @@
 
     python -m benchmarks replica_fanout [--times 20]
 
-Two `toolscout serve --transport http --stateless` replicas sharing Debian's `redis-server` (the
-tests' helpers), authentication on. Each round, timed from the moment replica A's API answered:
+Two `toolscout serve --transport http --stateless` replicas sharing Debian's `redis-server` (started
+by `benchmarks/processes.py`, as the tests start them), authentication on. Each round, timed from
+the moment replica A's API answered:
 
 * a registration through A until replica B's `list_mcp_servers` shows it (B applied it: Redis's
   change feed, else its 1 s version poll), asked every 5 ms;

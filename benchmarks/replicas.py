@@ -3,16 +3,16 @@ replica on the embedded SQLite registry, in one run.
 
     python -m benchmarks replicas [--requests 2000] [--sequential 800] [--concurrency 16] [--rounds 8]
 
-Real processes, as `tests/test_replicas.py` starts them (its helpers): `toolscout serve --transport http
---port 0 --stateless` children in front of the demo server `units` (stdio, a child of each replica),
-with authentication on (`auth: {adminKeys: ["${VAR}"]}`) and a token issued through
+Real processes, started as `tests/test_replicas.py` starts them (`benchmarks/processes.py`):
+`toolscout serve --transport http --port 0 --stateless` children in front of the demo server `units`
+(stdio, a child of each replica), with authentication on (`auth: {adminKeys: ["${VAR}"]}`) and a token issued through
 `POST /api/v1/tokens` without a rate limit, so that every request resolves an issued token (a
 registry lookup at most once a second per replica, `TOKEN_RECHECK_SECONDS`; the cached record
 otherwise). Set-ups:
 
 * `1 replica, SQLite`: the embedded registry (the default);
 * `1 replica, Redis`: `registry: {backend: redis}` on Debian's `redis-server`;
-* `nginx → 1 replica, Redis`: the same replica behind nginx (`tests/helpers/balancer.py`'s config):
+* `nginx → 1 replica, Redis`: the same replica behind nginx (`benchmarks/processes.py`'s `balancer` config):
   what the balancer's hop costs by itself;
 * `nginx → 2 replicas, Redis`: round robin over that replica and a second one sharing the Redis;
 * `nginx (keepalive) → 2 replicas, Redis`: the same with `keepalive 32` in nginx's upstream block
