@@ -13,13 +13,12 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
 
 import anyio
 import mcp_types as types
 from pydantic import BaseModel
 
-from toolscout.gateway.store import ServerSnapshot
+from toolscout.gateway.store import ServerSnapshot, SnapshotStore
 from toolscout.gateway.upstreams import UpstreamRegistry
 from toolscout.upstream import ServerIdentity, Status, Upstream
 
@@ -27,24 +26,6 @@ logger = logging.getLogger(__name__)
 
 CACHE_LOAD_BUDGET_SECONDS = 2.0
 """How long start-up waits for the persistent catalog before going on without it (a locked or slow disk)."""
-
-
-class SnapshotStore(Protocol):
-    """Where the gateway keeps catalogs between runs (`CatalogStore`: an SQLite file).
-
-    The gateway calls these from a worker thread (never two at once), so they may block on I/O;
-    they must not raise for a broken store, only log and carry on.
-    """
-
-    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
-        """The snapshots of the servers in `keys` (name → config hash) whose stored hash matches."""
-        ...
-
-    def save(self, snapshots: Sequence[ServerSnapshot]) -> None: ...
-
-    def clear(self, server: str | None = None) -> int:
-        """Delete every entry (or those of `server`); how many were deleted."""
-        ...
 
 
 class LiveListsOnly:
