@@ -38,9 +38,8 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, search_settings
 from toolscout.gateway.output_cap import DEFAULT_MAX_RESULT_BYTES, cap_output, fit_result_off_loop
 from toolscout.gateway.pins import ToolPins
-from toolscout.gateway.runtime import ServerChanges, ServerSet
+from toolscout.gateway.runtime import ServerChanges, ServerSet, Startup
 from toolscout.gateway.snapshots import Snapshots
-from toolscout.gateway.startup import Startup
 from toolscout.gateway.store import SnapshotStore, catalog_store
 from toolscout.gateway.upstreams import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.validation import ArgumentValidator
