@@ -12,8 +12,7 @@ import mcp_types as types
 import pytest
 
 from tests.helpers.redis_server import RedisServer, redis_server
-from toolscout.gateway.pins import Pin, SharedPins, SqlitePins, approve_pins
-from toolscout.gateway.pins import ToolPins
+from toolscout.gateway.pins import Pin, SharedPins, SqlitePins, ToolPins, approve_pins
 from toolscout.gateway.store import CatalogStore
 
 pytestmark = pytest.mark.anyio

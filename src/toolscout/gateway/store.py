@@ -42,7 +42,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, GatewayConfig
-from toolscout.resources.list_names import LIST_ITEMS, LIST_NAMES
+from toolscout.resources.lists import LIST_ITEMS, LIST_NAMES
 
 logger = logging.getLogger(__name__)
 
