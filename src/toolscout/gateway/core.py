@@ -1,9 +1,9 @@
 """The gateway: upstream connections, the catalog and search behind one facade.
 
-The MCP face and the CLI call only this; it raises `ToolscoutError`s, which they turn into MCP
-results or exit codes. Its parts, each built whole before the next: the upstreams by name
-(`registry.py`), the catalog (`toolscout.catalog`), what is kept of it between runs
-(`snapshots.py`), the search index (`index.py`), the start-up policy (`startup.py`), resources and
+The MCP server (serve/) and the CLI call only this; it raises `ToolscoutError`s, which they turn
+into MCP results or exit codes. Its parts, each built whole before the next: the upstreams by name
+(`upstreams.py`), the catalog (`toolscout.catalog`), what is kept of it between runs
+(`snapshots.py`), the search index (`index.py`), the start-up policy (`runtime.py`), resources and
 prompts (`resources/`). The facade runs them (entered once), finds servers and tools, and executes a
 call: look up, validate, call, cap the result, audit."""
 
