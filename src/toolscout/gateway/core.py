@@ -336,7 +336,7 @@ class Gateway:
     async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""
         await self._catalog_ready(self.upstream(server))
-        find = self.visibility.any_tool if include_disabled else self.visibility.admit
+        find = self.visibility.any_tool if include_disabled else self.visibility.admit_tool
         return find(current_scope(), server, name)
 
     async def _catalog_ready(self, upstream: Upstream) -> None:
@@ -381,7 +381,7 @@ class Gateway:
             )
         upstream = await self.live_upstream(server)  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
-        entry = self.visibility.admit(current_scope(), server, name)
+        entry = self.visibility.admit_tool(current_scope(), server, name)
         # jsonschema's own walk, when needed, runs off the event loop under a budget, and ends with this call.
         await self.validator.check(entry.input_schema, args, server=server, tool=name)
         started = time.perf_counter()

@@ -111,7 +111,7 @@ class Visibility:
         visible = self.tool_filter(scope)
         return entry if entry is None or visible is None or visible(entry) else None
 
-    def admit(self, scope: Scope, server: str, name: str) -> CatalogTool:
+    def admit_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
         """`Catalog.admit` within `scope`: a tool it does not see is `TOOL_NOT_FOUND` (never
         `TOOL_DISABLED`), its suggestions only tools it sees."""
         return self._catalog.admit(server, name, visible=self.tool_filter(scope))
