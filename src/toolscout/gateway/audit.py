@@ -187,7 +187,7 @@ class AuditLog:
         """Append one execution. Never raises for the file's sake, and never splits a line."""
         try:
             if larger_than(arguments, REDACT_INLINE_CHARS):
-                # Redaction runs patterns over every string: 1.2 s for a 4 MB argument, off the loop.
+                # Redaction runs patterns over every string, long for a large argument: off the loop.
                 arguments = await anyio.to_thread.run_sync(self.redact, arguments)
             else:
                 arguments = self.redact(arguments)
@@ -455,7 +455,7 @@ class Redactor:
 
 REDACT_INLINE_CHARS = 65_536
 """Arguments with fewer characters in their strings than this are redacted on the event loop
-(about 10 ms at this size on 2 cores); larger ones in a worker thread."""
+(cheap enough at this size); larger ones in a worker thread."""
 
 
 def larger_than(value: Any, budget: int) -> bool:

@@ -2,8 +2,8 @@
 
 The gateway's index is built in a worker thread at start, rebuilt there when the catalog changed
 and scored there too, one search or rebuild at a time; queries are capped before any work. The
-event loop never builds, rebuilds or scores, because a rebuild of a large catalog takes about a
-second and scoring a long query takes milliseconds per step, while other clients wait.
+event loop never builds, rebuilds or scores, because rebuilding a large catalog's index, or
+scoring a long query on it, would keep other clients waiting.
 
 A scope that narrows gets an index of its own, with only the tools it sees, ranked as if there
 were no others. Filtering the whole catalog's hits would answer within a scope, but not as well:
@@ -192,7 +192,7 @@ class SearchIndex:
 
     async def _indexed(self, *, abandon_on_cancel: bool = False) -> SearchBackend:
         """The search backend with the catalog as it is now indexed, both built in a worker thread
-        (a rebuild of 10,000 tools takes a second: the event loop goes on serving calls meanwhile).
+        (a rebuild of a large catalog takes long: the event loop goes on serving calls meanwhile).
         The caller holds `_index_lock`."""
         backend = self._search or await anyio.to_thread.run_sync(self._backend, abandon_on_cancel=abandon_on_cancel)
         if self._indexed_version != self._catalog.version:

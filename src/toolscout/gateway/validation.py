@@ -97,8 +97,8 @@ class ArgumentValidator:
     def accepts(self, schema: dict[str, Any], arguments: Mapping[str, Any], *, server: str, tool: str) -> bool:
         """Whether the arguments are surely valid by the quick check (or the schema cannot judge
         them): what the event loop can afford, in time in proportion to the arguments' size, as
-        decoding them took. False: `validate` decides, in a worker thread (jsonschema costs 10 to
-        100 times more, and a schema's `pattern` up to `PATTERN_SECONDS` per value)."""
+        decoding them took. False: `validate` decides, in a worker thread (jsonschema costs far
+        more, and a schema's `pattern` up to `PATTERN_SECONDS` per value)."""
         validator, check = self._validator(schema, f"{server}.{tool}")
         if validator is None:
             return True
