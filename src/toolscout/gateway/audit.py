@@ -54,7 +54,7 @@ _notes: ContextVar[Mapping[str, Any] | None] = ContextVar("toolscout_audit_notes
 
 @contextlib.contextmanager
 def noting(**notes: Any) -> Generator[None]:
-    """Add `notes` to every record made inside (smart mode: `smart={"method", "confidence", ...}`,
+    """Add `notes` to every record made inside the block (smart mode: `smart={"method", "confidence", ...}`,
     what chose the tool), without every layer between carrying them."""
     token = _notes.set({**(_notes.get() or {}), **notes})
     try:
@@ -219,8 +219,10 @@ class AuditLog:
         await self._append(entry)
 
     async def record_change(self, *, server: str, tool: str, outcome: str, change: Mapping[str, Any]) -> None:
-        """Append that `server`'s `tool` changed since it was pinned (gateway/pins.py): `outcome` is
-        `quarantined` or `changed` (still usable), `change` the hashes, the readable diff and any flags."""
+        """Append a record that `server`'s `tool` changed since it was pinned (gateway/pins.py).
+
+        `outcome` is `quarantined` or `changed` (still usable); `change` holds the hashes, the
+        readable diff and any flags."""
         now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         code = "TOOL_QUARANTINED" if outcome == "quarantined" else None
         entry = {"time": now, "event": "tool_changed", "server": server, "tool": tool, "outcome": outcome}

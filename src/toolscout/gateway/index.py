@@ -179,7 +179,7 @@ class SearchIndex:
         )
 
     async def _scored(self, rank: Callable[[SearchBackend], T]) -> T:
-        """`rank(backend)` on the index the request's scope searches (the whole one, or its own)."""
+        """Run `rank(backend)` on the index the request's scope searches (the whole one, or its own)."""
         scope = current_scope()
         async with self._index_lock:
             backend = await self._indexed()
@@ -310,7 +310,7 @@ class ScopedIndexes:
         return len(self._entries)
 
     async def backend(self, scope: Scope, full: SearchBackend) -> SearchBackend:
-        """`scope`'s backend, rebuilt first (in a worker thread) if stale; the caller holds the index lock."""
+        """Return `scope`'s backend, rebuilt first (in a worker thread) if stale; the caller holds the index lock."""
         key, version = scope_key(scope), self._version()
         entry = self._entries.get(key)
         if entry is not None and entry.version == version:

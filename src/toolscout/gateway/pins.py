@@ -230,7 +230,7 @@ class ToolPins:
 
 
 def status_of(pin: Pin, mode: ToolPinning) -> str:
-    """`ok`, `changed` (seen differing, usable) or `quarantined`."""
+    """Return the pin's status: `ok`, `changed` (seen differing, usable) or `quarantined`."""
     if pin.seen is None:
         return "ok"
     return "quarantined" if mode == "quarantine" else "changed"
@@ -307,7 +307,7 @@ def _walk(path: str, before: Any, after: Any, found: list[dict[str, Any]]) -> No
 
 
 def _shown(value: Any) -> Any:
-    """`value`, or its JSON cut short when long (a diff is for reading, the pin keeps the whole)."""
+    """Return `value`, or its JSON cut short when long (a diff is for reading, the pin keeps the whole)."""
     text = json.dumps(value, ensure_ascii=False)
     return value if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
@@ -317,7 +317,7 @@ def _capped(lines: list[str], limit: int) -> list[str]:
 
 
 def diff_lines(found: dict[str, Any]) -> list[str]:
-    """`changes()` as lines for a terminal or a log."""
+    """Return what `changes()` found as lines for a terminal or a log."""
     lines: list[str] = []
     if "description" in found:
         lines.append("description:")

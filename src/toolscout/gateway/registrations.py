@@ -93,8 +93,10 @@ class Registrations:
         per_namespace: int = DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE,
         total: int = DEFAULT_MAX_REGISTRATIONS,
     ) -> None:
-        """`shared_catalog`: the gateway's catalog store is shared by replicas (`registered_spec`);
-        `per_namespace`, `total`: the most registrations taken (`registry.maxRegistrations...`)."""
+        """Keep `registry`'s registrations running in `gateway`.
+
+        `shared_catalog` says the gateway's catalog store is shared by replicas (`registered_spec`);
+        `per_namespace` and `total` are the most registrations taken (`registry.maxRegistrations...`)."""
         self.registry = registry
         self._gateway = gateway
         self._poll = poll_seconds
@@ -262,8 +264,8 @@ class Registrations:
         return len(servers) + len(tools)
 
     async def _written(self, write: Callable[[], Awaitable[T]]) -> tuple[T, int | None]:
-        """`write`'s answer, and the registry's version after it if that write was the only change since
-        the version the gateway follows (else None: another process wrote too, and a sync will follow)."""
+        """Return `write`'s answer, and the registry's version after it if that write was the only change
+        since the version the gateway follows (else None: another process wrote too, and a sync will follow)."""
         before = await self.registry.version()
         done = await write()
         after = await self.registry.version()

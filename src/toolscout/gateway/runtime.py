@@ -68,7 +68,7 @@ class Startup:
         self._run(upstream)
 
     def forget(self, upstream: Upstream) -> None:
-        """`upstream` left the gateway."""
+        """Forget `upstream`, which left the gateway."""
         self._launched_at.pop(upstream, None)
 
     def stop(self) -> None:
@@ -146,7 +146,7 @@ class ServerChanges:
         return bool(self.added or self.removed or self.restarted)
 
     def describe(self) -> str:
-        """`added a, b; removed c` (or `no change`), for the log."""
+        """Describe the change for the log: `added a, b; removed c` (or `no change`)."""
         parts = [
             f"{what} {', '.join(names)}"
             for what, names in (("added", self.added), ("removed", self.removed), ("restarted", self.restarted))
@@ -377,14 +377,15 @@ class ServerSet:
         return changes
 
     def _ordered(self, names: list[str]) -> tuple[str, ...]:
-        """`names` in the gateway's order (looked up one by one when they are few)."""
+        """Return `names` in the gateway's order (looked up one by one when they are few)."""
         if len(names) <= 1:
             return tuple(names)
         position = {name: i for i, name in enumerate(self._upstreams.names)}
         return tuple(sorted(names, key=lambda n: position.get(n, len(position))))
 
     def _forget_upstream(self, upstream: Upstream) -> None:
-        """`upstream` (stopping or stopped) left the gateway: nothing of it is listed, searched or kept."""
+        """Forget `upstream` (stopping or stopped), which left the gateway: nothing of it is listed,
+        searched or kept."""
         if self._upstreams.get(upstream.name) not in (None, upstream):
             return  # (its name is another upstream's now)
         self._catalog.drop_server(upstream.name)  # the index is rebuilt on the next search; clients told

@@ -127,8 +127,10 @@ class Snapshots:
         self._save(snapshot)
 
     def forget(self, server: str) -> None:
-        """`server` left the gateway: nothing of it is answered from or saved any more (what the store
-        keeps under its config hash stays, for a server of that very configuration to start from)."""
+        """Forget `server`, which left the gateway: nothing of it is answered from or saved any more.
+
+        What the store keeps under its config hash stays, for a server of that very configuration to
+        start from."""
         self._snapshots.pop(server, None)
         self._unsaved.pop(server, None)
 
@@ -184,7 +186,7 @@ def _identity(snapshot: ServerSnapshot) -> ServerIdentity:
 
 
 def _identity_fields(identity: ServerIdentity | None) -> dict[str, str | None]:
-    """`identity` as a snapshot keeps it (its fields, each None when the server has not said)."""
+    """Return `identity` as a snapshot keeps it (its fields, each None when the server has not said)."""
     return {
         "server_name": identity.name if identity else None,
         "server_version": identity.version if identity else None,

@@ -259,11 +259,11 @@ class CatalogStore:
     # The file
 
     def run(self, what: str, operation: Callable[[sqlite3.Connection], T], fallback: T) -> T:
-        """`operation` on the open file (the tool pins' too, gateway/pins.py), as `_run`."""
+        """Run `operation` on the open file (the tool pins' too, gateway/pins.py), as `_run` does."""
         return self._run(what, operation, fallback)
 
     def _run(self, what: str, operation: Callable[[sqlite3.Connection], T], fallback: T) -> T:
-        """`operation` on an open database with the schema in place; `fallback` when the store cannot be used.
+        """Run `operation` on an open database with the schema in place; `fallback` when the store cannot be used.
 
         A corrupt file is moved aside and the operation retried once on a fresh one.
         """

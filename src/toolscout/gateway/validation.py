@@ -113,7 +113,7 @@ class ArgumentValidator:
         tool: str,
         budget: Budget | None = None,
     ) -> None:
-        """`validate`, on the event loop when the quick check passes the arguments, else in a worker
+        """Run `validate`, on the event loop when the quick check passes the arguments, else in a worker
         thread that stops with the call: a caller that leaves (cancelled) stops the validation too."""
         if self.accepts(schema, arguments, server=server, tool=tool):
             return
@@ -166,8 +166,8 @@ class ArgumentValidator:
 
 
 class Budget:
-    """One validation's allowance: `MAX_STEPS` keyword evaluations and `MAX_SECONDS`, and whether its
-    caller has left (`cancelled`, set from another thread). Looked at on every evaluation."""
+    """The allowance of one validation: `MAX_STEPS` keyword evaluations and `MAX_SECONDS`, and whether
+    its caller has left (`cancelled`, set from another thread). It is looked at on every evaluation."""
 
     __slots__ = ("cancelled", "deadline", "max_steps", "seconds", "steps", "stopped")
 
@@ -220,7 +220,7 @@ def _too_costly(server: str, tool: str, why: str) -> ValidationTooCostly:
 
 
 def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
-    """`keyword` (a jsonschema keyword function) counted against the running validation's budget."""
+    """Wrap `keyword` (a jsonschema keyword function) so that it counts against the running validation's budget."""
 
     def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
         budget = _running.budget
@@ -242,7 +242,7 @@ _BOUNDED: dict[type[Any], type[Any]] = {}
 
 
 def _bounded(cls: type[Validator]) -> type[Validator]:
-    """`cls` with every keyword counted against the running validation's `Budget`, and `pattern` and
+    """Return `cls` with every keyword counted against the running validation's `Budget`, and `pattern` and
     `patternProperties` matched under `PATTERN_SECONDS` (regex module, the GIL let go while it
     matches) instead of `re` without a bound."""
     found = _BOUNDED.get(cls)
@@ -390,7 +390,7 @@ def _ANY(_: Any) -> bool:
 
 
 def _object_check(node: dict[str, Any], known: frozenset[str], depth: int) -> Check | None:
-    """`properties`, `required` and `additionalProperties` together (they judge objects only)."""
+    """Compile `properties`, `required` and `additionalProperties` together (they judge objects only)."""
     properties: dict[str, Check] = {}
     for name, sub in cast(dict[str, Any], node.get("properties", {})).items():
         judged = quick_check(sub, known, depth + 1)

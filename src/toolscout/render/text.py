@@ -29,12 +29,12 @@ INSTRUCTIONS_LIMIT = 300
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """`1 server`, `3 servers`: a count with its noun in the right number."""
+    """Return a count with its noun in the right number: `1 server`, `3 servers`."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def cut_text(text: str | None, limit: int) -> str | None:
-    """`text` on one line, cut to `limit` characters with `...`; None when empty."""
+    """Return `text` on one line, cut to `limit` characters with `...`; None when empty."""
     if not text:
         return None
     text = " ".join(text.split())
@@ -156,7 +156,7 @@ def compact_json(data: Any) -> str:
 
 
 def model_text(data: Any) -> str:
-    """`data` as TOON or compact JSON, whichever is fewer o200k_base tokens (JSON on a tie)."""
+    """Return `data` as TOON or compact JSON, whichever is fewer o200k_base tokens (JSON on a tie)."""
     as_json = compact_json(data)
     try:
         as_toon = toon_format.encode(data)
@@ -170,7 +170,7 @@ def _is_scalar(value: Any) -> bool:
 
 
 def tabular(data: Any) -> Any:
-    """`data` with every list of objects made into a table TOON can write as one header and rows.
+    """Return `data` with every list of objects made into a table TOON can write as one header and rows.
 
     TOON writes a list of objects as a table only when every row has the same keys and only
     scalar values. Listings are nearly that: a key some rows lack becomes null in those rows,

@@ -108,7 +108,7 @@ class Mirror:
         self.lists.use_stored(upstream, lists)
 
     def forget(self, server: str) -> None:
-        """`server` left the gateway: its resources, templates and prompts are listed no more."""
+        """Forget `server`, which left the gateway: its resources, templates and prompts are listed no more."""
         self.lists.forget(server)
 
     def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]:
@@ -157,7 +157,7 @@ class Mirror:
     # Resources
 
     async def route_uri(self, uri: str) -> tuple[str, str, bool]:
-        """`(server, upstream URI, bare)` of a gateway URI, or of an upstream's own URI (`bare`, `uri_owners`)."""
+        """Route a URI: `(server, upstream URI, bare)` of a gateway URI, or of an upstream's own (`bare`)."""
         split = split_gateway_uri(uri)
         if split is None:
             server = await self._bare_uri_owner(uri)
@@ -272,7 +272,7 @@ class Mirror:
         )
 
     async def route_template(self, template: str) -> tuple[str, str]:
-        """`(server, upstream URI template)` of a gateway resource template, or of a server's own."""
+        """Route a template: `(server, upstream URI template)` of a gateway resource template, or of a server's own."""
         if split_gateway_uri(template) is not None:
             server, original, _ = await self.route_uri(template)
             return server, original
@@ -315,7 +315,7 @@ class Mirror:
         )
 
     async def read(self, uri: str) -> types.ReadResourceResult:
-        """`resources/read` of a gateway URI: the upstream's contents, their `uri`s as the gateway's.
+        """Answer `resources/read` of a gateway URI: the upstream's contents, their `uri`s as the gateway's.
 
         Read by the upstream's own URI, the contents keep the upstream's URIs: the answer is in
         the names it was asked in.
@@ -360,7 +360,7 @@ class Mirror:
         return None if server is None else (server, name)
 
     async def find_prompt(self, name: str) -> tuple[str, str]:
-        """`(server, prompt)` of a gateway prompt name, or of an upstream's own prompt name."""
+        """Find a prompt: `(server, prompt)` of a gateway prompt name, or of an upstream's own prompt name."""
         route = self._route_prompt(name)
         if route is None:
             offered = [p.name for p in await self.prompts()]  # it may be new since the last listing
@@ -370,7 +370,7 @@ class Mirror:
         return route
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
+        """Answer `prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
         server, prompt = await self.find_prompt(name)
         await self.check_usable("prompt", server, prompt)
         upstream = await self.upstreams.live_upstream(server)
@@ -440,7 +440,7 @@ def gateway_uri(server: str, uri: str) -> str:
 
 
 def split_gateway_uri(uri: str) -> tuple[str, str] | None:
-    """`(server, upstream URI)` of a gateway URI, or None when `uri` is not one."""
+    """Split a gateway URI into `(server, upstream URI)`; None when `uri` is not one."""
     if uri[: len(PREFIX)].lower() != PREFIX:  # a scheme is case-insensitive
         return None
     server, slash, original = uri[len(PREFIX) :].partition("/")

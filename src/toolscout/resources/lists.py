@@ -172,14 +172,14 @@ class UpstreamLists:
         return {"resources": self.resources, "resource_templates": self.templates, "prompts": self.prompts}[name]
 
     def announced(self, upstream: Upstream, kind: ListKind) -> None:
-        """`upstream` announced that its `kind` lists changed: fetches under way go again."""
+        """Note that `upstream` announced its `kind` lists changed: fetches under way go again."""
         for name in FOLLOWS[kind]:
             listing = self.listing(name)
             listing.generation[upstream.name] = listing.generation.get(upstream.name, 0) + 1
         self.changes.bump()
 
     def forget(self, server: str) -> None:
-        """`server` left the gateway: nothing of its lists is kept (a fetch still under way is dropped)."""
+        """Forget `server`, which left the gateway: nothing of its lists is kept (a fetch under way is dropped)."""
         dropped = False
         for listing in (self.resources, self.templates, self.prompts):
             dropped = listing.known.pop(server, None) is not None or dropped
@@ -193,7 +193,7 @@ class UpstreamLists:
             self.listing(cast(ListName, name)).known[upstream.name] = list(items)
 
     def enabled(self, listing: Listing[ItemT]) -> list[tuple[str, ItemT]]:
-        """`(server, item)` of every item `toolRules` enable and the request's scope sees, servers in
+        """Return `(server, item)` of every item `toolRules` enable and the request's scope sees, servers in
         configuration order (the upstreams' own, which are those the scope sees)."""
         return [
             (upstream.name, item)
