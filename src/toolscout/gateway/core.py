@@ -361,7 +361,7 @@ class Gateway:
         if self.audit is None:
             return await self._execute(server, name, arguments, max_output_chars)
         if client is None and (relay := current_relay()) is not None:
-            client = relay.client  # a call from the MCP face names its client session
+            client = relay.client  # a call through the MCP server names its client session
         call = functools.partial(self._execute, server, name, arguments, max_output_chars)
         return await self.audit.record_call(call, server=server, tool=name, arguments=arguments, client=client)
 

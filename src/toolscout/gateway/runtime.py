@@ -98,7 +98,7 @@ class Startup:
             await anyio.lowlevel.checkpoint()
 
     async def settle(self) -> None:
-        """Before a catalog question (a search, the server list, a surface's tools), wait for the
+        """Before a catalog question (a search, the server list, a mode's tools), wait for the
         servers whose tools would otherwise be missing from the answer.
 
         Decided by each server's own state, never by a clock: a configured server that is on its

@@ -1,6 +1,6 @@
 """What the scope of the request being served sees of a gateway's upstreams and catalog.
 
-Everything below the MCP face that lists, finds or calls a server or a tool asks here, with
+Everything below the MCP server that lists, finds or calls a server or a tool asks here, with
 `current_scope()` (config/scopes.py): the servers a scope sees (`Scope.sees_server`, by the
 server's namespace and registered name), the tools it sees (`Scope.sees_tool`), and the errors for
 names it does not see, which are the errors for names that do not exist: `SERVER_NOT_FOUND` and

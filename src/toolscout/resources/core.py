@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Literal, TypeVar
+from typing import Literal
 from urllib.parse import quote, unquote
 
 import mcp_types as types
@@ -64,13 +64,12 @@ from toolscout.errors import (
     ToolscoutError,
 )
 from toolscout.naming import native_names, only_owner
-from toolscout.resources.lists import ListedCallback, ListName, UpstreamLists, Upstreams, in_scope
+from toolscout.resources.lists import ItemT, ListedCallback, ListName, UpstreamLists, Upstreams, in_scope
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Upstream
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.results import without_hop_metadata
 
-ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
 ItemKind = Literal["resource", "template", "prompt"]
 """What `Mirror.check_usable` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""
 
