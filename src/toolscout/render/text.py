@@ -41,10 +41,6 @@ def cut_text(text: str | None, limit: int) -> str | None:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
-def _j(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def servers_text(data: Mapping[str, Any]) -> str:
     servers = cast(Sequence[Mapping[str, Any]], data["servers"])
     enabled = counted(data["enabledTools"], "tool")
@@ -118,13 +114,13 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
         lines.append("Parameters:")
         for p in params:
             need = "required" if p["required"] else "optional"
-            default = f", default {_j(p['default'])}" if "default" in p else ""
+            default = f", default {compact_json(p['default'])}" if "default" in p else ""
             desc = f": {p['description']}" if p.get("description") else ""
             lines.append(f"- {p['name']} ({p['type']}, {need}{default}){desc}")
     else:
         lines.append("Parameters: none (pass arguments: {}).")
     if include_schema:
-        lines.append(f"Input schema: {_j(data['inputSchema'])}")
+        lines.append(f"Input schema: {compact_json(data['inputSchema'])}")
     flags = hint_labels(cast(Mapping[str, Any], data.get("annotations") or {}))
     if flags:
         lines.append("Hints: " + ", ".join(flags))
