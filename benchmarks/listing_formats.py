@@ -24,8 +24,7 @@ from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.token_modes import catalog_gateway
 from toolscout.config.models import ListingFormat
 from toolscout.modes.base import SurfaceOptions
-from toolscout.render.listing import compact_json
-from toolscout.render.tokens import ENCODING, count_tokens
+from toolscout.render.text import ENCODING, compact_json, count_tokens
 from toolscout.search.evaluation import load_catalog_servers
 from toolscout.serve.server import build_server
 

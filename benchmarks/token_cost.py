@@ -13,7 +13,7 @@ from pathlib import Path
 from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.modes.discovery import META_TOOLS
-from toolscout.render.tokens import ENCODING, tool_tokens
+from toolscout.render.text import ENCODING, tool_tokens
 from toolscout.search.evaluation import load_catalog
 
 

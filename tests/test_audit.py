@@ -29,9 +29,8 @@ from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import AuditConfig, ModeName
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolscoutError
-from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.audit import MAX_STRING_CHARS, REDACTED, AuditLog, Redactor
 from toolscout.gateway.core import Gateway
-from toolscout.gateway.redaction import MAX_STRING_CHARS, REDACTED, Redactor
 from toolscout.masking import secret_name as secret_key
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

@@ -23,7 +23,7 @@ from tests.helpers.procs import free_port
 from toolscout.errors import ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
-from toolscout.gateway.registered import registered_spec
+from toolscout.gateway.registrations import registered_spec
 from toolscout.registry.base import ToolRegistration
 from toolscout.upstream.callback_tool import post_arguments, tool_result
 

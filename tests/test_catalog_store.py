@@ -27,7 +27,7 @@ from toolscout.config import GatewayConfig
 from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
-from toolscout.gateway import startup
+from toolscout.gateway import runtime
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure
 from toolscout.search.bm25 import BM25Backend
@@ -296,7 +296,7 @@ async def test_the_index_is_built_off_the_event_loop_first_from_the_stored_catal
     tmp_path: Path, stored: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Only the index being built may start a stored server, never the bound on waiting for it.
-    monkeypatch.setattr(startup, "WARM_INDEX_FIRST_SECONDS", 600.0)
+    monkeypatch.setattr(runtime, "WARM_INDEX_FIRST_SECONDS", 600.0)
     store = CatalogStore(tmp_path / "catalog.sqlite3")
     if stored:
         store.save([snapshot("kitchen", "k1")])

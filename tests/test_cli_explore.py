@@ -18,7 +18,7 @@ from toolscout.config.models import ModeName
 from toolscout.demo.config import demo_config
 from toolscout.gateway.core import Gateway
 from toolscout.naming import native_names
-from toolscout.render.tokens import tool_tokens
+from toolscout.render.text import tool_tokens
 from toolscout.serve.token_report import mode_tokens, server_costs
 
 CONFIG = """\

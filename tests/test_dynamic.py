@@ -24,7 +24,7 @@ from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
-from toolscout.render.tokens import tool_tokens
+from toolscout.render.text import tool_tokens
 from toolscout.serve.server import build_server
 from toolscout.serve.sessions import ClientSessions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

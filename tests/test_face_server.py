@@ -29,7 +29,7 @@ from tests.helpers.gateway_client import notes_server
 from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
 from toolscout.gateway.core import Gateway
-from toolscout.resources.uris import gateway_uri
+from toolscout.resources.core import gateway_uri
 from toolscout.serve.http import bind, http_app, serve_http
 from toolscout.serve.http_access import AllowList
 from toolscout.serve.principals import Principal, PrincipalResolver

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 import toon_format
 
-from toolscout.render.listing import compact_json, model_text, tabular
-from toolscout.render.tokens import count_tokens
+from toolscout.render.text import compact_json, count_tokens, model_text, tabular
 
 ROWS = {
     "results": [

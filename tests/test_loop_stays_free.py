@@ -29,9 +29,8 @@ from tests.helpers.procs import SERVE_READY, running
 from toolscout.catalog import CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
-from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.audit import REDACT_INLINE_CHARS, REDACTED, AuditLog, Redactor
 from toolscout.gateway.core import Gateway
-from toolscout.gateway.redaction import REDACT_INLINE_CHARS, REDACTED, Redactor
 from toolscout.gateway.validation import PATTERN_SECONDS
 from toolscout.modes.digest import DIGEST_INLINE_ITEMS, digest, digest_off_loop
 from toolscout.search import SearchBackend, SearchHit, make_backend

@@ -27,8 +27,7 @@ from toolscout.config.rules import RuleSet
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.naming import native_names
-from toolscout.render.listing import tabular
-from toolscout.render.tokens import count_tokens, tool_tokens
+from toolscout.render.text import count_tokens, tabular, tool_tokens
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 

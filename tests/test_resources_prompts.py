@@ -31,7 +31,7 @@ from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.models import ModeName, StdioServerConfig
 from toolscout.config.rules import RuleSet
 from toolscout.gateway.core import Gateway
-from toolscout.resources.uris import gateway_uri, split_gateway_uri
+from toolscout.resources.core import gateway_uri, split_gateway_uri
 from toolscout.serve.server import build_server
 from toolscout.upstream import StdioUpstream, UpstreamSpec
 

@@ -36,7 +36,7 @@ from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
-from toolscout.resources.routing import template_matches
+from toolscout.resources.core import template_matches
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 from toolscout.upstream.stdio_child import StdioUpstream

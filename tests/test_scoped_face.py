@@ -27,7 +27,7 @@ from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, error_of, struct
 from tests.helpers.scoped_gateway import UNSEEN, client_with, scoped_http, two_namespaces
 from tests.servers.library import URIS
 from toolscout.config.models import ModeName
-from toolscout.resources.uris import gateway_uri
+from toolscout.resources.core import gateway_uri
 
 pytestmark = pytest.mark.anyio
 

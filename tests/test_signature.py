@@ -11,7 +11,7 @@ from benchmarks.search import DEFAULT_EVAL_DIR
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from toolscout.render.signature import MAX_DEPTH, call_signature, signature
+from toolscout.render.signatures import MAX_DEPTH, call_signature, signature
 
 
 def obj(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:

@@ -12,8 +12,7 @@ import mcp_types as types
 import pytest
 
 from tests.helpers.redis_server import RedisServer, redis_server
-from toolscout.gateway.pin_store import Pin, SharedPins, SqlitePins, approve
-from toolscout.gateway.pins import ToolPins
+from toolscout.gateway.pins import Pin, SharedPins, SqlitePins, ToolPins, approve_pins
 from toolscout.gateway.store import CatalogStore
 
 pytestmark = pytest.mark.anyio
@@ -69,7 +68,7 @@ async def test_replicas_judge_by_one_pin_and_an_approval_reaches_the_other(tmp_p
         async with anyio.create_task_group() as tg:
             tg.start_soon(follower.follow)
             seen = await stored(other, lambda pin: pin.seen is not None)  # what the follower saw, to approve
-            approved = await anyio.to_thread.run_sync(approve, other, [seen])
+            approved = await anyio.to_thread.run_sync(approve_pins, other, [seen])
             assert [pin.tool for pin in approved] == ["lookup"]
             with anyio.fail_after(WAIT):
                 await changed_elsewhere.wait()

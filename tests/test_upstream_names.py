@@ -28,7 +28,7 @@ from tests.servers.library import Library
 from toolscout.config import ToolRule
 from toolscout.config.rules import RuleSet
 from toolscout.gateway.core import Gateway
-from toolscout.resources.routing import template_matches
+from toolscout.resources.core import template_matches
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 

@@ -2,7 +2,7 @@
 
 `mask_text` is what the log (every record, through the record factory `install_log_masking` sets),
 error messages (`ToolscoutError`, an upstream's failure), `config show`, the transports' labels and
-the audit log (`gateway.redaction.Redactor`) pass text through. It hides:
+the audit log (`gateway.audit.Redactor`) pass text through. It hides:
 
 - the values of secrets known from the configuration (`remember_secrets`): exactly, wherever they
   appear, in whatever message: the strongest guard, since no pattern has to recognise them;

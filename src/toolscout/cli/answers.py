@@ -100,7 +100,7 @@ class ViewAnswers:
 
 def tool_details(entry: CatalogTool) -> dict[str, Any]:
     """A tool as `get_tool_details` gives it (without its signature)."""
-    from toolscout.render.schemas import parameters
+    from toolscout.render.signatures import parameters
 
     data: dict[str, Any] = {
         "server": entry.server,

@@ -18,7 +18,7 @@ from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, Jso
 from toolscout.cli.execute_cmd import execute
 from toolscout.cli.token_cost import tokens
 from toolscout.errors import ToolscoutError
-from toolscout.render.schemas import example_arguments
+from toolscout.render.signatures import example_arguments
 from toolscout.render.text import hint_labels
 
 _STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}

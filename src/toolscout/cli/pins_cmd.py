@@ -22,7 +22,7 @@ from toolscout.errors import ConfigurationError, InvalidArguments, ServerNotFoun
 
 if TYPE_CHECKING:
     from toolscout.config.models import GatewayConfig
-    from toolscout.gateway.pin_store import Pin, PinKey, PinStore
+    from toolscout.gateway.pins import Pin, PinKey, PinStore
 
 pins_app = typer.Typer(
     name="pins",
@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
 
 def _opened(config: Path | None, output: Output) -> tuple[GatewayConfig, PinStore, dict[PinKey, Pin]]:
     """The configuration, its pin store and every pin in it (exit 2 when pins are not kept)."""
-    from toolscout.gateway.pin_store import pin_store
+    from toolscout.gateway.pins import pin_store
 
     gateway_config = registry_config(config, output)
     if not gateway_config.catalog_cache.enabled:
@@ -111,7 +111,7 @@ def diff(
     server: ServerArgument, tool: ToolArgument = None, config: ConfigOption = None, as_json: JsonOption = False
 ) -> None:
     """What changed in a server's tools (or one tool) since they were approved."""
-    from toolscout.gateway.pin_diff import changes, render
+    from toolscout.gateway.pins import changes, diff_lines
 
     output = Output(as_json)
     _, _, pins = _opened(config, output)
@@ -138,7 +138,7 @@ def diff(
             f"[bold]{escape(pin.server)} {escape(pin.tool)}[/bold] (approved {pin.hash[:12]} → now "
             f"{pin.seen.hash[:12] if pin.seen else '?'})"
         )
-        for line in render(change):
+        for line in diff_lines(change):
             output.print(f"  {escape(line)}")
         for reason in pin.seen.reasons if pin.seen else ():
             output.print(f"  [yellow]flagged:[/yellow] {escape(reason)}")
@@ -153,7 +153,7 @@ def approve(
     as_json: JsonOption = False,
 ) -> None:
     """Accept the changed definitions as they are now (a running gateway lists them again within a second)."""
-    from toolscout.gateway.pin_store import approve as approve_pins
+    from toolscout.gateway.pins import approve_pins
 
     output = Output(as_json)
     if every == (server is not None):
@@ -243,7 +243,7 @@ def verify(
 
 
 async def _live_hashes(config: GatewayConfig, output: Output) -> dict[PinKey, str]:
-    from toolscout.gateway.pin_diff import definition_of, digest
+    from toolscout.gateway.pins import definition_of, digest
     from toolscout.upstream import Status
 
     async with connected(config, output, live=True) as gateway:

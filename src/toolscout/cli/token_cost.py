@@ -19,7 +19,7 @@ def tokens(
     """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
     from toolscout.modes.base import SurfaceOptions
     from toolscout.modes.discovery import META_TOOLS
-    from toolscout.render.tokens import ENCODING, tool_tokens
+    from toolscout.render.text import ENCODING, tool_tokens
     from toolscout.serve.token_report import COUNTED_ERA, mode_tokens, server_costs
 
     output = Output(as_json)

@@ -25,7 +25,7 @@ from rich.text import Text
 from toolscout.config.locations import CACHE_ENV_VAR, STATE_ENV_VAR
 from toolscout.demo.config import DEMO_SERVERS, demo_config
 from toolscout.modes.discovery import META_TOOLS
-from toolscout.render.tokens import ENCODING, tool_tokens
+from toolscout.render.text import ENCODING, tool_tokens
 from toolscout.serve.token_report import COUNTED_ERA, ServerCost, server_costs
 
 CONNECT_BOUND = 120

@@ -1,4 +1,6 @@
 """The gateway core: the `Gateway` facade (core.py) and its parts: the upstreams by name
-(registry.py), the catalog and its rules (catalog.py), the search index (index.py), the start-up
-policy (startup.py), the snapshots answered from at start (snapshots.py) over the SQLite store
-(store.py), argument validation, output caps, the audit log and its redaction, list changes."""
+(upstreams.py), who sees what (visibility.py), the search index (index.py), the upstreams while
+running and at start (runtime.py), the snapshots answered from at start (snapshots.py) over the
+catalog store (store.py), tool pins (pins.py), poisoned descriptions (poisoning.py), argument
+validation (validation.py), output caps (output_cap.py), the audit log (audit.py) and the
+Registry's registrations (registrations.py)."""

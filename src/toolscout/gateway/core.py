@@ -1,9 +1,9 @@
 """The gateway: upstream connections, the catalog and search behind one facade.
 
-The MCP face and the CLI call only this; it raises `ToolscoutError`s, which they turn into MCP
-results or exit codes. Its parts, each built whole before the next: the upstreams by name
-(`registry.py`), the catalog (`toolscout.catalog`), what is kept of it between runs
-(`snapshots.py`), the search index (`index.py`), the start-up policy (`startup.py`), resources and
+The MCP server (serve/) and the CLI call only this; it raises `ToolscoutError`s, which they turn
+into MCP results or exit codes. Its parts, each built whole before the next: the upstreams by name
+(`upstreams.py`), the catalog (`toolscout.catalog`), what is kept of it between runs
+(`snapshots.py`), the search index (`index.py`), the start-up policy (`runtime.py`), resources and
 prompts (`resources/`). The facade runs them (entered once), finds servers and tools, and executes a
 call: look up, validate, call, cap the result, audit."""
 
@@ -38,10 +38,9 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, search_settings
 from toolscout.gateway.output_cap import DEFAULT_MAX_RESULT_BYTES, cap_output, fit_result_off_loop
 from toolscout.gateway.pins import ToolPins
-from toolscout.gateway.runtime import ServerChanges, ServerSet
-from toolscout.gateway.shared_catalog import catalog_store
-from toolscout.gateway.snapshots import Snapshots, SnapshotStore
-from toolscout.gateway.startup import Startup
+from toolscout.gateway.runtime import ServerChanges, ServerSet, Startup
+from toolscout.gateway.snapshots import Snapshots
+from toolscout.gateway.store import SnapshotStore, catalog_store
 from toolscout.gateway.upstreams import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.gateway.visibility import Visibility
@@ -337,7 +336,7 @@ class Gateway:
     async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""
         await self._catalog_ready(self.upstream(server))
-        find = self.visibility.any_tool if include_disabled else self.visibility.admit
+        find = self.visibility.any_tool if include_disabled else self.visibility.admit_tool
         return find(current_scope(), server, name)
 
     async def _catalog_ready(self, upstream: Upstream) -> None:
@@ -362,7 +361,7 @@ class Gateway:
         if self.audit is None:
             return await self._execute(server, name, arguments, max_output_chars)
         if client is None and (relay := current_relay()) is not None:
-            client = relay.client  # a call from the MCP face names its client session
+            client = relay.client  # a call through the MCP server names its client session
         call = functools.partial(self._execute, server, name, arguments, max_output_chars)
         return await self.audit.record_call(call, server=server, tool=name, arguments=arguments, client=client)
 
@@ -382,7 +381,7 @@ class Gateway:
             )
         upstream = await self.live_upstream(server)  # never from the stored catalog: a call needs the server
         args = dict(arguments or {})
-        entry = self.visibility.admit(current_scope(), server, name)
+        entry = self.visibility.admit_tool(current_scope(), server, name)
         # jsonschema's own walk, when needed, runs off the event loop under a budget, and ends with this call.
         await self.validator.check(entry.input_schema, args, server=server, tool=name)
         started = time.perf_counter()

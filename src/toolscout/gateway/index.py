@@ -1,8 +1,17 @@
-"""The search index of the catalog: built in a worker thread at start, rebuilt there when the
-catalog changed, scored there too, one search or rebuild at a time; queries capped before any work.
+"""The search index of the catalog, and one more for each scope that narrows what it sees.
 
-The event loop never builds, rebuilds or scores: a rebuild of 10,000 tools takes a second, and
-scoring a long query on a large catalog takes milliseconds per step, while other clients wait.
+The gateway's index is built in a worker thread at start, rebuilt there when the catalog changed
+and scored there too, one search or rebuild at a time; queries are capped before any work. The
+event loop never builds, rebuilds or scores, because rebuilding a large catalog's index, or
+scoring a long query on it, would keep other clients waiting.
+
+A scope that narrows gets an index of its own, with only the tools it sees, ranked as if there
+were no others. Filtering the whole catalog's hits would answer within a scope, but not as well:
+BM25's IDF and the scores' scale (relevance is relative to the best hit) would still count the
+tools outside it, so one token's ranking would depend on what other namespaces registered. So
+each such scope gets a backend of the same kind as the gateway's (sharing its embedding model),
+built from the tools it sees in a worker thread, kept for the last `MAX_SCOPES` scopes used, and
+rebuilt when what it sees changed (a change elsewhere in the catalog costs it no rebuild).
 """
 
 from __future__ import annotations
@@ -10,13 +19,15 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
 
-from toolscout.catalog import Catalog
+from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import (
     DEFAULT_MAX_QUERY_CHARS,
     DEFAULT_MAX_QUERY_STEPS,
@@ -24,14 +35,15 @@ from toolscout.config.models import (
     SearchConfig,
 )
 from toolscout.config.scopes import Scope, current_scope
-from toolscout.gateway.scoped_search import ScopedIndexes
 from toolscout.gateway.upstreams import UpstreamRegistry
-from toolscout.gateway.visibility import Visibility, narrows
+from toolscout.gateway.visibility import MAX_SCOPES, Visibility, narrows, scope_key
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
     from toolscout.search.base import Method, MethodHit
+    from toolscout.search.dense import DenseBackend, VectorCache
     from toolscout.upstream.connection import Upstream
+
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +153,7 @@ class SearchIndex:
         caps and `server` looked up before any work; the index is rebuilt first if the catalog changed.
 
         Within the scope of the request (`current_scope()`), only the tools it sees are searched, by an
-        index of those tools alone (scoped_search.py): what it cannot see changes no ranking.
+        index of those tools alone (`ScopedIndexes` below): what it cannot see changes no ranking.
         """
         from toolscout.search.base import check_queries, search_steps
 
@@ -167,7 +179,7 @@ class SearchIndex:
         )
 
     async def _scored(self, rank: Callable[[SearchBackend], T]) -> T:
-        """`rank(backend)` on the index the request's scope searches (the whole one, or its own)."""
+        """Run `rank(backend)` on the index the request's scope searches (the whole one, or its own)."""
         scope = current_scope()
         async with self._index_lock:
             backend = await self._indexed()
@@ -180,7 +192,7 @@ class SearchIndex:
 
     async def _indexed(self, *, abandon_on_cancel: bool = False) -> SearchBackend:
         """The search backend with the catalog as it is now indexed, both built in a worker thread
-        (a rebuild of 10,000 tools takes a second: the event loop goes on serving calls meanwhile).
+        (a rebuild of a large catalog takes long: the event loop goes on serving calls meanwhile).
         The caller holds `_index_lock`."""
         backend = self._search or await anyio.to_thread.run_sync(self._backend, abandon_on_cancel=abandon_on_cancel)
         if self._indexed_version != self._catalog.version:
@@ -208,3 +220,116 @@ def server_contexts(upstreams: Iterable[Upstream]) -> dict[str, str]:
     return {
         up.name: server_context(up.description, up.identity.instructions if up.identity else None) for up in upstreams
     }
+
+
+EMBED_AFRESH_UP_TO = 1_000
+"""A scope seeing up to this many tools embeds them afresh; beyond, their vectors come from the cache."""
+
+
+class FilteredBackend:
+    """The gateway's own index with the hits a scope does not see left out: for a backend of a kind
+    this module cannot make a sibling of (visibility is exact; relevance is the whole catalog's)."""
+
+    def __init__(self, full: SearchBackend, tools: Sequence[CatalogTool]) -> None:
+        self._full = full
+        self._visible = {(t.server, t.name) for t in tools}
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        self._visible = {(t.server, t.name) for t in tools}
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        hits = self._full.search(query, server=server, limit=limit + 1_000_000)
+        return [h for h in hits if (h.tool.server, h.tool.name) in self._visible][:limit]
+
+
+def narrowed(full: SearchBackend, tools: Sequence[CatalogTool], context: Mapping[str, str]) -> SearchBackend:
+    """A backend of `full`'s kind (its model shared) over `tools` only (in a worker thread)."""
+    from toolscout.search.bm25 import BM25Backend
+    from toolscout.search.dense import DenseBackend
+    from toolscout.search.hybrid import HybridBackend
+
+    backend: SearchBackend
+    # A scope's few tools are embedded afresh (reading the vector cache on disk costs more); a scope
+    # that sees most of a large catalog reads their vectors from the gateway's cache instead.
+    if isinstance(full, HybridBackend):
+        dense = None if full.dense is None else DenseBackend(full.dense.embedder, _cache(full.dense, tools))
+        backend = HybridBackend(dense, full.weights)
+    elif isinstance(full, DenseBackend):
+        backend = DenseBackend(full.embedder, _cache(full, tools))
+    elif isinstance(full, BM25Backend):
+        backend = BM25Backend(full.weights)
+    else:
+        return FilteredBackend(full, tools)
+    backend.rebuild(tools, context)
+    return backend
+
+
+def _cache(full: DenseBackend, tools: Sequence[CatalogTool]) -> VectorCache | None:
+    return full.cache if len(tools) > EMBED_AFRESH_UP_TO else None
+
+
+@dataclass
+class _Entry:
+    version: object
+    backend: SearchBackend
+    tools: list[CatalogTool]
+    context: dict[str, str]
+
+    def covers(self, tools: list[CatalogTool], context: dict[str, str]) -> bool:
+        """Whether the index was built from these very tools (the catalog keeps the entries of servers
+        that did not change, so a change outside the scope leaves every one the same object)."""
+        return (
+            len(tools) == len(self.tools)
+            and all(new is old for new, old in zip(tools, self.tools, strict=True))
+            and context == self.context
+        )
+
+
+class ScopedIndexes:
+    """The search backend of each scope that narrows, built from what it sees, least recently used dropped.
+
+    `version()`: what, when it changes, makes every scope's index stale (the catalog's version and the
+    set of servers); `context(scope)`: what the servers a scope sees say about themselves.
+    """
+
+    def __init__(
+        self,
+        visibility: Visibility,
+        version: Callable[[], object],
+        context: Callable[[Scope], dict[str, str]],
+        *,
+        max_scopes: int = MAX_SCOPES,
+    ) -> None:
+        self._visibility = visibility
+        self._version = version
+        self._context = context
+        self._max_scopes = max_scopes
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def backend(self, scope: Scope, full: SearchBackend) -> SearchBackend:
+        """Return `scope`'s backend, rebuilt first (in a worker thread) if stale; the caller holds the index lock."""
+        key, version = scope_key(scope), self._version()
+        entry = self._entries.get(key)
+        if entry is not None and entry.version == version:
+            self._entries.move_to_end(key)
+            return entry.backend
+        tools, context = self._visibility.tools(scope), self._context(scope)
+        if entry is not None and entry.covers(tools, context):
+            # The change was outside this scope (another namespace registered a server, say): its index
+            # stands, and a flood of such changes costs its clients no rebuild.
+            entry.version = version
+            self._entries.move_to_end(key)
+            return entry.backend
+        backend = await anyio.to_thread.run_sync(narrowed, full, tools, context)
+        self._entries[key] = _Entry(version, backend, tools, context)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max_scopes:
+            self._entries.popitem(last=False)
+        return backend
+
+    def clear(self) -> None:
+        """Forget every scope's index (the gateway's own backend changed)."""
+        self._entries.clear()

@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_MAX_RESULT_BYTES", "cap_output", "fit_result", "fit_result_o
 
 
 def cap_output(result: types.CallToolResult, max_chars: int | None) -> types.CallToolResult:
-    """`result` with at most `max_chars` characters of text in total (None or 0: no cap)."""
+    """Return `result` with at most `max_chars` characters of text in total (None or 0: no cap)."""
     if not max_chars or max_chars <= 0:
         return result
     total = sum(len(block.text) for block in result.content if isinstance(block, types.TextContent))
@@ -56,7 +56,7 @@ def _size(result: types.CallToolResult) -> int:
 
 
 def _cut_text(result: types.CallToolResult, keep: int, notice: str) -> types.CallToolResult:
-    """`result` with only its first `keep` characters of text (over all text blocks), then `notice`."""
+    """Return `result` with only its first `keep` characters of text (over all text blocks), then `notice`."""
     budget = keep
     content: list[types.ContentBlock] = []
     for block in result.content:
@@ -70,8 +70,8 @@ def _cut_text(result: types.CallToolResult, keep: int, notice: str) -> types.Cal
 
 
 def fit_result(result: types.CallToolResult, max_bytes: int | None) -> types.CallToolResult:
-    """`result` if its JSON is at most `max_bytes` bytes (None: no limit); else its text cut to fit,
-    with a notice; else, when what is not text (images, audio, resources, structuredContent) is over
+    """Return `result` if its JSON is at most `max_bytes` bytes (None: no limit); else its text cut
+    to fit, with a notice; else, when what is not text (images, audio, resources, structuredContent) is over
     it alone, an error result saying so. The limit is what a client reads in one message: the SDK's
     client refuses a server-sent event over 1 MiB, so that a larger result never reaches its caller."""
     if max_bytes is None:
@@ -159,7 +159,7 @@ def _surely_within(result: types.CallToolResult, max_bytes: int) -> bool:
 
 
 async def fit_result_off_loop(result: types.CallToolResult, max_bytes: int | None) -> types.CallToolResult:
-    """`fit_result`, in a worker thread when the result is large (measuring it serialises it whole)."""
+    """Run `fit_result`, in a worker thread when the result is large (measuring it serialises it whole)."""
     if max_bytes is None or _surely_within(result, max_bytes):
         return result
     if (

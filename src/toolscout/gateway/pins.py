@@ -1,39 +1,62 @@
 """Tool definitions pinned on first sight (`toolPinning`): the defence against a server that changes a
 tool's description or schema after it was trusted (a "rug pull", tool poisoning).
 
-Trust on first use: each tool's definition (pin_diff.py) is pinned with its hash when the gateway
-first sees it, kept with the persistent catalog (pin_store.py; in memory for the process when that
-is off). A later definition that differs is logged (a warning) and audited with a readable diff,
-once per new definition; under `quarantine` the tool is also neither listed, found nor run
-(`Catalog.admit` raises `TOOL_QUARANTINED`) until a person approves it with `toolscout pins
-approve`, which a running gateway takes up within `POLL_SECONDS` (the store's version), lifting the
-quarantine and telling clients their lists changed. A server that goes back to the pinned
-definition is trusted again. A description that reads as instructions to the model
-(gateway/poisoning.py) is flagged in the log and kept with the pin, for `toolscout pins list`.
+Trust on first use: each tool's definition is pinned with its hash when the gateway first sees it,
+kept with the persistent catalog (in memory for the process when that is off). A later definition
+that differs is logged (a warning) and audited with a readable diff, once per new definition;
+under `quarantine` the tool is also neither listed, found nor run (`Catalog.admit` raises
+`TOOL_QUARANTINED`) until a person approves it with `toolscout pins approve`, which a running
+gateway takes up within `POLL_SECONDS` (the store's version), lifting the quarantine and telling
+clients their lists changed. A server that goes back to the pinned definition is trusted again. A
+description that reads as instructions to the model (gateway/poisoning.py) is flagged in the log
+and kept with the pin, for `toolscout pins list`.
 
 The verdict (`quarantined`) is asked by the catalog for every tool it is given, on the event loop:
 a definition is hashed again only when it differs from the one last hashed for that tool. Reading a
 definition for instructions costs far more than hashing it (a whole catalog's worth would hold the
 event loop for seconds at start), and decides no verdict, so it is done in a worker thread by the
 background task, which then logs, keeps and audits what it found.
+
+The module holds, in this order: `ToolPins`, the policy above; a tool's definition as it is
+pinned, its hash and what changed between two of them; and the stores that keep the pins.
+
+The definition is what the model is shown and what a call must satisfy: name, title,
+description, input and output schema, annotations (not `_meta`, which carries hints for
+clients). Its hash is SHA-256 over canonical JSON (keys sorted, no spaces, UTF-8), so the same
+definition hashes the same whatever order its server wrote it in.
+
+Pins are kept beside the persistent catalog (SQLite), and in Redis too when the replicas share a
+registry there, so that every replica judges a tool by the same pin. A pin is a tool's definition
+as first seen (or last approved) and its hash; beside it, the definition seen since when it
+differs (`Seen`), until a person approves it or the server goes back to the pinned one. The store
+counts approvals and resets in a version, which a running gateway reads every second (`version()`,
+one small query) to take them up without a restart. New pins never replace stored ones (`INSERT OR
+IGNORE`, `HSETNX`): a gateway that could not read the store in time at start cannot overwrite what
+was approved. As the catalog store, a pin store never raises for its backend: failures are logged
+and cost only what was to be written or read.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import json
 import logging
+import sqlite3
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 import anyio
 import mcp_types as types
 
 from toolscout.config.models import GatewayConfig, ToolPinning
 from toolscout.gateway.audit import AuditLog
-from toolscout.gateway.pin_diff import changes, definition_of, digest, summary
-from toolscout.gateway.pin_store import Pin, PinKey, PinStore, Seen, pin_store
 from toolscout.gateway.poisoning import instructions_in
+from toolscout.gateway.store import CatalogStore, store_path
+from toolscout.schemas import canonical_json
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +230,7 @@ class ToolPins:
 
 
 def status_of(pin: Pin, mode: ToolPinning) -> str:
-    """`ok`, `changed` (seen differing, usable) or `quarantined`."""
+    """Return the pin's status: `ok`, `changed` (seen differing, usable) or `quarantined`."""
     if pin.seen is None:
         return "ok"
     return "quarantined" if mode == "quarantine" else "changed"
@@ -221,3 +244,346 @@ def lockfile(pins: Mapping[PinKey, Pin]) -> dict[str, Any]:
         "algorithm": "sha256 of canonical JSON (name, title, description, schemas, annotations)",
         "tools": tools,
     }
+
+
+PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+MAX_CHANGES = 50
+"""Schema changes shown per tool (a rewritten schema says the rest in one line)."""
+MAX_VALUE_CHARS = 200
+MAX_DIFF_LINES = 80
+
+
+def definition_of(tool: types.Tool) -> dict[str, Any]:
+    """The parts of `tool` that are pinned, as JSON."""
+    dumped = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return {name: dumped[name] for name in PINNED_FIELDS if name in dumped}
+
+
+def digest(definition: dict[str, Any]) -> str:
+    """The SHA-256 of `definition`'s canonical JSON, in hex."""
+    return hashlib.sha256(canonical_json(definition)).hexdigest()
+
+
+def changes(approved: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """What differs from `approved` in `current`: the description as a unified diff (lines), and
+    every other change by JSON path (`$.inputSchema.properties.path.type`) with its values before
+    and after (`null`: absent)."""
+    found: dict[str, Any] = {}
+    before, after = approved.get("description") or "", current.get("description") or ""
+    if before != after:
+        lines = difflib.unified_diff(before.splitlines(), after.splitlines(), "approved", "current", lineterm="", n=1)
+        found["description"] = _capped([*lines][2:], MAX_DIFF_LINES)  # (the two file-name lines say nothing)
+    paths: list[dict[str, Any]] = []
+    for name in PINNED_FIELDS:
+        if name != "description":
+            _walk(f"$.{name}", approved.get(name), current.get(name), paths)
+    if paths:
+        found["changes"] = paths[:MAX_CHANGES]
+        if len(paths) > MAX_CHANGES:
+            found["more"] = len(paths) - MAX_CHANGES
+    return found
+
+
+def _walk(path: str, before: Any, after: Any, found: list[dict[str, Any]]) -> None:
+    if before == after or len(found) > MAX_CHANGES:
+        return
+    if isinstance(before, dict) and isinstance(after, dict):
+        old, new = cast(dict[str, Any], before), cast(dict[str, Any], after)
+        for key in sorted({*old, *new}):
+            _walk(
+                f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]",
+                old.get(key),
+                new.get(key),
+                found,
+            )
+        return
+    if isinstance(before, list) and isinstance(after, list):
+        old_items, new_items = cast(list[Any], before), cast(list[Any], after)
+        if len(old_items) == len(new_items):
+            for i, (a, b) in enumerate(zip(old_items, new_items, strict=True)):
+                _walk(f"{path}[{i}]", a, b, found)
+            return
+    found.append({"path": path, "before": _shown(before), "after": _shown(after)})
+
+
+def _shown(value: Any) -> Any:
+    """Return `value`, or its JSON cut short when long (a diff is for reading, the pin keeps the whole)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return value if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def _capped(lines: list[str], limit: int) -> list[str]:
+    return lines if len(lines) <= limit else [*lines[:limit], f"… {len(lines) - limit} more lines"]
+
+
+def diff_lines(found: dict[str, Any]) -> list[str]:
+    """Return what `changes()` found as lines for a terminal or a log."""
+    lines: list[str] = []
+    if "description" in found:
+        lines.append("description:")
+        lines.extend(f"  {line}" for line in found["description"])
+    for change in found.get("changes", ()):
+        before, after = change["before"], change["after"]
+        if before is None:
+            lines.append(f"{change['path']}: added {json.dumps(after, ensure_ascii=False)}")
+        elif after is None:
+            lines.append(f"{change['path']}: removed (was {json.dumps(before, ensure_ascii=False)})")
+        else:
+            lines.append(
+                f"{change['path']}: {json.dumps(before, ensure_ascii=False)} → {json.dumps(after, ensure_ascii=False)}"
+            )
+    if found.get("more"):
+        lines.append(f"… and {found['more']} more changes")
+    return lines
+
+
+def summary(found: dict[str, Any]) -> str:
+    """One line naming what changed (for the log): `description, $.inputSchema.properties.x`."""
+    parts = (["description"] if "description" in found else []) + [c["path"] for c in found.get("changes", ())]
+    text = ", ".join(parts[:6])
+    return text + (f" and {len(parts) - 6 + int(found.get('more', 0))} more" if len(parts) > 6 else "")
+
+
+PinKey = tuple[str, str]
+"""(server, tool)."""
+
+_BUMP = "INSERT INTO pin_version_v1 (id, version) VALUES (0, 1) ON CONFLICT(id) DO UPDATE SET version = version + 1"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A definition of the tool that differs from its pin, as last seen."""
+
+    hash: str
+    definition: dict[str, Any]
+    at: float
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A tool's approved definition (as first seen, or as last approved) and what differs from it now."""
+
+    server: str
+    tool: str
+    hash: str
+    definition: dict[str, Any]
+    pinned_at: float
+    reasons: tuple[str, ...] = ()
+    """Why its description reads as instructions to the model (gateway/poisoning.py); empty when clean."""
+    seen: Seen | None = field(default=None)
+
+    @property
+    def key(self) -> PinKey:
+        return (self.server, self.tool)
+
+    def approved(self) -> Pin:
+        """This pin with what was seen since as the approved definition."""
+        if self.seen is None:
+            return self
+        s = self.seen
+        return replace(self, hash=s.hash, definition=s.definition, pinned_at=time.time(), reasons=s.reasons, seen=None)
+
+    def to_json(self) -> str:
+        seen = self.seen
+        record: dict[str, Any] = {
+            "hash": self.hash,
+            "definition": self.definition,
+            "pinnedAt": self.pinned_at,
+            "reasons": list(self.reasons),
+        }
+        if seen is not None:
+            record["seen"] = {
+                "hash": seen.hash,
+                "definition": seen.definition,
+                "at": seen.at,
+                "reasons": list(seen.reasons),
+            }
+        return json.dumps(record, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, server: str, tool: str, text: str) -> Pin | None:
+        """The pin a stored record holds; None (and a warning) when it cannot be read."""
+        try:
+            raw = cast(dict[str, Any], json.loads(text))
+            seen = cast(dict[str, Any] | None, raw.get("seen"))
+            return cls(
+                server,
+                tool,
+                str(raw["hash"]),
+                dict(raw["definition"]),
+                float(raw["pinnedAt"]),
+                tuple(str(r) for r in raw.get("reasons", ())),
+                Seen(str(seen["hash"]), dict(seen["definition"]), float(seen["at"]), tuple(seen.get("reasons", ())))
+                if seen is not None
+                else None,
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            logger.warning("tool pins: ignoring the unreadable pin of %s on %s: %s", tool, server, exc)
+            return None
+
+
+class PinStore(Protocol):
+    """Where pins are kept between runs. Called from worker threads; never raises for its backend."""
+
+    path: Path
+    """The local file (what the command line shows)."""
+
+    def version(self) -> int | None:
+        """How many approvals and resets the store has seen (None: it cannot be read now)."""
+        ...
+
+    def load(self) -> dict[PinKey, Pin] | None:
+        """Every pin (None: the store cannot be read now)."""
+        ...
+
+    def save(self, pins: Sequence[Pin], *, replace_existing: bool = False) -> None:
+        """Keep `pins`: new ones never replace a stored pin, only what was seen since is updated
+        (`replace_existing`: the pins replace the stored ones, and the version grows: an approval)."""
+        ...
+
+    def reset(self) -> int:
+        """Forget every pin (each tool is pinned again when next seen); how many there were."""
+        ...
+
+
+class SqlitePins:
+    """Pins in the persistent catalog's SQLite file."""
+
+    def __init__(self, catalog: CatalogStore) -> None:
+        self.path = catalog.path
+        self._catalog = catalog
+
+    def version(self) -> int | None:
+        def read(db: sqlite3.Connection) -> int | None:
+            row = db.execute("SELECT version FROM pin_version_v1").fetchone()
+            return int(row[0]) if row is not None else 0
+
+        return self._catalog.run("read pins of", read, None)
+
+    def load(self) -> dict[PinKey, Pin] | None:
+        def read(db: sqlite3.Connection) -> dict[PinKey, Pin]:
+            rows = db.execute("SELECT server, tool, record FROM tool_pins_v1").fetchall()
+            pins = (Pin.from_json(str(r[0]), str(r[1]), str(r[2])) for r in rows)
+            return {pin.key: pin for pin in pins if pin is not None}
+
+        return self._catalog.run("read pins of", read, None)
+
+    def save(self, pins: Sequence[Pin], *, replace_existing: bool = False) -> None:
+        def write(db: sqlite3.Connection) -> None:
+            with db:
+                for pin in pins:
+                    row = (pin.server, pin.tool, pin.to_json())
+                    if replace_existing:
+                        db.execute("INSERT OR REPLACE INTO tool_pins_v1 (server, tool, record) VALUES (?, ?, ?)", row)
+                        continue
+                    stored = db.execute(
+                        "SELECT record FROM tool_pins_v1 WHERE server = ? AND tool = ?", (pin.server, pin.tool)
+                    ).fetchone()
+                    if stored is None:
+                        db.execute("INSERT INTO tool_pins_v1 (server, tool, record) VALUES (?, ?, ?)", row)
+                        continue
+                    kept = Pin.from_json(pin.server, pin.tool, str(stored[0]))
+                    if kept is not None and kept.hash == pin.hash:  # only what was seen since is ours to write
+                        db.execute(
+                            "UPDATE tool_pins_v1 SET record = ? WHERE server = ? AND tool = ?",
+                            (replace(kept, seen=pin.seen).to_json(), pin.server, pin.tool),
+                        )
+                if replace_existing:
+                    db.execute(_BUMP)
+
+        if pins:
+            self._catalog.run("write pins to", write, None)
+
+    def reset(self) -> int:
+        def delete(db: sqlite3.Connection) -> int:
+            with db:
+                gone = db.execute("DELETE FROM tool_pins_v1").rowcount
+                db.execute(_BUMP)
+                return gone
+
+        return self._catalog.run("reset pins in", delete, 0)
+
+
+class SharedPins:
+    """Pins in Redis for every replica (a hash of `server\\0tool` → the pin's JSON, and a version
+    counter), and in `local` for this machine's command line; Redis down: the local file answers."""
+
+    def __init__(self, url: str, *, prefix: str, local: SqlitePins) -> None:
+        import redis
+        import redis.exceptions
+
+        from toolscout.registry.redis import COMMAND_TIMEOUT, CONNECT_TIMEOUT, where
+
+        self.where = where(url)
+        self.path = local.path
+        self.local = local
+        self._pins_key, self._version_key = f"{prefix}pins", f"{prefix}pins:version"
+        self._redis: redis.Redis = redis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+            url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=COMMAND_TIMEOUT
+        )
+        self._failures = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+
+    def version(self) -> int | None:
+        try:
+            return int(cast(str | None, self._redis.get(self._version_key)) or 0)
+        except self._failures:
+            # The local file's counter, another one than Redis's: a switch between them at most reads the
+            # pins again for nothing, and without it a gateway started while Redis is away reads none.
+            return self.local.version()
+
+    def load(self) -> dict[PinKey, Pin] | None:
+        try:
+            raw = cast(Mapping[str, str], self._redis.hgetall(self._pins_key))  # pyright: ignore[reportUnknownMemberType]
+        except self._failures as exc:
+            logger.warning("tool pins: Redis at %s unreachable, the local file answers: %s", self.where, exc)
+            return self.local.load()
+        found: dict[PinKey, Pin] = {}
+        for name, text in raw.items():
+            server, _, tool = name.partition("\0")
+            pin = Pin.from_json(server, tool, text)
+            if pin is not None:
+                found[pin.key] = pin
+        return found
+
+    def save(self, pins: Sequence[Pin], *, replace_existing: bool = False) -> None:
+        self.local.save(pins, replace_existing=replace_existing)
+        try:
+            for pin in pins:
+                name = f"{pin.server}\0{pin.tool}"
+                if replace_existing:
+                    self._redis.hset(self._pins_key, name, pin.to_json())  # pyright: ignore[reportUnknownMemberType]
+                elif not self._redis.hsetnx(self._pins_key, name, pin.to_json()):  # pyright: ignore[reportUnknownMemberType]
+                    stored = cast(str | None, self._redis.hget(self._pins_key, name))  # pyright: ignore[reportUnknownMemberType]
+                    kept = Pin.from_json(pin.server, pin.tool, stored) if stored is not None else None
+                    if kept is not None and kept.hash == pin.hash:
+                        self._redis.hset(self._pins_key, name, replace(kept, seen=pin.seen).to_json())  # pyright: ignore[reportUnknownMemberType]
+            if replace_existing and pins:
+                self._redis.incr(self._version_key)
+        except self._failures as exc:
+            logger.warning("tool pins: not written to Redis at %s: %s", self.where, exc)
+
+    def reset(self) -> int:
+        gone = self.local.reset()
+        try:
+            gone = max(gone, int(self._redis.hlen(self._pins_key)))  # pyright: ignore[reportUnknownMemberType]
+            self._redis.delete(self._pins_key)
+            self._redis.incr(self._version_key)
+        except self._failures as exc:
+            logger.warning("tool pins: not reset in Redis at %s: %s", self.where, exc)
+        return gone
+
+
+def pin_store(config: GatewayConfig) -> SqlitePins | SharedPins:
+    """The pin store the config says: beside the persistent catalog, and in Redis with a Redis registry."""
+    local = SqlitePins(CatalogStore(store_path(config.catalog_cache)))
+    if config.registry.backend == "redis" and config.registry.url:
+        return SharedPins(config.registry.url, prefix=config.registry.key_prefix, local=local)
+    return local
+
+
+def approve_pins(store: PinStore, pins: Iterable[Pin]) -> list[Pin]:
+    """Approve what was seen of `pins` (those that differ from their pin); the pins approved."""
+    approved = [pin.approved() for pin in pins if pin.seen is not None]
+    store.save(approved, replace_existing=True)
+    return approved

@@ -223,7 +223,7 @@ def _add(reasons: list[str], reason: str) -> None:
 
 
 def _texts(tool: mcp_types.Tool) -> Iterator[tuple[Where | None, str]]:
-    """(where, text) for every text the model may read; (None, reason) when a schema is too large."""
+    """Yield `(where, text)` for every text the model may read; `(None, reason)` when a schema is too large."""
     if tool.title:
         yield ("the title", None), tool.title
     if tool.annotations is not None and tool.annotations.title:
@@ -289,7 +289,8 @@ def _place(where: Where) -> str:
 
 
 def _rendered(path: Path) -> str:
-    """`properties.notes.description`, its last 60 characters when longer (a deep path's end says most)."""
+    """Name where a text sits (`properties.notes.description`), its last 60 characters when longer
+    (a deep path's end says most)."""
     names: list[str] = []
     size = 0
     while path is not None and size <= 60:

@@ -1,6 +1,6 @@
-"""The Registry's servers and callback tools kept running in a gateway (spec 002's register-local and
-register-component): each registration becomes an upstream (owner "registry") shown under
-`qualified_name(namespace, name)`.
+"""The Registry's servers and callback tools kept running in a gateway: an MCP endpoint registered
+at run time, and a single tool registered as a callback URL. Each registration becomes an upstream
+(owner "registry") shown under `qualified_name(namespace, name)`.
 
 `Registrations.sync` makes the gateway's registered upstreams exactly the registrations not yet
 expired: at start (a restarted gateway keeps every registration) and whenever the registry's
@@ -9,37 +9,46 @@ difference; `run` polls that version and sweeps expired entries, so an expired r
 stops. A write through it (the HTTP API) applies its one registration, so that its cost does not grow
 with the number of registrations, and is refused over `registry.maxRegistrations...` (registry/limits.py).
 An unchanged registration keeps its upstream (and its connection); a changed one (another URL,
-headers, schema) is restarted (gateway/registered.py builds each one's upstream).
+headers, schema) is restarted. `registered_spec`, at the end, builds each one's upstream (a server's
+endpoint, or a callback tool's one-tool server) and says how long its connection waits and retries.
 
-Registered endpoints are expected to come and go (spec 002's "Endpoint Discovery Timing"): one that
-is down or slow is retried with a backoff of at most `REGISTERED_BACKOFF_MAX` seconds until it answers
-or its registration expires, one that lists no tools right after it starts is listed again
-(`UpstreamSpec.relist_empty`), and one that goes away and comes back is connected again.
+Registered endpoints are expected to come and go (a run's endpoint may start after it registered,
+and stop before its registration expires): one that is down or slow is retried with a backoff of at
+most `REGISTERED_BACKOFF_MAX` seconds until it answers or its registration expires, one that lists
+no tools right after it starts is listed again (`UpstreamSpec.relist_empty`), and one that goes
+away and comes back is connected again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
 
+from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.config.registry import DEFAULT_MAX_REGISTRATIONS, DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE
 from toolscout.config.scopes import qualified_name
 from toolscout.errors import ServerNotFound
-from toolscout.gateway.registered import Registration, Specs
-from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration
+from toolscout.masking import remember_secrets
+from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration, ToolRegistration
 from toolscout.registry.limits import check_room
 from toolscout.registry.requests import NameClash, name_taken
 from toolscout.upstream import Upstream, UpstreamSpec
+from toolscout.upstream.callback_tool import CallbackToolUpstream, callback_server
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
+Registration = ServerRegistration | ToolRegistration
+"""What one registration is: a server's endpoint or a callback tool."""
 OWNER = "registry"
 """The owner of registered upstreams in the gateway (`Gateway.set_servers`)."""
 POLL_SECONDS = 1.0
@@ -84,8 +93,10 @@ class Registrations:
         per_namespace: int = DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE,
         total: int = DEFAULT_MAX_REGISTRATIONS,
     ) -> None:
-        """`shared_catalog`: the gateway's catalog store is shared by replicas (`registered_spec`);
-        `per_namespace`, `total`: the most registrations taken (`registry.maxRegistrations...`)."""
+        """Keep `registry`'s registrations running in `gateway`.
+
+        `shared_catalog` says the gateway's catalog store is shared by replicas (`registered_spec`);
+        `per_namespace` and `total` are the most registrations taken (`registry.maxRegistrations...`)."""
         self.registry = registry
         self._gateway = gateway
         self._poll = poll_seconds
@@ -253,8 +264,8 @@ class Registrations:
         return len(servers) + len(tools)
 
     async def _written(self, write: Callable[[], Awaitable[T]]) -> tuple[T, int | None]:
-        """`write`'s answer, and the registry's version after it if that write was the only change since
-        the version the gateway follows (else None: another process wrote too, and a sync will follow)."""
+        """Return `write`'s answer, and the registry's version after it if that write was the only change
+        since the version the gateway follows (else None: another process wrote too, and a sync will follow)."""
         before = await self.registry.version()
         done = await write()
         after = await self.registry.version()
@@ -320,3 +331,94 @@ class Registrations:
             return {"status": "pending"}
         keys = ("status", "error", "toolCount", "retryInSeconds", "serverInfo")
         return {key: entry[key] for key in keys if key in entry}
+
+
+REGISTERED_BACKOFF_MAX = 10.0
+"""The longest wait between two attempts to reach a registered endpoint: a run's endpoint that starts
+late is found within seconds, and a dead one costs an attempt every 10 s until it expires."""
+REGISTERED_CONNECT_TIMEOUT = 10.0
+"""How long one attempt to reach a registered endpoint may take: a hanging one is tried again rather
+than waited for (an agent's first search waits for a new server's first attempt)."""
+PING_SECONDS = 5.0
+"""How often a registered server is pinged: one that died is seen to be down (and retried) within seconds."""
+CALLBACK_SECONDS = 55.0
+"""How long a callback tool's URL may take to answer; the call's own timeout is a little longer, so
+that a slow callback is told as such."""
+
+
+def _key(registration: Registration) -> Hashable:
+    """What decides how a registration is reached: equal keys keep the same upstream running."""
+    if isinstance(registration, ServerRegistration):
+        headers = tuple(sorted(registration.headers.items()))
+        return ("server", registration.url, registration.transport, headers, registration.description)
+    schema = json.dumps(dict(registration.input_schema), sort_keys=True)
+    return ("tool", registration.description, schema, registration.callback_url)
+
+
+def registered_spec(registration: Registration, *, shared: bool = False) -> UpstreamSpec:
+    """The upstream of one registration (a new transport each time: build once per change, see `_Specs`).
+
+    `shared`: the catalog store is shared by replicas (Redis), so that a replica that starts later
+    answers at once from what another one listed of this very registration, marked stale, while it
+    connects (the registration's expiry bounds how long)."""
+    shown = qualified_name(registration.namespace, registration.name)
+    if isinstance(registration, ServerRegistration):
+        # A header's value (a bearer token, say) is masked wherever it could show: logs, errors, audit.
+        remember_secrets(registration.headers.values())
+        config_type = SseServerConfig if registration.transport == "sse" else HttpServerConfig
+        config = config_type(url=registration.url, headers=dict(registration.headers))
+        spec = UpstreamSpec.from_config(shown, config)
+        description = registration.description
+    else:
+        server = callback_server(
+            registration.name,
+            registration.description,
+            registration.input_schema,
+            registration.callback_url,
+            timeout=CALLBACK_SECONDS,
+        )
+        spec = UpstreamSpec(shown, CallbackToolUpstream(server, registration.callback_url))
+        description = registration.description
+    return dataclasses.replace(
+        spec,
+        namespace=registration.namespace,
+        description=description,
+        call_timeout=max(spec.call_timeout, CALLBACK_SECONDS + 5),
+        reconnect=True,  # whatever happens, until the registration expires
+        connect_timeout=REGISTERED_CONNECT_TIMEOUT,
+        backoff_max=REGISTERED_BACKOFF_MAX,
+        relist_empty=isinstance(registration, ServerRegistration),
+        ping_seconds=PING_SECONDS if isinstance(registration, ServerRegistration) else None,
+        # This machine's own catalog never answers for a registration: an endpoint of a run that is gone
+        # must not look as if its tools were there; a shared one does, for as long as it is registered.
+        cache_key=_cache_key(registration) if shared else None,
+    )
+
+
+def _cache_key(registration: Registration) -> str:
+    """The key of a registration's catalog: changes with how it is reached, as a server's config hash does."""
+    return "registered:" + hashlib.sha256(repr(_key(registration)).encode()).hexdigest()[:32]
+
+
+class Specs:
+    """One spec per registration for as long as it is unchanged: the gateway restarts an upstream
+    whose spec differs (its transport compared by identity), so an unchanged one must get the same."""
+
+    def __init__(self, *, shared: bool = False) -> None:
+        self._made: dict[str, tuple[Hashable, UpstreamSpec]] = {}
+        self._shared = shared
+
+    def of(self, registration: Registration) -> UpstreamSpec:
+        shown = qualified_name(registration.namespace, registration.name)
+        key = _key(registration)
+        made = self._made.get(shown)
+        if made is None or made[0] != key:
+            made = self._made[shown] = (key, registered_spec(registration, shared=self._shared))
+        return made[1]
+
+    def keep_only(self, names: set[str]) -> None:
+        for name in set(self._made) - names:
+            del self._made[name]
+
+    def drop(self, name: str) -> None:
+        self._made.pop(name, None)

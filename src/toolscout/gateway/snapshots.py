@@ -13,13 +13,12 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
 
 import anyio
 import mcp_types as types
 from pydantic import BaseModel
 
-from toolscout.gateway.store import ServerSnapshot
+from toolscout.gateway.store import ServerSnapshot, SnapshotStore
 from toolscout.gateway.upstreams import UpstreamRegistry
 from toolscout.upstream import ServerIdentity, Status, Upstream
 
@@ -27,24 +26,6 @@ logger = logging.getLogger(__name__)
 
 CACHE_LOAD_BUDGET_SECONDS = 2.0
 """How long start-up waits for the persistent catalog before going on without it (a locked or slow disk)."""
-
-
-class SnapshotStore(Protocol):
-    """Where the gateway keeps catalogs between runs (`CatalogStore`: an SQLite file).
-
-    The gateway calls these from a worker thread (never two at once), so they may block on I/O;
-    they must not raise for a broken store, only log and carry on.
-    """
-
-    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
-        """The snapshots of the servers in `keys` (name → config hash) whose stored hash matches."""
-        ...
-
-    def save(self, snapshots: Sequence[ServerSnapshot]) -> None: ...
-
-    def clear(self, server: str | None = None) -> int:
-        """Delete every entry (or those of `server`); how many were deleted."""
-        ...
 
 
 class LiveListsOnly:
@@ -146,8 +127,10 @@ class Snapshots:
         self._save(snapshot)
 
     def forget(self, server: str) -> None:
-        """`server` left the gateway: nothing of it is answered from or saved any more (what the store
-        keeps under its config hash stays, for a server of that very configuration to start from)."""
+        """Forget `server`, which left the gateway: nothing of it is answered from or saved any more.
+
+        What the store keeps under its config hash stays, for a server of that very configuration to
+        start from."""
         self._snapshots.pop(server, None)
         self._unsaved.pop(server, None)
 
@@ -203,7 +186,7 @@ def _identity(snapshot: ServerSnapshot) -> ServerIdentity:
 
 
 def _identity_fields(identity: ServerIdentity | None) -> dict[str, str | None]:
-    """`identity` as a snapshot keeps it (its fields, each None when the server has not said)."""
+    """Return `identity` as a snapshot keeps it (its fields, each None when the server has not said)."""
     return {
         "server_name": identity.name if identity else None,
         "server_version": identity.version if identity else None,

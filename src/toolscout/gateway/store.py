@@ -1,5 +1,5 @@
 """The persistent catalog: each server's last known tools (and resources, templates and prompts,
-once listed), kept in SQLite across restarts.
+once listed), kept in SQLite across restarts, and shared through Redis by a gateway's replicas.
 
 Entries are keyed by the server's name and a hash of its configuration entry
 (`toolscout.upstream.spec.config_hash`), so an entry is only ever served to the very configuration that listed it:
@@ -12,6 +12,16 @@ so that a server that hangs is not waited for by every command; a live list of i
 The store never stops the gateway: an unreadable or corrupt database is logged, moved aside
 (`<file>.corrupt`) and started afresh; any other failure only costs the cache. Several gateways
 may share one file: SQLite's WAL journal and a busy timeout keep their writes whole.
+
+When the registry is Redis (`registry.backend: redis`), the replicas share the catalogs there
+(`SharedCatalogStore`, at the end): a replica that starts later answers at once from what another
+one listed, while it connects. It works over a synchronous Redis client (the gateway calls stores
+from a worker thread). Each server's snapshots live in the hash `catalog:<server>`, one field per
+configuration hash, as the SQLite store's row in JSON (`snapshot_row`), so a replica with another
+configuration of the server never answers from it. Every snapshot is also kept in the local store
+(`toolscout cache show` and the command line read that one), and a server Redis knows nothing of is
+looked up there. Redis down: a warning (once until it is back), the local store answers; a store
+never raises for its backend.
 """
 
 from __future__ import annotations
@@ -22,17 +32,17 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
 from toolscout.config.locations import user_cache_dir
-from toolscout.config.models import CatalogCacheConfig
-from toolscout.resources.list_names import LIST_ITEMS, LIST_NAMES
+from toolscout.config.models import CatalogCacheConfig, GatewayConfig
+from toolscout.resources.lists import LIST_ITEMS, LIST_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +88,7 @@ _COLUMNS = (
     "protocol_version, content"
 )
 _PIN_SCHEMA = (
-    # The tool pins (gateway/pin_store.py): kept in the same file, its schema made with the rest.
+    # The tool pins (gateway/pins.py): kept in the same file, its schema made with the rest.
     """CREATE TABLE IF NOT EXISTS tool_pins_v1 (
         server TEXT NOT NULL, tool TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (server, tool))""",
     "CREATE TABLE IF NOT EXISTS pin_version_v1 (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)",
@@ -132,8 +142,26 @@ class Failure:
     reason: str
 
 
+class SnapshotStore(Protocol):
+    """Where the gateway keeps catalogs between runs (`CatalogStore`: an SQLite file, `SharedCatalogStore`: Redis too).
+
+    The gateway calls these from a worker thread (never two at once), so they may block on I/O;
+    they must not raise for a broken store, only log and carry on.
+    """
+
+    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
+        """The snapshots of the servers in `keys` (name → config hash) whose stored hash matches."""
+        ...
+
+    def save(self, snapshots: Sequence[ServerSnapshot]) -> None: ...
+
+    def clear(self, server: str | None = None) -> int:
+        """Delete every entry (or those of `server`); how many were deleted."""
+        ...
+
+
 class CatalogStore:
-    """A `SnapshotStore` (gateway/snapshots.py) in one SQLite file (WAL journal, a connection per operation)."""
+    """A `SnapshotStore` in one SQLite file (WAL journal, a connection per operation)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -231,11 +259,11 @@ class CatalogStore:
     # The file
 
     def run(self, what: str, operation: Callable[[sqlite3.Connection], T], fallback: T) -> T:
-        """`operation` on the open file (the tool pins' too, gateway/pin_store.py), as `_run`."""
+        """Run `operation` on the open file (the tool pins' too, gateway/pins.py), as `_run` does."""
         return self._run(what, operation, fallback)
 
     def _run(self, what: str, operation: Callable[[sqlite3.Connection], T], fallback: T) -> T:
-        """`operation` on an open database with the schema in place; `fallback` when the store cannot be used.
+        """Run `operation` on an open database with the schema in place; `fallback` when the store cannot be used.
 
         A corrupt file is moved aside and the operation retried once on a fresh one.
         """
@@ -371,3 +399,90 @@ def store_path(settings: CatalogCacheConfig) -> Path:
     if settings.path:
         return Path(settings.path).expanduser()
     return user_cache_dir() / DEFAULT_FILE_NAME
+
+
+DEFAULT_PREFIX = "toolscout:"
+
+
+def catalog_store(config: GatewayConfig) -> SnapshotStore:
+    """The store `catalogCache` and `registry` say: the SQLite file, shared through Redis when the
+    registry is Redis (the replicas of one gateway)."""
+    local = CatalogStore(store_path(config.catalog_cache))
+    if config.registry.backend == "redis" and config.registry.url:
+        return SharedCatalogStore(config.registry.url, prefix=config.registry.key_prefix, local=local)
+    return local
+
+
+class SharedCatalogStore:
+    """Catalogs in Redis for every replica, and in `local` for this machine's command line."""
+
+    def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX, local: SnapshotStore | None = None) -> None:
+        # redis-py is imported only by a gateway that uses Redis (not by every `serve` on a laptop).
+        import redis
+        import redis.exceptions
+
+        from toolscout.registry.redis import COMMAND_TIMEOUT, CONNECT_TIMEOUT, where
+
+        self.where = where(url)
+        self.prefix = prefix
+        self.local = local
+        self._redis: redis.Redis = redis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+            url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=COMMAND_TIMEOUT
+        )
+        self._failures = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+        self._down = False
+
+    def _key(self, server: str) -> str:
+        return f"{self.prefix}catalog:{server}"
+
+    def load(self, keys: Mapping[str, str]) -> dict[str, ServerSnapshot]:
+        found: dict[str, ServerSnapshot] = {}
+        try:
+            for server, config_hash in keys.items():
+                raw = cast(str | None, self._redis.hget(self._key(server), config_hash))
+                snapshot = snapshot_from_row(json.loads(raw)) if raw is not None else None
+                if snapshot is not None:
+                    found[server] = snapshot
+            self._up()
+        except self._failures as exc:
+            self._warn(exc)
+        missing = {server: key for server, key in keys.items() if server not in found}
+        if self.local is not None and missing:
+            found.update(self.local.load(missing))
+        return found
+
+    def save(self, snapshots: Sequence[ServerSnapshot]) -> None:
+        if self.local is not None:
+            self.local.save(snapshots)
+        try:
+            pipe: Any = self._redis.pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
+            for snapshot in snapshots:
+                pipe.hset(self._key(snapshot.server), snapshot.config_hash, json.dumps(snapshot_row(snapshot)))
+            pipe.execute()
+            self._up()
+        except self._failures as exc:
+            self._warn(exc)
+
+    def clear(self, server: str | None = None) -> int:
+        gone = self.local.clear(server) if self.local is not None else 0
+        try:
+            every = cast(Iterable[str], self._redis.scan_iter(self._key("*")))  # pyright: ignore[reportUnknownMemberType]
+            names = [self._key(server)] if server is not None else list(every)
+            if names:
+                self._redis.delete(*names)
+            self._up()
+        except self._failures as exc:
+            self._warn(exc)
+        return gone
+
+    def _warn(self, exc: BaseException) -> None:
+        if not self._down:
+            self._down = True
+            logger.warning(
+                "shared catalog (Redis at %s) unreachable, the local one answers meanwhile: %s", self.where, exc
+            )
+
+    def _up(self) -> None:
+        if self._down:
+            self._down = False
+            logger.info("shared catalog (Redis at %s) reachable again", self.where)

@@ -1,6 +1,6 @@
 """What the scope of the request being served sees of a gateway's upstreams and catalog.
 
-Everything below the MCP face that lists, finds or calls a server or a tool asks here, with
+Everything below the MCP server that lists, finds or calls a server or a tool asks here, with
 `current_scope()` (config/scopes.py): the servers a scope sees (`Scope.sees_server`, by the
 server's namespace and registered name), the tools it sees (`Scope.sees_tool`), and the errors for
 names it does not see, which are the errors for names that do not exist: `SERVER_NOT_FOUND` and
@@ -54,7 +54,7 @@ def sees_item(scope: Scope, upstream: Upstream, name: str, kind: RuleKind = "too
 
 
 async def unscoped(func: Callable[[*Ts], Coroutine[Any, Any, Any]], *args: *Ts) -> None:
-    """`func(*args)` outside any scope: a task inherits the context it is started from, and work a
+    """Run `func(*args)` outside any scope: a task inherits the context it is started from, and work a
     request starts for everyone (a list fetched, subscriptions dropped) must not see only what it sees."""
     with scoped(UNSCOPED):
         await func(*args)
@@ -106,19 +106,19 @@ class Visibility:
         return tools if visible is None else [t for t in tools if visible(t)]
 
     def get(self, scope: Scope, server: str, name: str) -> CatalogTool | None:
-        """`server`'s tool `name` (enabled or not), if the catalog has it and `scope` sees it."""
+        """Return `server`'s tool `name` (enabled or not), if the catalog has it and `scope` sees it."""
         entry = self._catalog.get(server, name)
         visible = self.tool_filter(scope)
         return entry if entry is None or visible is None or visible(entry) else None
 
-    def admit(self, scope: Scope, server: str, name: str) -> CatalogTool:
-        """`Catalog.admit` within `scope`: a tool it does not see is `TOOL_NOT_FOUND` (never
-        `TOOL_DISABLED`), its suggestions only tools it sees."""
+    def admit_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
+        """Return the tool that may be called, as `Catalog.admit` does, within `scope`: a tool it does not
+        see is `TOOL_NOT_FOUND` (never `TOOL_DISABLED`), its suggestions only tools it sees."""
         return self._catalog.admit(server, name, visible=self.tool_filter(scope))
 
     def any_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
-        """`server`'s tool `name`, enabled or not, if `scope` sees it; else `TOOL_NOT_FOUND` (or
-        `TOOL_QUARANTINED`)."""
+        """Return `server`'s tool `name`, enabled or not, if `scope` sees it; else raise `TOOL_NOT_FOUND`
+        (or `TOOL_QUARANTINED`)."""
         entry = self.get(scope, server, name)
         if entry is None:
             raise self.not_found(scope, server, name)
@@ -131,7 +131,7 @@ class Visibility:
         return self._catalog.not_found(server, name, visible=self.tool_filter(scope))
 
     def counts(self, scope: Scope, server: str) -> tuple[int, int]:
-        """(tools, enabled tools) of `server` that `scope` sees."""
+        """Count the tools, and the enabled tools, of `server` that `scope` sees."""
         if not narrows(scope):
             return self._catalog.counts(server)
         tools = self.tools(scope, server, include_disabled=True)
@@ -150,8 +150,8 @@ class ScopedCache(Generic[T]):
         return len(self._entries)
 
     def get(self, scope: Scope, version: object, make: Callable[[], T], *, key: Hashable = None) -> T:
-        """`scope`'s value (`key` tells apart values beyond the scope's view), made again by `make()`
-        when it is older than `version`."""
+        """Return `scope`'s value (`key` tells apart values beyond the scope's view), made again by
+        `make()` when it is older than `version`."""
         full_key = (scope_key(scope), key)
         entry = self._entries.get(full_key)
         if entry is None or entry[0] != version:

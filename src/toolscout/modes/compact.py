@@ -20,8 +20,7 @@ from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.arguments import ArgsModel, forgive_arguments
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.meta_tool import MetaTool, run_meta_tool, tool_result
-from toolscout.render.listing import model_text
-from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text
+from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text, model_text
 from toolscout.upstream import Status, Upstream
 
 

@@ -18,11 +18,16 @@ from toolscout.gateway.core import Gateway
 from toolscout.modes.arguments import ArgsModel, forgive_arguments
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.meta_tool import MetaTool, run_meta_tool, tool_result
-from toolscout.render import text as render
-from toolscout.render.listing import compact_json
-from toolscout.render.schemas import is_flat, parameters
-from toolscout.render.signature import call_signature
-from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text
+from toolscout.render.signatures import call_signature, is_flat, parameters
+from toolscout.render.text import (
+    INSTRUCTIONS_LIMIT,
+    compact_json,
+    cut_text,
+    details_text,
+    search_text,
+    servers_text,
+    tools_text,
+)
 from toolscout.upstream import Status
 
 
@@ -75,7 +80,7 @@ async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallTo
         "totalTools": sum(s["toolCount"] for s in servers),
         "enabledTools": sum(s["enabledCount"] for s in servers),
     }
-    return tool_result(data, render.servers_text(data))
+    return tool_result(data, servers_text(data))
 
 
 async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToolResult:
@@ -118,7 +123,7 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
                     "tool": weaker[0].tool.name,
                     "relevance": weaker[0].relevance,
                 }
-    return tool_result(data, render.search_text(data))
+    return tool_result(data, search_text(data))
 
 
 async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolResult:
@@ -135,7 +140,7 @@ async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolRes
     }
     if gateway.cached_at(args.server) is not None:
         data["stale"] = True
-    return tool_result(data, render.tools_text(data))
+    return tool_result(data, tools_text(data))
 
 
 async def get_tool_details(gateway: Gateway, args: DetailsArgs) -> types.CallToolResult:
@@ -160,7 +165,7 @@ async def get_tool_details(gateway: Gateway, args: DetailsArgs) -> types.CallToo
         data["annotations"] = entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
     if args.format == "json":
         return tool_result(data, compact_json(data))
-    return tool_result(data, render.details_text(data, include_schema=not is_flat(entry.input_schema)))
+    return tool_result(data, details_text(data, include_schema=not is_flat(entry.input_schema)))
 
 
 async def execute_tool(gateway: Gateway, args: ExecuteArgs) -> types.CallToolResult:

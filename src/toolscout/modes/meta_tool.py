@@ -18,7 +18,7 @@ from toolscout.config.models import ListingFormat
 from toolscout.errors import InvalidArguments
 from toolscout.gateway.core import Gateway
 from toolscout.modes.arguments import ArgsT, parse_arguments
-from toolscout.render.listing import listing_text
+from toolscout.render.text import listing_text
 
 Handler = Callable[[Gateway, Any], Awaitable[types.CallToolResult]]
 

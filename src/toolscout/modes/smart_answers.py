@@ -24,7 +24,7 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.errors import Phrasing, ToolscoutError
-from toolscout.render.signature import call_signature
+from toolscout.render.signatures import call_signature
 from toolscout.smart.selection import Choice
 
 SMART_STEPS: Phrasing = {

@@ -47,7 +47,7 @@ from toolscout.modes import smart_answers as answers
 from toolscout.modes.smart_answers import Decision
 from toolscout.modes.smart_args import SmartArgs
 from toolscout.modes.smart_confirm import DestructiveGuard
-from toolscout.render.signature import call_signature
+from toolscout.render.signatures import call_signature
 from toolscout.smart.cache import TTLCache
 from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM

@@ -1,3 +1,4 @@
-"""Presentation for the model: result text (render), listings (TOON or compact JSON), call
-signatures, schema summaries, and token counts. Imports nothing of the gateway or the face.
+"""Presentation for the model: signatures and schema summaries (signatures.py), and the text it
+reads, listings in TOON or compact JSON and token counts (text.py). Imports nothing of the gateway
+or the MCP server.
 """

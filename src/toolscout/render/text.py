@@ -1,14 +1,27 @@
-"""Compact text renderings of meta-tool results, for the model to read.
+"""Text for the model to read: the meta-tools' results, listings, and what they cost in tokens.
 
-The same data goes out as `structuredContent`; many clients show the model only
-the text, so the text must be complete enough to act on, yet short.
+The meta-tools' results go out as `structuredContent` too; many clients show the model only the
+text, so the text must be complete enough to act on, yet short.
+
+A listing is TOON when it costs fewer tokens than compact JSON, compact JSON otherwise. TOON
+(`toon-format`) writes a list of uniform rows once as a header and then one line per row, which is
+where it wins; for nested or irregular data it can cost more than JSON. So the choice is made by
+counting both with the model's tokenizer, never by guessing from the shape.
+
+Tokens are counted with a real tokenizer (o200k_base), which is also how what tool definitions
+cost an agent is measured.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from functools import cache
+from typing import Any, Protocol, cast
+
+import mcp_types as types
+import quicktok  # pyright: ignore[reportMissingTypeStubs]
+import toon_format
 
 STALE_NOTE = " (cached: the server is not connected)"
 INSTRUCTIONS_LIMIT = 300
@@ -16,20 +29,16 @@ INSTRUCTIONS_LIMIT = 300
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """`1 server`, `3 servers`: a count with its noun in the right number."""
+    """Return a count with its noun in the right number: `1 server`, `3 servers`."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def cut_text(text: str | None, limit: int) -> str | None:
-    """`text` on one line, cut to `limit` characters with `...`; None when empty."""
+    """Return `text` on one line, cut to `limit` characters with `...`; None when empty."""
     if not text:
         return None
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
-def _j(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def servers_text(data: Mapping[str, Any]) -> str:
@@ -105,13 +114,13 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
         lines.append("Parameters:")
         for p in params:
             need = "required" if p["required"] else "optional"
-            default = f", default {_j(p['default'])}" if "default" in p else ""
+            default = f", default {compact_json(p['default'])}" if "default" in p else ""
             desc = f": {p['description']}" if p.get("description") else ""
             lines.append(f"- {p['name']} ({p['type']}, {need}{default}){desc}")
     else:
         lines.append("Parameters: none (pass arguments: {}).")
     if include_schema:
-        lines.append(f"Input schema: {_j(data['inputSchema'])}")
+        lines.append(f"Input schema: {compact_json(data['inputSchema'])}")
     flags = hint_labels(cast(Mapping[str, Any], data.get("annotations") or {}))
     if flags:
         lines.append("Hints: " + ", ".join(flags))
@@ -135,3 +144,86 @@ def hint_labels(annotations: Mapping[str, Any]) -> list[str]:
 
 def error_text(error: Mapping[str, Any]) -> str:
     return f"Error {error['code']}: {error['message']}"
+
+
+def compact_json(data: Any) -> str:
+    """JSON without spaces, non-ASCII kept as is."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def model_text(data: Any) -> str:
+    """Return `data` as TOON or compact JSON, whichever is fewer o200k_base tokens (JSON on a tie)."""
+    as_json = compact_json(data)
+    try:
+        as_toon = toon_format.encode(data)
+    except (TypeError, ValueError):  # a value TOON cannot write; JSON can, or it would have failed above
+        return as_json
+    return as_toon if count_tokens(as_toon) < count_tokens(as_json) else as_json
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def tabular(data: Any) -> Any:
+    """Return `data` with every list of objects made into a table TOON can write as one header and rows.
+
+    TOON writes a list of objects as a table only when every row has the same keys and only
+    scalar values. Listings are nearly that: a key some rows lack becomes null in those rows,
+    and a list of scalars (tags) becomes one comma-separated string. Nothing else changes.
+    """
+    if isinstance(data, dict):
+        return {k: tabular(v) for k, v in cast(dict[str, Any], data).items()}
+    if not isinstance(data, list):
+        return data
+    items = cast(list[Any], data)
+    if not items or not all(isinstance(item, dict) for item in items):
+        return [tabular(item) for item in items]
+    rows = [cast(dict[str, Any], item) for item in items]
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    table: list[dict[str, Any]] = []
+    for row in rows:
+        cells: dict[str, Any] = {}
+        for key in keys:
+            value = row.get(key)
+            if isinstance(value, list) and all(_is_scalar(v) for v in cast(list[Any], value)):
+                value = ", ".join("" if v is None else str(v) for v in cast(list[Any], value))
+            cells[key] = tabular(value)
+        table.append(cells)
+    return table
+
+
+def listing_text(data: Any) -> str:
+    """A listing for the model: its rows as a table, in TOON or compact JSON, whichever is fewer tokens."""
+    return model_text(tabular(data))
+
+
+ENCODING = "o200k_base"
+
+
+class _Encoding(Protocol):
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+@cache
+def _encoding() -> _Encoding:
+    return cast(_Encoding, quicktok.get_encoding(ENCODING))  # pyright: ignore[reportUnknownMemberType]
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of `text` under o200k_base; special-token lookalikes count as plain text."""
+    return len(_encoding().encode_ordinary(text))
+
+
+def tool_definitions_json(tools: Sequence[types.Tool]) -> str:
+    """The tools as a client receives them in `tools/list`."""
+    return json.dumps(
+        [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def tool_tokens(tools: Sequence[types.Tool]) -> int:
+    """What exposing `tools` directly costs in every request."""
+    return count_tokens(tool_definitions_json(tools)) if tools else 0

@@ -1,7 +1,6 @@
 """The mirror: every upstream's resources, resource templates and prompts under gateway names.
 
-core.py (`Mirror`: lists, routing, reads, prompts), lists.py (each server's lists, kept and
-fetched), list_names.py (the names of those lists), uris.py (the `toolscout://` scheme),
-routing.py (a bare URI's server), completions.py, subscriptions.py, and upstreams.py (the
-protocol of what the mirror needs from the gateway).
+core.py holds `Mirror` (listing, routing, reads, prompts, completions and the `toolscout://`
+scheme); lists.py holds each server's lists, kept and fetched, their names, and what the mirror
+needs of the upstreams. The subscriptions to resources live with the MCP server (serve/subscriptions.py).
 """

@@ -1,15 +1,15 @@
-"""Resources and prompts of every upstream on the gateway's face, under names that say whose they are.
+"""Resources and prompts of every upstream as the gateway serves them, under names that say whose they are.
 
 The same in every mode (the mode only changes tools).
 
 Names:
 
 * A resource is `toolscout://<server>/<its upstream URI, verbatim>`, a resource template the
-  same prefix before the upstream's template (uris.py).
+  same prefix before the upstream's template (`gateway_uri`, below).
 * A prompt is `server__prompt`, with passthrough's rules for client-valid names (naming.py), so
   names are unique and deterministic. Everything else (titles, descriptions, arguments, MIME
   types, annotations, `_meta`) is the upstream's own.
-* An upstream's own URI or prompt name is routed too, when one server has it (routing.py).
+* An upstream's own URI or prompt name is routed too, when one server has it (`uri_owners`, below).
 
 Lists come from `lists.py`: live, all pages, never waiting long for a slow server. Reading a
 resource or getting a prompt needs the server itself: an idle one is woken, one that is down is
@@ -17,12 +17,36 @@ resource or getting a prompt needs the server itself: an idle one is woken, one 
 
 `toolRules` of `kind: resource` match resource URIs (templates by their URI template, reads by
 the URI read), `kind: prompt` prompt names; both by the upstream's own URI or name (config/rules.py).
+
+The module holds, in this order: `Mirror`, which lists, routes, reads and gets; `complete`, for
+`completion/complete`; the `toolscout://` scheme; and the routing of a bare URI to its server.
+
+`completion/complete` names a prompt or a resource template as the gateway lists it
+(`server__prompt`, `toolscout://server/<template>`) or as its server does. The upstream is asked
+with its own name; a server that does not offer completions gets an empty list, which is what the
+MCP spec's "no suggestions" looks like, rather than an error for the client to handle.
+
+The server name in a gateway URI is percent-encoded (`toolscout://docs/file:///srv/a.md?rev=2#top`).
+Routing strips the prefix as text, so every URI comes back exactly as the upstream gave it, query,
+fragment, odd characters and all; and a client sees the upstream's own URI after the server's name.
+The prefix is literal characters only (letters, digits, `:`, `/`, `%XX`), so a resource template
+with it is still an RFC 6570 template with the same variables, and any expansion of it is the
+prefix followed by exactly what the upstream's template expands to with the same values:
+`resources/read` strips the prefix and the upstream gets the URI its own template would have made.
+
+A client may use an upstream's own names rather than the gateway's (naming.py says when, and what
+it is told when several servers have one). A bare resource URI belongs to the server that lists it;
+failing that, to the server with a resource template that matches it; failing that, to the one
+server that offers resources at all.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Literal, TypeVar
+from functools import lru_cache
+from typing import Literal
+from urllib.parse import quote, unquote
 
 import mcp_types as types
 from mcp import Client
@@ -40,19 +64,14 @@ from toolscout.errors import (
     ToolscoutError,
 )
 from toolscout.naming import native_names, only_owner
-from toolscout.resources.list_names import ListName
-from toolscout.resources.lists import ListedCallback, UpstreamLists, in_scope
-from toolscout.resources.routing import template_matches, uri_owners
-from toolscout.resources.upstreams import Upstreams
-from toolscout.resources.uris import PREFIX, gateway_block, gateway_uri, split_gateway_uri
+from toolscout.resources.lists import ItemT, ListedCallback, ListName, UpstreamLists, Upstreams, in_scope
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Upstream
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.results import without_hop_metadata
 
-ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
-AdmitKind = Literal["resource", "template", "prompt"]
-"""What `Mirror.admit` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""
+ItemKind = Literal["resource", "template", "prompt"]
+"""What `Mirror.check_usable` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""
 
 
 class Mirror:
@@ -88,7 +107,7 @@ class Mirror:
         self.lists.use_stored(upstream, lists)
 
     def forget(self, server: str) -> None:
-        """`server` left the gateway: its resources, templates and prompts are listed no more."""
+        """Forget `server`, which left the gateway: its resources, templates and prompts are listed no more."""
         self.lists.forget(server)
 
     def follow_updates(self, listener: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]:
@@ -137,7 +156,7 @@ class Mirror:
     # Resources
 
     async def route_uri(self, uri: str) -> tuple[str, str, bool]:
-        """`(server, upstream URI, bare)` of a gateway URI, or of an upstream's own URI (`bare`, routing.py)."""
+        """Route a URI: `(server, upstream URI, bare)` of a gateway URI, or of an upstream's own (`bare`)."""
         split = split_gateway_uri(uri)
         if split is None:
             server = await self._bare_uri_owner(uri)
@@ -159,7 +178,7 @@ class Mirror:
             server = same[0]
         return server, original, False
 
-    async def admit(self, kind: AdmitKind, server: str, name: str) -> None:
+    async def check_usable(self, kind: ItemKind, server: str, name: str) -> None:
         """Refuse unless `server` listed `name` and `toolRules` enable it: the one check every
         resource read or subscription (`resource`: a URI it lists, or one that matches an enabled
         template it lists), completion of a template (`template`: one it lists) and prompt
@@ -199,7 +218,7 @@ class Mirror:
             )
         raise self._not_listed(kind, server, name)
 
-    def _listed(self, kind: AdmitKind, server: str, name: str) -> bool | None:
+    def _listed(self, kind: ItemKind, server: str, name: str) -> bool | None:
         """Whether `server`'s lists have `name` (None: it has listed none of them yet)."""
         if kind == "prompt":
             prompts = self.lists.prompts.known.get(server)
@@ -225,7 +244,7 @@ class Mirror:
         upstream = self.upstreams.upstream(server)
         return [name for name in names if in_scope(upstream, name, kind)]
 
-    def _not_listed(self, kind: AdmitKind, server: str, name: str) -> ToolscoutError:
+    def _not_listed(self, kind: ItemKind, server: str, name: str) -> ToolscoutError:
         if kind == "prompt":
             close = closest(
                 name, self._seen(server, (p.name for p in self.lists.prompts.known.get(server, ())), "prompt")
@@ -252,7 +271,7 @@ class Mirror:
         )
 
     async def route_template(self, template: str) -> tuple[str, str]:
-        """`(server, upstream URI template)` of a gateway resource template, or of a server's own."""
+        """Route a template: `(server, upstream URI template)` of a gateway resource template, or of a server's own."""
         if split_gateway_uri(template) is not None:
             server, original, _ = await self.route_uri(template)
             return server, original
@@ -295,13 +314,13 @@ class Mirror:
         )
 
     async def read(self, uri: str) -> types.ReadResourceResult:
-        """`resources/read` of a gateway URI: the upstream's contents, their `uri`s as the gateway's.
+        """Answer `resources/read` of a gateway URI: the upstream's contents, their `uri`s as the gateway's.
 
         Read by the upstream's own URI, the contents keep the upstream's URIs: the answer is in
         the names it was asked in.
         """
         server, original, bare = await self.route_uri(uri)
-        await self.admit("resource", server, original)
+        await self.check_usable("resource", server, original)
         upstream = await self.upstreams.live_upstream(server)
 
         async def read(client: Client) -> types.ReadResourceResult:
@@ -340,7 +359,7 @@ class Mirror:
         return None if server is None else (server, name)
 
     async def find_prompt(self, name: str) -> tuple[str, str]:
-        """`(server, prompt)` of a gateway prompt name, or of an upstream's own prompt name."""
+        """Find a prompt: `(server, prompt)` of a gateway prompt name, or of an upstream's own prompt name."""
         route = self._route_prompt(name)
         if route is None:
             offered = [p.name for p in await self.prompts()]  # it may be new since the last listing
@@ -350,9 +369,9 @@ class Mirror:
         return route
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        """`prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
+        """Answer `prompts/get` of a gateway prompt name: the upstream's messages, resource URIs as the gateway's."""
         server, prompt = await self.find_prompt(name)
-        await self.admit("prompt", server, prompt)
+        await self.check_usable("prompt", server, prompt)
         upstream = await self.upstreams.live_upstream(server)
 
         async def get(client: Client) -> types.GetPromptResult:
@@ -380,3 +399,112 @@ def _rule_key(item: types.Resource | types.ResourceTemplate | types.Prompt) -> s
 
 def _rule_kind(item: types.Resource | types.ResourceTemplate | types.Prompt) -> RuleKind:
     return "prompt" if isinstance(item, types.Prompt) else "resource"
+
+
+NO_COMPLETION = types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
+
+
+async def complete(mirror: Mirror, params: types.CompleteRequestParams) -> types.CompleteResult:
+    """The upstream's completions for the prompt or resource template `params.ref` names."""
+    ref = params.ref
+    upstream_ref: types.PromptReference | types.ResourceTemplateReference
+    if isinstance(ref, types.PromptReference):
+        server, prompt = await mirror.find_prompt(ref.name)
+        await mirror.check_usable("prompt", server, prompt)
+        upstream_ref = ref.model_copy(update={"name": prompt})
+    else:
+        server, template = await mirror.route_template(ref.uri)
+        await mirror.check_usable("template", server, template)
+        upstream_ref = ref.model_copy(update={"uri": template})
+    upstream = await mirror.upstreams.live_upstream(server)
+    capabilities = upstream.server_capabilities
+    if capabilities is None or capabilities.completions is None:
+        return NO_COMPLETION
+    context = params.context.arguments if params.context is not None else None
+
+    async def ask(client: Client) -> types.CompleteResult:
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        return await client.complete(upstream_ref, argument, context)
+
+    return without_hop_metadata(await upstream.request(f"completion/complete {params.argument.name}", ask))
+
+
+SCHEME = "toolscout"
+PREFIX = f"{SCHEME}://"
+
+
+def gateway_uri(server: str, uri: str) -> str:
+    """The gateway's URI (or URI template) for `server`'s `uri`: the prefix, then `uri` verbatim."""
+    return f"{PREFIX}{quote(server, safe='')}/{uri}"
+
+
+def split_gateway_uri(uri: str) -> tuple[str, str] | None:
+    """Split a gateway URI into `(server, upstream URI)`; None when `uri` is not one."""
+    if uri[: len(PREFIX)].lower() != PREFIX:  # a scheme is case-insensitive
+        return None
+    server, slash, original = uri[len(PREFIX) :].partition("/")
+    if not slash or not server:
+        return None
+    return unquote(server), original
+
+
+def gateway_block(server: str, block: types.ContentBlock) -> types.ContentBlock:
+    """A content block of `server`'s with the resource it embeds or links to named as the gateway names it."""
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource.model_copy(update={"uri": gateway_uri(server, block.resource.uri)})
+        return block.model_copy(update={"resource": resource})
+    if isinstance(block, types.ResourceLink):
+        return block.model_copy(update={"uri": gateway_uri(server, block.uri)})
+    return block
+
+
+_EXPRESSION = re.compile(r"\{([^{}]*)\}")
+_PATTERNS: dict[str, str] = {
+    "": r"[^/?#]*",  # simple expansion percent-encodes reserved characters, so no `/`
+    "+": r".*",  # reserved expansion keeps them
+    "#": r"(?:#.*)?",
+    ".": r"(?:\.[^/?#]*)*",
+    "/": r"(?:/[^?#]*)*",
+    ";": r"(?:;[^/?#]*)*",
+    "?": r"(?:\?[^#]*)?",
+    "&": r"(?:&[^#]*)?",
+}
+
+
+@lru_cache(maxsize=1024)
+def _template_pattern(template: str) -> re.Pattern[str]:
+    parts: list[str] = []
+    position = 0
+    for match in _EXPRESSION.finditer(template):
+        parts.append(re.escape(template[position : match.start()]))
+        body = match.group(1)
+        operator = body[0] if body and body[0] in "+#./;?&" else ""
+        parts.append(_PATTERNS[operator])
+        position = match.end()
+    parts.append(re.escape(template[position:]))
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def template_matches(template: str, uri: str) -> bool:
+    """Whether some expansion of the RFC 6570 `template` could be `uri` (a good guess, not a parser)."""
+    return _template_pattern(template).fullmatch(uri) is not None
+
+
+def uri_owners(
+    uri: str,
+    resources: Mapping[str, Iterable[str]],
+    templates: Mapping[str, Iterable[str]],
+    offering: Sequence[str],
+) -> list[str]:
+    """The servers that could own a bare resource `uri`, best evidence first.
+
+    `resources` and `templates` are each server's known resource URIs and URI templates;
+    `offering` the servers that offer resources at all.
+    """
+    listing = [server for server, uris in resources.items() if uri in uris]
+    if listing:
+        return listing
+    matching = [server for server, found in templates.items() if any(template_matches(t, uri) for t in found)]
+    if matching:
+        return matching
+    return list(offering) if len(offering) == 1 else []

@@ -1,5 +1,11 @@
 """The resource, resource template and prompt lists of every upstream: kept, fetched, told apart.
 
+The lists have one set of names (`ListName`, first below): the mirror, the MCP server in serve/
+(which notice tells a client each list changed) and the catalog store (which stored lists it reads
+back) all name them by these. `Upstreams` is what the lists and the mirror need of the upstreams:
+the gateway (`gateway/core.py`) is today's one implementation, and neither imports it, so both can
+be built, and tested, over anything that keeps upstream connections.
+
 Lists are fetched live on every request, from every connected upstream that declares the
 capability, all pages, concurrently. A request waits at most `list_wait` seconds for any one
 upstream; a slower list keeps coming in the background and replaces that server's entry when it
@@ -8,15 +14,15 @@ while a server is idle, reconnecting or down, its last known list stands in for 
 do), so a slow or broken server never blocks or empties the others.
 
 `changes` counts whatever a client lists may have changed (an upstream announced a change,
-connected, or answered differently), so the face can compare and tell clients.
+connected, or answered differently), so the MCP server can compare and tell clients.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Literal, Protocol, TypeVar, TypeVarTuple, cast
 
 import anyio
 import mcp_types as types
@@ -27,13 +33,50 @@ from toolscout.catalog import Changes
 from toolscout.config.rules import RuleKind, RuleSet
 from toolscout.config.scopes import current_scope
 from toolscout.errors import ToolscoutError, UpstreamError
-from toolscout.resources.list_names import ListName
-from toolscout.resources.upstreams import Upstreams
 from toolscout.upstream import Status, Upstream
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.paging import MAX_PAGES, paginate
 
 logger = logging.getLogger(__name__)
+
+ListName = Literal["resources", "resource_templates", "prompts"]
+"""The lists the mirror keeps of every upstream (tools are the catalog's)."""
+LIST_NAMES: tuple[ListName, ...] = ("resources", "resource_templates", "prompts")
+LIST_ITEMS: dict[ListName, type[BaseModel]] = {
+    "resources": types.Resource,
+    "resource_templates": types.ResourceTemplate,
+    "prompts": types.Prompt,
+}
+"""What each list holds (the catalog store reads a stored list back as these)."""
+
+
+Ts = TypeVarTuple("Ts")
+
+
+class Upstreams(Protocol):
+    """The configured upstreams: each by name, live on demand, and a task group to fetch in."""
+
+    @property
+    def upstreams(self) -> Sequence[Upstream]:
+        """Every configured upstream, in configuration order."""
+        ...
+
+    def upstream(self, name: str) -> Upstream:
+        """The upstream called `name`, or `ServerNotFound`."""
+        ...
+
+    async def live_upstream(self, server: str) -> Upstream:
+        """The upstream `server`, connected (woken when idle, waited for while connecting), or why not."""
+        ...
+
+    async def settle_startup(self) -> None:
+        """Wait for the servers still on their first attempt to connect (bounded by their own timeouts)."""
+        ...
+
+    def start_soon(self, func: Callable[[*Ts], Coroutine[Any, Any, Any]], *args: *Ts, name: str) -> None:
+        """Run `func(*args)` in the background, for as long as the upstreams are kept (it must not raise)."""
+        ...
+
 
 FOLLOWS: dict[ListKind, tuple[ListName, ...]] = {
     "resources": ("resources", "resource_templates"),
@@ -129,14 +172,14 @@ class UpstreamLists:
         return {"resources": self.resources, "resource_templates": self.templates, "prompts": self.prompts}[name]
 
     def announced(self, upstream: Upstream, kind: ListKind) -> None:
-        """`upstream` announced that its `kind` lists changed: fetches under way go again."""
+        """Note that `upstream` announced its `kind` lists changed: fetches under way go again."""
         for name in FOLLOWS[kind]:
             listing = self.listing(name)
             listing.generation[upstream.name] = listing.generation.get(upstream.name, 0) + 1
         self.changes.bump()
 
     def forget(self, server: str) -> None:
-        """`server` left the gateway: nothing of its lists is kept (a fetch still under way is dropped)."""
+        """Forget `server`, which left the gateway: nothing of its lists is kept (a fetch under way is dropped)."""
         dropped = False
         for listing in (self.resources, self.templates, self.prompts):
             dropped = listing.known.pop(server, None) is not None or dropped
@@ -150,7 +193,7 @@ class UpstreamLists:
             self.listing(cast(ListName, name)).known[upstream.name] = list(items)
 
     def enabled(self, listing: Listing[ItemT]) -> list[tuple[str, ItemT]]:
-        """`(server, item)` of every item `toolRules` enable and the request's scope sees, servers in
+        """Return `(server, item)` of every item `toolRules` enable and the request's scope sees, servers in
         configuration order (the upstreams' own, which are those the scope sees)."""
         return [
             (upstream.name, item)

@@ -36,7 +36,7 @@ from toolscout.errors import (
     ToolscoutError,
     UpstreamRefused,
 )
-from toolscout.render import text as render
+from toolscout.render.text import error_text
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def error_result(error: ToolscoutError, next_steps: Phrasing = AGENT_STEPS, /, *
     """A failed meta-tool call as the agent sees it (`next_steps` in terms of the tools it has)."""
     payload = {**{k: v for k, v in context.items() if k not in error.details}, **error.to_dict(next_steps)}
     return types.CallToolResult(
-        content=[types.TextContent(text=render.error_text(payload))],
+        content=[types.TextContent(text=error_text(payload))],
         structured_content={"success": False, "error": payload},
         is_error=True,
     )

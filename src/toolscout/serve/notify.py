@@ -21,7 +21,7 @@ from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import scope_key
 from toolscout.modes.base import Surface
 from toolscout.modes.digest import digest_off_loop
-from toolscout.resources.list_names import LIST_NAMES, ListName
+from toolscout.resources.lists import LIST_NAMES, ListName
 from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, ListChanged
 
 logger = logging.getLogger(__name__)

@@ -31,8 +31,8 @@ from toolscout.modes.base import Surface, SurfaceOptions, make_surface
 from toolscout.modes.digest import digest_off_loop
 from toolscout.naming import call_target
 from toolscout.registry.base import SharedClientState, SharedConfirmations
-from toolscout.resources.completions import complete
-from toolscout.resources.list_names import ListName
+from toolscout.resources.core import complete
+from toolscout.resources.lists import ListName
 from toolscout.serve.edge import call_result, mcp_errors, refuse_cursor, unknown_tool_error
 from toolscout.serve.notify import watching_changes
 from toolscout.serve.principals import principal_of

@@ -3,8 +3,8 @@
 A handshake-era client subscribes with `resources/subscribe` (and stops with
 `resources/unsubscribe`, or by going away); a 2026-07-28 client names the URIs in its
 `subscriptions/listen` request, for as long as that stream is open. Either way the URI is the
-one the client uses, a gateway URI or the upstream's own (routing.py), and the update it is told
-about carries that same URI. Each upstream resource is subscribed to once for all clients
+one the client uses, a gateway URI or the upstream's own (`resources.core.uri_owners`), and the
+update it is told about carries that same URI. Each upstream resource is subscribed to once for all clients
 (upstream/watch.py counts them).
 
 A client whose connection ends (stdio, in process) or whose HTTP session state is evicted
@@ -45,7 +45,7 @@ class ResourceSubscriptions:
     async def subscribe(self, state: ClientState, uri: str, *, stream: bool = False) -> None:
         """`state`'s client wants updates of `uri`. `stream`: for one listen stream (counted), else once."""
         server, original, _ = await self._mirror.route_uri(uri)
-        await self._mirror.admit("resource", server, original)
+        await self._mirror.check_usable("resource", server, original)
         key = (server, original)
         wanted = self._wanted.setdefault(key, Counter())
         if wanted[(state, uri)] and not stream:

@@ -24,7 +24,7 @@ from mcp import Client
 from toolscout.config.models import ModeName
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
-from toolscout.render.tokens import tool_tokens
+from toolscout.render.text import tool_tokens
 from toolscout.serve.server import build_server
 from toolscout.upstream.paging import paginate
 
