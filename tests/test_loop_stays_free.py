@@ -33,7 +33,7 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.redaction import REDACT_INLINE_CHARS, REDACTED, Redactor
 from toolscout.gateway.validation import PATTERN_SECONDS
-from toolscout.modes.digest import DIGEST_INLINE_ITEMS, digest, digest_off_loop
+from toolscout.modes.client import DIGEST_INLINE_ITEMS, digest, digest_off_loop
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

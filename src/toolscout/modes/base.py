@@ -33,10 +33,8 @@ from toolscout.modes.client import SurfaceClient
 from toolscout.modes.compact import CompactSurface
 from toolscout.modes.discovery import DiscoverySurface
 from toolscout.modes.dynamic import DynamicSurface
-from toolscout.modes.passthrough import PassthroughSurface
-from toolscout.modes.pinned import PinnedTools
-from toolscout.modes.smart import SmartSurface, smart_tool
-from toolscout.modes.smart_flow import SmartDiscovery, llm_source, memory_path
+from toolscout.modes.passthrough import PassthroughSurface, PinnedTools
+from toolscout.modes.smart import SmartDiscovery, SmartSurface, llm_source, memory_path, smart_tool
 from toolscout.smart.confirmation import Confirmations
 
 
@@ -108,7 +106,7 @@ class SurfaceOptions:
 
 
 class WithPinnedTools:
-    """A surface, plus the pinned tools of the request's principal (modes/pinned.py) after its own."""
+    """A surface, plus the pinned tools of the request's principal (modes/passthrough.py) after its own."""
 
     def __init__(self, surface: Surface, gateway: Gateway) -> None:
         self.surface = surface

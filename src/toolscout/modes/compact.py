@@ -17,9 +17,8 @@ from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
-from toolscout.modes.arguments import ArgsModel, forgive_arguments
 from toolscout.modes.client import SurfaceClient
-from toolscout.modes.meta_tool import MetaTool, run_meta_tool, tool_result
+from toolscout.modes.meta_tool import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
 from toolscout.render.listing import model_text
 from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text
 from toolscout.upstream import Status, Upstream

@@ -15,9 +15,8 @@ from pydantic import Field, field_validator
 from toolscout.config.models import ListingFormat
 from toolscout.errors import AGENT_STEPS, Phrasing
 from toolscout.gateway.core import Gateway
-from toolscout.modes.arguments import ArgsModel, forgive_arguments
 from toolscout.modes.client import SurfaceClient
-from toolscout.modes.meta_tool import MetaTool, run_meta_tool, tool_result
+from toolscout.modes.meta_tool import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
 from toolscout.render import text as render
 from toolscout.render.listing import compact_json
 from toolscout.render.schemas import is_flat, parameters
