@@ -81,8 +81,7 @@ from toolscout.search.evaluation import (
     load_servers_file,
     servers_beside,
 )
-from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM
-from toolscout.smart.llm_mapping import map_with_llm
+from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, map_with_llm
 from toolscout.smart.selection import Choice, LLMPick, choose, select_with_llm
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 

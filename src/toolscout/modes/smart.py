@@ -58,11 +58,8 @@ from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.meta_tool import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
 from toolscout.render.signature import call_signature
-from toolscout.smart.cache import TTLCache
 from toolscout.smart.confirmation import Confirmations
-from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM
-from toolscout.smart.llm_mapping import map_with_llm
-from toolscout.smart.sampling import SamplingLLM
+from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, SamplingLLM, map_with_llm
 from toolscout.smart.selection import Choice, LLMPick, choose, select_with_llm
 from toolscout.upstream.relay import current_relay
 
@@ -216,7 +213,7 @@ class SmartDiscovery:
         self.config = config or SmartConfig()
         self.guard = DestructiveGuard(self.config, confirmations)
         self.open_llm = llm or llm_source(None, self.config)
-        from toolscout.smart.memory import SmartMemory
+        from toolscout.smart.memory import SmartMemory, TTLCache  # (search.text: numpy, when smart mode is on)
 
         self.memory = memory if memory is not None else SmartMemory(None)
         cache = self.config.cache
