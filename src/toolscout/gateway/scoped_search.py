@@ -23,7 +23,7 @@ from toolscout.gateway.visibility import MAX_SCOPES, Visibility, scope_key
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
-    from toolscout.search.dense import DenseBackend, VectorCache
+    from toolscout.search.embedding import DenseBackend, VectorCache
 
 EMBED_AFRESH_UP_TO = 1_000
 """A scope seeing up to this many tools embeds them afresh; beyond, their vectors come from the cache."""
@@ -48,7 +48,7 @@ class FilteredBackend:
 def narrowed(full: SearchBackend, tools: Sequence[CatalogTool], context: Mapping[str, str]) -> SearchBackend:
     """A backend of `full`'s kind (its model shared) over `tools` only (in a worker thread)."""
     from toolscout.search.bm25 import BM25Backend
-    from toolscout.search.dense import DenseBackend
+    from toolscout.search.embedding import DenseBackend
     from toolscout.search.hybrid import HybridBackend
 
     backend: SearchBackend

@@ -12,8 +12,7 @@ import numpy as np
 
 from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit, top_hits
-from toolscout.search.expansion import SYNONYM_WEIGHT, expand
-from toolscout.search.text import terms
+from toolscout.search.text import SYNONYM_WEIGHT, expand, terms
 
 # bm25s pins its logger to DEBUG when imported, which would print index builds on the CLI's
 # stderr and in the gateway log; hand the decision back to the application's logging setup.
@@ -116,7 +115,7 @@ class BM25Backend:
         """One BM25 score per indexed tool (0 where no query term occurs).
 
         The query's terms count with the words it implies, and the synonyms of its actions at
-        `SYNONYM_WEIGHT` (`toolscout.search.expansion`).
+        `SYNONYM_WEIGHT` (`toolscout.search.text`).
         """
         expansion = expand(query)
         if self._index is None or not expansion.terms:

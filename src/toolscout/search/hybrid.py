@@ -14,12 +14,19 @@ import numpy as np
 from toolscout.catalog import CatalogTool
 from toolscout.search.base import Method, MethodHit, SearchHit, rank
 from toolscout.search.bm25 import BM25Backend
-from toolscout.search.dense import DenseBackend
-from toolscout.search.expansion import expand, with_implied_words
-from toolscout.search.features import DENSE_REFERENCE, ServerIndex, Signals, by_best, candidates, feature_matrix
-from toolscout.search.names import NameMatcher
-from toolscout.search.ranker import Ranker, RankerError, packaged_rankers
-from toolscout.search.text import terms
+from toolscout.search.embedding import DenseBackend
+from toolscout.search.ranker import (
+    DENSE_REFERENCE,
+    Ranker,
+    RankerError,
+    ServerIndex,
+    Signals,
+    by_best,
+    candidates,
+    feature_matrix,
+    packaged_rankers,
+)
+from toolscout.search.text import NameMatcher, expand, terms, with_implied_words
 
 log = logging.getLogger(__name__)
 
