@@ -31,10 +31,10 @@ class SurfaceClient(Protocol):
 
 
 def digest(items: Sequence[BaseModel]) -> str:
-    """What a list says, as a short digest: equal lists, equal digests.
+    """Return what a list says, as a short digest: equal lists, equal digests.
 
-    Item by item: one `json.dumps` of a whole list of 10,000 tools held the GIL for 0.4 s, so even
-    in a worker thread it stalled the event loop; small calls let it switch threads in between.
+    It is made item by item: one `json.dumps` of a whole long list holds the GIL so long that even in
+    a worker thread it stalled the event loop; small calls let it switch threads in between.
     """
     hashed = hashlib.sha256()
     for item in items:
@@ -46,11 +46,11 @@ def digest(items: Sequence[BaseModel]) -> str:
 
 
 DIGEST_INLINE_ITEMS = 100
-"""Up to this many items a digest costs less than a worker thread's round trip (~1 ms at 100 tools)."""
+"""Up to this many items, a digest costs less than a worker thread's round trip."""
 
 
 async def digest_off_loop(items: Sequence[BaseModel]) -> str:
-    """`digest(items)`, in a worker thread for a long list (10,000 tools: over a second)."""
+    """Return `digest(items)`, computed in a worker thread for a long list, which would hold the loop too long."""
     if len(items) <= DIGEST_INLINE_ITEMS:
         return digest(items)
     return await anyio.to_thread.run_sync(digest, list(items))

@@ -216,7 +216,7 @@ class DiscoverySurface:
     def __init__(
         self, gateway: Gateway, *, listing_format: ListingFormat = "text", extra: Sequence[MetaTool] = ()
     ) -> None:
-        """`extra`: tools offered after the five (`smart_tool_discovery` with `smartTool: true`)."""
+        """Offer the five meta-tools, then the `extra` ones (`smart_tool_discovery` with `smartTool: true`)."""
         self.gateway = gateway
         self.listing_format: ListingFormat = listing_format
         self._tools = {**BY_NAME, **{tool.name: tool for tool in extra}}

@@ -134,8 +134,8 @@ class PassthroughSurface:
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         await self.gateway.settle_startup()
-        # Made again only when the catalog changed: a copy of each of 10,000 tools took 0.2-0.6 s
-        # of the event loop on every tools/list.
+        # Made again only when the catalog changed: copying every tool of a large catalog on each
+        # tools/list held the event loop.
         catalog = self.gateway.catalog
         if self._exposed_version != catalog.version:
             self._entries = catalog.tools()
@@ -169,7 +169,7 @@ class PassthroughSurface:
 
 
 def split_pin(pin: str) -> tuple[str, str] | None:
-    """`(server, tool)` of a pin `server/tool` (the server's name has no `/`), None if it has no tool."""
+    """Split a pin `server/tool` into `(server, tool)` (a server's name has no `/`); None if it names no tool."""
     server, sep, tool = pin.partition("/")
     return (server, tool) if sep and server and tool else None
 

@@ -78,7 +78,7 @@ DESCRIPTION = (
 
 
 def smart_tool(smart: SmartDiscovery) -> MetaTool:
-    """`smart_tool_discovery` over `smart`."""
+    """Return the `smart_tool_discovery` tool, run by `smart`."""
 
     async def run(_: Gateway, args: SmartArgs) -> types.CallToolResult:
         return await smart.run(args)
@@ -350,7 +350,7 @@ class SmartDiscovery:
     @staticmethod
     def _method(mode: str, llm_answered: bool) -> str:
         if mode == "llm_based" and not llm_answered:
-            return "hybrid"  # spec 004 "Graceful Degradation": semantic + rule without the LLM
+            return "hybrid"  # without the LLM, llm_based degrades to semantic + rule
         return mode.removesuffix("_based")
 
     # Arguments
@@ -571,7 +571,7 @@ def extraction_block(
     violations: Sequence[Mapping[str, Any]] = (),
     hints: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """spec 004's `parameter_extraction`: each argument `valid` or `invalid - why`, what is missing."""
+    """Return an answer's `parameter_extraction`: each argument `valid` or `invalid - why`, and what is missing."""
     results: dict[str, str] = dict.fromkeys(extracted, "valid")
     for violation in violations:
         path = str(violation.get("path", "$"))
@@ -636,7 +636,7 @@ def failed(
 def suggestions(
     choices: Sequence[Choice], extracted: Sequence[Mapping[str, Any]], decision: Decision
 ) -> types.CallToolResult:
-    """`max_suggestions` > 1: the ranked tools, none run, each ready to be called with `tool` and `arguments`."""
+    """Return the ranked tools (`max_suggestions` > 1), none run, each ready to call with `tool` and `arguments`."""
     entries = [
         {
             "tool_name": choice.qualified,
@@ -667,7 +667,7 @@ def not_found(
     searched: int,
     include_details: bool,
 ) -> types.CallToolResult:
-    """spec 004's `TOOL_NOT_FOUND`: no tool reached the threshold; the closest ones as fallback options."""
+    """Return `TOOL_NOT_FOUND`: no tool reached the threshold, so the closest ones come as fallback options."""
     best = choices[0].confidence if choices else 0.0
     options = [
         {"tool_name": c.qualified, "confidence": round(c.confidence, 4), "reasoning": c.why or c.reasoning}
