@@ -310,7 +310,7 @@ def _coerce(param: _Param, span: Span) -> Any | None:
 
 
 def _as_number(param: _Param, number: float) -> int | float | None:
-    """`number` as the parameter's type: a whole number as an int, a fraction only for `number`."""
+    """Return `number` in the parameter's type: a whole number as an int, a fraction only for `number`."""
     if number.is_integer():
         return int(number)
     return number if param.type == "number" else None
@@ -347,9 +347,9 @@ def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float
         return 1.0 if span.key is not None and words_of(span.key) == param.words else 0.0
     if param.enum:
         if span.kind == "enum" and span.key == param.name:
-            # A bare number counts only beside the parameter's words ("3 rooms" is no star rating). By
-            # name alone cost SGD's "for 4 people" seats (exact 0.302 -> 0.235); with the description,
-            # 25 fewer wrong values over the corpus for 0.006 exact (benchmarks/smart_extraction.py).
+            # A bare number counts only beside the parameter's words ("3 rooms" is no star rating).
+            # The name's words alone missed values like SGD's "for 4 people" seats; with the
+            # description's words too, fewer values are wrong for almost no exact matches lost.
             if span.text.isdigit() and not (_named_near(param, span, words) or _described_near(param, span, words)):
                 return 0.0
             # The longest value named wins: "Premium Economy" over "Economy".
@@ -472,7 +472,7 @@ def _keyvalue(param: _Param, span: Span) -> Any | None:
 
 
 def _json_list(text: str) -> list[Any] | None:
-    """`[1, 2, 3]` written after an array parameter's name, read as JSON (None when it is not)."""
+    """Read a list written after an array parameter's name (`[1, 2, 3]`) as JSON; None when it is not one."""
     try:
         value = json.loads(text)
     except ValueError:

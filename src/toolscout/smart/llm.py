@@ -59,7 +59,7 @@ _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class OpenAICompatibleLLM:
-    """`POST {base_url}/chat/completions`, temperature 0, the answer constrained to a JSON schema.
+    """An LLM behind `POST {base_url}/chat/completions`, asked at temperature 0, its answer fitting a JSON schema.
 
     An async context manager owning its HTTP client. Each attempt is bounded by `timeout` seconds;
     a timeout, a refused connection or a retryable status is tried again up to `max_retries`

@@ -131,8 +131,10 @@ V = TypeVar("V")
 
 
 class TTLCache(Generic[V]):
-    """At most `max_entries` values, each for `ttl` seconds after it was put; the least recently used
-    goes first when full. `clock` is injectable (tests move time without sleeping)."""
+    """A small LRU cache whose entries expire, for smart mode's tool matches and LLM answers.
+
+    It holds at most `max_entries` values, each for `ttl` seconds after it was put; the least recently
+    used goes first when full. `clock` is injectable (tests move time without sleeping)."""
 
     def __init__(self, max_entries: int, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_entries = max_entries
