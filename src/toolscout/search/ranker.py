@@ -110,11 +110,11 @@ class ServerIndex:
         return np.asarray(raw, dtype=np.float32)
 
     def max(self, values: Scores) -> Scores:
-        """Per server: the best of its tools' values."""
+        """The best of each server's tools' values."""
         return np.maximum.reduceat(values[self.order], self.starts) if values.size else values
 
     def mean(self, values: Scores) -> Scores:
-        """Per server: the mean of its tools' values."""
+        """The mean of each server's tools' values."""
         return (
             (np.add.reduceat(values[self.order], self.starts) / self.sizes).astype(np.float32)
             if values.size
@@ -135,7 +135,7 @@ class Signals:
 
 
 def coverage(query: Expansion, documents: Sequence[frozenset[str]], picked: Indexes) -> Scores:
-    """Per picked tool: the share of the query's terms its `documents` entry holds; a term whose synonym
+    """The share of the query's terms each picked tool's `documents` entry holds; a term whose synonym
     it holds instead counts `SYNONYM_WEIGHT` (only where the query brings synonyms: short queries)."""
     own = frozenset(query.terms)
     if not own:
@@ -170,7 +170,7 @@ def candidates(signals: Signals, depth: int) -> Indexes:
 
 
 def _reciprocal_ranks(values: Scores) -> Scores:
-    """1 / (1 + rank) of each value along the last axis (best first; ties by position)."""
+    """The reciprocal rank, 1 / (1 + rank), of each value along the last axis (best first; ties by position)."""
     order = np.argsort(-values, axis=-1, kind="stable")
     ranks = np.empty_like(order)
     shape: tuple[int, ...] = tuple(int(d) for d in values.shape)

@@ -39,7 +39,7 @@ _STEMMER: Any = Stemmer.Stemmer("english")  # pyright: ignore[reportUnknownMembe
 
 
 def split_identifier(name: str) -> list[str]:
-    """`getUserRepos_v2.list` -> ["get", "user", "repos", "v", "2", "list"] (lower-cased)."""
+    """Split an identifier into lower-cased words: `getUserRepos_v2.list` gives get, user, repos, v, 2, list."""
     parts: list[str] = []
     for word in _WORD.findall(name):
         parts.extend(p.lower() for p in _CAMEL.findall(word))
@@ -82,13 +82,13 @@ def normalized_name(name: str) -> str:
 
 
 SYNONYM_WEIGHT = 0.5
-"""What a synonym counts against a word of the query itself (tuned on `../shared/train`, flat from 0.5 to 1)."""
+"""What a synonym counts against a word of the query itself (tuned on `../shared/train`, where it hardly matters)."""
 
 SYNONYM_MAX_TERMS = 6
 """Synonyms are added to short queries only (at most this many terms, about ten words): what a
 person types when one word decides. A long task already has words enough, and a synonym for each
-of its verbs only adds noise (BM25 alone on LiveMCPBench's long tasks lost MRR with them; the
-training pairs are level either way)."""
+of its verbs only adds noise: BM25 alone ranked LiveMCPBench's long tasks worse with them, and the
+training pairs are level either way."""
 
 SYNONYM_FAMILIES: tuple[tuple[str, ...], ...] = (
     ("create", "add", "new", "make", "insert", "register"),
@@ -172,9 +172,11 @@ SERVER_BOOST = 0.3
 
 
 class NameMatcher:
-    """Scores in [0, 1] per tool: 1 for a query naming the tool exactly (any case, `-`/`_`/space/camel
-    spelling), the typo-tolerant similarity for a short query close to a name, a smaller boost for the
-    tools of a server the query names."""
+    """The scores in [0, 1] that a query's names give each tool.
+
+    A query naming the tool exactly (any case, `-`/`_`/space/camel spelling) scores 1, a short query
+    close to a name its typo-tolerant similarity, and a query naming a server gives that server's
+    tools a smaller boost."""
 
     def __init__(self) -> None:
         self._tools: list[CatalogTool] = []
