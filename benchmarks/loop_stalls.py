@@ -32,7 +32,7 @@ from benchmarks import harness
 from toolscout.errors import ArgumentValidationError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
-from toolscout.modes import digest as digests
+from toolscout.modes import client as digests
 from toolscout.modes.base import make_surface
 from toolscout.search.evaluation import load_catalog_servers
 from toolscout.serve.sessions import ClientState

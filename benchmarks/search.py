@@ -47,8 +47,7 @@ from benchmarks import harness, train_data
 from benchmarks.baselines import PlainBM25
 from toolscout.catalog import CatalogTool
 from toolscout.search import HybridBackend, SearchBackend, make_backend
-from toolscout.search.dense import DenseBackend, VectorCache
-from toolscout.search.embedding import StaticEmbedder
+from toolscout.search.embedding import DenseBackend, StaticEmbedder, VectorCache
 from toolscout.search.evaluation import (
     LabelledQuery,
     Report,

@@ -35,8 +35,7 @@ from pathlib import Path
 from benchmarks import harness, train_data
 from benchmarks.baselines import PlainBM25
 from toolscout.search import HybridBackend, SearchBackend
-from toolscout.search.dense import DenseBackend
-from toolscout.search.embedding import DEFAULT_MODEL_DIR, StaticEmbedder
+from toolscout.search.embedding import DEFAULT_MODEL_DIR, DenseBackend, StaticEmbedder
 from toolscout.search.evaluation import bootstrap_interval, evaluate
 from toolscout.search.hybrid import FusionWeights
 

@@ -18,7 +18,7 @@ query (rows grouped by `qid`) a labelled query of its gold tools. Two settings p
 It prints R@1, R@5 (whole catalog: several gold tools for a multi-step query) and MRR per group and
 their mean over groups. `--set` changes one setting for the
 run: `fields.<name>` of BM25's `FieldWeights`, `fusion.<name>` of `FusionWeights`,
-`synonym_weight` and `synonym_max_terms` (`toolscout.search.expansion`). With PYTHONPATH at an
+`synonym_weight` and `synonym_max_terms` (`toolscout.search.text`). With PYTHONPATH at an
 older checkout's `src` it measures that code (without `--set`).
 
 `--against KEY=VALUE` (fusion and field settings; repeatable) also runs the search with those
@@ -121,7 +121,7 @@ def backend_factory(name: str, settings: list[str]) -> Callable[[], SearchBacken
             # Read by BM25Backend.scores at each search: the module's constant is the setting.
             bm25.SYNONYM_WEIGHT = float(value)
         elif key == "synonym_max_terms":
-            from toolscout.search import expansion  # imported here: the script also measures older code
+            from toolscout.search import text as expansion  # imported here: the script also measures older code
 
             expansion.SYNONYM_MAX_TERMS = int(value)
         else:

@@ -67,8 +67,7 @@ from toolscout.demo.catalog_server import build_server
 from toolscout.errors import LLMUnavailable
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.validation import ArgumentValidator
-from toolscout.modes.smart_args import MAX_REQUEST_CHARS, SmartArgs
-from toolscout.modes.smart_flow import SmartDiscovery, candidate_line
+from toolscout.modes.smart import MAX_REQUEST_CHARS, SmartArgs, SmartDiscovery, candidate_line
 from toolscout.search import make_backend
 from toolscout.search.base import Method, MethodHit, SearchBackend, method_hits
 from toolscout.search.evaluation import (
@@ -80,8 +79,7 @@ from toolscout.search.evaluation import (
     load_servers_file,
     servers_beside,
 )
-from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM
-from toolscout.smart.llm_mapping import map_with_llm
+from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, map_with_llm
 from toolscout.smart.selection import Choice, LLMPick, choose, select_with_llm
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 

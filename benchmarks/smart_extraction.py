@@ -3,7 +3,7 @@
     python -m benchmarks smart_extraction [--train-dir ../shared/train] [--examples 0]
 
 Each row is a request, a tool (with its input schema) and the arguments a person (or the source's
-gold call) gave. For every row the extractor (`toolscout.smart.extract_arguments`) maps the request
+gold call) gave. For every row the extractor (`toolscout.smart.extraction.extract_arguments`) maps the request
 to arguments, and this prints, per source and overall, with 95% bootstrap intervals (rows resampled):
 
 * exact: the whole argument object equals the gold one (strings compared case- and space-blind;

@@ -56,9 +56,15 @@ from tokenizers import Tokenizer  # noqa: E402
 
 from toolscout.catalog import CatalogTool  # noqa: E402
 from toolscout.search.bm25 import BM25Backend  # noqa: E402
-from toolscout.search.dense import DenseBackend, summary_text, tool_text  # noqa: E402
-from toolscout.search.embedding import DEFAULT_MAX_LENGTH, DEFAULT_MODEL_DIR, StaticEmbedder  # noqa: E402
-from toolscout.search.expansion import with_implied_words  # noqa: E402
+from toolscout.search.embedding import (  # noqa: E402
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_MODEL_DIR,
+    DenseBackend,
+    StaticEmbedder,
+    summary_text,
+    tool_text,
+)
+from toolscout.search.text import with_implied_words  # noqa: E402
 
 Array = npt.NDArray[np.float32]
 # The options recorded in config.json as the training's settings (two under clearer names).

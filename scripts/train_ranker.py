@@ -7,7 +7,7 @@ A dev step (torch from a training venv; the ranker runs on numpy). Every query o
 (`benchmarks/train_data.py`: MIT/Apache sources, ToolAlpaca held out and never read) is ranked by
 the hybrid search's candidate generation against its own group's catalog and against a 30-tool
 catalog (`benchmarks/search_train.small_catalog`: the everyday case); each candidate's features
-(`toolscout.search.features`) are labelled by whether it is a gold tool. A linear scorer (plus
+(`toolscout.search.ranker`) are labelled by whether it is a gold tool. A linear scorer (plus
 `--hidden` ReLU units) is fitted with a listwise softmax loss, early-stopped on the validation
 split's R@5; then a logistic curve on its score, fitted on the validation candidates, makes the
 relevance (the chance a hit is a gold tool). Two models: `static` (with embeddings) and `lexical`.
@@ -36,12 +36,10 @@ from benchmarks import train_data
 from benchmarks.search_train import small_catalog
 
 from toolscout.catalog import CatalogTool
-from toolscout.search.dense import DenseBackend
-from toolscout.search.embedding import StaticEmbedder
+from toolscout.search.embedding import DenseBackend, StaticEmbedder
 from toolscout.search.evaluation import LabelledQuery
-from toolscout.search.features import names_of
 from toolscout.search.hybrid import FusionWeights, HybridBackend
-from toolscout.search.ranker import RANKER_FILE
+from toolscout.search.ranker import RANKER_FILE, names_of
 
 FOLD_A = ("seal_tools", "stabletoolbench", "tooltalk")
 FOLD_B = ("bfcl", "gorilla_apibench", "nestful", "api_bank")

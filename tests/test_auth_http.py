@@ -19,12 +19,12 @@ from typing import Any, cast
 import anyio
 import httpx2
 import pytest
+from benchmarks.processes import SERVE_READY, Running, running
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import SERVE_READY, Running, running
 from toolscout.registry.base import TokenRecord, new_secret, secret_hash
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.serve.auth import FAILURES_PER_MINUTE

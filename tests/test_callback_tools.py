@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import free_port
 
 from tests.helpers.callback_site import callback_site, text_result
-from tests.helpers.procs import free_port
 from toolscout.errors import ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway

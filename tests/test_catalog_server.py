@@ -9,13 +9,13 @@ from typing import Any, get_args
 
 import anyio
 import pytest
+from benchmarks.processes import SERVE_READY, running
 from benchmarks.search import DEFAULT_EVAL_DIR
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.helpers.mode_calls import call_in_mode
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import SERVE_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.demo.catalog_server import server_path

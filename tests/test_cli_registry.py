@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from benchmarks.processes import free_port
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
-from tests.helpers.procs import free_port
 from tests.servers.schema_bomb import CYCLE_SCHEMA, bomb_schema
 
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import anyio
 import pytest
+from benchmarks.processes import running, stop
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import running, stop
 from toolscout.cli.answers import META_SEARCH_LIMIT
 from toolscout.config import GatewayConfig, load_config
 from toolscout.config.models import DEFAULT_MIN_RELEVANCE

@@ -23,10 +23,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client
-from mcp.client.session import ClientRequestContext
-
-from tests.helpers.conformance import (
+from benchmarks.conformance import (
     SUITES,
     ConfigName,
     Suite,
@@ -36,6 +33,9 @@ from tests.helpers.conformance import (
     run_suite,
     upstream_server,
 )
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+
 from tests.servers.conformance import SEP1034_SCHEMA, SEP1330_SCHEMA
 
 pytestmark = pytest.mark.anyio

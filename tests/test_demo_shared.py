@@ -9,8 +9,9 @@ import json
 import os
 import subprocess
 
+from benchmarks.processes import free_port
+
 from tests.helpers.paths import ROOT
-from tests.helpers.procs import free_port
 
 
 def test_the_readme_pipeline_runs_end_to_end() -> None:

@@ -23,8 +23,7 @@ from toolscout.catalog import Catalog, CatalogTool
 from toolscout.errors import ConfigurationError
 from toolscout.search import HybridBackend, make_backend
 from toolscout.search import embedding as embedding_module
-from toolscout.search.dense import DenseBackend, VectorCache, Vectors
-from toolscout.search.embedding import DEFAULT_MODEL_DIR, StaticEmbedder
+from toolscout.search.embedding import DEFAULT_MODEL_DIR, DenseBackend, StaticEmbedder, VectorCache, Vectors
 
 
 def _tools() -> list[CatalogTool]:

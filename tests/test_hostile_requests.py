@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
+from benchmarks.processes import served_gateway, write_config
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.registration_gateway import served_gateway, write_config
 from toolscout.serve.api_common import MAX_BODY_DEPTH
 
 pytestmark = pytest.mark.anyio

@@ -16,11 +16,11 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from benchmarks.processes import SERVE_READY, Running, running
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import SERVE_READY, Running, running
 from toolscout.config.addresses import check_host_entry, check_origin_entry
 from toolscout.serve.http_access import AllowList
 

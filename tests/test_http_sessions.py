@@ -15,11 +15,11 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from benchmarks.processes import SERVE_READY, running, stop
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import SERVE_READY, running, stop
 
 pytestmark = pytest.mark.anyio
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx2
 import pytest
+from benchmarks.processes import SERVE_READY, running
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import SERVE_READY, running
 from toolscout.serve.invalid_messages import top_level_id
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602

@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import served_gateway, servers, until, write_config
 from mcp import Client
 
 from tests.helpers.callback_site import callback_site, text_result
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.registration_gateway import served_gateway, servers, until, write_config
 from tests.servers.big_result import expected_text
 from toolscout.config.models import DEFAULT_MAX_RESULT_BYTES
 from toolscout.upstream.callback_tool import MAX_ANSWER_BYTES

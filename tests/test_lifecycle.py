@@ -10,10 +10,10 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import UVICORN_READY, exited, free_port, running, stop
 
 from tests.helpers.gateway_client import notes_server
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import UVICORN_READY, exited, free_port, running, stop
 from toolscout.config import GatewayConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway.core import Gateway

@@ -8,9 +8,9 @@ import dataclasses
 
 import anyio
 import pytest
+from benchmarks.processes import UVICORN_READY, free_port, running, stop
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import UVICORN_READY, free_port, running, stop
 from toolscout.config.models import HttpServerConfig
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import Status, Upstream, UpstreamSpec

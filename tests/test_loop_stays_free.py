@@ -20,19 +20,19 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import SERVE_READY, running
 from mcp import Client
 from mcp.server import Server
 
 from tests.helpers.cli_sandbox import make_sandbox
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import SERVE_READY, running
 from toolscout.catalog import CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import DEFAULT_MAX_QUERY_CHARS, DEFAULT_MAX_QUERY_STEPS
 from toolscout.gateway.audit import REDACT_INLINE_CHARS, REDACTED, AuditLog, Redactor
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.validation import PATTERN_SECONDS
-from toolscout.modes.digest import DIGEST_INLINE_ITEMS, digest, digest_off_loop
+from toolscout.modes.client import DIGEST_INLINE_ITEMS, digest, digest_off_loop
 from toolscout.search import SearchBackend, SearchHit, make_backend
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

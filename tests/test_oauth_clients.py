@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+from benchmarks.processes import served_gateway, write_config
 
 from tests.helpers.paths import NPM_DIR, node_path
-from tests.helpers.registration_gateway import served_gateway, write_config
 
 pytestmark = pytest.mark.anyio
 

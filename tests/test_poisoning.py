@@ -1,6 +1,6 @@
 """Tool definitions that carry instructions to the model are flagged on arrival, ordinary ones are not.
 
-The attacks are `tests/helpers/poisoned_tools.py`'s (the benchmark counts the same ones); the clean
+The attacks are `benchmarks/poisoned_tools.py`'s (the benchmark counts the same ones); the clean
 descriptions here are written to sit close to them: file tools that read files, email tools that
 send, "Important:" in ordinary notes, other scripts whose joiners and marks are honest, emoji.
 """
@@ -11,8 +11,8 @@ from typing import Any
 
 import mcp_types
 import pytest
+from benchmarks.poisoned_tools import ATTACKS
 
-from tests.helpers.poisoned_tools import ATTACKS
 from toolscout.gateway.poisoning import MAX_PARTS, MAX_TEXT, instructions_in
 
 

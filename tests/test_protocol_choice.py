@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
+from benchmarks.processes import UVICORN_READY, running
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import UVICORN_READY, running
 from toolscout.config import GatewayConfig
 from toolscout.demo.units import build_server as units_server
 from toolscout.gateway.core import Gateway

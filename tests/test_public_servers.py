@@ -12,13 +12,13 @@ from typing import Any, cast, get_args
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import SERVE_READY, free_port, running
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 
 from tests.helpers.mode_calls import call_in_mode
 from tests.helpers.paths import NPM_DIR, PYTHON, node_path, npm_tool
-from tests.helpers.procs import SERVE_READY, free_port, running
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.gateway.core import Gateway

@@ -14,13 +14,23 @@ from typing import Any
 
 import anyio
 import pytest
+from benchmarks.processes import (
+    UVICORN_READY,
+    free_port,
+    running,
+    served_gateway,
+    servers,
+    status_of,
+    stop,
+    structured,
+    until,
+    write_config,
+)
 from mcp import Client
 
 from tests.helpers.callback_site import callback_site, text_result
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import UVICORN_READY, free_port, running, stop
-from tests.helpers.registration_gateway import served_gateway, servers, status_of, structured, until, write_config
 
 pytestmark = pytest.mark.anyio
 

@@ -14,11 +14,10 @@ from typing import Any
 
 import anyio
 import pytest
+from benchmarks.processes import free_port, served_gateway, servers, write_config
 from mcp import Client
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import free_port
-from tests.helpers.registration_gateway import served_gateway, servers, write_config
 
 pytestmark = pytest.mark.anyio
 

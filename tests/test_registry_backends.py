@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from benchmarks.processes import RedisServer, redis_server
 
-from tests.helpers.redis_server import RedisServer, redis_server
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import (
     Registry,

@@ -17,15 +17,14 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-
-from tests.helpers.balancer import balancer
-from tests.helpers.paths import PYTHON
-from tests.helpers.procs import UVICORN_READY, free_port, running
-from tests.helpers.redis_server import RedisServer, redis_server
-from tests.helpers.registration_gateway import (
+from benchmarks.processes import (
+    UVICORN_READY,
+    RedisServer,
     ServedGateway,
+    balancer,
+    free_port,
+    redis_server,
+    running,
     served_gateway,
     servers,
     status_of,
@@ -33,6 +32,10 @@ from tests.helpers.registration_gateway import (
     until,
     write_config,
 )
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.helpers.paths import PYTHON
 
 pytestmark = pytest.mark.anyio
 

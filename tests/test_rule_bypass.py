@@ -20,6 +20,7 @@ import anyio
 import mcp_types as types
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
+from benchmarks.processes import SERVE_READY, running
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
@@ -28,7 +29,6 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import SERVE_READY, running
 from tests.servers.kitchen import Kitchen
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName, StdioServerConfig

@@ -18,11 +18,11 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from benchmarks.processes import served_gateway, status_of, structured, until, write_config
 from benchmarks.search import DEFAULT_EVAL_DIR
 from mcp import Client
 
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.registration_gateway import served_gateway, status_of, structured, until, write_config
 from tests.servers.schema_bomb import CYCLE_SCHEMA, DEFS_CYCLE_SCHEMA, TREE_SCHEMA, bomb_schema
 from toolscout.errors import ValidationTooCostly
 from toolscout.gateway.validation import ArgumentValidator, Budget

@@ -89,7 +89,7 @@ def test_summary_is_the_first_sentence() -> None:
 # --- stemming, names, steps, hybrid ---------------------------------------------------------------
 
 from toolscout.search.hybrid import HybridBackend, split_steps  # noqa: E402
-from toolscout.search.names import NameMatcher  # noqa: E402
+from toolscout.search.text import NameMatcher  # noqa: E402
 
 
 def _catalog_tools() -> list[CatalogTool]:
@@ -212,7 +212,7 @@ def test_a_rebuild_tokenizes_only_what_is_new_and_ranks_as_a_fresh_index(monkeyp
 # --- query expansion, steps -----------------------------------------------------------------------
 
 from toolscout.search.base import SearchHit, merge_steps  # noqa: E402
-from toolscout.search.expansion import expand, implied_words, with_implied_words  # noqa: E402
+from toolscout.search.text import expand, implied_words, with_implied_words  # noqa: E402
 
 
 def test_a_query_brings_in_the_other_verbs_of_its_action_and_what_it_implies() -> None:

@@ -11,9 +11,18 @@ import numpy as np
 import pytest
 
 from toolscout.catalog import Catalog, CatalogTool
-from toolscout.search.features import DENSE, LEXICAL, ServerIndex, by_best, names_of
 from toolscout.search.hybrid import FusionWeights, HybridBackend
-from toolscout.search.ranker import RANKER_FILE, RankerError, load_rankers, packaged_rankers
+from toolscout.search.ranker import (
+    DENSE,
+    LEXICAL,
+    RANKER_FILE,
+    RankerError,
+    ServerIndex,
+    by_best,
+    load_rankers,
+    names_of,
+    packaged_rankers,
+)
 
 
 def _tools() -> list[CatalogTool]:

@@ -21,6 +21,7 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import free_port
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.server import Server
@@ -28,7 +29,6 @@ from mcp.shared.exceptions import MCPError
 
 from tests.helpers.cli_sandbox import make_sandbox
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import free_port
 from toolscout.config.models import ModeName
 from toolscout.config.secrets import config_secrets, mask_server
 from toolscout.gateway.core import Gateway

@@ -18,12 +18,12 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import SERVE_READY, UVICORN_READY, alive, free_port, running, stop
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.helpers.paths import PYTHON
-from tests.helpers.procs import SERVE_READY, UVICORN_READY, alive, free_port, running, stop
 
 pytestmark = pytest.mark.anyio
 

@@ -9,13 +9,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import alive
 from mcp import Client
 
 from tests.helpers.catalog_cache import HANGING, UNIT_TOOLS, cached_config, remember
 from tests.helpers.gateway_client import notes_server
 from tests.helpers.list_changes import ListWatcher, watched_client
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import alive
 from tests.servers.chatty import Chatty
 from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 import pytest
+from benchmarks.processes import SERVE_READY, alive, collect_lines, exited, running
 
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import SERVE_READY, alive, collect_lines, exited, running
 from toolscout.upstream.stdio_child import _exit_with_gateway  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = [

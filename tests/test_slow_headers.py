@@ -16,11 +16,11 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 import pytest
+from benchmarks.processes import ServedGateway, served_gateway, structured, write_config
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.paths import PYTHON
-from tests.helpers.registration_gateway import ServedGateway, served_gateway, structured, write_config
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,10 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import SERVE_READY, UVICORN_READY, running
 from mcp import Client
 
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import SERVE_READY, UVICORN_READY, running
 from toolscout.demo.catalog_server import server_path
 
 pytestmark = pytest.mark.anyio

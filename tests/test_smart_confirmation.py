@@ -15,10 +15,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import redis_server
 from mcp import Client
 
 from tests.helpers.gateway_client import ERAS, structured, text
-from tests.helpers.redis_server import redis_server
 from tests.helpers.scoped_gateway import client_with, scoped_http
 from tests.helpers.smart_gateway import SMART, smart_client, smart_gateway
 from toolscout.config import ToolRule

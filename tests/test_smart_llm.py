@@ -9,14 +9,13 @@ from typing import Any
 
 import anyio
 import pytest
+from benchmarks.processes import free_port
 
 from tests.helpers.callback_site import callback_site
 from tests.helpers.chat_site import completion, json_completion, scripted
-from tests.helpers.procs import free_port
 from toolscout.errors import LLMUnavailable
 from toolscout.gateway.validation import ArgumentValidator
-from toolscout.smart.llm import ChatMessage, OpenAICompatibleLLM, parse_json_object
-from toolscout.smart.llm_mapping import map_with_llm
+from toolscout.smart.llm import ChatMessage, OpenAICompatibleLLM, map_with_llm, parse_json_object
 
 pytestmark = pytest.mark.anyio
 

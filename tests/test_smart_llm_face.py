@@ -19,17 +19,16 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import free_port
 from mcp import Client
 
 from tests.helpers.callback_site import CallbackSite, callback_site
 from tests.helpers.chat_site import completion
 from tests.helpers.gateway_client import ERAS, structured, text
-from tests.helpers.procs import free_port
 from tests.helpers.smart_gateway import SMART, smart_client, smart_gateway
 from tests.helpers.smart_llm import ScriptedModel, candidates, is_selection, messages_of
 from toolscout.config.smart import LLMConfig, SmartCacheConfig, SmartConfig
-from toolscout.modes.smart_args import SmartArgs
-from toolscout.modes.smart_flow import LLM_REST_SECONDS, SmartDiscovery, llm_source
+from toolscout.modes.smart import LLM_REST_SECONDS, SmartArgs, SmartDiscovery, llm_source
 from toolscout.smart.selection import SELECT_SYSTEM
 
 pytestmark = pytest.mark.anyio

@@ -22,9 +22,8 @@ from toolscout.errors import LLMUnavailable
 from toolscout.search import BM25Backend, make_backend
 from toolscout.search.base import MethodHit, method_hits
 from toolscout.search.hybrid import HybridBackend
-from toolscout.smart.cache import TTLCache
 from toolscout.smart.llm import OpenAICompatibleLLM
-from toolscout.smart.memory import SmartMemory, normalised
+from toolscout.smart.memory import SmartMemory, TTLCache, normalised
 from toolscout.smart.selection import (
     LLMPick,
     choose,

@@ -21,9 +21,9 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import pytest
+from benchmarks.processes import collect_lines, exited, stop
 
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import collect_lines, exited, stop
 
 pytestmark = pytest.mark.anyio
 

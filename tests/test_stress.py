@@ -21,12 +21,12 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import SERVE_READY, UVICORN_READY, running
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import SERVE_READY, UVICORN_READY, running
 from tests.servers.big_result import expected_text
 from toolscout.demo.catalog_server import server_path
 

@@ -16,12 +16,11 @@ import anyio
 import httpx2
 import pytest
 import redis.asyncio as aioredis
+from benchmarks.processes import ServedGateway, redis_server, served_gateway, structured, write_config
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
 
-from tests.helpers.redis_server import redis_server
-from tests.helpers.registration_gateway import ServedGateway, served_gateway, structured, write_config
 from toolscout.config.auth import AuthConfig
 from toolscout.registry.base import TokenRecord, secret_hash
 from toolscout.registry.redis import RedisRegistry

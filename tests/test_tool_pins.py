@@ -12,11 +12,11 @@ from typing import Any
 
 import anyio
 import pytest
+from benchmarks.processes import SERVE_READY, Running, running
 from mcp import Client
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import SERVE_READY, Running, running
 
 SHIFTING = ROOT / "tests" / "servers" / "shifting.py"
 FIRST = {

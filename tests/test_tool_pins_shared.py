@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import RedisServer, redis_server
 
-from tests.helpers.redis_server import RedisServer, redis_server
 from toolscout.gateway.pins import Pin, SharedPins, SqlitePins, ToolPins, approve_pins
 from toolscout.gateway.store import CatalogStore
 

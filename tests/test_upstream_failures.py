@@ -10,10 +10,10 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from benchmarks.processes import alive
 from mcp import Client
 
 from tests.helpers.paths import PYTHON, ROOT
-from tests.helpers.procs import alive
 from toolscout.config import StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway.core import Gateway

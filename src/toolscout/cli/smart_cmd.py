@@ -1,8 +1,8 @@
 """`toolscout smart REQUEST...`: smart mode at the terminal, and `toolscout smart forget`.
 
-The request runs the path of the `smart_tool_discovery` tool (modes/smart_flow.py's
+The request runs the path of the `smart_tool_discovery` tool (modes/smart.py's
 `SmartDiscovery`) over a gateway of the configured servers, and the answer (spec 004's shapes,
-modes/smart_answers.py) is shown for people (cli/smart_view.py) or, with `--json`, printed as the
+modes/smart.py) is shown for people (cli/smart_view.py) or, with `--json`, printed as the
 tool's structuredContent.
 
 `forget` is not a Typer subcommand: a group whose callback takes the request's words could not tell
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import mcp_types as types
 
     from toolscout.config import GatewayConfig
-    from toolscout.modes.smart_args import SmartArgs
+    from toolscout.modes.smart import SmartArgs
 
 FORGET = "forget"
 """The request that is the order to forget (see the module's doc)."""
@@ -128,7 +128,7 @@ def smart(
         smart_config = smart_config.model_copy(update={"tool_selection_mode": mode})
 
     async def body() -> types.CallToolResult:
-        from toolscout.modes.smart_flow import SmartDiscovery, llm_source, memory_path
+        from toolscout.modes.smart import SmartDiscovery, llm_source, memory_path
         from toolscout.smart.memory import SmartMemory
 
         memory = SmartMemory(memory_path(gateway_config) if smart_config.enable_learning else None)
@@ -170,7 +170,7 @@ def _smart_args(
     from pydantic import ValidationError
 
     from toolscout.cli.execute_cmd import read_args
-    from toolscout.modes.smart_args import SmartArgs
+    from toolscout.modes.smart import SmartArgs
 
     try:
         if tool is None and (arguments is not None or confirm):
@@ -203,7 +203,7 @@ def forget(config: GatewayConfig, output: Output) -> None:
     """`toolscout smart forget`: clear what smart mode learnt, and say how much that was."""
     from rich.markup import escape
 
-    from toolscout.modes.smart_flow import memory_path
+    from toolscout.modes.smart import memory_path
     from toolscout.smart.memory import SmartMemory
 
     path: Path = memory_path(config)

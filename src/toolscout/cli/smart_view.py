@@ -1,6 +1,6 @@
 """`toolscout smart`'s answers for people, and the exit code each one ends with.
 
-The answer is `smart_tool_discovery`'s structuredContent (spec 004's shapes, modes/smart_answers.py):
+The answer is `smart_tool_discovery`'s structuredContent (spec 004's shapes, modes/smart.py):
 the tool ran; it was chosen but could not run (`error`); suggestions; `TOOL_NOT_FOUND`; chosen but not
 run for its arguments; or not run until confirmed. What was chosen and why goes to stdout, why
 nothing ran to stderr (as `search` says there that it found nothing), with the command to run next.
@@ -32,7 +32,7 @@ from toolscout.errors import error_from_dict
 if TYPE_CHECKING:
     import mcp_types as types
 
-    from toolscout.modes.smart_args import SmartArgs
+    from toolscout.modes.smart import SmartArgs
 
 SOURCES = {
     "rules": "read from the request by the extractor",
@@ -156,7 +156,7 @@ def _ran(output: Output, data: Mapping[str, Any], result: types.CallToolResult) 
 
 
 def _failed(output: Output, data: Mapping[str, Any]) -> None:
-    from toolscout.modes.smart_answers import SMART_STEPS
+    from toolscout.modes.smart import SMART_STEPS
 
     error = error_from_dict(cast(dict[str, Any], data["error"]))
     # Its message ends with the next step in the words of an agent whose tool is smart_tool_discovery:

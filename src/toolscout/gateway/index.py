@@ -41,7 +41,7 @@ from toolscout.gateway.visibility import MAX_SCOPES, Visibility, narrows, scope_
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
     from toolscout.search.base import Method, MethodHit
-    from toolscout.search.dense import DenseBackend, VectorCache
+    from toolscout.search.embedding import DenseBackend, VectorCache
     from toolscout.upstream.connection import Upstream
 
 
@@ -245,7 +245,7 @@ class FilteredBackend:
 def narrowed(full: SearchBackend, tools: Sequence[CatalogTool], context: Mapping[str, str]) -> SearchBackend:
     """A backend of `full`'s kind (its model shared) over `tools` only (in a worker thread)."""
     from toolscout.search.bm25 import BM25Backend
-    from toolscout.search.dense import DenseBackend
+    from toolscout.search.embedding import DenseBackend
     from toolscout.search.hybrid import HybridBackend
 
     backend: SearchBackend

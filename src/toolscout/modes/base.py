@@ -1,14 +1,14 @@
-"""What the agent sees of the gateway, one surface per `mode`: the tools it lists and how calls route.
+"""The surface of each `mode`, which is what the agent sees of the gateway: the tools it lists and how calls route.
 
 * `discovery` (default): the five meta-tools (discovery.py).
 * `passthrough`: every enabled upstream tool as itself, named `server__tool` or by its own name
   (`toolNames`, passthrough.py).
 * `dynamic`: the meta-tools plus `load_tools`/`unload_tools`; loaded tools join that client's
   own list as native tools (dynamic.py).
-* `smart`: one tool, `smart_tool_discovery`: plain words in, the right tool run (smart.py, spec 004).
+* `smart`: one tool, `smart_tool_discovery`, that takes plain words and runs the right tool (smart.py).
 * `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
-  arguments)`, with every server and tool listed in `inspect`'s own description, as in the
-  reference design of MCPX (spec 001 §4) (compact.py).
+  arguments)`, with every server and tool listed in `inspect`'s own description, as MCPX
+  does it (compact.py).
 
 The face (`serve/server.py`) asks the surface for its tools on every `tools/list`, with the calling
 client's state (serve/sessions.py), so a tool list that depends on the catalog (compact's description)
@@ -33,10 +33,8 @@ from toolscout.modes.client import SurfaceClient
 from toolscout.modes.compact import CompactSurface
 from toolscout.modes.discovery import DiscoverySurface
 from toolscout.modes.dynamic import DynamicSurface
-from toolscout.modes.passthrough import PassthroughSurface
-from toolscout.modes.pinned import PinnedTools
-from toolscout.modes.smart import SmartSurface, smart_tool
-from toolscout.modes.smart_flow import SmartDiscovery, llm_source, memory_path
+from toolscout.modes.passthrough import PassthroughSurface, PinnedTools
+from toolscout.modes.smart import SmartDiscovery, SmartSurface, llm_source, memory_path, smart_tool
 from toolscout.smart.confirmation import Confirmations
 
 
@@ -108,7 +106,7 @@ class SurfaceOptions:
 
 
 class WithPinnedTools:
-    """A surface, plus the pinned tools of the request's principal (modes/pinned.py) after its own."""
+    """A surface, plus the pinned tools of the request's principal (modes/passthrough.py) after its own."""
 
     def __init__(self, surface: Surface, gateway: Gateway) -> None:
         self.surface = surface
@@ -136,8 +134,10 @@ class WithPinnedTools:
 
 
 def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | None = None) -> Surface:
-    """The surface of `mode` over `gateway` (with each principal's pinned tools, except in passthrough
-    mode, which lists every tool a principal sees natively already)."""
+    """Return the surface of `mode` over `gateway`, with each principal's pinned tools.
+
+    Passthrough mode gets no pinned tools: it lists every tool a principal sees natively already.
+    """
     options = options or SurfaceOptions()
     match mode:
         case "discovery":

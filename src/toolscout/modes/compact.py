@@ -1,6 +1,8 @@
-"""Compact mode: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
-arguments)`, with every server and tool listed in `inspect`'s own description, as in the reference
-design of MCPX (spec 001 §4).
+"""Compact mode: two tools, `inspect` and `exec`, with every server and tool listed in `inspect`'s description.
+
+`inspect(server_name, tool_name?)` gives a server's tools or one tool's schema, and `exec(server_name,
+tool_name, arguments)` runs a tool. This is the design of MCPX, whose layout of the description and
+compressed text answers compact mode keeps.
 
 Its arguments name a tool by `server_name`/`tool_name` where discovery says `server`/`tool`;
 `naming.CALL_TARGET_KEYS` knows both, for error results and the audit.
@@ -17,9 +19,8 @@ from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
-from toolscout.modes.arguments import ArgsModel, forgive_arguments
 from toolscout.modes.client import SurfaceClient
-from toolscout.modes.meta_tool import MetaTool, run_meta_tool, tool_result
+from toolscout.modes.meta_tool import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
 from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text, model_text
 from toolscout.upstream import Status, Upstream
 
@@ -46,7 +47,7 @@ COMPACT_STEPS: Phrasing = {
 
 
 class CompactSurface:
-    """`inspect` + `exec`; `inspect`'s description is the catalog, regenerated on every `tools/list`."""
+    """The two tools `inspect` and `exec`; `inspect`'s description is the catalog, made again for `tools/list`."""
 
     per_client = False
     next_steps: Phrasing = COMPACT_STEPS
@@ -70,11 +71,11 @@ class CompactSurface:
         self._described = ScopedCache[str]()
 
     def description(self) -> str:
-        """`inspect`'s description: the layout of spec 001 §4.1, one block per server the request's
-        scope sees, with the tools it sees.
+        """Return `inspect`'s description: a header, then one block per server the request's scope sees, with the
+        tools it sees.
 
-        Made again only when the catalog or a server's status or identity changed: every
-        `tools/list` asks for it, and for 10,000 tools it took 40 ms of the event loop.
+        It is made again only when the catalog or a server's status or identity changed: every
+        `tools/list` asks for it, and for a large catalog making it holds the event loop.
         """
         upstreams = self.gateway.upstreams
         key = (self.gateway.catalog.version, tuple((u.name, u.status, u.identity, u.description) for u in upstreams))
@@ -126,7 +127,7 @@ class CompactSurface:
         payload: dict[str, Any] = {"server": args.server_name, "tools": tools}
         if args.tool_name is not None:
             payload = {"server": args.server_name, **tools[0]}
-        # Spec 001 §4.1: the text is compressed for the model, structuredContent stays raw.
+        # As in MCPX: the text is compressed for the model, structuredContent stays raw.
         return tool_result(payload, model_text(payload))
 
     async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:

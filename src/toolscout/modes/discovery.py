@@ -15,9 +15,8 @@ from pydantic import Field, field_validator
 from toolscout.config.models import ListingFormat
 from toolscout.errors import AGENT_STEPS, Phrasing
 from toolscout.gateway.core import Gateway
-from toolscout.modes.arguments import ArgsModel, forgive_arguments
 from toolscout.modes.client import SurfaceClient
-from toolscout.modes.meta_tool import MetaTool, run_meta_tool, tool_result
+from toolscout.modes.meta_tool import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
 from toolscout.render.signatures import call_signature, is_flat, parameters
 from toolscout.render.text import (
     INSTRUCTIONS_LIMIT,
@@ -222,7 +221,7 @@ class DiscoverySurface:
     def __init__(
         self, gateway: Gateway, *, listing_format: ListingFormat = "text", extra: Sequence[MetaTool] = ()
     ) -> None:
-        """`extra`: tools offered after the five (`smart_tool_discovery` with `smartTool: true`)."""
+        """Offer the five meta-tools, then the `extra` ones (`smart_tool_discovery` with `smartTool: true`)."""
         self.gateway = gateway
         self.listing_format: ListingFormat = listing_format
         self._tools = {**BY_NAME, **{tool.name: tool for tool in extra}}

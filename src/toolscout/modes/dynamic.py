@@ -17,10 +17,9 @@ from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
 from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, LoadLimitReached, NotInThisProtocol, Phrasing
 from toolscout.gateway.core import Gateway
-from toolscout.modes.arguments import ArgsModel
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import BY_NAME, META_TOOLS, ToolRefArgs
-from toolscout.modes.meta_tool import ToolSpec, run_meta_tool, tool_result
+from toolscout.modes.meta_tool import ArgsModel, ToolSpec, run_meta_tool, tool_result
 from toolscout.modes.passthrough import NativeNames
 
 

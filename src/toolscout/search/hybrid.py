@@ -1,4 +1,7 @@
-"""The default search: lexical and semantic rankings fused (by hand-set weights or a learned ranker), names first."""
+"""The default search, which fuses the lexical and semantic rankings and puts the tools a query names first.
+
+The rankings are fused by hand-set weights (`FusionWeights`) or, when asked, by the learned ranker.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +17,19 @@ import numpy as np
 from toolscout.catalog import CatalogTool
 from toolscout.search.base import Method, MethodHit, SearchHit, rank
 from toolscout.search.bm25 import BM25Backend
-from toolscout.search.dense import DenseBackend
-from toolscout.search.expansion import expand, with_implied_words
-from toolscout.search.features import DENSE_REFERENCE, ServerIndex, Signals, by_best, candidates, feature_matrix
-from toolscout.search.names import NameMatcher
-from toolscout.search.ranker import Ranker, RankerError, packaged_rankers
-from toolscout.search.text import terms
+from toolscout.search.embedding import DenseBackend
+from toolscout.search.ranker import (
+    DENSE_REFERENCE,
+    Ranker,
+    RankerError,
+    ServerIndex,
+    Signals,
+    by_best,
+    candidates,
+    feature_matrix,
+    packaged_rankers,
+)
+from toolscout.search.text import NameMatcher, expand, terms, with_implied_words
 
 log = logging.getLogger(__name__)
 
@@ -34,49 +44,45 @@ _STEP_WORD = re.compile(r"^(?:and\s+)?(?:then|after that|afterwards|finally|next
 
 @dataclass(frozen=True)
 class FusionWeights:
-    """How the rankers combine by hand (`learned` off); `dense`/`lexical` chosen on the validation
-    split of `../shared/train` (`benchmarks/search_train.py --validation`), the rest on the dev sets.
+    """The weights by which the rankers combine by hand, when the learned ranker is off.
 
-    The fused score is `dense × cosine / max(best cosine, dense_reference) + lexical × bm25 / best
-    bm25` (BM25 with the query's implied words and synonyms, `expansion`); each step of a
-    long task adds its own fused scores × `steps`, so every step's tools surface. The relevance of a
-    hit is a logistic curve of its fused score (averaged over query and steps), fitted by log loss
-    on the top-10 hits of the dev queries: roughly the chance that the hit is a tool the query
-    needs, so it means the same for every query (0.5 ≈ a coin flip).
+    `dense` and `lexical` were chosen on the validation split of `../shared/train`
+    (`benchmarks/search_train.py --validation`), the rest on the dev sets; the model card
+    (`model/README.md`) and docs/BENCHMARKS.md give the figures. The fused score is
+    `dense × cosine / max(best cosine, dense_reference) + lexical × bm25 / best bm25`, where BM25
+    counts the query's implied words and synonyms (`text.expand`). Each step of a long task adds its
+    own fused scores × `steps`, so every step's tools surface. The relevance of a hit is a logistic
+    curve of its fused score (averaged over query and steps), fitted by log loss on the top-10 hits of
+    the dev queries: roughly the chance that the hit is a tool the query needs, so it means the same
+    for every query (0.5 is a coin flip).
     """
 
-    # With the fine-tuned embeddings (model/README.md), 0.7/0.3: best of 0.5 to 0.8 on the train
-    # set's validation split (MRR 0.792 at 0.6, 0.805 at 0.7, 0.796 at 0.8), on the held-out
-    # ToolAlpaca (MRR 0.843 -> 0.859) and on MetaTool dev (R@5 +0.015); 0.6/0.4 was best before.
-    # Sources the embeddings never saw (benchmarks/search_loso.py) rank their long API-call
-    # requests better with more lexical weight (mean MRR 0.713 at 0.5, 0.710 at 0.6, 0.705 at 0.7): a
-    # trade-off that short queries win here, docs/BENCHMARKS.md.
+    # With the fine-tuned embeddings, 0.7/0.3 ranks best on the validation split, the held-out source
+    # and MetaTool dev. Sources the embeddings never saw rank their long API-call requests a little
+    # better with more lexical weight: a trade-off the short queries an agent types win.
     dense: float = 0.7
     lexical: float = 0.3
-    # Tuned on LiveMCPBench dev; on the train set's multi-tool requests it is level to slightly worse
-    # (R@5 -0.005 over 2,841 queries, benchmarks/search_train.py --against fusion.steps=0): kept for
-    # step-per-sentence tasks, not validated as general (docs/BENCHMARKS.md, issue 22).
+    # Tuned on LiveMCPBench's long tasks; on the train set's multi-tool requests it is level to
+    # slightly worse, so it is kept for step-per-sentence tasks, not validated as general.
     steps: float = 0.25
     min_step_terms: int = 3
     slope: float = 9.5
     midpoint: float = 0.93
-    # Every tool has some cosine with any text, so embeddings alone cannot say "nothing matches".
-    # A query no BM25 term matches counts as matched only if some tool is this close: nonsense
-    # ("zebra migration patterns", "asdf") peaks near 0.30 on the dev catalogs, while every dev
-    # query has a BM25 match and is unaffected.
+    # Every tool has some cosine with any text, so embeddings alone cannot say "nothing matches". A
+    # query no BM25 term matches counts as matched only if some tool is this close: nonsense ("zebra
+    # migration patterns", "asdf") stays below it on the dev catalogs, while every dev query has a
+    # BM25 match and is unaffected.
     dense_floor: float = 0.35
-    # The cosines are divided by the best one only when it is at least this: in a small catalog
-    # the best of a few unrelated tools is still a weak cosine (nonsense: below 0.30, as above),
-    # and dividing by it would make that tool read as a perfect semantic match ("zebra migration
-    # patterns" scored `echo` at cosine 0.11 as 1.0). Rankings barely move (train MRR 0.774 ->
-    # 0.772 on benchmarks/search_train.py, dev within noise); junk in small catalogs reads 5-10x lower.
+    # The cosines are divided by the best one only when it is at least this: in a small catalog the
+    # best of a few unrelated tools is still a weak cosine, and dividing by it would make that tool
+    # read as a perfect semantic match ("zebra migration patterns" made `echo` one). Rankings barely
+    # move; junk in small catalogs reads far lower.
     dense_reference: float = DENSE_REFERENCE
-    # Rank with the learned ranker (`ranker`, model/ranker.json) rather than the hand-set fusion above.
-    # Off by default until it beats the fusion on the dev sets. With issue 22's fine-tuned embedder it
-    # ties it (MetaTool dev R@5 0.755 vs 0.758, nDCG@10 0.662 vs 0.675; LiveMCPBench Hit@5 0.730 both)
-    # while winning on the train set's validation split (MRR 0.798 vs 0.783), and its relevance reads
-    # a search no server answers too high ("create a github issue" -> create_note 0.20, the fusion
-    # < 0.05: tests/test_search_everyday.py). See scripts/train_ranker.py.
+    # Rank with the learned ranker (`ranker`, model/ranker.json) rather than the hand-set fusion
+    # above. Off by default: with the fine-tuned embeddings it ties the fusion on the dev sets while
+    # winning on the validation split, and its relevance reads a search no server answers too high
+    # ("create a github issue" finds `create_note`: tests/test_search_everyday.py). See
+    # scripts/train_ranker.py.
     learned: bool = False
     # Candidates scored by the ranker: the top this many of each ranking of the query and its steps.
     depth: int = 100
@@ -269,8 +275,9 @@ class HybridBackend:
             best = int(np.argmax(lexical))
             rule = lexical * np.float32(self.lexical.coverage(query, best) / float(lexical[best]))
         rule = np.clip(np.maximum(rule, named), 0.0, 1.0)
-        # The cosine itself (spec 004: "cosine similarity"), not against the best one as the fusion
-        # takes it: against the best, the first candidate of every request read as a perfect match.
+        # The cosine itself (smart mode's semantic score is a cosine similarity), not against the best
+        # one as the fusion takes it: against the best, the first candidate of every request read as a
+        # perfect match.
         semantic = None if cosines is None else np.clip(cosines, 0.0, 1.0)
         relevance = {(h.tool.server, h.tool.name): h.relevance for h in hits}
         if method == "hybrid":  # the search's own ranking, best first

@@ -1,13 +1,35 @@
-"""Turning tool metadata and queries into search terms."""
+"""Search terms: how tool metadata and queries become words, which words a query implies, and names.
+
+`terms` turns text into stemmed, identifier-split words without stop words. Query expansion adds the
+words a query means without saying them, so that a person's phrasing finds a tool's. *Synonyms* of
+the action a query asks for: tools are named for one verb of a family (`create_note`, `delete_file`,
+`get_weather`) while people use another ("add a note", "remove the file", "show the weather"); each
+query word of a family brings the rest of it in, at a reduced weight, since the word itself is still
+the best evidence, and only in short queries (a long task has words enough). *Implied* words: "what
+time is it", "right now", "today" ask for the present, which tools call `current`
+(`get_current_time`, `current_weather`); these count as if the query said them, for the lexical and
+the semantic ranker. The families are the common verbs of tool and API names, not words of any one
+catalog; small catalogs need them most, where one incidental word of a description (`update_note`:
+"to add a tag, ...") can otherwise outweigh the tool the query means.
+
+`NameMatcher` finds queries that name a tool or a server: exactly after normalising, or close enough
+for a typo (`rapidfuzz`).
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import Stemmer  # pyright: ignore[reportMissingTypeStubs]
 from bm25s.stopwords import STOPWORDS_EN
+from rapidfuzz import fuzz, process
+
+from toolscout.catalog import CatalogTool
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_a-zA-Z]+")
@@ -17,7 +39,7 @@ _STEMMER: Any = Stemmer.Stemmer("english")  # pyright: ignore[reportUnknownMembe
 
 
 def split_identifier(name: str) -> list[str]:
-    """`getUserRepos_v2.list` -> ["get", "user", "repos", "v", "2", "list"] (lower-cased)."""
+    """Split an identifier into lower-cased words: `getUserRepos_v2.list` gives get, user, repos, v, 2, list."""
     parts: list[str] = []
     for word in _WORD.findall(name):
         parts.extend(p.lower() for p in _CAMEL.findall(word))
@@ -57,3 +79,152 @@ def terms(text: str) -> list[str]:
 def normalized_name(name: str) -> str:
     """A name as people type it: `get-File_Info` and `getFileInfo` both give `get file info`."""
     return " ".join(split_identifier(name))
+
+
+SYNONYM_WEIGHT = 0.5
+"""What a synonym counts against a word of the query itself (tuned on `../shared/train`, where it hardly matters)."""
+
+SYNONYM_MAX_TERMS = 6
+"""Synonyms are added to short queries only (at most this many terms, about ten words): what a
+person types when one word decides. A long task already has words enough, and a synonym for each
+of its verbs only adds noise: BM25 alone ranked LiveMCPBench's long tasks worse with them, and the
+training pairs are level either way."""
+
+SYNONYM_FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("create", "add", "new", "make", "insert", "register"),
+    ("delete", "remove", "erase", "drop", "destroy", "discard"),
+    ("update", "edit", "modify", "change", "rename", "set", "alter"),
+    ("get", "fetch", "retrieve", "show", "display", "view", "read", "look"),
+    ("search", "find", "query", "lookup", "look"),
+    ("list", "enumerate", "browse"),
+    ("send", "post", "publish", "submit"),
+    ("run", "execute", "start", "launch", "trigger", "invoke"),
+    ("stop", "cancel", "halt", "kill", "abort", "terminate"),
+    ("convert", "transform"),
+    ("calculate", "compute", "evaluate"),
+    ("compare", "diff"),
+    ("save", "store", "write"),
+)
+
+# A question about the present: "what time is it", "what's the date", "right now", "today", ...
+_PRESENT = re.compile(
+    r"\bwhat(?:'s|s|\s+is)?\s+(?:the\s+)?\w+\s+is\s+it\b"
+    r"|\bwhat(?:'s|s|\s+is)\s+the\s+(?:time|date|day|weather)\b"
+    r"|\b(?:right\s+)?now\b|\bcurrently\b|\btoday\b|\bat\s+the\s+moment\b",
+    re.IGNORECASE,
+)
+PRESENT_WORD = "current"
+
+
+def _synonym_table() -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for family in SYNONYM_FAMILIES:
+        stems = {term for word in family for term in terms(word)}
+        for stem in stems:
+            table.setdefault(stem, set()).update(stems - {stem})
+    return {stem: frozenset(others) for stem, others in table.items()}
+
+
+SYNONYMS = _synonym_table()
+"""Stemmed word -> the stems of its family (without itself)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """A query's search terms: its own plus the implied ones (`terms`), and the synonyms' (`synonyms`)."""
+
+    terms: tuple[str, ...]
+    synonyms: tuple[str, ...]
+
+
+def implied_words(query: str) -> list[str]:
+    """Words the query means but does not say ("what time is it" -> ["current"])."""
+    return [PRESENT_WORD] if _PRESENT.search(query) else []
+
+
+def expand(query: str) -> Expansion:
+    """The query's stemmed terms with the implied ones, and (for a short query) their synonyms, each once."""
+    own = list(dict.fromkeys([*terms(query), *(t for word in implied_words(query) for t in terms(word))]))
+    seen = set(own)
+    synonyms: list[str] = []
+    if len(own) > SYNONYM_MAX_TERMS:
+        return Expansion(tuple(own), ())
+    for term in own:
+        for synonym in sorted(SYNONYMS.get(term, ())):
+            if synonym not in seen:
+                seen.add(synonym)
+                synonyms.append(synonym)
+    return Expansion(tuple(own), tuple(synonyms))
+
+
+def with_implied_words(query: str) -> str:
+    """The query for an embedding model: its text with the implied words after it."""
+    implied = implied_words(query)
+    return f"{query} ({' '.join(implied)})" if implied else query
+
+
+# A query of this many words or fewer may be a tool name with a typo in it; longer ones are
+# descriptions, and fuzzy matching them against names only finds coincidences.
+FUZZY_MAX_WORDS = 6
+# rapidfuzz ratio (0-100) from which a name counts as meant: one typo in an 8-letter name is ~88.
+FUZZY_CUTOFF = 85.0
+SERVER_BOOST = 0.3
+
+
+class NameMatcher:
+    """The scores in [0, 1] that a query's names give each tool.
+
+    A query naming the tool exactly (any case, `-`/`_`/space/camel spelling) scores 1, a short query
+    close to a name its typo-tolerant similarity, and a query naming a server gives that server's
+    tools a smaller boost."""
+
+    def __init__(self) -> None:
+        self._tools: list[CatalogTool] = []
+        self._names: list[str] = []
+        self._by_name: dict[str, list[int]] = {}
+        self._by_qualified: dict[str, list[int]] = {}
+        self._by_server: dict[str, list[int]] = {}
+        self._longest = 1
+
+    def rebuild(self, tools: Sequence[CatalogTool]) -> None:
+        self._tools = list(tools)
+        self._names = [normalized_name(t.name) for t in self._tools]
+        self._by_name = {}
+        self._by_qualified = {}
+        self._by_server = {}
+        servers: dict[str, str] = {}  # a server's name normalised once, not once per tool
+        for i, (tool, name) in enumerate(zip(self._tools, self._names, strict=True)):
+            server = servers.get(tool.server)
+            if server is None:
+                server = servers[tool.server] = normalized_name(tool.server)
+            self._by_name.setdefault(name, []).append(i)
+            self._by_qualified.setdefault(f"{server} {name}", []).append(i)
+            self._by_server.setdefault(server, []).append(i)
+        self._longest = max((len(k.split()) for k in self._by_qualified), default=1)
+
+    def scores(self, query: str) -> np.ndarray[Any, np.dtype[np.float32]]:
+        out = np.zeros(len(self._tools), dtype=np.float32)
+        words = normalized_name(query).split()
+        if not words or not self._tools:
+            return out
+        whole = " ".join(words)
+        grams = {
+            " ".join(words[i : i + n])
+            for n in range(1, min(self._longest, len(words)) + 1)
+            for i in range(len(words) - n + 1)
+        }
+        for gram in grams:
+            for i in self._by_server.get(gram, ()):
+                out[i] = max(out[i], SERVER_BOOST)
+            # A one-word name inside a longer query ("search the web") is a common word, not a name.
+            if " " in gram or gram == whole:
+                for i in self._by_name.get(gram, ()):
+                    out[i] = 1.0
+                for i in self._by_qualified.get(gram, ()):
+                    out[i] = 1.0
+        if len(words) <= FUZZY_MAX_WORDS and float(out.max()) < 1.0:
+            for _, score, i in process.extract(
+                whole, self._names, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=5
+            ):
+                out[i] = max(out[i], float(score) / 100 * 0.95)
+        return out

@@ -20,7 +20,7 @@ from toolscout.config.scopes import Scope, scoped
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import scope_key
 from toolscout.modes.base import Surface
-from toolscout.modes.digest import digest_off_loop
+from toolscout.modes.client import digest_off_loop
 from toolscout.resources.lists import LIST_NAMES, ListName
 from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, ListChanged
 

@@ -28,7 +28,7 @@ from toolscout.config.models import ModeName
 from toolscout.config.scopes import UNSCOPED, scoped
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import Surface, SurfaceOptions, make_surface
-from toolscout.modes.digest import digest_off_loop
+from toolscout.modes.client import digest_off_loop
 from toolscout.naming import call_target
 from toolscout.registry.base import SharedClientState, SharedConfirmations
 from toolscout.resources.core import complete

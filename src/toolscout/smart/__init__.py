@@ -1,7 +1,11 @@
-"""`smart` mode's parts below the gateway (spec 004, issue 23): selection.py (each method's score,
-their combination, the LLM's pick), extraction.py + spans.py (arguments from plain words without an
-LLM), llm.py (the LLM seam), llm_mapping.py (arguments from the LLM, validated and repaired once),
-sampling.py (the client's model as the LLM), cache.py and memory.py (caches, learning).
+"""Smart mode's parts below the gateway: choosing a tool, reading its arguments, asking an LLM.
+
+selection.py scores each method and combines them, with the LLM's pick; extraction.py reads
+arguments from plain words without an LLM; llm.py is the LLM seam, its two sources (an
+OpenAI-compatible endpoint, the client's model through sampling) and the arguments mapped by it;
+memory.py keeps what smart mode learnt and its caches; confirmation.py signs and redeems the ids that
+confirm a destructive call.
 
 Nothing is imported here: the extractor needs `search.text` (and so numpy), which the face loads
-only when smart mode is used."""
+only when smart mode is used.
+"""

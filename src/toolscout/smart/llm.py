@@ -1,23 +1,39 @@
-"""The language model `smart` mode may ask: a seam, and its OpenAI-compatible implementation.
+"""The language model smart mode may ask: the seam, its two sources, and arguments mapped by it.
 
-spec 004 needs an LLM for selection and parameter mapping; issue 23 lets it come from any
-OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp), from the
-calling client through MCP sampling, or from nowhere (the offline methods). Whatever the source, a
-failure is an `LLMUnavailable` with a `reason`, so that the caller can fall back to the next method
-and say why.
+Smart mode can use an LLM to choose a tool and to map a request's words to its arguments. The model
+may be any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp),
+the calling client's own model through MCP sampling, or none at all (the offline methods). Whatever
+the source, a failure is an `LLMUnavailable` with a `reason`, so that the caller can fall back to the
+next method and say why.
+
+The client's model is asked only when `smart.sampling` opts in. Handshake-era clients get a
+`sampling/createMessage` request, 2026-07-28 clients an input-required round (serve/rounds.py); either
+way it goes through the request's relay (upstream/relay.py), as an upstream's own sampling does. The
+2026-07-28 protocol deprecates sampling (SEP-2577), so this path is never the only one: a client that
+did not declare sampling, declines, or answers with no text is an `LLMUnavailable`, and smart mode
+goes on without an LLM.
+
+`map_with_llm` asks the model for a tool's arguments as a JSON answer constrained by the tool's input
+schema, validates it, and, when it is not valid, sends it back once with the violations. A second
+bad answer (or no answer) is an `LLMUnavailable`, and the caller falls back to the deterministic
+extractor (extraction.py). The model may leave out what the request does not state, required
+arguments too: those are reported in `missing_required`, never filled in by the gateway.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self, TypedDict, cast
 
 import anyio
 import httpx2
+import mcp_types as types
 
-from toolscout.errors import LLMUnavailable
+from toolscout.errors import ArgumentValidationError, LLMUnavailable
+from toolscout.upstream.relay import Relay, SamplingResult
 
 
 class ChatMessage(TypedDict):
@@ -43,7 +59,7 @@ _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class OpenAICompatibleLLM:
-    """`POST {base_url}/chat/completions`, temperature 0, the answer constrained to a JSON schema.
+    """An LLM behind `POST {base_url}/chat/completions`, asked at temperature 0, its answer fitting a JSON schema.
 
     An async context manager owning its HTTP client. Each attempt is bounded by `timeout` seconds;
     a timeout, a refused connection or a retryable status is tried again up to `max_retries`
@@ -142,3 +158,144 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"a JSON {type(value).__name__}, not an object")
     return cast(dict[str, Any], value)
+
+
+MAX_TOKENS = 800
+"""Enough for a pick of three tools with reasons, or a tool's arguments."""
+SAMPLING_TIMEOUT = 60.0
+"""Seconds the client's model (and its user, who may be asked to approve) has to answer."""
+
+
+class SamplingLLM:
+    """An `LLMProvider` answered by the client of the request being served."""
+
+    def __init__(self, relay: Relay, *, timeout: float = SAMPLING_TIMEOUT) -> None:
+        self.relay = relay
+        self.timeout = timeout
+        # One client's model is not another's: caches and the rest after a timeout are per client.
+        self.name = f"sampling:{id(relay.origin):x}"
+        self.model: str | None = None
+        """The model the client said answered, once one did."""
+
+    async def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None) -> str:
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        if json_schema is not None:
+            # Sampling has no structured output: the schema goes into the instructions.
+            system += f"\n\nAnswer with JSON only, matching this JSON schema: {json.dumps(json_schema)}"
+        params = types.CreateMessageRequestParams(
+            messages=[
+                types.SamplingMessage(role=m["role"], content=types.TextContent(text=m["content"]))
+                for m in messages
+                if m["role"] != "system"
+            ],
+            system_prompt=system or None,
+            temperature=0.0,
+            max_tokens=MAX_TOKENS,
+            include_context="none",
+        )
+        answer: SamplingResult | None = None
+        with anyio.move_on_after(self.timeout):
+            answer = await self.relay.sample(params)
+        if answer is None:
+            raise LLMUnavailable(f"The client's model did not answer within {self.timeout:g} s.", reason="timeout")
+        if isinstance(answer, types.ErrorData):
+            raise LLMUnavailable(f"The client's model cannot be asked: {answer.message}", reason="refused")
+        content = answer.content
+        blocks = content if isinstance(content, list) else [content]
+        text = "".join(block.text for block in blocks if isinstance(block, types.TextContent)).strip()
+        if not text:
+            raise LLMUnavailable("The client's model answered without text.", reason="bad_answer")
+        self.model = answer.model or None
+        return text
+
+
+Validate = Callable[[dict[str, Any], dict[str, Any]], None]
+"""Check arguments (second) against a schema (first); raise `ArgumentValidationError` listing every
+violation. The gateway's `ArgumentValidator.validate`, bound to the tool, in the gateway."""
+
+SYSTEM = (
+    "You map a user's request to the arguments of one tool. Answer with one JSON object holding the "
+    "tool's arguments, matching its input schema, and nothing else. Use only values the request "
+    "states or plainly implies, converted to the type and format the schema asks for. Leave out every "
+    "argument the request does not give, required ones too: never invent a value."
+)
+
+
+@dataclass(frozen=True)
+class LLMMapping:
+    """The model's arguments (valid against the schema but for missing required ones), and how they came."""
+
+    arguments: dict[str, Any]
+    missing_required: list[str]
+    repaired: bool
+    """Whether the first answer was invalid and the second, after the violations were shown, was used."""
+    model: str
+
+
+def _answer_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The input schema without `required`: the model may leave out what the request does not say."""
+    return {key: value for key, value in schema.items() if key != "required"}
+
+
+def _required(schema: Mapping[str, Any]) -> list[str]:
+    required = schema.get("required")
+    return [str(name) for name in cast(list[Any], required)] if isinstance(required, list) else []
+
+
+def _prompt(tool: str, description: str, schema: Mapping[str, Any], request: str, context: str | None) -> str:
+    lines = [
+        f"Tool: {tool}",
+        f"Description: {description or '(none)'}",
+        f"Input schema: {json.dumps(schema, ensure_ascii=False)}",
+        f"Request: {request}",
+    ]
+    if context:
+        lines.append(f"Context: {context}")
+    return "\n".join(lines)
+
+
+def _check(text: str, schema: dict[str, Any], validate: Validate) -> tuple[dict[str, Any] | None, str]:
+    """The answer's arguments if they are valid (else None), and what is wrong with them."""
+    try:
+        arguments = parse_json_object(text)
+    except ValueError as exc:
+        return None, f"it is not a JSON object ({exc})"
+    try:
+        validate(schema, arguments)
+    except ArgumentValidationError as exc:
+        return None, exc.message
+    return arguments, ""
+
+
+async def map_with_llm(
+    llm: LLMProvider,
+    request: str,
+    *,
+    tool: str,
+    description: str,
+    schema: Mapping[str, Any],
+    validate: Validate,
+    context: str | None = None,
+) -> LLMMapping:
+    """Ask `llm` for the arguments `request` gives `tool`; one repair round; `LLMUnavailable` when none are usable."""
+    answer_schema = _answer_schema(schema)
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": _prompt(tool, description, schema, request, context)},
+    ]
+    text = await llm.complete(messages, json_schema=answer_schema)
+    arguments, problem = _check(text, answer_schema, validate)
+    repaired = False
+    if arguments is None:
+        retry = f"That answer cannot be used: {problem} Answer again with only the corrected JSON object."
+        messages.append({"role": "assistant", "content": text})
+        messages.append({"role": "user", "content": retry})
+        text = await llm.complete(messages, json_schema=answer_schema)
+        arguments, problem = _check(text, answer_schema, validate)
+        if arguments is None:
+            raise LLMUnavailable(
+                f"The LLM's arguments for {tool} were unusable twice: {problem}", reason="bad_answer", tool=tool
+            )
+        repaired = True
+    missing = [name for name in _required(schema) if name not in arguments]
+    return LLMMapping(arguments, missing, repaired, llm.name)

@@ -1,11 +1,14 @@
-"""What smart mode learnt: which tool ran successfully for which request (`smart.enableLearning`).
+"""What smart mode keeps between calls: the tools that ran for past requests, and its caches.
 
-A request is kept as its normalised terms (split, stemmed, stop words out: `search.text.terms`), with
-the tool that ran for it and how often. A later request is compared with each remembered one by the
-overlap of their terms (Jaccard); from `MIN_SIMILARITY` up, the remembered tool is nudged
-(`selection.LEARNED_BOOST`). The file is JSON beside the persistent catalog, replaced whole
-(written to a temporary file, then renamed), so a crash never leaves half of it; a file that cannot
-be read is set aside, never a reason not to serve. `toolscout smart forget` deletes it.
+With `smart.enableLearning`, a request is kept as its normalised terms (split, stemmed, stop words
+out: `search.text.terms`), with the tool that ran successfully for it and how often. A later request
+is compared with each remembered one by the overlap of their terms (Jaccard); from `MIN_SIMILARITY`
+up, the remembered tool is nudged (`selection.LEARNED_BOOST`). The file is JSON beside the persistent
+catalog, replaced whole (written to a temporary file, then renamed), so a crash never leaves half of
+it; a file that cannot be read is set aside, never a reason not to serve. `toolscout smart forget`
+deletes it.
+
+`TTLCache` is a small LRU cache whose entries expire, for smart mode's tool matches and LLM answers.
 """
 
 from __future__ import annotations
@@ -14,8 +17,11 @@ import json
 import logging
 import os
 import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 from toolscout.search.text import terms
 
@@ -119,3 +125,45 @@ class SmartMemory:
                 raise
         except OSError as exc:  # learning is a nicety: a full disk costs it, never the call
             logger.warning("smart mode's memory cannot be saved to %s: %s", self.path, exc)
+
+
+V = TypeVar("V")
+
+
+class TTLCache(Generic[V]):
+    """A small LRU cache whose entries expire, for smart mode's tool matches and LLM answers.
+
+    It holds at most `max_entries` values, each for `ttl` seconds after it was put; the least recently
+    used goes first when full. `clock` is injectable (tests move time without sleeping)."""
+
+    def __init__(self, max_entries: int, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_entries = max_entries
+        self.ttl = ttl
+        self._clock = clock
+        self._entries: OrderedDict[Hashable, tuple[float, V]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Hashable) -> V | None:
+        """The value put under `key` less than `ttl` seconds ago, else None."""
+        found = self._entries.get(key)
+        if found is None or found[0] <= self._clock():
+            if found is not None:
+                del self._entries[key]
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return found[1]
+
+    def put(self, key: Hashable, value: V) -> None:
+        self._entries[key] = (self._clock() + self.ttl, value)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()

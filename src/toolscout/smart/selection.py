@@ -1,21 +1,21 @@
 """Which tool a plain-words request means: each method's score, their combination, the LLM's pick.
 
-spec 004's four selection modes over the candidates the gateway's search gives
+Smart mode has four selection modes over the candidates the gateway's search gives
 (`Gateway.candidates`, each with its `rule` and `semantic` score):
 
 * `rule_based`: names and BM25 (exact and typo-tolerant names, keywords in the descriptions);
 * `semantic_based`: the embeddings' similarity;
 * `llm_based`: the LLM's pick among the best candidates (at most `max_llm_candidates`), with a
   confidence and a reason;
-* `hybrid`: the three weighted (spec default 30/15/55 semantic/rule/LLM), the reasoning string
+* `hybrid`: the three weighted (by default 30/15/55 semantic/rule/LLM), the reasoning string
   showing each one's part: `Hybrid(Semantic: 0.732, Rule: 0.550 → Search: 0.815, LLM: 0.900) = 0.862`.
-  Semantic and rule are not added as they stand: a cosine and a BM25 share are not on one scale
-  (added 2:1 as the spec's weights say, the embeddings decided alone, and 93% of requests cleared
-  the threshold on MetaTool dev at precision 0.57: docs/BENCHMARKS.md, "Smart mode"). Their share
-  (30 + 15) goes to the search's own fusion of the two, turned into the chance that the tool is the
-  one the request needs by a model of its relevance, its lead over the others and its two scores
-  (`CONFIDENCE`, fitted on training requests), and the LLM's share to its confidence. Without an
-  LLM answer (none configured, or it failed), that chance is the confidence.
+  Semantic and rule are not added as they stand: a cosine and a BM25 share are not on one scale,
+  and added 2:1 as the weights say, the embeddings decided alone and most requests cleared the
+  threshold at a poor precision (docs/BENCHMARKS.md, "Smart mode"). Their share (30 + 15) goes to
+  the search's own fusion of the two, turned into the chance that the tool is the one the request
+  needs by a model of its relevance, its lead over the others and its two scores (`CONFIDENCE`,
+  fitted on training requests), and the LLM's share to its confidence. Without an LLM answer (none
+  configured, or it failed), that chance is the confidence.
 
 Two nudges come after: a tool the caller prefers (`preferred_tools`) and, with learning on, a tool
 that ran successfully for a similar request before.
@@ -72,7 +72,7 @@ class Choice:
 
     @property
     def qualified(self) -> str:
-        """`server/tool`, as answers name a tool."""
+        """The tool as answers name it: `server/tool`."""
         return f"{self.tool.server}/{self.tool.name}"
 
 
@@ -80,9 +80,9 @@ CONFIDENCE = (-1.4035, 8.1694, 0.9077, 4.1944, -2.6772)
 """The weights of `confidence_features` in the logistic model of the chance that a candidate is the
 tool the request needs, fitted by scripts/fit_smart_confidence.py on the argument-extraction
 requests of ../shared/train (MIT/Apache sources; requests that carry their values, as smart ones
-do) in small and large catalogs. On its held-out source (ToolAlpaca) it runs the top tool for 86%
-of requests at precision 0.87 where the search's relevance, at the same threshold (0.5), ran 55%
-at 0.88 (log loss 0.105 against 0.174). Fitted with the packaged static embeddings' cosines."""
+do) in small and large catalogs, with the packaged static embeddings' cosines. On its held-out
+source it runs the top tool for far more requests than the search's relevance at the same
+threshold, at the same precision (docs/BENCHMARKS.md, "Smart mode")."""
 
 
 def confidence_features(hits: Sequence[MethodHit]) -> list[list[float]]:
