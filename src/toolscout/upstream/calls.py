@@ -36,8 +36,7 @@ from toolscout.errors import (
 )
 from toolscout.upstream.failures import connection_gone, describe_exception, session_expired
 from toolscout.upstream.relay import Relay, current_relay
-from toolscout.upstream.spec import Status
-from toolscout.upstream.state import ConnectionState
+from toolscout.upstream.spec import ConnectionState, Status
 
 T = TypeVar("T")
 

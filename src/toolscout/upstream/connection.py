@@ -2,7 +2,7 @@
 
 Each upstream runs as one task that owns its own exit stack: connecting, listing tools, staying
 open, and tearing down all happen there, so one broken server can fail or be dropped without
-touching the others. Its status moves only through `ConnectionState.move` (state.py, where the
+touching the others. Its status moves only through `ConnectionState.move` (spec.py, where the
 transitions are drawn); requests go out through `CallsInFlight.send` (calls.py); what the server
 sends unasked is handled by `ClientCallbacks` (callbacks.py).
 """
@@ -30,8 +30,7 @@ from toolscout.upstream.calls import CallsInFlight, Request, ToolCall
 from toolscout.upstream.failures import describe_exception, innermost
 from toolscout.upstream.liveness import EndpointWatch
 from toolscout.upstream.relay import current_relay
-from toolscout.upstream.spec import ListKind, ServerIdentity, Status, UpstreamSpec
-from toolscout.upstream.state import ConnectionState
+from toolscout.upstream.spec import ConnectionState, ListKind, ServerIdentity, Status, UpstreamSpec
 from toolscout.upstream.tool_list import ServerTools, ToolListing
 from toolscout.upstream.watch import ResourceWatch
 
