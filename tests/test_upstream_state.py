@@ -7,7 +7,7 @@ import logging
 import anyio
 import pytest
 
-from toolscout.upstream.paging import paginate
+from toolscout.upstream.calls import paginate
 from toolscout.upstream.spec import ConnectionState, Status
 
 pytestmark = pytest.mark.anyio

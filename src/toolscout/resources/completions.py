@@ -12,7 +12,7 @@ import mcp_types as types
 from mcp import Client
 
 from toolscout.resources.core import Mirror
-from toolscout.upstream.results import without_hop_metadata
+from toolscout.upstream.calls import without_hop_metadata
 
 NO_COMPLETION = types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
 

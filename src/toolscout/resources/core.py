@@ -47,8 +47,8 @@ from toolscout.resources.upstreams import Upstreams
 from toolscout.resources.uris import PREFIX, gateway_block, gateway_uri, split_gateway_uri
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Upstream
+from toolscout.upstream.calls import without_hop_metadata
 from toolscout.upstream.connection import ListKind
-from toolscout.upstream.results import without_hop_metadata
 
 ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
 AdmitKind = Literal["resource", "template", "prompt"]

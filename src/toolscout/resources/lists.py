@@ -30,8 +30,8 @@ from toolscout.errors import ToolscoutError, UpstreamError
 from toolscout.resources.list_names import ListName
 from toolscout.resources.upstreams import Upstreams
 from toolscout.upstream import Status, Upstream
+from toolscout.upstream.calls import MAX_PAGES, paginate
 from toolscout.upstream.connection import ListKind
-from toolscout.upstream.paging import MAX_PAGES, paginate
 
 logger = logging.getLogger(__name__)
 

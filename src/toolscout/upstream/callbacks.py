@@ -27,8 +27,7 @@ from mcp.shared.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
-from toolscout.upstream.calls import CallsInFlight
-from toolscout.upstream.failures import describe_exception
+from toolscout.upstream.calls import CallsInFlight, describe_exception
 from toolscout.upstream.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.spec import ListKind
 from toolscout.upstream.transport import UpstreamTarget

@@ -26,12 +26,18 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolscout.errors import ServerUnavailable
 from toolscout.masking import mask_text
 from toolscout.upstream.callbacks import ClientCallbacks
-from toolscout.upstream.calls import CallsInFlight, Request, ToolCall
-from toolscout.upstream.failures import describe_exception, innermost
+from toolscout.upstream.calls import (
+    CallsInFlight,
+    Request,
+    ServerTools,
+    ToolCall,
+    ToolListing,
+    describe_exception,
+    innermost,
+)
 from toolscout.upstream.liveness import EndpointWatch
 from toolscout.upstream.relay import current_relay
 from toolscout.upstream.spec import ConnectionState, ListKind, ServerIdentity, Status, UpstreamSpec
-from toolscout.upstream.tool_list import ServerTools, ToolListing
 from toolscout.upstream.watch import ResourceWatch
 
 logger = logging.getLogger(__name__)

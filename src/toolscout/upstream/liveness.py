@@ -23,8 +23,8 @@ from mcp import Client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout.errors import ToolscoutError, UpstreamRefused
+from toolscout.upstream.calls import ServerTools
 from toolscout.upstream.spec import UpstreamSpec
-from toolscout.upstream.tool_list import ServerTools
 
 logger = logging.getLogger(__name__)
 
