@@ -14,7 +14,7 @@ from toolscout.config.scopes import qualified_name
 from toolscout.masking import remember_secrets
 from toolscout.registry.base import ServerRegistration, ToolRegistration
 from toolscout.upstream import UpstreamSpec
-from toolscout.upstream.callback_tool import CallbackToolUpstream, callback_server
+from toolscout.upstream.transport import CallbackToolUpstream, callback_server
 
 REGISTERED_BACKOFF_MAX = 10.0
 """The longest wait between two attempts to reach a registered endpoint: a run's endpoint that starts

@@ -41,9 +41,8 @@ from toolscout.config.models import (
     AnyServerConfig,
     StdioServerConfig,
 )
-from toolscout.upstream.remote import RemoteUpstream
 from toolscout.upstream.stdio_child import StdioUpstream
-from toolscout.upstream.transport import UpstreamTransport
+from toolscout.upstream.transport import RemoteUpstream, UpstreamTransport
 
 logger = logging.getLogger(__name__)
 
