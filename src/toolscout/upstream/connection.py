@@ -35,10 +35,9 @@ from toolscout.upstream.calls import (
     describe_exception,
     innermost,
 )
-from toolscout.upstream.liveness import EndpointWatch
 from toolscout.upstream.relay import current_relay
 from toolscout.upstream.spec import ConnectionState, ListKind, ServerIdentity, Status, UpstreamSpec
-from toolscout.upstream.watch import ResourceWatch
+from toolscout.upstream.watch import EndpointWatch, ResourceWatch
 
 logger = logging.getLogger(__name__)
 
