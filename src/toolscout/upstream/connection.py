@@ -102,7 +102,7 @@ class Upstream:
         self._scope: anyio.CancelScope | None = None
         """What `stop()` cancels: the current attempt, the backoff, or the idle wait."""
         self._wanted = anyio.Event()
-        """Set by `want()`; consumed (replaced) when the idle wait ends."""
+        """Set by `connect_if_idle()`; consumed (replaced) when the idle wait ends."""
         self._mode = "legacy" if spec.protocol == "legacy-first" else spec.protocol
         """The era asked for when connecting (`legacy-first`: `auto` once `initialize` is refused, for as
         long as the server is then reached at 2026-07-28; the handshake first again otherwise)."""
@@ -171,14 +171,14 @@ class Upstream:
             delay = min(delay * 2, self.spec.backoff_max)
             state.move(Status.CONNECTING)
 
-    def want(self) -> None:
+    def connect_if_idle(self) -> None:
         """Someone needs the server: connect if it is idle."""
         self._wanted.set()
         if self._state.status is Status.IDLE:
             self._state.move(Status.CONNECTING)
 
     async def _stay_idle(self) -> None:
-        """Disconnected on purpose until `want()` or `stop()`."""
+        """Disconnected on purpose until `connect_if_idle()` or `stop()`."""
         if not self._wanted.is_set():
             self._state.move(Status.IDLE)
             logger.info("%s: idle, connects on the next call", self.name)
