@@ -239,7 +239,7 @@ class CallsInFlight:
 
 
 def innermost(exc: BaseException) -> BaseException:
-    """The meaningful exception inside task groups' exception groups (the first that is not a cancellation)."""
+    """Return the exception that matters inside task groups' exception groups: the first that is not a cancellation."""
     while isinstance(exc, BaseExceptionGroup):
         members: tuple[BaseException, ...] = cast(BaseExceptionGroup[BaseException], exc).exceptions
         cancelled = anyio.get_cancelled_exc_class()
@@ -248,7 +248,7 @@ def innermost(exc: BaseException) -> BaseException:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """A one-line reason for a failure, from the innermost meaningful exception."""
+    """Return a one-line reason for a failure, told from the exception that matters (`innermost`)."""
     exc = innermost(exc)
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc} (is it installed and on PATH?)"
@@ -302,8 +302,8 @@ PageFetcher = Callable[[str | None], Awaitable[tuple[Sequence[ItemT], str | None
 
 
 async def paginate(fetch: PageFetcher[ItemT], *, max_pages: int = MAX_PAGES) -> tuple[list[ItemT], bool]:
-    """Every item of a paginated listing, and whether its last page was reached (False: it stopped
-    after `max_pages` pages, for the caller to say so in its own log)."""
+    """Return every item of a paginated listing, and whether its last page was reached (False when it
+    stopped after `max_pages` pages, for the caller to say so in its own log)."""
     items: list[ItemT] = []
     cursor: str | None = None
     for _ in range(max_pages):
@@ -354,7 +354,7 @@ class ServerTools:
         self._declared = declared
         self._on_listed = on_listed
         self.offline: tuple[types.Tool, ...] | None = None
-        """The last live list the gateway knows of (see `use_offline`); None: the declared tools."""
+        """The last live list the gateway knows of (see `Upstream.use_offline_tools`); None: the declared tools."""
         self.refresh_requested = False
         """The server announced a change that no listing has fetched yet."""
         self.stale = False

@@ -336,7 +336,7 @@ class Upstream:
     async def request(
         self, what: str, operation: Callable[[Client], Awaitable[T]], *, within: float | None = None, use: bool = True
     ) -> T:
-        """Run one request other than a tool call (resources and prompts, the mirror) on the kept session.
+        """Run one request other than a tool call (resources and prompts, for resources/) on the kept session.
 
         It fails as a call does: `ServerUnavailable` when not connected or when the connection goes,
         `CallTimeout` after `within` seconds (default: the server's `timeout`; cancelled upstream), and the
@@ -511,9 +511,9 @@ class ClientCallbacks:
             task_status.started()
 
     async def on_message(self, message: IncomingMessage) -> None:
-        """A notification (or a transport's exception) that arrived on the session."""
+        """Handle a notification (or a transport's exception) that arrived on the session."""
         # The SDK also hands listen-stream frames here, so one list change may be told twice: the
-        # gateway compares what it lists before telling anyone (the face), so that is harmless.
+        # gateway compares what it lists before telling anyone (serve/), so that is harmless.
         if isinstance(message, types.ToolListChangedNotification):
             self._tools_changed()
         elif isinstance(message, types.ResourceListChangedNotification):
@@ -528,7 +528,7 @@ class ClientCallbacks:
             logger.debug("%s: transport reported %r", self._server, message)
 
     def relay_for(self, what: str) -> Relay | types.ErrorData:
-        """The client an upstream request or message belongs to.
+        """Return the relay of the client an upstream request or message belongs to.
 
         A request an upstream makes while answering a 2026-07-28 call (input required) runs in
         the calling task, so its relay is current. A handshake-era upstream's request arrives on
@@ -554,7 +554,7 @@ class ClientCallbacks:
     async def on_sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> SamplingResult:
-        """`sampling/createMessage`: asked of the client of the call it belongs to."""
+        """Ask the client of the call it belongs to for a `sampling/createMessage`."""
         relay = self.relay_for("sampling/createMessage")
         if isinstance(relay, types.ErrorData):
             return relay
@@ -564,7 +564,7 @@ class ClientCallbacks:
     async def on_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        """`elicitation/create`: asked of the client of the call it belongs to."""
+        """Ask the client of the call it belongs to for an `elicitation/create`."""
         relay = self.relay_for("elicitation/create")
         if isinstance(relay, types.ErrorData):
             return relay
@@ -572,7 +572,8 @@ class ClientCallbacks:
         return await relay.elicit(params)
 
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        """A log message: always in the gateway's own log; to a client only when it is clear whose call it is about."""
+        """Write an upstream's log message to the gateway's own log, and pass it on to a client only when it
+        is clear whose call it is about."""
         level = _LOG_LEVELS.get(params.level, logging.INFO)
         logger.log(level, "%s%s: %s", self._server, f" [{params.logger}]" if params.logger else "", params.data)
         relay = self.relay_for("a log message")

@@ -47,7 +47,7 @@ from toolscout.upstream.transport import RemoteUpstream, UpstreamTransport
 logger = logging.getLogger(__name__)
 
 ListKind = Literal["resources", "prompts"]
-"""The lists besides tools whose changes an upstream announces (the mirror follows them)."""
+"""The lists besides tools whose changes an upstream announces (resources/ follows them)."""
 
 
 def config_hash(config: AnyServerConfig) -> str:
@@ -108,7 +108,7 @@ class UpstreamSpec:
 
     @property
     def registered_name(self) -> str:
-        """Its name in its namespace: what a scope's `servers` match (spec 002's node id)."""
+        """Its name in its namespace: what a scope's `servers` match (the node id of the registration API)."""
         if self.namespace is None:
             return self.name
         return self.name.removeprefix(f"{self.namespace}.")

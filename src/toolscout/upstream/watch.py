@@ -212,7 +212,7 @@ PING_TIMEOUT = 10.0
 
 
 def _ping_for(client: Client) -> Callable[[Client], Awaitable[Any]]:
-    """A ping in `client`'s era: `ping` in the handshake era; at 2026-07-28, which has none, the first
+    """Return a ping in `client`'s era: `ping` in the handshake era; at 2026-07-28, which has none, the first
     page of `tools/list` (every server answers it; the SDK's response cache is off for upstreams)."""
     if _modern(client):
         return lambda live: live.list_tools()
