@@ -25,7 +25,7 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.registrations import registered_spec
 from toolscout.registry.base import ToolRegistration
-from toolscout.upstream.callback_tool import post_arguments, tool_result
+from toolscout.upstream.transport import post_arguments, tool_result
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from tests.helpers.callback_site import callback_site, text_result
 from tests.helpers.paths import PYTHON, ROOT
 from tests.servers.big_result import expected_text
 from toolscout.config.models import DEFAULT_MAX_RESULT_BYTES
-from toolscout.upstream.callback_tool import MAX_ANSWER_BYTES
+from toolscout.upstream.transport import MAX_ANSWER_BYTES
 
 pytestmark = pytest.mark.anyio
 

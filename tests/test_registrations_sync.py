@@ -22,7 +22,7 @@ from toolscout.registry.base import ServerRegistration, ToolRegistration
 from toolscout.registry.requests import NameClash
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.upstream import InProcessUpstream, Upstream, UpstreamSpec
-from toolscout.upstream.callback_tool import callback_server
+from toolscout.upstream.transport import callback_server
 
 pytestmark = pytest.mark.anyio
 

@@ -7,17 +7,16 @@ import logging
 import anyio
 import pytest
 
-from toolscout.upstream.paging import paginate
-from toolscout.upstream.spec import Status
-from toolscout.upstream.state import ConnectionState
+from toolscout.upstream.calls import paginate
+from toolscout.upstream.spec import ConnectionState, Status
 
 pytestmark = pytest.mark.anyio
 
 
 def test_every_status_has_its_transitions() -> None:
-    from toolscout.upstream import state
+    from toolscout.upstream import spec
 
-    assert set(state._NEXT) == set(Status)  # pyright: ignore[reportPrivateUsage]
+    assert set(spec._NEXT) == set(Status)  # pyright: ignore[reportPrivateUsage]
 
 
 def test_a_move_sets_and_clears_what_goes_with_the_status() -> None:
@@ -56,7 +55,7 @@ async def test_waiters_of_a_settled_state_wait_again_once_it_connects_again() ->
 
 def test_a_move_outside_the_machine_is_logged_as_a_bug(caplog: pytest.LogCaptureFixture) -> None:
     state = ConnectionState("s", disabled=True)
-    with caplog.at_level(logging.ERROR, logger="toolscout.upstream.state"):
+    with caplog.at_level(logging.ERROR, logger="toolscout.upstream.spec"):
         state.move(Status.CONNECTED)
     assert "s: status disabled -> connected is not a transition of the state machine" in caplog.text
 

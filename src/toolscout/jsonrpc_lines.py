@@ -1,6 +1,6 @@
-"""JSON-RPC messages as lines on file descriptors: what the gateway's face (the process's own
+"""JSON-RPC messages as lines on file descriptors: what the gateway's MCP server (the process's own
 stdin/stdout, `toolscout.serve.stdio`) and its upstreams (a stdio child's pipes,
-`toolscout.upstream.transport`) both speak.
+`toolscout.upstream.stdio_child`) both speak.
 
 `MessageReader` and `MessageWriter` are the session's read and write streams themselves: a
 message is parsed in the task that asks for it and written by the task that sends it, with no

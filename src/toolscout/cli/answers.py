@@ -294,7 +294,7 @@ async def serve_answers(
     except BaseExceptionGroup as group:
         # The client's task groups wrap what the command raised while it was open: a
         # `ToolscoutError` (or `typer.Exit`) is the command's to report as it is.
-        from toolscout.upstream.failures import innermost
+        from toolscout.upstream.calls import innermost
 
         raise innermost(group) from None
 

@@ -1,5 +1,5 @@
-"""A demo callback tool's site (spec 002's "component"): the URL a tool registered with
-`toolscout registry add-tool` POSTs its arguments to.
+"""A demo callback tool's site: the URL a tool registered with `toolscout registry add-tool` POSTs
+its arguments to (a component, in the words of the registration API).
 
 ``python -m toolscout.demo.callback_site --port 7000`` answers ``POST /ip-reputation`` with
 ``{"ip": "..."}`` by an MCP tool result: a made-up but stable reputation score for the address (a
@@ -25,6 +25,8 @@ INPUT_SCHEMA = {
     "required": ["ip"],
 }
 """The schema to register the tool with (`toolscout registry add-tool --input-schema`)."""
+HELP_DESCRIPTION = "A demo callback tool's site (spec 002's \"component\"): the URL a tool registered with"
+"""What `--help` says; kept word for word as it has always read (the module docstring's old first line)."""
 
 
 def _result(text: str, *, error: bool = False, **structured: object) -> dict[str, object]:
@@ -53,7 +55,7 @@ def app() -> Starlette:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(description=HELP_DESCRIPTION)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7000)
     parser.add_argument("--print-schema", action="store_true", help="print the tool's input schema and exit")

@@ -1,4 +1,4 @@
-"""Serve a tool catalog (the JSON Lines format of `../shared/eval`) as real MCP servers.
+"""Serve a tool catalog (the JSON Lines format the search evaluation reads) as real MCP servers.
 
     python -m toolscout.demo.catalog_server --catalog catalog.jsonl --server NAME
     python -m toolscout.demo.catalog_server --catalog catalog.jsonl --http --port 8000
@@ -7,7 +7,7 @@ With `--server`, that one catalog server speaks MCP over stdio; with `--http`, e
 the catalog is served by this one process over streamable HTTP at `/servers/<quoted name>/mcp`.
 Each lists its tools as the catalog gives them and answers a call with a small deterministic
 echo of its arguments, so tests and benchmarks can run the gateway against hundreds of real
-servers (e.g. the 527 LiveMCPTool tools of 70 servers) without their backends.
+servers (e.g. the LiveMCPTool catalog) without their backends.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from starlette.routing import Mount
 
 from toolscout.errors import ConfigurationError
 from toolscout.search.evaluation import load_catalog_servers
+
+HELP_DESCRIPTION = "Serve a tool catalog (the JSON Lines format of `../shared/eval`) as real MCP servers."
+"""What `--help` says; kept word for word as it has always read (the module docstring's old first line)."""
 
 
 def server_path(name: str) -> str:
@@ -103,7 +106,7 @@ def http_app(servers: Mapping[str, Sequence[types.Tool]], descriptions: Mapping[
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=HELP_DESCRIPTION)
     parser.add_argument("--catalog", type=Path, required=True, help="catalog JSON Lines file")
     parser.add_argument("--servers", type=Path, help="server descriptions (servers_<name>.jsonl), used as instructions")
     mode = parser.add_mutually_exclusive_group(required=True)

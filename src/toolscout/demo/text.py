@@ -27,9 +27,9 @@ MAX_TEXT = 1_000_000
 InputText = Annotated[str, Field(max_length=MAX_TEXT, description="The text to work on.")]
 MATCH_SECONDS = 1.0
 """The most time find_matches spends matching, all matches together. Python's `re` backtracks
-without a bound: `(a+)+$` on 27 "a"s took 19 s and held the GIL, so the whole server froze. The
-`regex` module takes the same syntax, stops at a timeout (checked as it matches, not between
-matches) and lets other threads run while it matches."""
+without a bound: `(a+)+$` on a few dozen "a"s runs for seconds holding the GIL, and the whole server
+freezes. The `regex` module takes the same syntax, stops at a timeout (checked as it matches, not
+between matches) and lets other threads run while it matches."""
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"'”’)\]]|$)")

@@ -47,9 +47,9 @@ from toolscout.gateway.visibility import Visibility
 from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.resources.core import Mirror
 from toolscout.upstream import Status, Upstream, UpstreamSpec
+from toolscout.upstream.calls import without_hop_metadata
 from toolscout.upstream.connection import ListKind
 from toolscout.upstream.relay import current_relay
-from toolscout.upstream.results import without_hop_metadata
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit

@@ -42,7 +42,7 @@ from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration, To
 from toolscout.registry.limits import check_room
 from toolscout.registry.requests import NameClash, name_taken
 from toolscout.upstream import Upstream, UpstreamSpec
-from toolscout.upstream.callback_tool import CallbackToolUpstream, callback_server
+from toolscout.upstream.transport import CallbackToolUpstream, callback_server
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -122,7 +122,7 @@ async def wait_until_connected(upstream: Upstream) -> None:
     """Wake `upstream` if it is idle and wait while it connects (at most its connect timeout);
     `ServerUnavailable` (with its status and error) if it is not connected then."""
     if upstream.status is Status.IDLE and not upstream.stopped:
-        upstream.want()
+        upstream.connect_if_idle()
     if upstream.status is Status.CONNECTING and not upstream.stopped:
         with anyio.move_on_after(upstream.spec.connect_timeout):
             await upstream.wait_settled()

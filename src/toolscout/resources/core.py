@@ -67,8 +67,8 @@ from toolscout.naming import native_names, only_owner
 from toolscout.resources.lists import ItemT, ListedCallback, ListName, UpstreamLists, Upstreams, in_scope
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Upstream
+from toolscout.upstream.calls import without_hop_metadata
 from toolscout.upstream.connection import ListKind
-from toolscout.upstream.results import without_hop_metadata
 
 ItemKind = Literal["resource", "template", "prompt"]
 """What `Mirror.check_usable` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""

@@ -34,8 +34,8 @@ from toolscout.config.rules import RuleKind, RuleSet
 from toolscout.config.scopes import current_scope
 from toolscout.errors import ToolscoutError, UpstreamError
 from toolscout.upstream import Status, Upstream
+from toolscout.upstream.calls import MAX_PAGES, paginate
 from toolscout.upstream.connection import ListKind
-from toolscout.upstream.paging import MAX_PAGES, paginate
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.render.text import tool_tokens
 from toolscout.serve.server import build_server
-from toolscout.upstream.paging import paginate
+from toolscout.upstream.calls import paginate
 
 COUNTED_ERA = "2025-11-25"
 """The protocol era every figure is counted in (its `tools/list` as such a client receives it)."""

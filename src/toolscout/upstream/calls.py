@@ -1,9 +1,10 @@
-"""Requests sent to one upstream on its kept session: one guarded send, one error mapping.
+"""Requests sent to one upstream on its kept session, and what comes back: one guarded send, one
+error mapping, listings followed across their pages, and the server's tool list in the catalog.
 
 A tool call (`ToolCall`) and any other request (`Request`: resources, prompts, subscriptions)
 go out the same way (`CallsInFlight.send`): refused at once when there is no live session;
 registered with the relay of the client that asked (so the upstream's requests during it reach
-that client, callbacks.py); bounded by a timeout that cancels it upstream; cancelled when the
+that client, relay.py); bounded by a timeout that cancels it upstream; cancelled when the
 connection goes or the gateway stops. What can go wrong maps to one error each:
 
 - the server forgot our session, or the SDK says the connection is closed: the connection is
@@ -12,15 +13,26 @@ connection goes or the gateway stops. What can go wrong maps to one error each:
 - any other exception: `ToolExecutionError` for a tool call, `UpstreamError` otherwise;
 - no answer in time: `CallTimeout`.
 
-The two kinds differ only in how they word these (each keeps its own messages).
+The two kinds differ only in how they word these (each keeps its own messages). A failure is told
+in one line by `describe_exception`, from the exception inside the task groups' exception groups
+that matters.
+
+Every result loses the upstream's `serverInfo` stamp on its way to the client
+(`without_hop_metadata`). A listing is followed across its pages (`paginate`), at most `MAX_PAGES`
+of them. `ServerTools` keeps one upstream's tools in the catalog: the live list while connected,
+else the last one known or the declared ones, and a change the server announced until its new list
+is fetched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Protocol, TypeVar, cast
 
 import anyio
+import httpx2
+import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -34,10 +46,10 @@ from toolscout.errors import (
     UpstreamRefused,
     server_unavailable,
 )
-from toolscout.upstream.failures import connection_gone, describe_exception, session_expired
 from toolscout.upstream.relay import Relay, current_relay
-from toolscout.upstream.spec import Status
-from toolscout.upstream.state import ConnectionState
+from toolscout.upstream.spec import ConnectionState, Status
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -224,3 +236,172 @@ class CallsInFlight:
 
     def _again(self) -> str:
         return " toolscout is connecting to it again." if self._reconnect and not self._state.stopping else ""
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """Return the exception that matters inside task groups' exception groups: the first that is not a cancellation."""
+    while isinstance(exc, BaseExceptionGroup):
+        members: tuple[BaseException, ...] = cast(BaseExceptionGroup[BaseException], exc).exceptions
+        cancelled = anyio.get_cancelled_exc_class()
+        exc = next((e for e in members if not isinstance(e, cancelled)), members[0])
+    return exc
+
+
+def describe_exception(exc: BaseException) -> str:
+    """Return a one-line reason for a failure, told from the exception that matters (`innermost`)."""
+    exc = innermost(exc)
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc} (is it installed and on PATH?)"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or exc}"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from {exc.request.url}"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"cannot connect: {exc}"
+    if isinstance(exc, httpx2.TransportError):
+        return f"HTTP transport error: {exc or type(exc).__name__}"
+    if isinstance(exc, MCPError):
+        return f"{exc.error.message} (MCP error {exc.error.code})"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def session_expired(exc: MCPError) -> bool:
+    """Whether an HTTP server said it does not know our session (404 at the transport)."""
+    message = exc.error.message.lower()
+    return exc.error.code == types.INVALID_REQUEST and (
+        "session not found" in message or "session terminated" in message
+    )
+
+
+def connection_gone(exc: MCPError) -> bool:
+    """Whether an error says the connection itself is gone: the server forgot our session (it
+    restarted), or the SDK's word for a transport that went away (`CONNECTION_CLOSED`)."""
+    return session_expired(exc) or exc.error.code == types.CONNECTION_CLOSED
+
+
+ResultT = TypeVar("ResultT", bound=types.Result)
+
+
+def without_hop_metadata(result: ResultT) -> ResultT:
+    """Drop the upstream's `serverInfo` stamp: it describes that hop, and the gateway stamps its own."""
+    meta = result.meta
+    if not meta or types.SERVER_INFO_META_KEY not in meta:
+        return result
+    rest = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
+    return result.model_copy(update={"meta": rest or None})
+
+
+ItemT = TypeVar("ItemT")
+
+MAX_PAGES = 100
+"""Pages followed at most: a server whose cursor never ends must not keep a listing going forever."""
+
+PageFetcher = Callable[[str | None], Awaitable[tuple[Sequence[ItemT], str | None]]]
+"""Fetches the page at a cursor (None: the first): its items and the next cursor (None: the last page)."""
+
+
+async def paginate(fetch: PageFetcher[ItemT], *, max_pages: int = MAX_PAGES) -> tuple[list[ItemT], bool]:
+    """Return every item of a paginated listing, and whether its last page was reached (False when it
+    stopped after `max_pages` pages, for the caller to say so in its own log)."""
+    items: list[ItemT] = []
+    cursor: str | None = None
+    for _ in range(max_pages):
+        page, cursor = await fetch(cursor)
+        items.extend(page)
+        if cursor is None:
+            return items, True
+    return items, False
+
+
+RELIST_EMPTY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+"""When a server lists no tools right after connecting (and `relist_empty`), the waits before each
+listing again, as long as it still lists none: about half a minute in all."""
+
+
+class ToolListing(Protocol):
+    """What an upstream needs of the catalog its tools are listed in (the gateway's `Catalog`)."""
+
+    def set_server_tools(self, server: str, tools: Iterable[types.Tool], *, declared: bool = False) -> None:
+        """Replace everything known about `server`'s tools (`declared`: the config's, not the server's)."""
+        ...
+
+    def drop_server(self, server: str) -> None:
+        """Forget `server`'s tools."""
+        ...
+
+    def counts(self, server: str) -> tuple[int, int]:
+        """(all tools, enabled tools) of `server`."""
+        ...
+
+    def admit(self, server: str, name: str) -> object:
+        """Raise unless `server` listed a tool called exactly `name` and the rules enable it."""
+        ...
+
+
+class ServerTools:
+    """The tools one upstream lists in the catalog, and whether they are known to be out of date."""
+
+    def __init__(
+        self,
+        server: str,
+        catalog: ToolListing,
+        declared: tuple[types.Tool, ...],
+        on_listed: Callable[[Sequence[types.Tool]], None],
+    ) -> None:
+        self._server = server
+        self.catalog = catalog
+        self._declared = declared
+        self._on_listed = on_listed
+        self.offline: tuple[types.Tool, ...] | None = None
+        """The last live list the gateway knows of (see `Upstream.use_offline_tools`); None: the declared tools."""
+        self.refresh_requested = False
+        """The server announced a change that no listing has fetched yet."""
+        self.stale = False
+        """The server said its tools changed and the new list has not arrived yet: calls wait for it."""
+
+    def announced_change(self) -> None:
+        """The server said its tools changed."""
+        self.refresh_requested = True
+        self.stale = True
+
+    async def relist_while_empty(self, request: Callable[[], None]) -> None:
+        """Ask for the list again (`request`) after each of `RELIST_EMPTY_DELAYS` while the last one
+        was empty (run beside the connection, cancelled with it)."""
+        for delay in RELIST_EMPTY_DELAYS:
+            await anyio.sleep(delay)
+            if self.offline:  # it listed some at last (or told us of a change)
+                return
+            logger.info("%s: listed no tools yet; listing again", self._server)
+            request()
+        logger.info("%s: still lists no tools; listed again when it says its tools changed", self._server)
+
+    async def fetch(self, client: Client) -> list[types.Tool]:
+        """The server's whole tool list (every page)."""
+        if client.server_capabilities.tools is None:
+            return []
+
+        async def page(cursor: str | None) -> tuple[list[types.Tool], str | None]:
+            listed = await client.list_tools(cursor=cursor)
+            return listed.tools, listed.next_cursor
+
+        tools, complete = await paginate(page)
+        if not complete:
+            logger.warning("%s: stopped listing tools after %d pages", self._server, MAX_PAGES)
+        return tools
+
+    def list_live(self, tools: Sequence[types.Tool]) -> None:
+        """List what the server listed just now."""
+        self.catalog.set_server_tools(self._server, tools)
+        # What it really offers: listed while it is idle, reconnecting or down, until it says otherwise.
+        self.offline = tuple(tools)
+        self._on_listed(tools)
+
+    def list_offline(self) -> None:
+        """Not connected: list its last known tools, else the declared ones, else none."""
+        if self.offline is not None:
+            self.catalog.set_server_tools(self._server, self.offline)
+        elif self._declared:
+            self.catalog.set_server_tools(self._server, self._declared, declared=True)
+        else:
+            self.catalog.drop_server(self._server)

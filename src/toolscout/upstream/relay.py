@@ -1,8 +1,8 @@
 """The way back from an upstream call to the client that made it: progress, sampling, elicitation, logs.
 
-The MCP face (serve/server.py) opens a `Relay` for each `tools/call` it serves and makes it current for
+The MCP server (serve/server.py) opens a `Relay` for each `tools/call` it serves and makes it current for
 that request's task (`relaying`); `Upstream.call_tool` picks it up with `current_relay()`. The
-layers in between (surfaces, meta-tools, gateway) need not carry it, the way a request context
+layers in between (modes, meta-tools, gateway) need not carry it, the way a request context
 travels in a web framework. An upstream's server-to-client requests and notifications during a
 call are then sent to exactly that client, or refused with an error the upstream can act on.
 """

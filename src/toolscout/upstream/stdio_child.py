@@ -1,11 +1,24 @@
-"""A stdio upstream: a child process spoken to over its stdin and stdout, its stderr logged.
+"""A stdio upstream: a child process spoken to over its stdin and stdout, its stderr logged; and the
+reaper, a tiny process that stops the children's process groups once the gateway is gone, however
+it went.
 
 The child is run here rather than by the SDK's `stdio_client`, for the sake of stopping it: it is
 given a short time to exit once its stdin is closed, then its whole process group is terminated and
 killed, within `STDIN_CLOSE_GRACE + TERMINATE_GRACE` seconds (the SDK waits 2 s before even
 signalling it, which is as long as an MCP client waits before signalling the gateway); and should
 the gateway die first, even of SIGKILL, it is killed too (Linux: `PR_SET_PDEATHSIG`), and its
-process group stopped by the gateway's reaper (reaper.py).
+process group stopped by the gateway's reaper.
+
+A gateway killed outright (SIGKILL, the OOM killer) cannot stop its children's process groups
+itself; the parent-death signal its children ask for reaches them only, not what they started (it
+is not inherited), and it has other limits (see `_exit_with_gateway`). So the first stdio child of
+a gateway process also starts its reaper: a small Python process, in a session of its own (a signal
+to the gateway's process group or terminal does not reach it), whose stdin is a pipe that only the
+gateway holds (close-on-exec: no child inherits it). The gateway writes each child's process group
+to it as the child starts (`+PGID`) and once the group is gone (`-PGID`). When the pipe ends, the
+gateway has exited, whatever the way: the reaper sends SIGTERM to the groups still listed, waits up
+to `TERMINATE_GRACE` seconds for them to go, sends SIGKILL to what is left, and exits. A group that
+a child leaves (setsid, a daemon) is beyond its reach, as it is beyond a normal shutdown's.
 """
 
 from __future__ import annotations
@@ -31,7 +44,6 @@ from toolscout.config.models import StdioServerConfig
 from toolscout.jsonrpc_lines import MessageReader, MessageWriter, parse_message
 from toolscout.masking import mask_text
 from toolscout.upstream._sdk import SessionStreams
-from toolscout.upstream.reaper import reaper
 from toolscout.upstream.transport import UpstreamTarget, watched
 
 logger = logging.getLogger(__name__)
@@ -48,7 +60,7 @@ stdin, and its connection is cut rather than hold the sender (and a shutdown) fo
 STDIN_CLOSE_GRACE = 0.5
 """How long a child may take to exit on its own once its stdin is closed."""
 TERMINATE_GRACE = 0.5
-"""How long its process group may take to exit after SIGTERM, before SIGKILL."""
+"""How long its process group may take to exit after SIGTERM, before SIGKILL (the reaper's groups too)."""
 KILL_REAP_SECONDS = 0.5
 """How long the event loop waits to see a killed child gone before abandoning it (only an unkillable one)."""
 _EXIT_POLL_SECONDS = 0.01
@@ -78,7 +90,7 @@ def _exit_with_gateway() -> Callable[[], None] | None:
     The kernel sends it when the *thread* that started the child ends, not the process: only a child
     started by the main thread, which lasts as long as the gateway, asks for it. One started by
     another thread (a worker thread, an event loop run in a thread) would be killed as soon as that
-    thread ended; it does without, and is left to the reaper (reaper.py), as are the children's own
+    thread ended; it does without, and is left to the reaper (`Reaper`), as are the children's own
     children, which a parent-death signal never reaches.
 
     It only calls prctl through a foreign function resolved beforehand (no import, allocation or
@@ -350,3 +362,124 @@ class StdioUpstream:
         line = raw.decode("utf-8", "replace").rstrip()
         self._stderr.append(line)
         self._log.info("%s", line)
+
+
+_PROGRAM = """
+import os, signal, sys, time
+grace = float(sys.argv[1])
+groups, pending = set(), b""
+while True:
+    try:
+        chunk = os.read(0, 4096)
+    except InterruptedError:
+        continue
+    if not chunk:
+        break
+    *lines, pending = (pending + chunk).split(b"\\n")
+    for line in lines:
+        if line[:1] == b"+":
+            groups.add(int(line[1:]))
+        elif line[:1] == b"-":
+            groups.discard(int(line[1:]))
+def send(signum):
+    for group in list(groups):
+        try:
+            os.killpg(group, signum)
+        except ProcessLookupError:
+            groups.discard(group)
+        except PermissionError:
+            pass
+send(signal.SIGTERM)
+deadline = time.monotonic() + grace
+while groups and time.monotonic() < deadline:
+    time.sleep(0.01)
+    send(0)
+send(signal.SIGKILL)
+"""
+
+
+class Reaper:
+    """The gateway process's reaper (one per process: see `reaper`), started on the first `watch()`.
+
+    Safe to call from any thread. If it cannot be started, or has gone, the gateway carries on
+    without it (a warning says so): a normal shutdown does not need it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fd = -1
+        self._process: subprocess.Popen[bytes] | None = None
+        self._failed = False
+        self._groups: set[int] = set()
+
+    def watch(self, pgid: int) -> None:
+        """Have process group `pgid` stopped should the gateway die before calling `forget(pgid)`."""
+        with self._lock:
+            self._groups.add(pgid)
+            if self._fd < 0 and not self._failed:
+                self._start()
+            self._tell(f"+{pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        """Process group `pgid` is gone (or stopped otherwise): the reaper leaves it alone."""
+        with self._lock:
+            if pgid in self._groups:
+                self._groups.discard(pgid)
+                self._tell(f"-{pgid}\n")
+
+    def kill_all(self) -> None:
+        """SIGKILL every group being watched, now (a shutdown that ran out of time)."""
+        with self._lock:
+            groups = list(self._groups)
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+
+    @property
+    def pid(self) -> int | None:
+        """The reaper's process id, once started."""
+        return None if self._process is None else self._process.pid
+
+    def _start(self) -> None:
+        read_end, write_end = os.pipe()  # both close-on-exec: only the reaper gets read_end, as its stdin
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _PROGRAM, str(TERMINATE_GRACE)],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(write_end)
+            self._failed = True
+            logger.warning(
+                "could not start the reaper (%s): should the gateway be killed outright, what its stdio "
+                "servers started may outlive it",
+                exc,
+            )
+            return
+        finally:
+            os.close(read_end)
+        os.set_blocking(write_end, False)
+        self._fd = write_end
+
+    def _tell(self, line: str) -> None:
+        if self._fd < 0:
+            return
+        try:
+            os.write(self._fd, line.encode())  # a few bytes: a pipe takes them whole, or not at all
+        except OSError as exc:  # it has gone (EPIPE), or stopped reading (EAGAIN)
+            logger.warning(
+                "the reaper is gone (%s): should the gateway be killed outright, what its stdio servers "
+                "started may outlive it",
+                exc,
+            )
+            os.close(self._fd)
+            self._fd = -1
+            self._failed = True
+
+
+reaper = Reaper()
+"""This process's reaper."""

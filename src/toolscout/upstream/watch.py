@@ -1,4 +1,5 @@
-"""The resources the gateway is subscribed to on one upstream, kept across reconnects.
+"""What runs beside one upstream's live connection: the resources the gateway is subscribed to on it,
+kept across reconnects, and the watch that keeps its tools and its status true.
 
 Clients subscribe through the gateway (serve/server.py, serve/subscriptions.py); each upstream
 resource is subscribed to once, however many clients want it (a count per URI), and dropped
@@ -11,8 +12,20 @@ upstream when the last one goes. How depends on the upstream's era:
   also hands its frames to the session's message handler, which leaves them alone: a stream
   being replaced would otherwise tell them twice).
 
-An update that arrives while a stream is being reopened is lost: the spec promises no replay
+An update that arrives while a stream is being reopened is lost: the MCP spec promises no replay
 either, and a client that cares reads the resource again after it subscribes.
+
+An endpoint may come and go: a server registered at run time often answers before it has loaded its
+tools, and may die without a word. `EndpointWatch` lists tools again while the server lists none
+(`relist_empty`), and pings the server every `ping_seconds` so that one that died
+is seen to be gone, and connected again with backoff, without waiting for a call to fail on it.
+
+A streamable HTTP server that dies says nothing: the SDK's client gives its event stream up after two
+attempts, silently, and the connection would look live until the next call. A ping that finds the
+transport gone, or goes unanswered for `PING_TIMEOUT` seconds, ends the connection; an answer, even
+a JSON-RPC error (a server that does not implement ping), means the server is there. (At 2026-07-28,
+which has no ping and no session, a request to a server that died fails without ending anything:
+the ping is what tells.)
 """
 
 from __future__ import annotations
@@ -20,7 +33,8 @@ from __future__ import annotations
 import logging
 import warnings
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -30,7 +44,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolscout.errors import InvalidArguments
+from toolscout.errors import InvalidArguments, ToolscoutError, UpstreamRefused
+from toolscout.upstream.calls import ServerTools
+from toolscout.upstream.spec import UpstreamSpec
 
 logger = logging.getLogger(__name__)
 
@@ -189,3 +205,63 @@ class ResourceWatch:
             self._acknowledged.set()  # a subscriber waiting for it learns it failed
             self._acknowledged = anyio.Event()
             task_status.started(None)
+
+
+PING_TIMEOUT = 10.0
+"""How long a ping may go unanswered before the connection is taken for gone."""
+
+
+def _ping_for(client: Client) -> Callable[[Client], Awaitable[Any]]:
+    """Return a ping in `client`'s era: `ping` in the handshake era; at 2026-07-28, which has none, the first
+    page of `tools/list` (every server answers it; the SDK's response cache is off for upstreams)."""
+    if _modern(client):
+        return lambda live: live.list_tools()
+    return lambda live: live.send_ping()  # pyright: ignore[reportDeprecated] (the handshake era's own)
+
+
+class SendsRequests(Protocol):
+    """The upstream's one guarded send for requests other than tool calls (`Upstream.request`)."""
+
+    def __call__(
+        self, what: str, operation: Callable[[Client], Awaitable[Any]], *, within: float | None = None, use: bool = True
+    ) -> Awaitable[Any]: ...
+
+
+class EndpointWatch:
+    """What runs beside one upstream's live connection to keep its tools and its status true."""
+
+    def __init__(
+        self,
+        spec: UpstreamSpec,
+        tools: ServerTools,
+        request: SendsRequests,
+        refresh: Callable[[], None],
+        gone: Callable[[], None],
+    ) -> None:
+        self._spec = spec
+        self._tools = tools
+        self._request = request
+        self._refresh = refresh
+        """Asks the connection to list tools again."""
+        self._gone = gone
+        """Gives the connection up: it is connected again, with backoff."""
+
+    async def watch(self, client: Client, listed: Sequence[types.Tool]) -> None:
+        """Watch the connection of `client`, whose first tool list was `listed` (cancelled with it)."""
+        async with anyio.create_task_group() as tg:
+            if not listed and self._spec.relist_empty and client.server_capabilities.tools is not None:
+                tg.start_soon(self._tools.relist_while_empty, self._refresh)
+            if self._spec.ping_seconds is not None:
+                tg.start_soon(self._ping_every, self._spec.ping_seconds, client)
+
+    async def _ping_every(self, seconds: float, client: Client) -> None:
+        while True:
+            await anyio.sleep(seconds)
+            try:
+                await self._request("ping", _ping_for(client), within=PING_TIMEOUT, use=False)
+            except UpstreamRefused:
+                continue  # it answered: it is there
+            except ToolscoutError as exc:
+                logger.info("%s: no answer to a ping (%s); connecting again", self._spec.name, exc.message)
+                self._gone()
+                return
