@@ -1,18 +1,23 @@
 """Shared fixtures: the anyio backend, private state/runtime/cache directories, and a PATH with Node 22.
 
-Constants and helper functions live in tests/helpers/ (test modules import those, never this file)."""
+The hooks here also mark each test that starts a child process `processes` (the quick tier,
+`scripts/test --quick`, leaves those out) and fail a test that starts one without the mark; what
+decides it is in tests/helpers/tiers.py. Constants and helper functions live in tests/helpers/ (test
+modules import those, never this file)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import mcp.client.stdio as mcp_stdio
 import pytest
 
 from tests.helpers.paths import node_path
+from tests.helpers.tiers import MARK, ProcessWatch, starts_processes
 from toolscout.masking import forget_secrets
 
 
@@ -61,3 +66,50 @@ def _forget_remembered_secrets() -> Iterator[None]:
 def node_env() -> dict[str, str]:
     """An environment whose PATH starts with the pinned Node 22 from tools/npm."""
     return {**os.environ, "PATH": node_path()}
+
+
+_watch = ProcessWatch()
+sys.addaudithook(_watch.hook)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARK}: the test starts a child process (Redis, nginx, Node, a serve child, a stdio server); "
+        "set at collection by tests/helpers/tiers.py, left out by `scripts/test --quick`",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that start a child process, so that `-m "not processes"` is the quick tier."""
+    for item in items:
+        if starts_processes(item):
+            item.add_marker(MARK)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Note the processes each test not marked `processes` starts (setup, call and teardown)."""
+    _watch.current = None if item.get_closest_marker(MARK) else item
+    _watch.started.clear()
+    try:
+        return (yield)
+    finally:
+        _watch.current = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Fail a test that started a child process without being marked: it would slow the quick tier."""
+    report = yield
+    if call.when == "teardown" and _watch.current is item and _watch.started and report.passed:
+        started = "\n  ".join(_watch.started[:5])
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started a child process but is not marked `{MARK}`, so the quick tier "
+            f"(scripts/test --quick) would run it:\n  {started}\nAdd the name that starts it to "
+            f"PROCESS_NAMES in tests/helpers/tiers.py, or mark the test @pytest.mark.{MARK}."
+        )
+    return report

@@ -9,10 +9,12 @@ Read from the source with `ast`, nothing imported: every import counts, inline o
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tests.helpers.paths import ROOT
+from tests.helpers.source import statements
 
 SRC = ROOT / "src"
 PACKAGE = SRC / "toolscout"
@@ -40,7 +42,7 @@ def imported_names(module: str, path: Path) -> Iterator[str]:
     """The dotted names an `import` or `from ... import` anywhere in the module refers to, relative
     imports resolved; for `from a import b`, `a.b` (it may be a module) and `a`."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in statements(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -136,8 +138,14 @@ def describe(graph: Mapping[str, set[str]], component: frozenset[str]) -> str:
     return f"  {' -> '.join(one_cycle(graph, component))}\n{edges}"
 
 
+@functools.cache
+def src_import_graph() -> dict[str, set[str]]:
+    """The import graph of src/toolscout, read once for the two tests that check it."""
+    return import_graph(modules(PACKAGE))
+
+
 def test_no_import_circle_in_src() -> None:
-    graph = import_graph(modules(PACKAGE))
+    graph = src_import_graph()
     found = circles(graph)
     assert not found, (
         "import circle(s) in src/toolscout (all imports count, inline and TYPE_CHECKING too):\n"
@@ -153,7 +161,7 @@ def room_of(module: str) -> str:
 def test_no_circle_between_rooms() -> None:
     """The rooms (serve/, modes/, gateway/, resources/, upstream/, ... and each top-level module) form
     layers: a room never depends, through any of its modules, on a room that depends on it."""
-    graph = import_graph(modules(PACKAGE))
+    graph = src_import_graph()
     rooms: dict[str, set[str]] = {}
     for module, targets in graph.items():
         here = room_of(module)

@@ -524,7 +524,8 @@ async def test_personal_and_one_time_secrets_and_secrets_inside_strings_are_reda
 
 @pytest.mark.anyio
 async def test_a_secret_after_a_word_and_a_space_is_redacted_and_prose_kept(tmp_path: Path) -> None:
-    """Issue 32: `token <value>` (no `=` or `:`) inside an argument string, through a real client's call."""
+    """A secret after a word and a space, `token <value>` (no `=` or `:`), inside an argument string,
+    through a real client's call."""
     path = tmp_path / "audit.jsonl"
     secrets = ("s3cr3tT0ken-9x8y7z6w", "AbCd1234EfGh5678", "Hunter2Hunter2")
     arguments = {

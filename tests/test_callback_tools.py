@@ -1,4 +1,4 @@
-"""Callback tools (spec 002's register-component): a registered tool's calls are POSTed to its URL,
+"""Callback tools (tools registered by URL rather than by MCP server): a registered tool's calls are POSTed to its URL,
 served here by a small real HTTP server; the gateway runs its one-tool MCP server in-process.
 
 The tool goes through the gateway's one path: searchable, its arguments validated before anything is

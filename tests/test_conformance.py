@@ -1,6 +1,6 @@
 """The official MCP conformance suite, run against an upstream directly and through the gateway.
 
-The rule (issue "Nothing lost through the gateway", and issue 18): every server scenario the upstream
+The rule (nothing is lost through the gateway): every server scenario the upstream
 passes, `toolscout serve --mode passthrough` in front of it passes too, configured as a user would
 (`{"url": ...}`) or with the handshake era pinned (`protocol: legacy`), in every suite: 0.1.16's
 default suite and `--suite all` (a 2025-11-25 client), and the 0.2.0 prerelease's 2026-07-28 scenarios
@@ -54,7 +54,7 @@ UNLISTED = ["resources-subscribe", "resources-unsubscribe", "tools-call-error", 
 """What server-everything "passes" without having it: it answers a call of any tool name with a result
 (its SDK turns "tool not found" into an `isError` result with text, which these scenarios accept) and
 takes a subscription to any URI. toolscout never forwards a tool, resource or prompt the server did not
-list (issue 19: a server whose lookup is loose ran a disabled tool), so the gateway answers these
+list (a server whose lookup is loose would otherwise run a disabled tool), so the gateway answers these
 itself (-32602, unknown tool or resource) and the scenarios, calling `test_simple_text`,
 `test_error_handling` and subscribing to `test://watched-resource`, which it does not list, fail."""
 EXPECTED_LOSSES: dict[tuple[UpstreamName, ConfigName], dict[Suite, list[str]]] = {

@@ -1,4 +1,4 @@
-"""The demo servers (templates users copy) do not lock up on hostile input (issue 19, item 8).
+"""The demo servers (templates users copy) do not lock up on hostile input.
 
 Each runs as a real process over stdio, driven by the SDK's client: the files server refuses
 named pipes and other non-regular files at once (reading one waited forever for a writer, and 45

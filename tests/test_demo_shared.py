@@ -1,4 +1,4 @@
-"""README's spec 002 pipeline (`scripts/demo-shared`) end to end, as a user runs it: a gateway with an
+"""README's shared-gateway pipeline (`scripts/demo-shared`) end to end, as a user runs it: a gateway with an
 admin key, an MCP endpoint registered before it is up and a callback tool registered into run-1, a
 token for run-1, an agent that searches and executes with it, another run's token that sees
 nothing, and the audit lines with the token's label and namespace, never a credential."""

@@ -259,5 +259,5 @@ def test_what_a_tool_is_for_is_not_drowned_by_the_details_of_its_description() -
     backend.rebuild(catalog.tools())
     # The long description is embedded whole and as its first sentence; the one-sentence one once.
     assert len(embedder.texts) == 3
-    # Issue 18: the mean over the whole paragraph put list_units first for "convert miles".
+    # The mean over the whole paragraph once put list_units first for "convert miles".
     assert [h.tool.name for h in backend.search("convert miles")] == ["convert_units", "list_units"]

@@ -1,4 +1,4 @@
-"""Hostile admin API requests (issue 32, item 8), on a real `toolscout serve --transport http` child:
+"""Hostile admin API requests, on a real `toolscout serve --transport http` child:
 a URL or header with CR/LF in a registration, and a body nested 100,000 deep, are each a 400 naming
 the problem (never 201, 500 or a misleading 503), with no traceback in the gateway's log; the
 command line refuses the same.

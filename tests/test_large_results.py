@@ -1,4 +1,4 @@
-"""Large answers (issue 32, item 4), on a real `toolscout serve --transport http` child.
+"""Large answers, on a real `toolscout serve --transport http` child.
 
 A hostile callback site answering 20 MB is refused at its Content-Length, before its body is read,
 and without one at the cap, while another client is answered; a tool result larger than what the

@@ -1,4 +1,4 @@
-"""One large request must not stall everyone (issue 19, item 5).
+"""One large request must not stall everyone.
 
 A search query is capped (`search.maxQueryChars`, `search.maxQuerySteps`) on every path that searches,
 with an error that says the limit and what to do; and a search's scoring runs in a worker thread,

@@ -1,4 +1,4 @@
-"""Meta-tool arguments are checked strictly, in every mode and both eras (issue 19, item 10).
+"""Meta-tool arguments are checked strictly, in every mode and both eras.
 
 A boolean is not a number, a number or a string not a boolean, a numeric string not a number;
 each refusal says which argument, what was expected and what came. `null` for an optional

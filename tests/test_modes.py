@@ -57,7 +57,7 @@ async def test_compact_mode_lists_inspect_and_exec_with_the_catalog_in_the_descr
         assert client.instructions and "inspect" in client.instructions
         description = inspect.description or ""
         lines = description.splitlines()
-        # The layout of spec 001 §4.1, server instructions (or the configured description) on the server line.
+        # The compact mode's documented layout: server instructions (or the configured description) on the server line.
         assert lines[:3] == ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
         assert "  Server: kitchen - Kitchen-sink test server: weather, charts and failures." in lines
         assert "  Server: notes - Personal notes" in lines
@@ -265,8 +265,8 @@ async def passthrough(
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_passthrough_in_front_of_one_server_lists_its_tools_under_their_own_names(era: str) -> None:
-    """`toolNames: auto` (the default): nothing to tell apart, so nothing renamed (issue 18: a client
-    looking for the upstream's own tool name found `server__tool` instead)."""
+    """`toolNames: auto` (the default): nothing to tell apart, so nothing renamed (a client
+    looking for the upstream's own tool name must not find `server__tool` instead)."""
     async with passthrough(era, "auto", servers=("kitchen",)) as (client, _):
         listed = [t.name for t in (await client.list_tools()).tools]
         assert listed == [t.name for t in TOOLS]
@@ -293,7 +293,7 @@ async def test_bare_when_unique_prefixes_only_the_names_two_servers_share(era: s
         ambiguous = error_of(await client.call_tool("get_weather", {"city": "Oslo"}))
         assert ambiguous["code"] == "AMBIGUOUS_NAME"
         assert "kitchen__get_weather" in ambiguous["message"] and "notes__get_weather" in ambiguous["message"]
-    async with passthrough(era, "auto") as (client, _):  # several servers: `server__tool`, as by spec 002
+    async with passthrough(era, "auto") as (client, _):  # several servers: `server__tool`, the gateway's prefix rule
         listed = {t.name for t in (await client.list_tools()).tools}
         assert listed == {f"kitchen__{t.name}" for t in TOOLS} | {"notes__create_note", "notes__get_weather"}
 
@@ -304,7 +304,7 @@ async def test_an_upstream_protocol_error_on_its_own_tool_reaches_the_client_as_
     era: str, mode: ModeName
 ) -> None:
     """A native tool answers as it would without the gateway: the upstream's JSON-RPC error, not an
-    `isError` result (issue 18: `-32602 Unknown tool` came back as a tool result)."""
+    `isError` result (`-32602 Unknown tool` must not come back as a tool result)."""
     async with Gateway([UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))]) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
@@ -328,10 +328,10 @@ async def test_an_upstream_protocol_error_on_its_own_tool_reaches_the_client_as_
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_passthrough_in_front_of_the_conformance_upstream_is_the_upstream(era: str) -> None:
-    """The two scenarios of the conformance suite's `--suite all` that passthrough failed in front of one
-    server (issue 18): json-schema-2020-12 looks the tool up by its own name, and server-sse-polling
+    """The two scenarios of the conformance suite's `--suite all` that passthrough once failed in front of one
+    server: json-schema-2020-12 looks the tool up by its own name, and server-sse-polling
     calls a tool the server does not have and expects -32602, which the gateway now answers itself:
-    a name the server did not list is never forwarded (issue 19)."""
+    a name the server did not list is never forwarded."""
     upstream = UpstreamSpec("conformance", InProcessUpstream(conformance_upstream()))
     async with Gateway([upstream]) as gateway:
         with anyio.fail_after(10):

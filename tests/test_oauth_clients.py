@@ -1,4 +1,4 @@
-"""What an OAuth-aware client shown toolscout's 401 tells its user (issue 32, item 10): the real MCP
+"""What an OAuth-aware client shown toolscout's 401 tells its user: the real MCP
 Inspector CLI against a real `toolscout serve` with keys, without and with a wrong credential, in CI
 mode (`--stored-auth-only`) and interactively (a terminal: it starts OAuth discovery). Each time
 what it prints names the bearer credential toolscout wants; the OAuth discovery paths say this

@@ -63,7 +63,7 @@ async def until(upstream: Upstream, *statuses: Status) -> None:
 
 async def test_an_http_server_is_spoken_to_in_the_handshake_era_unless_configured() -> None:
     """At 2026-07-28 a server written for the handshake era has no way to ask the client anything nor
-    to take resources/subscribe (issue 18, tests/test_conformance.py), so that era comes first over HTTP too."""
+    to take resources/subscribe (tests/test_conformance.py), so that era comes first over HTTP too."""
     async with running(UNITS_HTTP, ready=UVICORN_READY) as units:
         url = f"http://127.0.0.1:{units.match.group(1)}/mcp"
         async with gateway({"plain": {"url": url}, "auto": {"url": url, "protocol": "auto"}}) as gw:

@@ -1,9 +1,10 @@
-"""Runtime registration end to end (spec 002 phases 2, 3 and 6): `toolscout serve --transport http` as
+"""Runtime registration end to end (register, discover, call): `toolscout serve --transport http` as
 a child process, servers and callback tools registered through its HTTP API (or this machine's
 registry, by the CLI), and an SDK client that lists, searches and executes what was registered.
 
-Spec 002's critical pitfall ("Endpoint Discovery Timing") is exercised with real endpoints: one that
-starts only after it was registered, one that dies and comes back, one that lists no tools at first.
+The critical pitfall of registration, an endpoint registered before it serves its tools, is
+exercised with real endpoints: one that starts only after it was registered, one that dies and
+comes back, one that lists no tools at first.
 """
 
 from __future__ import annotations

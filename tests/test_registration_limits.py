@@ -1,4 +1,4 @@
-"""Registrations are bounded and cheap (issue 32, item 3), on a real `toolscout serve --transport http`
+"""Registrations are bounded and cheap, on a real `toolscout serve --transport http`
 child: a flood stops at `registry.maxRegistrationsPerNamespace` and `registry.maxRegistrations` with a
 429 naming the limit (through the API, the command line with `--url` and the command line writing the
 local registry alike), and what one registration does in the gateway does not grow with how many

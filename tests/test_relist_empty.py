@@ -1,5 +1,5 @@
-"""An endpoint that answers `tools/list` with nothing right after it starts (spec 002's "Endpoint
-Discovery Timing": its tools are still loading) is listed again, with backoff, when its spec says so
+"""An endpoint that answers `tools/list` with nothing right after it starts (its tools
+are still loading) is listed again, with backoff, when its spec says so
 (`relist_empty`, which every registered server gets), until it lists some."""
 
 from __future__ import annotations

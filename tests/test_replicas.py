@@ -1,4 +1,4 @@
-"""Replicas sharing one registry in Redis (issue 24, first part): two `toolscout serve --transport http`
+"""Replicas sharing one registry in Redis: two `toolscout serve --transport http`
 processes with `registry: {backend: redis}` on a real Debian `redis-server`. What one is told (a
 registration, a removal, an issued or revoked token) the other serves; Redis going away fails what
 needs it with a clear error, and both carry on by themselves once it is back."""

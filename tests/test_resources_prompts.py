@@ -140,6 +140,7 @@ async def test_prompts_are_server__prompt_and_their_resources_are_readable(mode:
         assert films.messages[0].content.text == "Hello Bo from films"
 
 
+@pytest.mark.processes  # its "ghost" upstream's missing command is still tried as a child process
 @pytest.mark.parametrize("era", ERAS)
 async def test_mistakes_and_failures_are_clear_mcp_errors(era: str) -> None:
     ghost = UpstreamSpec(

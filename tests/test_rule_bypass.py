@@ -248,7 +248,7 @@ def test_disabled_or_unlisted_content_never_reaches_the_upstream(
 
 @pytest.mark.anyio
 async def test_the_issue_s_case_is_refused_as_an_unknown_tool_and_audited_as_refused(tmp_path: Path) -> None:
-    """Issue 19's probe: one loose upstream in passthrough, `DELETE_EVERYTHING` called by name."""
+    """The probe that found the bypass: one loose upstream in passthrough, `DELETE_EVERYTHING` called by name."""
     async with fronts(tmp_path) as started:
         for era in ERAS:
             client = started.clients[("passthrough", era)]

@@ -1,5 +1,5 @@
 """Input schemas that cannot be validated: refused when they arrive, and a budget on what validation
-there is (issue 32, item 1).
+there is.
 
 A real `toolscout serve --transport http` child fronts a real stdio upstream (tests/servers/
 schema_bomb.py) whose tools/list carries a 2^40 anyOf bomb and a `$ref` cycle beside normal tools;

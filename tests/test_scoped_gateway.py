@@ -1,4 +1,4 @@
-"""Below the face, under `scoped(...)`: servers by spec 002's prefix rule, search within a scope
+"""Below the face, under `scoped(...)`: servers by the namespace prefix rule, search within a scope
 (unaffected by tools outside it), the per-scope index cache, and a property: for random scopes and
 catalogs, nothing outside a scope is ever listed, found or executable.
 

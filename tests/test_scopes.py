@@ -1,4 +1,4 @@
-"""Scopes: spec 002's prefix rule for servers, namespaces, and tool rules that narrow further."""
+"""Scopes: the prefix rule for servers, namespaces, and tool rules that narrow further."""
 
 from __future__ import annotations
 

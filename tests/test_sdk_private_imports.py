@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.source import statements
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "toolscout"
 SDK_SHIM = SRC / "upstream" / "_sdk.py"
 
@@ -24,12 +26,12 @@ def _private_imports(path: Path) -> list[tuple[int, str, str, str]]:
     """(line, module, name, alias) of every `from <private SDK module> import name [as alias]` in `path`,
     and (line, module, "", "") for a plain `import` of one."""
     found: list[tuple[int, str, str, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in statements(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom) and node.module and _private(node.module):
             found.extend((node.lineno, node.module, a.name, a.asname or a.name) for a in node.names)
         elif isinstance(node, ast.Import):
             found.extend((node.lineno, a.name, "", "") for a in node.names if _private(a.name))
-    return found
+    return sorted(found)
 
 
 SHIM_IMPORTS = _private_imports(SDK_SHIM)

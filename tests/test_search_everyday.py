@@ -1,6 +1,6 @@
 """Searches a person types, through `search_tools`, against real servers: the right tool comes first.
 
-The catalog is the one of issue 18's report: the bundled demo servers (with the demo's rules),
+The catalog is the one of a user's report of poor searches: the bundled demo servers (with the demo's rules),
 `mcp-server-time` from PyPI and server-everything from npm, each a real process over stdio. The
 dev-set figures live in benchmarks/search.py; these are the behaviours a user saw go wrong,
 pinned so that tuning for the benchmarks cannot bring them back.
@@ -86,7 +86,7 @@ def ranked(data: dict[str, Any]) -> list[str]:
     return [f"{r['server']}/{r['tool']}" for r in data["results"]]
 
 
-# What people typed, and the tool they meant. The first three are issue 18's report (each ranked
+# What people typed, and the tool they meant. The first three are from that report (each ranked
 # another tool first); the rest guard the causes' fixes from hurting searches that were right
 # ("add two numbers" is not "create", "3pm New York time to London" is a conversion).
 EVERYDAY = [
@@ -127,7 +127,7 @@ async def test_a_task_no_server_does_reads_as_a_weak_match(agent: Client, query:
 
 
 async def test_results_stop_at_the_relevance_floor_unless_asked(agent: Client) -> None:
-    # Issue 18: "current time" listed 8 tools at relevance <= 0.001 after the two time tools.
+    # "current time" once listed 8 tools at relevance <= 0.001 after the two time tools.
     data = await search(agent, query="current time")
     assert ranked(data)[:2] == ["time/get_current_time", "time/convert_time"]
     assert all(r["relevance"] >= DEFAULT_MIN_RELEVANCE for r in data["results"]), data["results"]
@@ -169,7 +169,7 @@ async def test_every_step_gets_its_best_tool_even_with_more_steps_than_the_limit
         "read a file",
     ]
     data = await search(agent, query=steps, limit=3)
-    # Issue 18: limit 3 returned nothing for two of the five steps. Each step's best is there, in
+    # Limit 3 once returned nothing for two of the five steps. Each step's best is there, in
     # step order, labelled with the step (from 1) it answers; the limit grows to one per step.
     assert [(r["server"] + "/" + r["tool"], r["steps"]) for r in data["results"]] == [
         ("time/get_current_time", [1]),

@@ -240,7 +240,7 @@ def test_config_show_and_list_mask_every_planted_secret(tmp_path: Path) -> None:
         ("card 4242-4242-4242-4242 at 1764057600000 ms", "card •••••• at 1764057600000 ms"),
         ("auth0: connecting again in 1.0s", "auth0: connecting again in 1.0s"),
         ("url ${API_URL}?token=${TOKEN} --token ${T}", "url ${API_URL}?token=${TOKEN} --token ${T}"),
-        # A secret word, a space, a value that looks like a credential (issue 32): no `=` or `:` needed.
+        # A secret word, a space, a value that looks like a credential: no `=` or `:` needed.
         ("retry with token s3cr3tT0ken-9x8y7z6w now", "retry with token •••••• now"),
         ("the API key AbCd1234EfGh5678 was rejected", "the API key •••••• was rejected"),
         ("use api_key 0123abcd4567efgh, access key AK1234567890XY", "use api_key ••••••, access key ••••••"),

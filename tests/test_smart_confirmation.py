@@ -1,4 +1,4 @@
-"""Smart mode's confirmation of destructive tools cannot be skipped (issue 32, item 7).
+"""Smart mode's confirmation of destructive tools cannot be skipped.
 
 `confirm: true` refers to a plan the gateway proposed: the `confirmation_required` answer carries an
 id bound to the tool, the arguments, the caller and an expiry, good once. A real SDK client (both

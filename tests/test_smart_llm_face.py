@@ -5,7 +5,7 @@ scripted by each test) or the client's own model through MCP sampling.
 The LLM picks the tool among the best candidates and maps the request to its arguments (checked,
 repaired once); every failure of it (a malformed answer, an error, a refusal, a hang, nobody
 listening, a client that cannot sample) falls back to the offline methods, and the answer says so
-(spec 004 "Graceful Degradation").
+(smart mode degrades gracefully).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ async def test_the_endpoint_picks_the_tool_and_maps_its_arguments_and_the_tool_r
     assert output(data)["result"] == pytest.approx(8.04672)
     assert data["parameter_extraction"]["source"] == "llm"
     assert data["parameter_extraction"]["status"] == "success"
-    # The reasoning shows each method's part, the LLM's being its answer; spec 004's weights 30/15/55:
+    # The reasoning shows each method's part, the LLM's being its answer; smart mode's weights 30/15/55:
     # the search's fusion of semantic and rule counts 30 + 15, the LLM 55.
     found = HYBRID.fullmatch(data["discovery_reasoning"])
     assert found is not None, data["discovery_reasoning"]

@@ -1,4 +1,4 @@
-"""Smart mode end to end without an LLM (spec 004, issue 23): a real SDK client calls
+"""Smart mode end to end without an LLM: a real SDK client calls
 `smart_tool_discovery` on the gateway's face, which picks a tool among the demo servers (units, text,
 files), a `vault` with a destructive tool, or server-everything, reads the arguments from the
 request, asks for confirmation when the tool may destroy data, and runs it.
@@ -642,7 +642,7 @@ async def test_the_same_request_gives_the_same_answer_until_the_catalog_changes(
         ("rule_based", "rule", r"^Rule\(\d\.\d{3}\)$"),
         ("semantic_based", "semantic", r"^Semantic\(\d\.\d{3}\)$"),
         ("hybrid", "hybrid", HYBRID.pattern),
-        # spec 004 "Graceful Degradation": without an LLM, llm_based decides as hybrid, and says so.
+        # Graceful degradation: without an LLM, llm_based decides as hybrid, and says so.
         ("llm_based", "hybrid", HYBRID.pattern),
     ],
 )

@@ -1,4 +1,4 @@
-"""Issued tokens under attack and through an outage (issue 32, items 2 and 5), on a real `toolscout
+"""Issued tokens under attack and through an outage, on a real `toolscout
 serve` with its registry in a real redis-server: a client holding a token keeps calling tools while
 Redis is killed and restarted, a revocation applies once Redis answers, unknown tokens are refused
 meanwhile; a flood of forged tokens is refused 401 with no registry query (every command Redis

@@ -291,7 +291,7 @@ def test_template_matching_follows_rfc6570_operators() -> None:
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_in_front_of_one_server_passthrough_refuses_names_it_did_not_list(era: str) -> None:
-    """Issue 19: forwarding such a name let a server with a loose lookup run a disabled tool
+    """Forwarding such a name would let a server with a loose lookup run a disabled tool
     (tests/test_rule_bypass.py). The client gets the protocol's unknown-tool error from the gateway."""
     specs = [UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server))]
     async with Gateway(specs) as gateway, Client(build_server(gateway, "passthrough"), mode=era) as client:

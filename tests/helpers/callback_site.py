@@ -1,5 +1,6 @@
-"""A small real HTTP server standing in for a callback tool's URL (spec 002's component): it records
-every POSTed body and answers what the test says, on a free port, in process (uvicorn)."""
+"""A small real HTTP server standing in for a callback tool's URL (a registered tool whose calls are
+POSTed to it): it records every POSTed body and answers what the test says, on a free port, in
+process (uvicorn)."""
 
 from __future__ import annotations
 

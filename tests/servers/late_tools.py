@@ -1,5 +1,5 @@
 """An MCP server over streamable HTTP whose tools are still loading when it starts: its first
-`--empty` tool lists are empty, later ones have its tool (spec 002's "Endpoint Discovery Timing").
+`--empty` tool lists are empty, later ones have its tool (an endpoint can be registered before its tools are loaded).
 
 python tests/servers/late_tools.py --port PORT [--empty N]
 """
