@@ -31,7 +31,7 @@ PROCESS_NAMES = frozenset(
         "npm_tool",
         "node_path",
         "node_env",
-        "running",  # tests.helpers.procs: a child that prints a readiness line
+        "running",  # benchmarks.processes: a child that prints a readiness line
         "open_process",
         "run_process",
         "Popen",
@@ -48,7 +48,7 @@ PROCESS_NAMES = frozenset(
 )
 """Names whose mention in a test's code (or in what it reaches) means the test starts a child process."""
 
-PROCESS_HELPERS = frozenset({"tests.helpers.procs", "tests.helpers.redis_server", "tests.helpers.balancer"})
+PROCESS_HELPERS = frozenset({"benchmarks.processes"})
 """The helper modules whose process-starting functions PROCESS_NAMES names."""
 
 AUDITED = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system", "os.exec"})
@@ -58,9 +58,10 @@ _MAX_DEPTH = 6
 
 
 def _is_ours(value: object) -> bool:
-    """Whether `value` was defined in the tests (a helper worth looking into), not in a library."""
+    """Whether `value` was defined in the tests or the benchmarks' shared helpers (code worth looking
+    into), not in a library."""
     module = getattr(value, "__module__", None) or ""
-    return module in {"tests", "conftest"} or module.startswith(("tests.", "test_"))
+    return module in {"tests", "conftest"} or module.startswith(("tests.", "test_", "benchmarks."))
 
 
 def _names_child(value: object, depth: int = 0) -> bool:
