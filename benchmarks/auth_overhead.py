@@ -47,7 +47,7 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
 from tests.helpers.procs import running
 
-from toolscout.config.auth import AuthConfig
+from toolscout.config.http import AuthConfig
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.registry.tokens import issue_token
 from toolscout.serve.auth import BearerPrincipals

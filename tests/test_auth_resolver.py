@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from toolscout.config.auth import AuthConfig
+from toolscout.config.http import AuthConfig
 from toolscout.config.loader import check_config_text, parse_config
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.config.secrets import config_secrets, mask_auth

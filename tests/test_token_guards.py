@@ -22,7 +22,7 @@ from starlette.requests import Request
 
 from tests.helpers.redis_server import redis_server
 from tests.helpers.registration_gateway import ServedGateway, served_gateway, structured, write_config
-from toolscout.config.auth import AuthConfig
+from toolscout.config.http import AuthConfig
 from toolscout.registry.base import TokenRecord, secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.tags import LEGACY_CHARS, TAGGED_CHARS, TOKEN_PREFIX

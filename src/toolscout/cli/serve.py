@@ -153,7 +153,7 @@ def serve(
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
     """`config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
-    from toolscout.config.addresses import check_host_entry, check_origin_entry
+    from toolscout.config.http import check_host_entry, check_origin_entry
 
     try:
         for host in hosts:
@@ -296,7 +296,7 @@ async def _serve_with(
 def _check_exposure(config: GatewayConfig, sock: socket.socket, authenticating: bool, insecure: bool) -> None:
     """Refuse (exit 2) to serve HTTP beyond this machine without authentication, unless told to; say
     on stderr whether requests need a credential."""
-    from toolscout.config.addresses import parse_ip
+    from toolscout.config.http import parse_ip
 
     address = parse_ip(str(sock.getsockname()[0]))
     loopback = address is not None and address.is_loopback

@@ -8,8 +8,8 @@ from toolscout.config.models import (
     HttpServerConfig,
     SseServerConfig,
     StdioServerConfig,
-    ToolRule,
 )
+from toolscout.config.rules import ToolRule
 
 __all__ = [
     "CONFIG_ENV_VAR",

@@ -17,18 +17,21 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
-from toolscout.config import jsonc
-from toolscout.config.auth import AuthConfig, ClientKey
+from toolscout.config import formats
+from toolscout.config.http import AuthConfig, ClientKey
 from toolscout.config.models import (
     SERVER_KIND_TAGS,
     AuditConfig,
     GatewayConfig,
     HttpServerConfig,
+    LLMConfig,
+    SmartCacheConfig,
+    SmartConfig,
+    SmartWeights,
     StdioServerConfig,
-    ToolRule,
 )
+from toolscout.config.rules import ToolRule
 from toolscout.config.secrets import config_secrets
-from toolscout.config.smart import LLMConfig, SmartCacheConfig, SmartConfig, SmartWeights
 from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
 from toolscout.suggestions import closest
@@ -169,9 +172,9 @@ def _parse_text(text: str, fmt: str, origin: str) -> Any:
         if fmt == "toml":
             return tomllib.loads(text)
         # JSON may carry comments and trailing commas, as VS Code's settings do.
-        root = jsonc.parse(text.removeprefix("\ufeff"))
+        root = formats.parse(text.removeprefix("\ufeff"))
         return {} if root is None else root.plain()
-    except jsonc.JsoncSyntaxError as exc:
+    except formats.JsoncSyntaxError as exc:
         raise ConfigurationError(
             f"Configuration error in {origin}: invalid JSON at line {exc.line}, column {exc.column}: {exc.reason}."
         ) from None
@@ -180,20 +183,19 @@ def _parse_text(text: str, fmt: str, origin: str) -> Any:
 
 
 def _parse_yaml(text: str, origin: str) -> Any:
-    # PyYAML is imported only for a YAML file: `serve` with a JSON config has no use for it.
-    import yaml
-
-    from toolscout.config.yaml12 import load_yaml
+    # ruamel.yaml is imported only for a YAML file: `serve` with a JSON config has no use for it.
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
-        return load_yaml(text) or {}
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        return formats.load_yaml(text) or {}
+    except MarkedYAMLError as exc:
+        error = cast(Any, exc)  # ruamel's errors carry their marks untyped
+        mark = error.problem_mark or error.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigurationError(
-            f"Configuration error in {origin}: invalid YAML{where}: {exc.problem or exc}."
+            f"Configuration error in {origin}: invalid YAML{where}: {error.problem or exc}."
         ) from None
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         raise ConfigurationError(f"Configuration error in {origin}: invalid YAML: {exc}.") from None
 
 

@@ -27,9 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolscout.config.models import ToolRule
-from toolscout.config.patterns import PatternSet
-from toolscout.config.rules import RuleKind, RuleSet
+from toolscout.config.rules import PatternSet, RuleKind, RuleSet, ToolRule
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """A namespace: letters, digits, `_` and `-` (no `.`, which separates it from a server's name)."""

@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.abc
 
-from toolscout.config.registry import DEFAULT_MAX_REGISTRATIONS, DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE
+from toolscout.config.models import DEFAULT_MAX_REGISTRATIONS, DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE
 from toolscout.config.scopes import qualified_name
 from toolscout.errors import ServerNotFound
 from toolscout.gateway.registered import Registration, Specs

@@ -16,7 +16,7 @@ from typing import Any
 import mcp_types as types
 
 from toolscout.catalog import CatalogTool
-from toolscout.config.smart import SmartConfig
+from toolscout.config.models import SmartConfig
 from toolscout.modes import smart_answers as answers
 from toolscout.modes.smart_answers import Decision
 from toolscout.modes.smart_args import SmartArgs

@@ -35,9 +35,8 @@ import anyio
 import mcp_types as types
 
 from toolscout.catalog import CatalogTool
-from toolscout.config.models import GatewayConfig
+from toolscout.config.models import GatewayConfig, LLMConfig, SmartConfig
 from toolscout.config.scopes import current_scope
-from toolscout.config.smart import LLMConfig, SmartConfig
 from toolscout.errors import ArgumentValidationError, InvalidArguments, LLMUnavailable, ToolscoutError
 from toolscout.gateway.audit import noting
 from toolscout.gateway.core import Gateway

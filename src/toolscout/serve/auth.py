@@ -39,7 +39,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from toolscout.config.auth import AuthConfig
+from toolscout.config.http import AuthConfig
 from toolscout.config.scopes import UNSCOPED, Scope
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import Registry, SharedRates, secret_hash
