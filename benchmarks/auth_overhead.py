@@ -48,8 +48,8 @@ from starlette.requests import Request
 from tests.helpers.procs import running
 
 from toolscout.config.http import AuthConfig
+from toolscout.registry.requests import issue_token
 from toolscout.registry.sqlite import SqliteRegistry
-from toolscout.registry.tokens import issue_token
 from toolscout.serve.auth import BearerPrincipals
 
 PYTHON = sys.executable

@@ -245,7 +245,7 @@ class CallTimeout(Unavailable):
 
 class LLMUnavailable(Unavailable):
     """`smart` mode's language model gave no usable answer (`reason`: timeout, http, refused,
-    bad_answer, unreachable); the caller falls back to the next method (spec 004 "Graceful Degradation")."""
+    bad_answer, unreachable); the caller falls back to the next method, so smart mode degrades gracefully."""
 
     code = "LLM_UNAVAILABLE"
 

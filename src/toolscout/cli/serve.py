@@ -181,7 +181,7 @@ async def _serve(
     watched: tuple[Path, GatewayConfig] | None,
     insecure_no_auth: bool = False,
 ) -> None:
-    from toolscout.registry.opening import describe, open_registry
+    from toolscout.registry.requests import describe, open_registry
     from toolscout.serve.auth import BearerPrincipals
 
     # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry):

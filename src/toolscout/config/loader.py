@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -268,6 +268,20 @@ _KNOWN_KEYS: dict[str, set[str]] = {
 }
 
 
+KEY_CUTOFF = 70
+"""How alike (rapidfuzz WRatio, 0-100) a known key must be to an unknown one to be suggested: closer
+than for names, since keys are few and a wrong suggestion misleads."""
+
+
+def key_hint(key: str, known: Sequence[str]) -> str:
+    """Return ` (did you mean 'x'?)` naming the one of `known` closest to an unknown `key`, or nothing.
+
+    The config's unknown keys and the registry's request bodies (token fields) say it the same way.
+    """
+    hint = closest(key, known, limit=1, cutoff=KEY_CUTOFF)
+    return f" (did you mean {hint[0]!r}?)" if hint else ""
+
+
 def _describe(err: ErrorDetails) -> str:
     loc = list(err["loc"])
     # The server union adds its tag ("stdio", "http", "sse") after the server name; users never wrote it.
@@ -284,9 +298,7 @@ def _describe(err: ErrorDetails) -> str:
                 str(loc[0]), "server"
             )
         )
-        hint = closest(key, sorted(_KNOWN_KEYS[scope]), limit=1, cutoff=70)
-        suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
-        return f"{path}: unknown key{suggestion}"
+        return f"{path}: unknown key{key_hint(key, sorted(_KNOWN_KEYS[scope]))}"
     if kind == "missing":
         return f"{path}: required key is missing"
     message = err["msg"].removeprefix("Value error, ")
@@ -295,7 +307,7 @@ def _describe(err: ErrorDetails) -> str:
         typos = [
             f"{key!r} (did you mean {hint[0]!r}?)"
             for key in entry
-            if (hint := closest(str(key), ["command", "url"], limit=1, cutoff=70)) and key != hint[0]
+            if (hint := closest(str(key), ["command", "url"], limit=1, cutoff=KEY_CUTOFF)) and key != hint[0]
         ]
         if typos:
             message += "; found " + ", ".join(typos)

@@ -115,7 +115,8 @@ class StdioServerConfig(_ServerBase):
     cwd: str | None = None
 
 
-def _check_url(url: str) -> str:
+def check_url(url: str) -> str:
+    """Check, as a validator, that `url` is an http:// or https:// URL with a host."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
@@ -131,7 +132,7 @@ class HttpServerConfig(_ServerBase):
     url: str
     headers: dict[str, str] = Field(default_factory=dict[str, str])
 
-    _url = field_validator("url")(_check_url)
+    _url = field_validator("url")(check_url)
 
 
 class SseServerConfig(_ServerBase):
@@ -141,7 +142,7 @@ class SseServerConfig(_ServerBase):
     url: str
     headers: dict[str, str] = Field(default_factory=dict[str, str])
 
-    _url = field_validator("url")(_check_url)
+    _url = field_validator("url")(check_url)
 
 
 def server_kind(raw: Any) -> str | None:

@@ -7,7 +7,7 @@ expired: at start (a restarted gateway keeps every registration) and whenever th
 `version()` changed (another process wrote it: the command line without `--url`), applying only the
 difference; `run` polls that version and sweeps expired entries, so an expired registration's upstream
 stops. A write through it (the HTTP API) applies its one registration, so that its cost does not grow
-with the number of registrations, and is refused over `registry.maxRegistrations...` (registry/limits.py).
+with the number of registrations, and is refused over `registry.maxRegistrations...` (registry/requests.py).
 An unchanged registration keeps its upstream (and its connection); a changed one (another URL,
 headers, schema) is restarted (gateway/registered.py builds each one's upstream).
 
@@ -33,8 +33,7 @@ from toolscout.config.scopes import qualified_name
 from toolscout.errors import ServerNotFound
 from toolscout.gateway.registered import Registration, Specs
 from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration
-from toolscout.registry.limits import check_room
-from toolscout.registry.requests import NameClash, name_taken
+from toolscout.registry.requests import NameClash, check_room, name_taken
 from toolscout.upstream import Upstream, UpstreamSpec
 
 logger = logging.getLogger(__name__)

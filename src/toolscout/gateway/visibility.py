@@ -114,7 +114,7 @@ class Visibility:
     def admit(self, scope: Scope, server: str, name: str) -> CatalogTool:
         """`Catalog.admit` within `scope`: a tool it does not see is `TOOL_NOT_FOUND` (never
         `TOOL_DISABLED`), its suggestions only tools it sees."""
-        return self._catalog.admit(server, name, visible=self.tool_filter(scope))
+        return self._catalog.admit_tool(server, name, visible=self.tool_filter(scope))
 
     def any_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
         """`server`'s tool `name`, enabled or not, if `scope` sees it; else `TOOL_NOT_FOUND` (or
