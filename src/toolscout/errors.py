@@ -1,4 +1,4 @@
-"""One rooted exception tree for everything toolscout reports.
+"""The one rooted exception tree for everything toolscout reports.
 
 Each concrete class carries a stable `code` string (its name says the same). Code inside the
 gateway raises these; only the edges (`serve/edge.py` for MCP, the CLI for a terminal) turn them

@@ -1,4 +1,4 @@
-"""JSON-RPC messages as lines on file descriptors: what the gateway's face (the process's own
+"""JSON-RPC messages as lines on file descriptors, which the gateway's MCP server (the process's own
 stdin/stdout, `toolscout.serve.stdio`) and its upstreams (a stdio child's pipes,
 `toolscout.upstream.transport`) both speak.
 

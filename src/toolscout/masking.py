@@ -1,4 +1,4 @@
-"""Masking secrets in anything toolscout prints, logs, records or sends: one function for all of them.
+"""The masking of secrets in anything toolscout prints, logs, records or sends, one function for all.
 
 `mask_text` is what the log (every record, through the record factory `install_log_masking` sets),
 error messages (`ToolscoutError`, an upstream's failure), `config show`, the transports' labels and

@@ -163,12 +163,12 @@ class ConfigDocument:
 
     @classmethod
     def load_or_new(cls, path: Path) -> ConfigDocument:
-        """`load(path)` if the file exists, else `new(path)`."""
+        """Return `load(path)` if the file exists, else `new(path)`."""
         path = Path(path)
         return cls.load(path) if path.exists() else cls.new(path)
 
     def rewritten(self, text: str) -> ConfigDocument:
-        """This file with `text` as its whole content instead: saved byte for byte over what was read
+        """Return this file with `text` as its whole content instead: saved byte for byte over what was read
         (so a file that changed on disk since is still refused)."""
         return ConfigDocument(self.path, text, self._snapshot)
 

@@ -193,7 +193,7 @@ class JsoncEditor:
         return node if node is not None and node.members is not None else None
 
     def lookup(self, keys: Sequence[str]) -> tuple[bool, Any]:
-        """(found, plain value) at the key path."""
+        """Return (found, plain value) at the key path."""
         parent = self._object_at(keys[:-1])
         member = parent.member(keys[-1]) if parent is not None else None
         return (True, member.value.plain()) if member is not None else (False, None)
@@ -325,7 +325,7 @@ class JsoncEditor:
 
 
 def _guess_yaml_indent(text: str) -> tuple[int, int, int]:
-    """(mapping, sequence, offset) for ruamel's `indent()`, read off the first nested lines."""
+    """Return (mapping, sequence, offset) for ruamel's `indent()`, read off the first nested lines."""
     mapping = offset = sequence = None
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     for above, line in itertools.pairwise(lines):
@@ -361,7 +361,7 @@ class YamlBackend(MappingBackend):
         self.root = cast(MutableMapping[Any, Any], loaded if loaded is not None else CommentedMap())
 
     def _chain(self, keys: Sequence[str]) -> list[tuple[Any, str]]:
-        """(mapping, key) for each step of the path, as far as the mappings go."""
+        """Return (mapping, key) for each step of the path, as far as the mappings go."""
         chain: list[tuple[Any, str]] = []
         node: Any = self.root
         for key in keys:
@@ -432,7 +432,7 @@ def _is_block(value: Any) -> bool:
 
 
 def _last_entry(node: Any) -> tuple[dict[Any, list[Any]], Any, int]:
-    """(ruamel's comment table, last key or index, comment slot) of a non-empty collection.
+    """Return (ruamel's comment table, last key or index, comment slot) of a non-empty collection.
 
     A mapping entry keeps the comments after it in slot 2, a sequence item in slot 0."""
     keys: list[Any] = list(node) if isinstance(node, CommentedMap) else []
@@ -440,7 +440,7 @@ def _last_entry(node: Any) -> tuple[dict[Any, list[Any]], Any, int]:
 
 
 def _comments(node: Any) -> dict[Any, list[Any]]:
-    """ruamel's per-entry comment table: key (or index) -> [?, comments above, comments after, ?]."""
+    """Return ruamel's per-entry comment table: key (or index) -> [?, comments above, comments after, ?]."""
     return node.ca.items
 
 
@@ -632,7 +632,7 @@ def _tables_of(item: Any) -> list[Table]:
 
 
 def _headers(container: Container) -> Iterator[Table]:
-    """Tables in the order they print (super tables included, though they print no header)."""
+    """Yield the tables in the order they print (super tables included, though they print no header)."""
     for _, item in container.body:
         for table in _tables_of(item):
             yield table

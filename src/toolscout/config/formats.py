@@ -60,7 +60,7 @@ class Node:
 
 @dataclass
 class Member:
-    """`"key": value` inside an object; `comma` is the offset of the comma after it, if any."""
+    """A member `"key": value` of an object; `comma` is the offset of the comma after it, if any."""
 
     key: str
     start: int

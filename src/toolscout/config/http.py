@@ -56,7 +56,7 @@ def canonical_name(name: str) -> str:
 
 
 def split_host(value: str) -> tuple[str, int | None] | None:
-    """`name`, `name:port`, `[v6]` or `[v6]:port` as (name, port); None if it is none of them."""
+    """Return `name`, `name:port`, `[v6]` or `[v6]:port` as (name, port); None if it is none of them."""
     value = value.strip()
     if not value:
         return None
@@ -88,7 +88,7 @@ def _origin_entry(origin: str) -> str:
 
 
 def split_origin(origin: str, *, any_port: bool = False) -> tuple[str, str, int | None] | None:
-    """`scheme://host[:port]` as (scheme, name, port), the scheme's default port when none is given;
+    """Return `scheme://host[:port]` as (scheme, name, port), the scheme's default port when none is given;
     with `any_port`, `:*` gives port None. None if it is not an origin."""
     parts = urlsplit(_origin_entry(origin))
     netloc = parts.netloc
@@ -154,8 +154,8 @@ opens another; a shorter time would mostly close the sessions of agents waiting 
 
 
 class HttpServeConfig(_Model):
-    """`toolscout serve --transport http`: which requests it answers, how many sessions it keeps, and
-    how many connections it holds open and for how long before a request arrives."""
+    """The `http` section of `toolscout serve --transport http`: which requests it answers, how many
+    sessions it keeps, and how many connections it holds open and for how long before a request arrives."""
 
     allowed_hosts: list[str] = Field(default_factory=list[str])
     """`Host` names answered besides the defaults (the bind address, the address a request arrives at,

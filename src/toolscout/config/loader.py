@@ -1,4 +1,4 @@
-"""Reading, parsing, interpolating and validating a configuration file.
+"""The loader, which reads, parses, interpolates and validates a configuration file.
 
 Everything that can go wrong here ends as one `ConfigurationError` whose message names
 the file and the key, so `serve` can print it and exit with code 2.
@@ -57,7 +57,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> GatewayConf
 
 
 def _remember_secrets(config: GatewayConfig, text: str, environment: Mapping[str, str]) -> None:
-    """From here on, the configured secrets are masked by value wherever they would be printed."""
+    """Remember the configured secrets: from here on they are masked by value wherever they are printed."""
     used = {m.group(1) for m in _VAR.finditer(text) if m.group(1)}
     found = config_secrets(config, {k: v for k, v in environment.items() if k in used})
     remember_secrets(value for value in found if not value.startswith(_PLACEHOLDER))
@@ -102,7 +102,7 @@ def read_raw(path: Path) -> dict[str, Any]:
 
 
 def referenced_variables(value: Any) -> set[str]:
-    """Every `${VAR}` name used in string values (with or without a default)."""
+    """Return every `${VAR}` name used in string values (with or without a default)."""
     found: set[str] = set()
     if isinstance(value, str):
         found.update(m.group(1) for m in _VAR.finditer(value) if m.group(1))
@@ -151,7 +151,7 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
 
 
 def _auth_problems(config: GatewayConfig) -> list[str]:
-    """What is wrong with a client key's scope (its namespace, its toolRules entries), which the
+    """Return what is wrong with a client key's scope (its namespace, its toolRules entries), which the
     models cannot check without `Scope` (config/scopes.py builds on them)."""
     from toolscout.config.scopes import Scope
 
@@ -200,7 +200,7 @@ def _parse_yaml(text: str, origin: str) -> Any:
 
 
 def interpolate(value: Any, env: Mapping[str, str]) -> Any:
-    """`value` with every `${VAR}` it can resolve from `env` expanded (unset ones become empty)."""
+    """Return `value` with every `${VAR}` it can resolve from `env` expanded (unset ones become empty)."""
     return _interpolate(value, env, (), [])
 
 

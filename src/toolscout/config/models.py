@@ -481,6 +481,6 @@ class ConfiguredServers:
     only: Collection[str] | None = None
 
     def servers(self) -> Mapping[str, AnyServerConfig]:
-        """Every configured server (disabled ones too: the gateway lists them as disabled), in file order."""
+        """Return every configured server (disabled ones too: the gateway lists them as disabled), in file order."""
         servers = self.config.mcp_servers.items()
         return {name: server for name, server in servers if self.only is None or name in self.only}

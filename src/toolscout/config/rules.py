@@ -190,7 +190,7 @@ class RuleSet:
         return "tool" in self._whitelists
 
     def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
-        """What the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
+        """Return what the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
         enabled: bool | None = None
         tags: dict[str, None] = {}
         for rule in self._rules:

@@ -110,7 +110,7 @@ class TokenRecord:
     """Whether its secret carries a tag (every token issued since tags; False: issued before them)."""
 
     def scope(self) -> Scope:
-        """What the holder may see and do."""
+        """Return what the holder may see and do."""
         return Scope.of(
             namespace=self.namespace,
             servers=self.servers,
@@ -206,17 +206,25 @@ class Registry(Protocol):
         """Register a server, replacing one of the same namespace and name."""
         ...
 
-    async def remove_server(self, namespace: str | None, name: str) -> bool: ...
+    async def remove_server(self, namespace: str | None, name: str) -> bool:
+        """Forget a registered server; False if there was none by that name."""
+        ...
 
     async def servers(self, namespace: str | None = None, *, every: bool = False) -> list[ServerRegistration]:
         """The servers of `namespace` (None: the global ones; `every`: all of them), by name."""
         ...
 
-    async def put_tool(self, registration: ToolRegistration) -> None: ...
+    async def put_tool(self, registration: ToolRegistration) -> None:
+        """Register a callback tool, replacing one of the same namespace and name."""
+        ...
 
-    async def remove_tool(self, namespace: str | None, name: str) -> bool: ...
+    async def remove_tool(self, namespace: str | None, name: str) -> bool:
+        """Forget a registered callback tool; False if there was none by that name."""
+        ...
 
-    async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]: ...
+    async def tools(self, namespace: str | None = None, *, every: bool = False) -> list[ToolRegistration]:
+        """The callback tools of `namespace` (None: the global ones; `every`: all of them), by name."""
+        ...
 
     async def lookup(
         self, namespace: str | None, name: str

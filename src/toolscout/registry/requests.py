@@ -87,19 +87,18 @@ def _unknown_keys(exc: ValidationError) -> list[str]:
 
 
 def _validators_words(error: ErrorDetails) -> str | None:
-    """The message a validator of ours raised, already saying what to send; None for pydantic's own."""
+    """Return the message a validator of ours raised, already saying what to send; None for pydantic's own."""
     return error["msg"].removeprefix("Value error, ") if error["type"] == "value_error" else None
 
 
 def _given(error: ErrorDetails) -> Any:
-    """What the body held for the field in error (None where it held nothing)."""
+    """Return what the body held for the field in error (None where it held nothing)."""
     return None if error["type"] == "missing" else error["input"]
 
 
 # Tokens
 
 
-TOKEN_FIELDS = ("namespace", "servers", "tools", "pinnedTools", "ttlSeconds", "label", "requestsPerMinute")
 MAX_TOKEN_TTL_SECONDS = 366 * 24 * 3600
 """A token lives a year at most: tokens are meant to be short-lived (a run's), and one that is
 forgotten should not work for ever."""
@@ -147,6 +146,10 @@ class TokenRequest(_Body):
         if len(label) > MAX_LABEL_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in label):
             raise ValueError(f"label must be at most {MAX_LABEL_CHARS} characters, without control characters")
         return label
+
+
+TOKEN_FIELDS = tuple(field.alias or name for name, field in TokenRequest.model_fields.items())
+"""The keys of a token request, in the order they are checked and named in a refusal."""
 
 
 def _token_problem(error: ErrorDetails) -> str:
