@@ -181,7 +181,7 @@ async def _serve(
     watched: tuple[Path, GatewayConfig] | None,
     insecure_no_auth: bool = False,
 ) -> None:
-    from toolscout.registry.requests import describe, open_registry
+    from toolscout.registry.requests import open_registry, registry_location
     from toolscout.serve.auth import BearerPrincipals
 
     # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry):
@@ -200,8 +200,8 @@ async def _serve(
             except (sqlite3.Error, OSError) as exc:
                 Output().fail(
                     ConfigurationError(
-                        f"cannot open the registry of issued tokens ({describe(config)}): {exc}. Set registry.path "
-                        "to a file this user may write."
+                        f"cannot open the registry of issued tokens ({registry_location(config)}): {exc}. "
+                        "Set registry.path to a file this user may write."
                     ),
                     EXIT_CONFIG,
                 )

@@ -51,7 +51,7 @@ from toolscout.registry.base import (
 from toolscout.schemas import schema_problem
 
 
-def describe(config: GatewayConfig) -> str:
+def registry_location(config: GatewayConfig) -> str:
     """Return where the registry is, for messages (never a password)."""
     if config.registry.backend == "redis" and config.registry.url:
         from toolscout.registry.redis import redis_address
