@@ -47,9 +47,9 @@ from starlette.requests import Request
 
 from benchmarks import harness
 from benchmarks.processes import running
-from toolscout.config.auth import AuthConfig
+from toolscout.config.http import AuthConfig
+from toolscout.registry.requests import issue_token
 from toolscout.registry.sqlite import SqliteRegistry
-from toolscout.registry.tokens import issue_token
 from toolscout.serve.auth import BearerPrincipals
 
 PYTHON = sys.executable

@@ -60,8 +60,8 @@ from benchmarks import harness
 from benchmarks.processes import ServedGateway, balancer, redis_server, served_gateway, write_config
 from toolscout.registry.base import secret_hash
 from toolscout.registry.redis import RedisRegistry
+from toolscout.registry.requests import issue_token
 from toolscout.registry.sqlite import SqliteRegistry
-from toolscout.registry.tokens import issue_token
 from toolscout.serve.rate_limit import RateLimiter
 
 ADMIN_VARIABLE = "TS_BENCH_REPLICAS_ADMIN"
@@ -94,7 +94,7 @@ HEALTHZ = "load generator: GET /healthz"
 LOOKUP_SQLITE = "`SqliteRegistry.token_by_hash` (embedded, the default)"
 LOOKUP_REDIS = "`RedisRegistry.token_by_hash` (2 `HGET`s)"
 ADMIT_LOCAL = "a rated token's count, embedded (`RateLimiter.admit`, in the replica)"
-ADMIT_REDIS = "a rated token's count, shared (`RedisRegistry.admit`, an `EVAL`), `appendfsync always`"
+ADMIT_REDIS = "a rated token's count, shared (`RedisRegistry.take`, an `EVAL`), `appendfsync always`"
 ADMIT_REDIS_EVERYSEC = "the same, `appendfsync everysec` (Redis's default)"
 ROLES = ("generator", "replicas", "upstreams", "redis", "nginx")
 MACHINE = "machine"
@@ -272,7 +272,7 @@ async def lookups(scratch: Path, redis_url: str, count: int) -> dict[str, list[f
             return limiter.admit("token:bench", per_minute) is None
 
         async def redis_admit() -> bool:
-            return await shared.admit("token:bench", per_minute) is None
+            return await shared.take("token:bench", per_minute) is None
 
         steps: dict[str, Callable[[], Awaitable[bool]]] = {
             LOOKUP_SQLITE: sqlite_lookup,

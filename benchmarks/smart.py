@@ -62,7 +62,7 @@ from benchmarks import harness, smart_extraction, train_data
 from benchmarks.search import DATASETS, DEFAULT_EVAL_DIR
 from benchmarks.upstreams import copies
 from toolscout.catalog import CatalogTool
-from toolscout.config.smart import SelectionMode, SmartCacheConfig, SmartConfig
+from toolscout.config.models import SelectionMode, SmartCacheConfig, SmartConfig
 from toolscout.demo.catalog_server import build_server
 from toolscout.errors import LLMUnavailable
 from toolscout.gateway.core import Gateway

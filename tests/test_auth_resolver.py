@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from toolscout.config.auth import AuthConfig
+from toolscout.config.http import AuthConfig
 from toolscout.config.loader import check_config_text, parse_config
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.config.secrets import config_secrets, mask_auth
 from toolscout.errors import ConfigurationError
 from toolscout.gateway.audit import AuditLog
 from toolscout.masking import MASK, mask_text
+from toolscout.registry.requests import TokenRequestError, issue_token, token_request
 from toolscout.registry.sqlite import SqliteRegistry
-from toolscout.registry.tokens import TokenRequestError, issue_token, token_request
 from toolscout.serve.auth import TOKENS_CHECK_SECONDS, BearerPrincipals
 from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
 from toolscout.serve.principals import Principal, PrincipalRefused

@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 import tomlkit
-import yaml
+from ruamel.yaml import YAML
 
 from toolscout.client_configs import CLIENTS, ConfigLocation, DiscoveredServer, client, discover, is_toolscout_entry
 from toolscout.client_configs.tool_filters import exclude_rule, include_rule
 from toolscout.config.loader import parse_config
-from toolscout.config.models import ToolRule
-from toolscout.config.rules import RuleSet
+from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.errors import ConfigurationError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clients"
@@ -882,7 +881,7 @@ def test_to_client_entry_round_trips(tmp_path: Path, client_id: str) -> None:
     if client_id == "codex":
         path.write_text(tomlkit.dumps({"mcp_servers": written}))
     elif client_id == "custom-yaml":
-        path.write_text(yaml.safe_dump({"servers": written}))
+        YAML(typ="safe", pure=True).dump({"servers": written}, path)  # pyright: ignore[reportUnknownMemberType]
     else:
         key = ("mcpServers",) if client_id in ("docker", "mcp-json") else fmt.servers_key
         write_json_servers(path, written, key)

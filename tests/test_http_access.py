@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.paths import PYTHON
-from toolscout.config.addresses import check_host_entry, check_origin_entry
+from toolscout.config.http import check_host_entry, check_origin_entry
 from toolscout.serve.http_access import AllowList
 
 pytestmark = pytest.mark.anyio

@@ -218,7 +218,7 @@ async def test_redis_counts_a_rate_once_for_every_replica(tmp_path: Path) -> Non
         RedisRegistry(server.url) as other,
     ):
         # 6 a minute, a burst of 6: taken alternately through two replicas, the 7th waits.
-        answers = [await (one if n % 2 else other).admit("token:t1", 6) for n in range(7)]
+        answers = [await (one if n % 2 else other).take("token:t1", 6) for n in range(7)]
         assert answers[:6] == [None] * 6
         assert answers[6] is not None and 1 <= answers[6] <= 10  # one more in 10 s at 6 a minute
-        assert await one.admit("token:t2", 6) is None  # each subject its own bucket
+        assert await one.take("token:t2", 6) is None  # each subject its own bucket

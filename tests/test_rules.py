@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolscout.config import ToolRule
-from toolscout.config.patterns import PatternSet, compile_pattern
-from toolscout.config.rules import RuleSet, Verdict
+from toolscout.config.rules import PatternSet, RuleSet, Verdict, compile_pattern
 
 
 @pytest.mark.parametrize(

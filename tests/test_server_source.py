@@ -11,8 +11,13 @@ import pytest
 
 from tests.helpers.paths import PYTHON
 from toolscout.config import load_config
-from toolscout.config.models import AnyServerConfig, HttpServerConfig, StdioServerConfig
-from toolscout.config.server_source import ConfiguredServers, ServerSource
+from toolscout.config.models import (
+    AnyServerConfig,
+    ConfiguredServers,
+    HttpServerConfig,
+    ServerSource,
+    StdioServerConfig,
+)
 from toolscout.gateway.core import Gateway
 
 SERVERS = {

@@ -27,7 +27,7 @@ from tests.helpers.chat_site import completion
 from tests.helpers.gateway_client import ERAS, structured, text
 from tests.helpers.smart_gateway import SMART, smart_client, smart_gateway
 from tests.helpers.smart_llm import ScriptedModel, candidates, is_selection, messages_of
-from toolscout.config.smart import LLMConfig, SmartCacheConfig, SmartConfig
+from toolscout.config.models import LLMConfig, SmartCacheConfig, SmartConfig
 from toolscout.modes.smart import LLM_REST_SECONDS, SmartArgs, SmartDiscovery, llm_source
 from toolscout.smart.selection import SELECT_SYSTEM
 

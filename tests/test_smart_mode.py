@@ -23,7 +23,7 @@ from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, structured, text
 from tests.helpers.scoped_gateway import client_with, scoped_http, two_namespaces
 from tests.helpers.smart_gateway import SMART, everything_gateway, smart_client, smart_gateway
 from toolscout.config import ToolRule
-from toolscout.config.smart import SmartConfig
+from toolscout.config.models import SmartConfig
 from toolscout.smart.memory import SmartMemory
 
 pytestmark = pytest.mark.anyio

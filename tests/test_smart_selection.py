@@ -17,7 +17,7 @@ from tests.helpers.callback_site import callback_site
 from tests.helpers.chat_site import completion, scripted
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config import GatewayConfig
-from toolscout.config.smart import LLMConfig, SmartConfig, SmartWeights
+from toolscout.config.models import LLMConfig, SmartConfig, SmartWeights
 from toolscout.errors import LLMUnavailable
 from toolscout.search import BM25Backend, make_backend
 from toolscout.search.base import MethodHit, method_hits

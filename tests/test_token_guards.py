@@ -21,11 +21,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
 
-from toolscout.config.auth import AuthConfig
-from toolscout.registry.base import TokenRecord, secret_hash
+from toolscout.config.http import AuthConfig
+from toolscout.registry.base import LEGACY_CHARS, TAGGED_CHARS, TOKEN_PREFIX, TokenRecord, secret_hash
 from toolscout.registry.redis import RedisRegistry
-from toolscout.registry.tags import LEGACY_CHARS, TAGGED_CHARS, TOKEN_PREFIX
-from toolscout.registry.tokens import issue_token
+from toolscout.registry.requests import issue_token
 from toolscout.serve.auth import BearerPrincipals
 from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
 from toolscout.serve.principals import PrincipalRefused

@@ -52,10 +52,11 @@ class Changes:
 
 @functools.lru_cache(maxsize=32_768)
 def summarize(description: str | None, limit: int = SUMMARY_LIMIT) -> str:
-    """The description's first sentence or line, cut to `limit` characters.
+    """Return the description's first sentence or line, cut to `limit` characters.
 
     Remembered per description (a string's hash is kept in it, so a repeat costs a lookup): every
-    `tools/list` in compact mode and every listing summarise each tool again, 0.4 s for 10,000.
+    `tools/list` in compact mode and every listing summarise each tool again, which is slow on a
+    large catalog.
     """
     text = " ".join((description or "").split())
     if not text:
@@ -202,7 +203,7 @@ class Catalog:
     def get(self, server: str, name: str) -> CatalogTool | None:
         return self._servers.get(server, {}).get(name)
 
-    def admit(self, server: str, name: str, *, visible: Visible | None = None) -> CatalogTool:
+    def admit_tool(self, server: str, name: str, *, visible: Visible | None = None) -> CatalogTool:
         """`server`'s tool called exactly `name`, if its server listed it and `toolRules` enable it;
         else `ToolNotFound` (with the closest enabled names), `ToolUnusable` (its input schema cannot
         be validated within the budget) or `ToolDisabled`.

@@ -1,4 +1,4 @@
-"""One rooted exception tree for everything toolscout reports.
+"""The one rooted exception tree for everything toolscout reports.
 
 Each concrete class carries a stable `code` string (its name says the same). Code inside the
 gateway raises these; only the edges (`serve/edge.py` for MCP, the CLI for a terminal) turn them
@@ -245,7 +245,7 @@ class CallTimeout(Unavailable):
 
 class LLMUnavailable(Unavailable):
     """`smart` mode's language model gave no usable answer (`reason`: timeout, http, refused,
-    bad_answer, unreachable); the caller falls back to the next method (spec 004 "Graceful Degradation")."""
+    bad_answer, unreachable); the caller falls back to the next method, so smart mode degrades gracefully."""
 
     code = "LLM_UNAVAILABLE"
 

@@ -1,4 +1,4 @@
-"""Masking secrets in anything toolscout prints, logs, records or sends: one function for all of them.
+"""The masking of secrets in anything toolscout prints, logs, records or sends, one function for all.
 
 `mask_text` is what the log (every record, through the record factory `install_log_masking` sets),
 error messages (`ToolscoutError`, an upstream's failure), `config show`, the transports' labels and
@@ -79,7 +79,7 @@ _TOKEN_SHAPES = (
     r"ya29\.[A-Za-z0-9_\-]{20,}",  # Google OAuth access tokens
     r"npm_[A-Za-z0-9]{36}",
     r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
-    # toolscout's own issued tokens: `ts_` and 64 characters (tagged, `toolscout.registry.tags`), or 43
+    # toolscout's own issued tokens: `ts_` and 64 characters (tagged, `toolscout.registry.base`), or 43
     # (issued before tags); longer runs too, so that a token glued to more text is still hidden.
     r"ts_[A-Za-z0-9_\-]{40,}",
     r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+",  # JWTs

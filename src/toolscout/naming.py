@@ -1,7 +1,7 @@
 """How the gateway names an upstream's tools and prompts, and how a name leads back to its server.
 
 Native names. Passthrough and dynamic mode list tools, and every mode lists prompts, as
-`server__name` (reference spec 002), or a tool by its own name where `toolNames` allows it
+`server__name`, or a tool by its own name where `toolNames` allows it
 (modes/passthrough.py). Names must be valid for every major client: at most 64 characters of
 `[a-zA-Z0-9_-]` (the strictest common rule; Claude, OpenAI and Gemini all accept it). Anything
 else is replaced by `_`, and a name that is too long, or that two items would share after that,

@@ -1,4 +1,4 @@
-"""JSON schemas as the gateway judges them: whether one can be validated within the validator's
+"""The JSON schemas of tools as the gateway judges them: whether one can be validated within the validator's
 budget, judged when it arrives, and one canonical JSON text for hashing a definition.
 
 A JSON Schema can cost far more to check than its size says: 40 levels of

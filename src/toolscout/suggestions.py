@@ -1,4 +1,4 @@
-"""Did-you-mean for names a user or a model got slightly wrong, and the name errors that carry it.
+"""The did-you-mean for names a user or a model got slightly wrong, and the name errors that carry it.
 
 A tool a server does not have is the catalog's to describe (`Catalog.not_found`): it knows the other
 servers that have one of that name.

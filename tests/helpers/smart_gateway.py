@@ -16,9 +16,8 @@ from mcp.server import Server
 
 from tests.helpers.paths import node_path, npm_tool
 from toolscout.config import GatewayConfig, ToolRule
-from toolscout.config.models import ModeName
+from toolscout.config.models import LLMConfig, ModeName, SmartConfig
 from toolscout.config.rules import RuleSet
-from toolscout.config.smart import LLMConfig, SmartConfig
 from toolscout.demo import files, text, units
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.core import Gateway

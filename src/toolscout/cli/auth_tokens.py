@@ -67,7 +67,7 @@ async def _call(output: Output, method: str, url: str, path: str, body: dict[str
 
 def _locally(config: Path | None, output: Output, work: Callable[[Registry], Awaitable[T]]) -> T:
     """`work` done on the registry the configuration names (its file, or Redis), or exit saying why it cannot be."""
-    from toolscout.registry.opening import describe, open_registry
+    from toolscout.registry.requests import open_registry, registry_location
 
     settings = registry_config(config, output)
 
@@ -80,8 +80,8 @@ def _locally(config: Path | None, output: Output, work: Callable[[Registry], Awa
     except (sqlite3.Error, OSError) as exc:
         output.fail(
             ToolscoutError(
-                f"cannot use the token registry {describe(settings)}: {exc}. Set registry.path in the config to a "
-                "file this user may write, or use --url to ask the running gateway."
+                f"cannot use the token registry {registry_location(settings)}: {exc}. Set registry.path in the "
+                "config to a file this user may write, or use --url to ask the running gateway."
             )
         )
 
@@ -121,7 +121,7 @@ def create(
         answer = cast(dict[str, Any], run(_call, output, "POST", url, "/tokens", request))
         token_id, secret, expires = str(answer["id"]), str(answer["token"]), answer.get("expiresAt")
     else:
-        from toolscout.registry.tokens import TokenRequestError, issue_token
+        from toolscout.registry.requests import TokenRequestError, issue_token
 
         try:
             record, secret = _locally(config, output, lambda registry: issue_token(registry, request))

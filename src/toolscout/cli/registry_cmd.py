@@ -99,12 +99,12 @@ def _schema(text: str) -> Any:
 
 async def _local_put(config: GatewayConfig, kind: str, body: dict[str, Any]) -> dict[str, Any]:
     from toolscout.registry.base import ServerRegistration
-    from toolscout.registry.limits import check_room
-    from toolscout.registry.opening import open_registry
     from toolscout.registry.requests import (
         NameClash,
         RegistrationRefused,
+        check_room,
         name_taken,
+        open_registry,
         public_view,
         server_registration,
         tool_registration,
@@ -223,8 +223,7 @@ def add_tool(
 
 
 async def _local_list(config: GatewayConfig, namespace: str | None) -> dict[str, list[dict[str, Any]]]:
-    from toolscout.registry.opening import open_registry
-    from toolscout.registry.requests import public_view
+    from toolscout.registry.requests import open_registry, public_view
 
     every = namespace is None
     now = time.time()
@@ -277,7 +276,7 @@ async def _remove(url: str | None, config: GatewayConfig, kind: str, namespace: 
     if url is not None:
         await call_api(url, "DELETE", _path(kind, namespace, name))
         return True
-    from toolscout.registry.opening import open_registry
+    from toolscout.registry.requests import open_registry
 
     async with open_registry(config) as registry:
         if kind == "servers":

@@ -17,8 +17,7 @@ from toolscout.cli.common import EXIT_INVALID, ConfigOption, JsonOption, Output,
 from toolscout.config import ToolRule
 from toolscout.config.edit import ConfigDocument
 from toolscout.config.loader import check_config_text
-from toolscout.config.patterns import compile_pattern
-from toolscout.config.rules import RuleSet
+from toolscout.config.rules import RuleSet, compile_pattern
 from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
 
 rules_app = typer.Typer(name="rules", help="Hide and show tools (edits toolRules in the config).", no_args_is_help=True)

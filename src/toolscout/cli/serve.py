@@ -153,7 +153,7 @@ def serve(
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
     """`config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
-    from toolscout.config.addresses import check_host_entry, check_origin_entry
+    from toolscout.config.http import check_host_entry, check_origin_entry
 
     try:
         for host in hosts:
@@ -181,7 +181,7 @@ async def _serve(
     watched: tuple[Path, GatewayConfig] | None,
     insecure_no_auth: bool = False,
 ) -> None:
-    from toolscout.registry.opening import describe, open_registry
+    from toolscout.registry.requests import open_registry, registry_location
     from toolscout.serve.auth import BearerPrincipals
 
     # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry):
@@ -200,8 +200,8 @@ async def _serve(
             except (sqlite3.Error, OSError) as exc:
                 Output().fail(
                     ConfigurationError(
-                        f"cannot open the registry of issued tokens ({describe(config)}): {exc}. Set registry.path "
-                        "to a file this user may write."
+                        f"cannot open the registry of issued tokens ({registry_location(config)}): {exc}. "
+                        "Set registry.path to a file this user may write."
                     ),
                     EXIT_CONFIG,
                 )
@@ -296,7 +296,7 @@ async def _serve_with(
 def _check_exposure(config: GatewayConfig, sock: socket.socket, authenticating: bool, insecure: bool) -> None:
     """Refuse (exit 2) to serve HTTP beyond this machine without authentication, unless told to; say
     on stderr whether requests need a credential."""
-    from toolscout.config.addresses import parse_ip
+    from toolscout.config.http import parse_ip
 
     address = parse_ip(str(sock.getsockname()[0]))
     loopback = address is not None and address.is_loopback

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from toolscout.cli.common import ConfigOption, JsonOption, Output, connected, load, run
-from toolscout.config.smart import SelectionMode
+from toolscout.config.models import SelectionMode
 from toolscout.errors import InvalidArguments, ToolscoutError
 
 if TYPE_CHECKING:

@@ -12,11 +12,9 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import yaml
-
-from toolscout.config import jsonc, yaml12
+from toolscout.config import formats
 
 __all__ = ["Loaded", "load_json", "load_toml", "load_yaml"]
 
@@ -50,8 +48,8 @@ def load_json(path: Path) -> Loaded:
     if isinstance(text, Loaded):
         return text
     try:
-        root = jsonc.parse(text)
-    except jsonc.JsoncSyntaxError as exc:
+        root = formats.parse(text)
+    except formats.JsoncSyntaxError as exc:
         return Loaded(problem=f"{path}: line {exc.line}, column {exc.column}: {exc.reason}")
     return Loaded(data={} if root is None else root.plain())
 
@@ -84,14 +82,17 @@ def load_yaml(path: Path) -> Loaded:
     text = _read_text(path)
     if isinstance(text, Loaded):
         return text
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     try:
-        data = yaml12.load_yaml(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        what = ": ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
+        data = formats.load_yaml(text)
+    except MarkedYAMLError as exc:
+        error = cast(Any, exc)  # ruamel's errors carry their marks untyped
+        mark = error.problem_mark or error.context_mark
+        what = ": ".join(str(part) for part in (error.context, error.problem) if part) or "invalid YAML"
         if mark is None:
             return Loaded(problem=f"{path}: {what}")
         return Loaded(problem=f"{path}: line {mark.line + 1}, column {mark.column + 1}: {what}")
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         return Loaded(problem=f"{path}: {exc}")
     return Loaded(data={} if data is None else data)

@@ -1,4 +1,4 @@
-"""Configuration: the models and how they are found and loaded."""
+"""The configuration: its models, and how a file is found and loaded."""
 
 from toolscout.config.loader import load_config, parse_config
 from toolscout.config.locations import CONFIG_ENV_VAR, ConfigSource, find_config
@@ -8,8 +8,8 @@ from toolscout.config.models import (
     HttpServerConfig,
     SseServerConfig,
     StdioServerConfig,
-    ToolRule,
 )
+from toolscout.config.rules import ToolRule
 
 __all__ = [
     "CONFIG_ENV_VAR",

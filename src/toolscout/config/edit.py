@@ -1,11 +1,12 @@
-"""Editing configuration files in place, keeping their comments and layout.
+"""The configuration file as a document edited in place, keeping its comments and layout.
 
 The CLI edits files people wrote by hand: toolscout's own config and the MCP client
 configs (Claude Desktop, Cursor, VS Code JSONC, Codex TOML, YAML). A `ConfigDocument`
 changes only what it is asked to, writes atomically with a backup, and refuses to
 overwrite a file that changed under it.
 
-- JSON/JSONC: text splices (`toolscout.config.edit_jsonc`) over a span-recording parser (`toolscout.config.jsonc`).
+- JSON/JSONC: text splices (`toolscout.config.editors.JsoncEditor`) over the spans the JSONC parser
+  records (`toolscout.config.formats`).
 - YAML: ruamel.yaml round-trip mode (YAML 1.2), indentation guessed from the file.
 - TOML: tomlkit. A mapping set at the top level, or one holding other mappings, becomes a
   `[table]` (a header-less super table when it holds only tables). A flat mapping beside
@@ -34,11 +35,8 @@ from typing import Any, Literal, cast
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from tomlkit.exceptions import ParseError
 
-from toolscout.config.edit_base import Backend, describe, same
-from toolscout.config.edit_jsonc import JsoncEditor
-from toolscout.config.edit_toml import TomlBackend
-from toolscout.config.edit_yaml import YamlBackend
-from toolscout.config.jsonc import JsoncSyntaxError
+from toolscout.config.editors import Backend, JsoncEditor, TomlBackend, YamlBackend, describe, same
+from toolscout.config.formats import JsoncSyntaxError
 from toolscout.errors import ConfigurationError
 
 Format = Literal["json", "yaml", "toml"]
@@ -165,12 +163,12 @@ class ConfigDocument:
 
     @classmethod
     def load_or_new(cls, path: Path) -> ConfigDocument:
-        """`load(path)` if the file exists, else `new(path)`."""
+        """Return `load(path)` if the file exists, else `new(path)`."""
         path = Path(path)
         return cls.load(path) if path.exists() else cls.new(path)
 
     def rewritten(self, text: str) -> ConfigDocument:
-        """This file with `text` as its whole content instead: saved byte for byte over what was read
+        """Return this file with `text` as its whole content instead: saved byte for byte over what was read
         (so a file that changed on disk since is still refused)."""
         return ConfigDocument(self.path, text, self._snapshot)
 

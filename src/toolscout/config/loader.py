@@ -1,4 +1,4 @@
-"""Reading, parsing, interpolating and validating a configuration file.
+"""The loader, which reads, parses, interpolates and validates a configuration file.
 
 Everything that can go wrong here ends as one `ConfigurationError` whose message names
 the file and the key, so `serve` can print it and exit with code 2.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,18 +17,21 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
-from toolscout.config import jsonc
-from toolscout.config.auth import AuthConfig, ClientKey
+from toolscout.config import formats
+from toolscout.config.http import AuthConfig, ClientKey
 from toolscout.config.models import (
     SERVER_KIND_TAGS,
     AuditConfig,
     GatewayConfig,
     HttpServerConfig,
+    LLMConfig,
+    SmartCacheConfig,
+    SmartConfig,
+    SmartWeights,
     StdioServerConfig,
-    ToolRule,
 )
+from toolscout.config.rules import ToolRule
 from toolscout.config.secrets import config_secrets
-from toolscout.config.smart import LLMConfig, SmartCacheConfig, SmartConfig, SmartWeights
 from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
 from toolscout.suggestions import closest
@@ -54,7 +57,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> GatewayConf
 
 
 def _remember_secrets(config: GatewayConfig, text: str, environment: Mapping[str, str]) -> None:
-    """From here on, the configured secrets are masked by value wherever they would be printed."""
+    """Remember the configured secrets: from here on they are masked by value wherever they are printed."""
     used = {m.group(1) for m in _VAR.finditer(text) if m.group(1)}
     found = config_secrets(config, {k: v for k, v in environment.items() if k in used})
     remember_secrets(value for value in found if not value.startswith(_PLACEHOLDER))
@@ -99,7 +102,7 @@ def read_raw(path: Path) -> dict[str, Any]:
 
 
 def referenced_variables(value: Any) -> set[str]:
-    """Every `${VAR}` name used in string values (with or without a default)."""
+    """Return every `${VAR}` name used in string values (with or without a default)."""
     found: set[str] = set()
     if isinstance(value, str):
         found.update(m.group(1) for m in _VAR.finditer(value) if m.group(1))
@@ -148,7 +151,7 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
 
 
 def _auth_problems(config: GatewayConfig) -> list[str]:
-    """What is wrong with a client key's scope (its namespace, its toolRules entries), which the
+    """Return what is wrong with a client key's scope (its namespace, its toolRules entries), which the
     models cannot check without `Scope` (config/scopes.py builds on them)."""
     from toolscout.config.scopes import Scope
 
@@ -169,9 +172,9 @@ def _parse_text(text: str, fmt: str, origin: str) -> Any:
         if fmt == "toml":
             return tomllib.loads(text)
         # JSON may carry comments and trailing commas, as VS Code's settings do.
-        root = jsonc.parse(text.removeprefix("\ufeff"))
+        root = formats.parse(text.removeprefix("\ufeff"))
         return {} if root is None else root.plain()
-    except jsonc.JsoncSyntaxError as exc:
+    except formats.JsoncSyntaxError as exc:
         raise ConfigurationError(
             f"Configuration error in {origin}: invalid JSON at line {exc.line}, column {exc.column}: {exc.reason}."
         ) from None
@@ -180,25 +183,24 @@ def _parse_text(text: str, fmt: str, origin: str) -> Any:
 
 
 def _parse_yaml(text: str, origin: str) -> Any:
-    # PyYAML is imported only for a YAML file: `serve` with a JSON config has no use for it.
-    import yaml
-
-    from toolscout.config.yaml12 import load_yaml
+    # ruamel.yaml is imported only for a YAML file: `serve` with a JSON config has no use for it.
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
-        return load_yaml(text) or {}
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        return formats.load_yaml(text) or {}
+    except MarkedYAMLError as exc:
+        error = cast(Any, exc)  # ruamel's errors carry their marks untyped
+        mark = error.problem_mark or error.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigurationError(
-            f"Configuration error in {origin}: invalid YAML{where}: {exc.problem or exc}."
+            f"Configuration error in {origin}: invalid YAML{where}: {error.problem or exc}."
         ) from None
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         raise ConfigurationError(f"Configuration error in {origin}: invalid YAML: {exc}.") from None
 
 
 def interpolate(value: Any, env: Mapping[str, str]) -> Any:
-    """`value` with every `${VAR}` it can resolve from `env` expanded (unset ones become empty)."""
+    """Return `value` with every `${VAR}` it can resolve from `env` expanded (unset ones become empty)."""
     return _interpolate(value, env, (), [])
 
 
@@ -266,6 +268,20 @@ _KNOWN_KEYS: dict[str, set[str]] = {
 }
 
 
+KEY_CUTOFF = 70
+"""How alike (rapidfuzz WRatio, 0-100) a known key must be to an unknown one to be suggested: closer
+than for names, since keys are few and a wrong suggestion misleads."""
+
+
+def key_hint(key: str, known: Sequence[str]) -> str:
+    """Return ` (did you mean 'x'?)` naming the one of `known` closest to an unknown `key`, or nothing.
+
+    The config's unknown keys and the registry's request bodies (token fields) say it the same way.
+    """
+    hint = closest(key, known, limit=1, cutoff=KEY_CUTOFF)
+    return f" (did you mean {hint[0]!r}?)" if hint else ""
+
+
 def _describe(err: ErrorDetails) -> str:
     loc = list(err["loc"])
     # The server union adds its tag ("stdio", "http", "sse") after the server name; users never wrote it.
@@ -282,9 +298,7 @@ def _describe(err: ErrorDetails) -> str:
                 str(loc[0]), "server"
             )
         )
-        hint = closest(key, sorted(_KNOWN_KEYS[scope]), limit=1, cutoff=70)
-        suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
-        return f"{path}: unknown key{suggestion}"
+        return f"{path}: unknown key{key_hint(key, sorted(_KNOWN_KEYS[scope]))}"
     if kind == "missing":
         return f"{path}: required key is missing"
     message = err["msg"].removeprefix("Value error, ")
@@ -293,7 +307,7 @@ def _describe(err: ErrorDetails) -> str:
         typos = [
             f"{key!r} (did you mean {hint[0]!r}?)"
             for key in entry
-            if (hint := closest(str(key), ["command", "url"], limit=1, cutoff=70)) and key != hint[0]
+            if (hint := closest(str(key), ["command", "url"], limit=1, cutoff=KEY_CUTOFF)) and key != hint[0]
         ]
         if typos:
             message += "; found " + ", ".join(typos)

@@ -77,7 +77,7 @@ def user_log_dir() -> Path:
 
 
 def candidate_paths(cwd: Path | None = None) -> list[ConfigSource]:
-    """Every implicit location, in lookup order (after `--config` and $TOOLSCOUT_CONFIG)."""
+    """Return every implicit location, in lookup order (after `--config` and $TOOLSCOUT_CONFIG)."""
     here = cwd or Path.cwd()
     found = [ConfigSource(here / f"toolscout.{ext}", "working directory") for ext in EXTENSIONS]
     found += [ConfigSource(user_config_dir() / f"config.{ext}", "user config directory") for ext in EXTENSIONS]

@@ -1,32 +1,61 @@
-"""The configuration as pydantic models: one model per upstream transport.
+"""The configuration as pydantic models, one per section, and the seam through which the gateway
+gets its servers.
 
-Files use the `mcpServers` shape of Claude Desktop and Cursor with camelCase keys;
-the models accept those names and reject anything they do not know.
+Files use the `mcpServers` shape of Claude Desktop and Cursor with camelCase keys; the models accept
+those names and reject anything they do not know. The module reads in the order of a file: the
+upstream servers (one model per transport), the search, the audit log and the persistent catalog,
+the `registry` section, the `llm` and `smart` sections of smart mode, and `GatewayConfig`, the whole
+file. The `http` and `auth` sections live in `toolscout.config.http`, the `toolRules` entries in
+`toolscout.config.rules`.
+
+Smart mode's sections read like this in a file:
+
+```yaml
+mode: smart                 # or discovery with smartTool: true
+llm:                        # optional: any OpenAI-compatible chat-completions endpoint
+  baseUrl: http://localhost:11434/v1
+  model: llama3.1
+  apiKeyEnv: OPENAI_API_KEY # the key is read from this variable, never written in the file
+smart:
+  toolSelectionMode: hybrid # rule_based | semantic_based | llm_based | hybrid
+  confidenceThreshold: 0.5
+  sampling: false           # opt in: ask the calling client's model (MCP sampling) when no llm is set
+  enableLearning: false
+```
+
+Without `llm` (and without `sampling`), smart mode works offline: toolscout's own search and the
+deterministic parameter extractor. Every LLM failure falls back to them.
+
+`ServerSource`, at the end, is the seam between a source of server configs and the gateway that
+connects to them. Today there is one source, the file's `mcpServers` (`ConfiguredServers`): read when
+the gateway starts, and again whenever `serve` reloads the file (serve/reload.py), whose servers it
+then hands to `Gateway.set_servers` (owner "config"). Servers registered at run time reach the
+gateway the same way, under their own owner ("registry").
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from toolscout.config.auth import AuthConfig
-from toolscout.config.http import HttpServeConfig
+from toolscout.config.http import AuthConfig, HttpServeConfig
 from toolscout.config.locations import absolute_path, user_log_dir
-from toolscout.config.patterns import compile_pattern
-from toolscout.config.registry import RegistryConfig
-from toolscout.config.smart import LLMConfig, SmartConfig
+from toolscout.config.rules import ToolRule, patterns_compile
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 
 
 ModeName = Literal["discovery", "compact", "passthrough", "dynamic", "smart"]
-"""What the agent sees: the five meta-tools, `inspect` + `exec`, every tool natively as `server__tool`,
-the meta-tools plus the tools a client loads, or one `smart_tool_discovery` tool (config/smart.py)."""
+"""What the agent sees: the five meta-tools, `inspect` and `exec`, every tool natively as `server__tool`,
+the meta-tools plus the tools a client loads, or one `smart_tool_discovery` tool (`SmartConfig`)."""
 
 DEFAULT_MAX_LOADED_TOOLS = 20
 
@@ -35,7 +64,7 @@ ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
 (`auto`), always `server__tool` (`prefixed`), or the tool's own wherever no other server has that name."""
 
 ListingFormat = Literal["text", "toon"]
-"""How listings read for the model: toolscout's line format, or TOON / compact JSON (spec 001 §4.2)."""
+"""How listings read for the model: toolscout's line format, or TOON or compact JSON."""
 
 ToolPinning = Literal["off", "warn", "quarantine"]
 """What a tool whose definition changed since it was pinned becomes: nothing is checked (`off`), logged
@@ -86,7 +115,8 @@ class StdioServerConfig(_ServerBase):
     cwd: str | None = None
 
 
-def _check_url(url: str) -> str:
+def check_url(url: str) -> str:
+    """Check, as a validator, that `url` is an http:// or https:// URL with a host."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
@@ -102,7 +132,7 @@ class HttpServerConfig(_ServerBase):
     url: str
     headers: dict[str, str] = Field(default_factory=dict[str, str])
 
-    _url = field_validator("url")(_check_url)
+    _url = field_validator("url")(check_url)
 
 
 class SseServerConfig(_ServerBase):
@@ -112,11 +142,11 @@ class SseServerConfig(_ServerBase):
     url: str
     headers: dict[str, str] = Field(default_factory=dict[str, str])
 
-    _url = field_validator("url")(_check_url)
+    _url = field_validator("url")(check_url)
 
 
 def server_kind(raw: Any) -> str | None:
-    """Which transport a raw server entry asks for: `command` means stdio, a URL means HTTP or SSE."""
+    """Return which transport a raw server entry asks for: `command` means stdio, a URL means HTTP or SSE."""
     if isinstance(raw, StdioServerConfig):
         return "stdio"
     if isinstance(raw, SseServerConfig):
@@ -152,46 +182,18 @@ ServerConfig = Annotated[
 SERVER_KIND_TAGS = frozenset({"stdio", "http", "sse"})
 
 
-def patterns_compile(patterns: list[str]) -> list[str]:
-    """A validator: every rule pattern (glob or `/regex/flags`) compiles."""
-    for pattern in patterns:
-        compile_pattern(pattern)  # raises ValueError with a readable reason
-    return patterns
-
-
-class ToolRule(_Model):
-    """One entry of `toolRules`: which tools it matches, and what it says about them."""
-
-    pattern: list[str] = Field(min_length=1)
-    server: str | None = None
-    enabled: bool | None = None
-    tags: list[str] = Field(default_factory=list[str])
-    kind: Literal["tool", "prompt", "resource"] | None = None
-    """What the rule is about: tools (by name; the default, also when unset), prompts (by name) or
-    resources (by URI, templates by their URI template). Each kind has rules, and a whitelist, of its own."""
-
-    @field_validator("pattern", mode="before")
-    @classmethod
-    def _one_pattern_is_a_list(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    _patterns_compile = field_validator("pattern")(patterns_compile)
-
-
 DEFAULT_MIN_RELEVANCE = 0.005
-"""Hits below this relevance are left out unless asked. Chosen on the dev sets (docs/BENCHMARKS.md,
-"Relevance floor"): the highest candidate floor that leaves out at most 1% of the relevant tools of
-a top 10 on both (MetaTool 0.8%, LiveMCPBench none), while it cuts 17% and 4% of the other tools and
-the near-zero tail that pads a small catalog's list ("current time": 8 of 10 results)."""
+"""Hits below this relevance are left out unless asked. It is the highest floor that leaves out almost
+none of the relevant tools of a top 10 on the dev sets, while it cuts the near-zero tail that pads a
+small catalog's list (docs/BENCHMARKS.md, "Relevance floor")."""
 
 DEFAULT_MAX_QUERY_CHARS = 2000
 """The longest search query, in characters (a task's steps counted together). Scoring costs time in
-proportion (about 4 ms per 1,000 characters on 726 tools, 2 cores): a 4 MB query took 9 s. The
-longest of the 14,896 training queries (../shared/train; `benchmarks/query_load.py --query-sizes`)
-has 985 characters, the 99.9th percentile 863: twice the longest leaves room for a long task."""
+proportion to a query's length; twice the longest training query leaves room for a long task
+(docs/BENCHMARKS.md gives the query sizes)."""
 DEFAULT_MAX_QUERY_STEPS = 16
-"""The most steps in a search given as a list: each is a search of its own. The training queries
-that need the most tools need 8 (one of 14,896 queries; 99.9% need at most 6): twice that."""
+"""The most steps in a search given as a list, each a search of its own: twice the most tools a
+training query needs."""
 
 
 class SearchConfig(_Model):
@@ -216,7 +218,7 @@ DEFAULT_AUDIT_BACKUPS = 5
 
 
 def default_audit_path() -> str:
-    """`audit.jsonl` in the user log directory (worked out when a config is built, never at import)."""
+    """Return `audit.jsonl` in the user log directory (worked out when a config is built, never at import)."""
     return str(user_log_dir() / "audit.jsonl")
 
 
@@ -264,6 +266,143 @@ class CatalogCacheConfig(_Model):
     _path_is_absolute = field_validator("path")(absolute_path)
 
 
+DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE = 50
+"""A run (a namespace) registers its few components; 50 is far beyond that, and ten runs fit the total."""
+DEFAULT_MAX_REGISTRATIONS = 500
+"""Each registration is an upstream kept running (a registered server holds a connection, pinged every
+5 s): 500 leave room for clients and stdio children under the common limit of 1,024 open files."""
+
+
+class RegistryConfig(_Model):
+    """Where issued tokens and run-time registrations are kept (`toolscout.registry`): the embedded
+    SQLite file (default), or Redis, shared by the replicas of one gateway."""
+
+    backend: Literal["sqlite", "redis"] = "sqlite"
+    path: str | None = None
+    """The SQLite file; unset: `registry.sqlite3` beside the persistent catalog's file. `~` is expanded."""
+    url: str | None = None
+    """Redis: `redis://[:password@]host:6379/0` or `rediss://` (TLS); a password from `${ENV}`."""
+    key_prefix: str = Field(default="toolscout:", min_length=1)
+    """Redis: the prefix of every key, so that several gateways can share one Redis."""
+    advertise_url: str | None = None
+    """Redis: where the other replicas reach this one (`http://10.0.0.5:8766`), for the 2026-07-28
+    retries they forward here; unset: the address `serve` listens on (not a wildcard one)."""
+    max_registrations_per_namespace: int = Field(default=DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE, ge=1)
+    """Servers and callback tools registered into one namespace (the global one included); a new one
+    beyond it is refused (HTTP 429) until one is removed or expires."""
+    max_registrations: int = Field(default=DEFAULT_MAX_REGISTRATIONS, ge=1)
+    """Servers and callback tools registered in all namespaces together; beyond it, likewise."""
+
+    _path_is_absolute = field_validator("path")(absolute_path)
+
+    @field_validator("url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        return url
+
+    @model_validator(mode="after")
+    def _redis_needs_url(self) -> RegistryConfig:
+        if self.backend == "redis" and not self.url:
+            raise ValueError('backend "redis" needs url, e.g. "redis://localhost:6379/0"')
+        return self
+
+
+SelectionMode = Literal["rule_based", "semantic_based", "llm_based", "hybrid"]
+"""How `smart_tool_discovery` picks a tool: lexical and name matching, embeddings, the LLM, or all three."""
+
+
+class LLMConfig(_Model):
+    """An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp)."""
+
+    base_url: str
+    """Up to the `/chat/completions` part, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`."""
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    """The environment variable holding the API key (unset: no key, as local servers need none)."""
+    timeout: float = Field(default=20.0, gt=0)
+    """Seconds one attempt may take."""
+    max_retries: int = Field(default=1, ge=0, le=10)
+    """Attempts after the first, on timeouts, refused connections and busy statuses (408, 429, 5xx)."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
+        return url
+
+    def api_key(self) -> str | None:
+        """The key from `apiKeyEnv` (None when unset or empty)."""
+        return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
+
+
+class SmartWeights(_Model):
+    """Hybrid selection: each method's share of a tool's confidence.
+
+    `semantic + rule` is the share of the search's own fusion of the two (calibrated as the chance
+    that the tool is one the request needs; within it, embeddings and BM25 count as the search's
+    fusion weights say, fitted on training data), `llm` the LLM's confidence's. A cosine and a BM25
+    share are not on one scale, so they are not added here as they stand (smart/selection.py).
+    Without an LLM answer, the search's relevance is the whole confidence."""
+
+    semantic: float = Field(default=0.30, ge=0)
+    rule: float = Field(default=0.15, ge=0)
+    llm: float = Field(default=0.55, ge=0)
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> SmartWeights:
+        if self.semantic + self.rule <= 0:
+            raise ValueError("semantic and rule cannot both be 0: the search decides when there is no LLM")
+        return self
+
+
+class SmartCacheConfig(_Model):
+    """The tool-match and LLM-response caches."""
+
+    enabled: bool = True
+    max_tool_matches: int = Field(default=1000, ge=1)
+    tool_match_ttl: float = Field(default=3600.0, gt=0)
+    """Seconds; a catalog change makes every cached match stale at once anyway."""
+    max_llm_responses: int = Field(default=500, ge=1)
+    llm_response_ttl: float = Field(default=1800.0, gt=0)
+
+
+class SmartConfig(_Model):
+    """How `smart_tool_discovery` chooses a tool and maps a request's words to its arguments."""
+
+    tool_selection_mode: SelectionMode = "hybrid"
+    confidence_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Below this the best tool is not run: `TOOL_NOT_FOUND` with the closest ones (a call may ask otherwise)."""
+    max_llm_candidates: int = Field(default=30, ge=1, le=100)
+    """How many of the best-ranked tools the LLM sees, with their signatures."""
+    weights: SmartWeights = Field(default_factory=SmartWeights)
+    llm_mapping: bool = True
+    """Map arguments with the LLM when one is available (else, and on its failure, the extractor)."""
+    sampling: bool = False
+    """Opt in: without `llm`, ask the calling client's own model through MCP sampling when it declares
+    it. The 2026-07-28 protocol deprecates sampling (SEP-2577), so it is never the only way."""
+    sampling_timeout: float = Field(default=60.0, gt=0)
+    """Seconds the client's model (and its user, who may be asked to approve) has to answer a sampling request."""
+    cache: SmartCacheConfig = Field(default_factory=SmartCacheConfig)
+    enable_learning: bool = False
+    """Remember which tool a request ran successfully and prefer it for similar requests
+    (kept beside the persistent catalog; `toolscout smart forget` clears it)."""
+    learning_path: str | None = None
+    """The file of what was learnt; unset: `smart-memory.json` beside the persistent catalog."""
+    confirm_destructive: bool = True
+    """Never run a tool annotated `destructiveHint: true` (or tagged `dangerous`) from plain words alone:
+    ask the user through elicitation, else answer `confirmation_required` with a confirmation id."""
+    confirmation_ttl: float = Field(default=300.0, gt=0, le=86_400)
+    """Seconds a `confirmation_required` answer's id can be used (once, for that call, by that caller)."""
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache_flag(cls, value: object) -> object:
+        return {"enabled": value} if isinstance(value, bool) else value
+
+
 DEFAULT_MAX_RESULT_BYTES = 1_000_000
 """The MCP SDK's client refuses a server-sent event over 1 MiB (`DEFAULT_MAX_SSE_EVENT_SIZE`, 1,048,576
 bytes): a result of at most 1,000,000 bytes leaves room for the JSON-RPC envelope and the event's own lines."""
@@ -300,9 +439,9 @@ class GatewayConfig(_Model):
     registry: RegistryConfig = Field(default_factory=RegistryConfig)
     """Where issued tokens and run-time registrations are kept."""
     auth: AuthConfig = Field(default_factory=AuthConfig)
-    """Admin and client keys of `serve --transport http` (config/auth.py)."""
+    """Admin and client keys of `serve --transport http` (config/http.py)."""
     llm: LLMConfig | None = None
-    """An OpenAI-compatible endpoint for `smart` mode (config/smart.py); unset: offline methods only."""
+    """An OpenAI-compatible endpoint for `smart` mode (`LLMConfig`); unset: offline methods only."""
     smart: SmartConfig = Field(default_factory=SmartConfig)
     """How `smart_tool_discovery` selects a tool and maps arguments."""
     smart_tool: bool = False
@@ -323,3 +462,25 @@ class GatewayConfig(_Model):
 
 
 AnyServerConfig = StdioServerConfig | HttpServerConfig | SseServerConfig
+
+
+class ServerSource(Protocol):
+    """A source of upstream server configs, by the name the gateway shows them under."""
+
+    def servers(self) -> Mapping[str, AnyServerConfig]:
+        """The server configs as they are now, in the order the source declares them."""
+        ...
+
+
+@dataclass(frozen=True)
+class ConfiguredServers:
+    """The servers of a configuration's `mcpServers`, or only those named in `only` (unknown names are
+    ignored: the caller checked them against the configuration, with a did-you-mean, if it had to)."""
+
+    config: GatewayConfig
+    only: Collection[str] | None = None
+
+    def servers(self) -> Mapping[str, AnyServerConfig]:
+        """Return every configured server (disabled ones too: the gateway lists them as disabled), in file order."""
+        servers = self.config.mcp_servers.items()
+        return {name: server for name, server in servers if self.only is None or name in self.only}

@@ -1,27 +1,150 @@
-"""Tool rules: which upstream tools are enabled, and which tags they carry.
+"""Tool rules: the `toolRules` entries, the name patterns they are written in, and the compiled set
+that says which upstream tools are enabled and which tags they carry.
 
-A rule's patterns (globs, `/regex/flags`, `!negations`) are those of `toolscout.config.patterns`.
-A rule may be limited to one server (`server`, itself a glob). Tags accumulate
-from every matching rule; the first matching rule that sets `enabled` decides.
-As soon as any rule says `enabled: true` the rules are a whitelist and tools no
-rule enables are disabled.
+Patterns follow anygpt's glob-matcher, which the discovery-engine design reuses. A glob (`*`, `?`,
+`[abc]`, `{a,b}`) matches the whole name, ignoring case. `/regex/flags` searches the name; without
+flags it ignores case, as there. `!pattern` excludes: a name matching any negation never matches
+the rule, and a rule made only of negations matches every other name. The audit log's redaction
+keys are written the same way.
 
-A rule's `kind` says what it is about: `tool` (the default: tool names), `prompt`
-(prompt names) or `resource` (resource URIs, and resource templates by their URI
-template). Only rules of the asked kind take part in a verdict, so each kind has its
-own whitelist and a tool rule never hides a prompt.
+A rule may be limited to one server (`server`, itself a glob). Tags accumulate from every matching
+rule; the first matching rule that sets `enabled` decides. As soon as any rule says `enabled: true`
+the rules are a whitelist, and tools no rule enables are disabled.
+
+A rule's `kind` says what it is about: `tool` (the default: tool names), `prompt` (prompt names) or
+`resource` (resource URIs, and resource templates by their URI template). Only rules of the asked
+kind take part in a verdict, so each kind has its own whitelist and a tool rule never hides a prompt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from toolscout.config.models import ToolRule
-from toolscout.config.patterns import Matcher, PatternSet, compile_pattern
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+Matcher = Callable[[str], bool]
+"""A compiled pattern: whether it matches a name."""
+
+_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": 0, "g": 0, "y": 0, "d": 0, "v": 0}
+
+
+def _glob_to_regex(glob: str) -> re.Pattern[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        c = glob[i]
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end
+        elif c == "{" and (end := glob.find("}", i + 1)) != -1:
+            out.append("(?:" + "|".join(re.escape(alt) for alt in glob[i + 1 : end].split(",")) + ")")
+            i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out), re.IGNORECASE)
+
+
+def _parse_regex(pattern: str) -> re.Pattern[str]:
+    last = pattern.rfind("/")
+    body, flag_text = pattern[1:last], pattern[last + 1 :]
+    unknown = sorted(set(flag_text) - set(_REGEX_FLAGS))
+    if unknown:
+        raise ValueError(f"unknown regex flag(s) {''.join(unknown)!r} in {pattern!r}; use i, m or s")
+    flags = re.IGNORECASE if not flag_text else 0
+    for f in flag_text:
+        flags |= _REGEX_FLAGS[f]
+    # JavaScript spells named groups (?<name>...); Python wants (?P<name>...).
+    body = re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", body)
+    try:
+        return re.compile(body, flags)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def is_regex(pattern: str) -> bool:
+    """Whether `pattern` is written `/regex/flags` rather than as a glob."""
+    return pattern.startswith("/") and pattern.rfind("/") > 0
+
+
+def compile_pattern(pattern: str) -> Matcher:
+    """Compile one positive pattern (no leading `!`) into a predicate over names.
+
+    Raises:
+        ValueError: the pattern is empty or an invalid regular expression.
+    """
+    body = pattern[1:] if pattern.startswith("!") else pattern
+    if not body:
+        raise ValueError("empty pattern")
+    if is_regex(body):
+        compiled = _parse_regex(body)
+        return lambda name: compiled.search(name) is not None
+    glob = _glob_to_regex(body)
+    return lambda name: glob.fullmatch(name) is not None
+
+
+@dataclass(frozen=True)
+class PatternSet:
+    """A rule's patterns: any positive one matches, any negation vetoes."""
+
+    positive: tuple[Matcher, ...]
+    negative: tuple[Matcher, ...]
+
+    @classmethod
+    def compile(cls, patterns: Sequence[str]) -> PatternSet:
+        """Compile a rule's patterns, the `!` ones as negations."""
+        positive = tuple(compile_pattern(p) for p in patterns if not p.startswith("!"))
+        negative = tuple(compile_pattern(p[1:]) for p in patterns if p.startswith("!"))
+        return cls(positive, negative)
+
+    def matches(self, name: str) -> bool:
+        """Whether `name` matches: no negation does, and some positive pattern does (if there is one)."""
+        if any(m(name) for m in self.negative):
+            return False
+        return not self.positive or any(m(name) for m in self.positive)
+
+
+def patterns_compile(patterns: list[str]) -> list[str]:
+    """Check, as a validator, that every rule pattern (a glob or `/regex/flags`) compiles."""
+    for pattern in patterns:
+        compile_pattern(pattern)  # raises ValueError with a readable reason
+    return patterns
+
+
+class ToolRule(BaseModel):
+    """One entry of `toolRules`: which tools it matches, and what it says about them."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    pattern: list[str] = Field(min_length=1)
+    server: str | None = None
+    enabled: bool | None = None
+    tags: list[str] = Field(default_factory=list[str])
+    kind: Literal["tool", "prompt", "resource"] | None = None
+    """What the rule is about: tools (by name; the default, also when unset), prompts (by name) or
+    resources (by URI, templates by their URI template). Each kind has rules, and a whitelist, of its own."""
+
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _one_pattern_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    _patterns_compile = field_validator("pattern")(patterns_compile)
+
 
 RuleKind = Literal["tool", "prompt", "resource"]
+"""What a rule is about: tool names, prompt names or resource URIs."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +190,7 @@ class RuleSet:
         return "tool" in self._whitelists
 
     def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
-        """What the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
+        """Return what the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
         enabled: bool | None = None
         tags: dict[str, None] = {}
         for rule in self._rules:

@@ -1,18 +1,18 @@
-"""What one principal may see and do: the scope of a client key or an issued token (spec 002).
+"""What one principal may see and do: the scope of a client key or an issued token.
 
-A scope names a namespace (spec 002's run id), the servers it allows (exact names, or a group by
-**prefix**: `aws-mcp-group` allows `aws-mcp-group-aws-cloudtrail`, since spec 002 names a group's
-servers `{group}-{server}`; a bare prefix such as `aws` does not allow `awsome`), optional tool rules
+A scope names a namespace (a run's id), the servers it allows (exact names, or a group by
+**prefix**: `aws-mcp-group` allows `aws-mcp-group-aws-cloudtrail`, since a group's servers are
+named `{group}-{server}`; a bare prefix such as `aws` does not allow `awsome`), optional tool rules
 that narrow further, and the tools pinned into its `tools/list`.
 
 A server belongs to the global namespace (the config file's servers, visible from every namespace)
 or to one namespace (registered at run time); a server registered in a namespace is shown under its
 qualified name `{namespace}.{name}` (`qualified_name`), so two runs may register the same name, and
-the token's `servers` match its registered name (`name`, as spec 002's `allowedNodeIds` match node
-ids).
+the token's `servers` match its registered name (`name`), as a run's allowed node ids match the
+ids of its nodes.
 
-The scope of the request being served is `current_scope()`, set by the MCP face per request
-(`scoped`) from the request's principal. Everything below the face that lists, finds or calls
+The scope of the request being served is `current_scope()`, set by the MCP server per request
+(`scoped`) from the request's principal. Everything below it that lists, finds or calls
 something asks it (`Scope.sees_server`, `Scope.sees_tool`); outside any request (the CLI, stdio,
 an HTTP gateway without authentication) it is `UNSCOPED`, which sees everything.
 """
@@ -27,9 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolscout.config.models import ToolRule
-from toolscout.config.patterns import PatternSet
-from toolscout.config.rules import RuleKind, RuleSet
+from toolscout.config.rules import PatternSet, RuleKind, RuleSet, ToolRule
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """A namespace: letters, digits, `_` and `-` (no `.`, which separates it from a server's name)."""
@@ -43,7 +41,7 @@ def qualified_name(namespace: str | None, name: str) -> str:
 
 
 def server_allowed(allowed: Sequence[str], name: str) -> bool:
-    """Whether `name` is one of `allowed`, or in the group of one (spec 002's prefix rule: `name`
+    """Whether `name` is one of `allowed`, or in the group of one (the prefix rule: `name`
     starts with `{entry}-`), or `allowed` holds `*`."""
     return any(entry == ALL_SERVERS or name == entry or name.startswith(f"{entry}-") for entry in allowed)
 
@@ -141,7 +139,7 @@ def current_scope() -> Scope:
 
 @contextmanager
 def scoped(scope: Scope) -> Generator[Scope]:
-    """Serve what runs inside under `scope` (the face wraps each request's handler in it)."""
+    """Serve what runs inside under `scope` (the MCP server wraps each request's handler in it)."""
     token = _current.set(scope)
     try:
         yield scope

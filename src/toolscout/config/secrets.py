@@ -1,4 +1,4 @@
-"""Secrets in server entries: masked for display, found for masking by value, moved into `.env`.
+"""The secrets in server entries: masked for display, found for masking by value, moved into `.env`.
 
 A value counts as secret when it sits in `env` or `headers`, or wherever `toolscout.masking`
 would hide it (a URL's user info or secret-sounding query parameter, after a secret-sounding
@@ -82,7 +82,7 @@ def secrets_in(text: str) -> list[str]:
 
 
 def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) -> set[str]:
-    """Every secret value the configuration holds, for `toolscout.masking.remember_secrets`.
+    """Return every secret value the configuration holds, for `toolscout.masking.remember_secrets`.
 
     `env` values and `headers` (but `Accept`, `Content-Type`, ...) of secret-sounding names or token
     shapes, whatever `mask_text` would hide in any of a server's texts (the password in a URL, the

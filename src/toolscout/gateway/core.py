@@ -27,12 +27,13 @@ from toolscout.config.models import (
     DEFAULT_MAX_QUERY_CHARS,
     DEFAULT_MAX_QUERY_STEPS,
     DEFAULT_MIN_RELEVANCE,
+    ConfiguredServers,
     GatewayConfig,
+    ServerSource,
 )
 from toolscout.config.rules import RuleSet
 from toolscout.config.scopes import current_scope
 from toolscout.config.secrets import config_secrets
-from toolscout.config.server_source import ConfiguredServers, ServerSource
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.index import SearchIndex, search_settings

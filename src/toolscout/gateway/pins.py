@@ -513,9 +513,9 @@ class SharedPins:
         import redis
         import redis.exceptions
 
-        from toolscout.registry.redis import COMMAND_TIMEOUT, CONNECT_TIMEOUT, where
+        from toolscout.registry.redis import COMMAND_TIMEOUT, CONNECT_TIMEOUT, redis_address
 
-        self.where = where(url)
+        self.where = redis_address(url)
         self.path = local.path
         self.local = local
         self._pins_key, self._version_key = f"{prefix}pins", f"{prefix}pins:version"

@@ -7,7 +7,7 @@ expired: at start (a restarted gateway keeps every registration) and whenever th
 `version()` changed (another process wrote it: the command line without `--url`), applying only the
 difference; `run` polls that version and sweeps expired entries, so an expired registration's upstream
 stops. A write through it (the HTTP API) applies its one registration, so that its cost does not grow
-with the number of registrations, and is refused over `registry.maxRegistrations...` (registry/limits.py).
+with the number of registrations, and is refused over `registry.maxRegistrations...` (registry/requests.py).
 An unchanged registration keeps its upstream (and its connection); a changed one (another URL,
 headers, schema) is restarted. `registered_spec`, at the end, builds each one's upstream (a server's
 endpoint, or a callback tool's one-tool server) and says how long its connection waits and retries.
@@ -33,14 +33,17 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.abc
 
-from toolscout.config.models import HttpServerConfig, SseServerConfig
-from toolscout.config.registry import DEFAULT_MAX_REGISTRATIONS, DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE
+from toolscout.config.models import (
+    DEFAULT_MAX_REGISTRATIONS,
+    DEFAULT_MAX_REGISTRATIONS_PER_NAMESPACE,
+    HttpServerConfig,
+    SseServerConfig,
+)
 from toolscout.config.scopes import qualified_name
 from toolscout.errors import ServerNotFound
 from toolscout.masking import remember_secrets
 from toolscout.registry.base import ChangeFeed, Registry, ServerRegistration, ToolRegistration
-from toolscout.registry.limits import check_room
-from toolscout.registry.requests import NameClash, name_taken
+from toolscout.registry.requests import NameClash, check_room, name_taken
 from toolscout.upstream import Upstream, UpstreamSpec
 from toolscout.upstream.transport import CallbackToolUpstream, callback_server
 

@@ -421,9 +421,9 @@ class SharedCatalogStore:
         import redis
         import redis.exceptions
 
-        from toolscout.registry.redis import COMMAND_TIMEOUT, CONNECT_TIMEOUT, where
+        from toolscout.registry.redis import COMMAND_TIMEOUT, CONNECT_TIMEOUT, redis_address
 
-        self.where = where(url)
+        self.where = redis_address(url)
         self.prefix = prefix
         self.local = local
         self._redis: redis.Redis = redis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]

@@ -112,9 +112,9 @@ class Visibility:
         return entry if entry is None or visible is None or visible(entry) else None
 
     def admit_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
-        """Return the tool that may be called, as `Catalog.admit` does, within `scope`: a tool it does not
+        """Return the tool that may be called, as `Catalog.admit_tool` does, within `scope`: a tool it does not
         see is `TOOL_NOT_FOUND` (never `TOOL_DISABLED`), its suggestions only tools it sees."""
-        return self._catalog.admit(server, name, visible=self.tool_filter(scope))
+        return self._catalog.admit_tool(server, name, visible=self.tool_filter(scope))
 
     def any_tool(self, scope: Scope, server: str, name: str) -> CatalogTool:
         """Return `server`'s tool `name`, enabled or not, if `scope` sees it; else raise `TOOL_NOT_FOUND`

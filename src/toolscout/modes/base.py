@@ -24,9 +24,15 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from toolscout.config import GatewayConfig
-from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat, ModeName, ToolNaming
+from toolscout.config.models import (
+    DEFAULT_MAX_LOADED_TOOLS,
+    ListingFormat,
+    LLMConfig,
+    ModeName,
+    SmartConfig,
+    ToolNaming,
+)
 from toolscout.config.scopes import current_scope
-from toolscout.config.smart import LLMConfig, SmartConfig
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.modes.client import SurfaceClient

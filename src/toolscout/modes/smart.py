@@ -47,9 +47,8 @@ import mcp_types as types
 from pydantic import Field, field_validator
 
 from toolscout.catalog import CatalogTool
-from toolscout.config.models import GatewayConfig
+from toolscout.config.models import GatewayConfig, LLMConfig, SmartConfig
 from toolscout.config.scopes import current_scope
-from toolscout.config.smart import LLMConfig, SmartConfig
 from toolscout.errors import ArgumentValidationError, InvalidArguments, LLMUnavailable, Phrasing, ToolscoutError
 from toolscout.gateway.audit import noting
 from toolscout.gateway.core import Gateway

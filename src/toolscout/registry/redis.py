@@ -5,7 +5,7 @@ Keys (under `keyPrefix`, default `toolscout:`):
 
 * `tokens` (hash): token id → its record as JSON (never the secret; its hash and expiry inside);
   `token-hashes` (hash): secret hash → token id, the lookup a request makes; `token-key`: the key
-  tokens are tagged with (tags.py), set once (`SET NX`) by whoever issues or checks a token first.
+  tokens are tagged with (base.py), set once (`SET NX`) by whoever issues or checks a token first.
 * `servers`, `tools` (hashes): `namespace \\x1f name` → the registration as JSON (the global
   namespace is the empty string).
 * `confirm-key`: the key smart mode's confirmation ids are signed with; `confirm-spent:<nonce>`: an id
@@ -35,10 +35,18 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from toolscout.errors import RegistryUnavailable
-from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
-from toolscout.registry.codec import server_body, server_from, token_body, token_from, tool_body, tool_from
-from toolscout.registry.rates import TAKE_SCRIPT
-from toolscout.registry.tags import new_key
+from toolscout.registry.base import (
+    ServerRegistration,
+    TokenRecord,
+    ToolRegistration,
+    new_key,
+    server_body,
+    server_from,
+    token_body,
+    token_from,
+    tool_body,
+    tool_from,
+)
 
 T = TypeVar("T")
 
@@ -53,9 +61,35 @@ FEED_RETRY_SECONDS = 1.0
 """How long the change feed waits before subscribing again after Redis went away."""
 _SEPARATOR = "\x1f"
 
+# A token bucket of `ARGV[1]` requests a minute, refilled continuously, a burst of as many; returns
+# 0 when a request may go, else whole seconds (at least 1) until one would. Idle buckets expire.
+TAKE_SCRIPT = """
+local capacity = tonumber(ARGV[1])
+local rate = capacity / 60000.0
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local stored = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(stored[1])
+local at = tonumber(stored[2])
+if tokens == nil or at == nil then
+  tokens = capacity
+  at = now
+end
+tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = math.max(1, math.ceil((1 - tokens) / rate / 1000))
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], 120000)
+return wait
+"""
 
-def where(url: str) -> str:
-    """`host:port` of a Redis URL, for messages (never its password)."""
+
+def redis_address(url: str) -> str:
+    """Return the `host:port` of a Redis URL, for messages (never its password)."""
     parts = urlsplit(url)
     return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
 
@@ -66,7 +100,7 @@ class RedisRegistry:
     def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX) -> None:
         self.url = url
         self.prefix = prefix
-        self.where = where(url)
+        self.address = redis_address(url)
         self._token_key: bytes | None = None
         self._redis: aioredis.Redis = aioredis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
             url,
@@ -95,9 +129,9 @@ class RedisRegistry:
             return await work(self._redis)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise RegistryUnavailable(
-                f"The registry (Redis at {self.where}) cannot be reached: {exc}. Requests that need it fail "
+                f"The registry (Redis at {self.address}) cannot be reached: {exc}. Requests that need it fail "
                 "until it is back; the gateway reconnects by itself.",
-                where=self.where,
+                where=self.address,
             ) from None
 
     def _changed(self, pipe: Any, what: str) -> None:
@@ -298,7 +332,7 @@ class RedisRegistry:
 
     # Rates
 
-    async def admit(self, subject: str, per_minute: int) -> int | None:
+    async def take(self, subject: str, per_minute: int) -> int | None:
         """`SharedRates`: a token bucket per subject in Redis, taken from atomically (a script), on
         Redis's own clock, so that every replica counts against the same bucket."""
         key = self.key(f"rate:{subject}")

@@ -1,30 +1,247 @@
-"""What a registration request says, checked: the body of `POST /api/v1/registry/servers` and
-`/tools` (the CLI builds the same body) turned into a `ServerRegistration` or `ToolRegistration`,
-and a registration's public JSON view (header values and secrets in URLs never shown).
+"""What the HTTP API and the command line ask of the registry: the one the configuration names, a
+token issued from a request, a server or callback tool registered from a request, and the room a
+new registration needs.
 
-One check for the HTTP API and the command line alike; a mistake is `RegistrationRefused` whose
-message says what to send instead.
+A token request (`POST /api/v1/tokens`, `toolscout token create`) names the token's namespace,
+servers, optional tool rules and pinned tools, its life in seconds, a label and an optional rate. A
+registration request (`POST /api/v1/registry/servers` and `/tools`; the CLI builds the same body)
+names its namespace or `"global": true`, a name, and the endpoint or callback to reach. Each body is
+a pydantic model, checked whole before anything is stored; the first problem, in the order of the
+fields, becomes one message saying which field and what to send instead: `TokenRequestError` for a
+token, `RegistrationRefused` for a registration (the API answers 400).
+
+A token's secret (`ts_...`, tagged under the registry's key) is returned once, to be shown once;
+only its hash is stored. A registration's public view never shows header values, and masks anything
+secret-looking in a URL.
+
+How many registrations a registry takes is bounded: at most `registry.maxRegistrationsPerNamespace`
+in one namespace and `registry.maxRegistrations` in all, checked before a new one is written (the
+HTTP API and the command line alike). Each registration is an upstream the gateway keeps running, so
+without a limit anyone holding the admin key could make it hold thousands of connections.
+Re-registering an existing name replaces it and is never refused; only live registrations count
+against a limit (expired ones not swept yet take no room), and a refusal is one read, never a write.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 import time
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
 
-from toolscout.config.models import HttpServerConfig, SseServerConfig, server_kind
-from toolscout.config.scopes import NAMESPACE_PATTERN, qualified_name
+from toolscout.config.loader import key_hint
+from toolscout.config.models import GatewayConfig, check_url, server_kind
+from toolscout.config.scopes import NAMESPACE_PATTERN, Scope, qualified_name
 from toolscout.masking import mask_text
-from toolscout.registry.base import DEFAULT_REGISTRATION_TTL, ServerRegistration, ToolRegistration
+from toolscout.registry.base import (
+    DEFAULT_REGISTRATION_TTL,
+    Registry,
+    ServerRegistration,
+    TokenRecord,
+    ToolRegistration,
+    new_secret,
+    secret_hash,
+)
 from toolscout.schemas import schema_problem
+
+
+def registry_location(config: GatewayConfig) -> str:
+    """Return where the registry is, for messages (never a password)."""
+    if config.registry.backend == "redis" and config.registry.url:
+        from toolscout.registry.redis import redis_address
+
+        return f"Redis at {redis_address(config.registry.url)}"
+    from toolscout.registry.sqlite import registry_path
+
+    return str(registry_path(config))
+
+
+@asynccontextmanager
+async def open_registry(config: GatewayConfig) -> AsyncGenerator[Registry]:
+    """Open the configured registry for the block (Redis: its connection pool, closed after it)."""
+    if config.registry.backend == "redis" and config.registry.url:
+        from toolscout.registry.redis import RedisRegistry
+
+        async with RedisRegistry(config.registry.url, prefix=config.registry.key_prefix) as registry:
+            yield registry
+        return
+    from toolscout.registry.sqlite import SqliteRegistry, registry_path
+
+    yield SqliteRegistry(registry_path(config))
+
+
+class _Body(BaseModel):
+    """A request body: camelCase keys only, nothing unknown, no value converted from another type."""
+
+    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", strict=True, frozen=True)
+
+
+def _unknown_keys(exc: ValidationError) -> list[str]:
+    return sorted(str(error["loc"][0]) for error in exc.errors() if error["type"] == "extra_forbidden")
+
+
+def _validators_words(error: ErrorDetails) -> str | None:
+    """Return the message a validator of ours raised, already saying what to send; None for pydantic's own."""
+    return error["msg"].removeprefix("Value error, ") if error["type"] == "value_error" else None
+
+
+def _given(error: ErrorDetails) -> Any:
+    """Return what the body held for the field in error (None where it held nothing)."""
+    return None if error["type"] == "missing" else error["input"]
+
+
+# Tokens
+
+
+MAX_TOKEN_TTL_SECONDS = 366 * 24 * 3600
+"""A token lives a year at most: tokens are meant to be short-lived (a run's), and one that is
+forgotten should not work for ever."""
+MAX_LABEL_CHARS = 100
+_LABEL_REQUIRED = "label is required: a name for the token in the audit log and the token list"
+
+_NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class TokenRequestError(ValueError):
+    """A token request that cannot be issued; the message says what to change."""
+
+
+class TokenRequest(_Body):
+    """The body of a token request, its fields in the order they are checked."""
+
+    namespace: str
+    servers: list[_NonEmpty] = Field(min_length=1)
+    tools: list[str | dict[str, Any]] = Field(default_factory=list[str | dict[str, Any]])
+    pinned_tools: list[_NonEmpty] | None = None
+    ttl_seconds: float = Field(gt=0, le=MAX_TOKEN_TTL_SECONDS, allow_inf_nan=False)
+    label: str
+    requests_per_minute: int | None = Field(default=None, ge=1)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        # Any empty value (null, "", {}) has always meant no tool rules.
+        return value or []
+
+    @field_validator("pinned_tools")
+    @classmethod
+    def _pinned_are_qualified(cls, pinned: list[str] | None) -> list[str] | None:
+        for name in pinned or []:
+            server, _, tool = name.partition("/")
+            if not server or not tool:
+                raise ValueError(f"pinnedTools entry {name!r} must be written server/tool")
+        return pinned
+
+    @field_validator("label")
+    @classmethod
+    def _label_is_printable(cls, label: str) -> str:
+        if not label.strip():
+            raise ValueError(_LABEL_REQUIRED)
+        if len(label) > MAX_LABEL_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in label):
+            raise ValueError(f"label must be at most {MAX_LABEL_CHARS} characters, without control characters")
+        return label
+
+
+TOKEN_FIELDS = tuple(field.alias or name for name, field in TokenRequest.model_fields.items())
+"""The keys of a token request, in the order they are checked and named in a refusal."""
+
+
+def _token_problem(error: ErrorDetails) -> str:
+    """Say what is wrong with one field of a token request, and what to write instead."""
+    said = _validators_words(error)
+    if said is not None:
+        return said
+    field, kind, got = str(error["loc"][0]), error["type"], _given(error)
+    if field == "namespace":
+        return "namespace is required: the run (spec 002's run id) the token belongs to"
+    if field == "servers" and kind == "too_short" and len(error["loc"]) == 1:
+        return 'servers must name at least one server (a name, a group prefix, or "*" for all)'
+    if field in ("servers", "pinnedTools"):
+        return f"{field} must be a list of non-empty strings"
+    if field == "tools":
+        return 'tools must be a list of patterns ("!*delete*") or toolRules entries'
+    if field == "ttlSeconds" and got is None:
+        return "ttlSeconds is required: how many seconds the token lives (a run's length)"
+    if field == "ttlSeconds" and kind == "less_than_equal":
+        return f"ttlSeconds may be at most {MAX_TOKEN_TTL_SECONDS} (366 days), got {got!r}"
+    if field == "ttlSeconds":
+        return f"ttlSeconds must be a positive number of seconds, got {got!r}"
+    if field == "label":
+        return _LABEL_REQUIRED
+    return f"requestsPerMinute must be a whole number of at least 1, got {got!r}"
+
+
+def token_request(data: Mapping[str, Any], now: float, key: bytes) -> tuple[TokenRecord, str]:
+    """Return the record to store and the secret to show once, for the token `data` asks for, issued
+    at `now` and tagged under the registry's `key`.
+
+    Raises:
+        TokenRequestError: a field is unknown, missing or wrong.
+    """
+    try:
+        request = TokenRequest.model_validate(dict(data))
+    except ValidationError as exc:
+        unknown = _unknown_keys(exc)
+        if unknown:
+            hints = [f"{name!r}{key_hint(name, TOKEN_FIELDS)}" for name in unknown]
+            raise TokenRequestError(
+                f"unknown field {', '.join(hints)}; a token request has {', '.join(TOKEN_FIELDS)}"
+            ) from None
+        raise TokenRequestError(_token_problem(exc.errors()[0])) from None
+    pinned = request.pinned_tools or []
+    try:
+        Scope.of(
+            namespace=request.namespace,
+            servers=request.servers,
+            tools=request.tools,
+            pinned_tools=pinned,
+            label=request.label,
+        )
+    except ValidationError as exc:
+        raise TokenRequestError(f"tools: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+    except ValueError as exc:  # the namespace's own message names it; a pattern's does not
+        message = str(exc)
+        raise TokenRequestError(message if message.startswith("namespace") else f"tools: {message}") from None
+    secret = new_secret(key)
+    record = TokenRecord(
+        id="tok_" + secrets.token_hex(8),
+        namespace=request.namespace,
+        servers=tuple(request.servers),
+        tools=tuple(request.tools),
+        pinned_tools=tuple(pinned),
+        label=request.label,
+        expires_at=now + request.ttl_seconds,
+        created_at=now,
+        requests_per_minute=request.requests_per_minute,
+        secret_hash=secret_hash(secret),
+        tagged=True,
+    )
+    return record, secret
+
+
+async def issue_token(registry: Registry, data: Mapping[str, Any], now: float | None = None) -> tuple[TokenRecord, str]:
+    """Check `data` (`token_request`), store the token in `registry`, and return it with its secret."""
+    record, secret = token_request(data, time.time() if now is None else now, await registry.token_key())
+    await registry.add_token(record)
+    return record, secret
+
+
+# Registrations
+
 
 MAX_TTL_SECONDS = 30 * 24 * 3600.0
 """The longest life a registration may ask for (30 days): a forgotten one must still go some day."""
-SERVER_KEYS = frozenset({"namespace", "global", "name", "url", "headers", "description", "ttlSeconds", "transport"})
-TOOL_KEYS = frozenset({"namespace", "global", "name", "description", "inputSchema", "callbackUrl", "ttlSeconds"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SCHEMA_SHAPE = (
+    '"inputSchema" must be a JSON Schema object with "type": "object" (the tool\'s arguments), '
+    'e.g. {"type": "object", "properties": {"ip": {"type": "string"}}, "required": ["ip"]}'
+)
 
 
 class RegistrationRefused(ValueError):
@@ -35,149 +252,193 @@ class NameClash(RegistrationRefused):
     """A registration whose name is taken by something else (the API answers 409): see `name_taken`."""
 
 
-def _where(body: Mapping[str, Any], allowed: frozenset[str]) -> str | None:
-    """The namespace the body registers into (None: global), checking `namespace` and `global`."""
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise RegistrationRefused(f"unknown key(s) {', '.join(unknown)}; the keys are {', '.join(sorted(allowed))}")
-    namespace = body.get("namespace")
-    is_global = body.get("global", False)
-    if not isinstance(is_global, bool):
-        raise RegistrationRefused('"global" must be true or false')
-    if is_global:
-        if namespace is not None:
-            raise RegistrationRefused('send either "namespace" or "global": true, not both')
-        return None
-    if namespace is None:
-        raise RegistrationRefused(
-            '"namespace" is required (the run it belongs to), or "global": true to register into the '
-            "global namespace, which every namespace sees"
-        )
-    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
-        raise RegistrationRefused(f'"namespace" must be 1-64 letters, digits, "_" or "-", got {namespace!r}')
-    return namespace
-
-
-def _name(body: Mapping[str, Any]) -> str:
-    name = body.get("name")
-    if not isinstance(name, str) or not NAMESPACE_PATTERN.match(name):
-        raise RegistrationRefused(f'"name" must be 1-64 letters, digits, "_" or "-", got {name!r}')
-    return name
-
-
-def _description(body: Mapping[str, Any], *, required: bool = False) -> str | None:
-    description = body.get("description")
-    if description is None and not required:
-        return None
-    if not isinstance(description, str) or (required and not description.strip()):
-        raise RegistrationRefused('"description" must be a string' + (" (not empty)" if required else ""))
-    return description
-
-
-def _expires(body: Mapping[str, Any], now: float) -> float:
-    ttl = body.get("ttlSeconds")
-    if ttl is None:
-        return now + DEFAULT_REGISTRATION_TTL
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl <= MAX_TTL_SECONDS:
-        raise RegistrationRefused(f'"ttlSeconds" must be a number of seconds above 0, at most {MAX_TTL_SECONDS:g}')
-    return now + float(ttl)
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+class TooManyRegistrations(RegistrationRefused):
+    """A new registration over a limit (the API answers 429); the message names the limit and its key."""
 
 
 def _no_control_characters(key: str, text: str) -> None:
     """Refuse a control character (CR and LF above all: a request split in two) in a URL or a header."""
     found = _CONTROL.search(text)
     if found is not None:
-        raise RegistrationRefused(
+        raise ValueError(
             f'"{key}" must not contain control characters (found {found.group()!r} at position {found.start()}); '
             "percent-encode them (%0D, %0A) if they belong there"
         )
 
 
-def _endpoint(
-    url: Any, headers: Any = None, transport: Any = None, *, key: str = "url"
-) -> HttpServerConfig | SseServerConfig:
-    if not isinstance(url, str):
-        raise RegistrationRefused(f'"{key}" must be an http:// or https:// URL')
+def _endpoint_url(key: str, url: str) -> str:
+    """Check an endpoint's URL: no control characters, and http:// or https:// with a host."""
     _no_control_characters(key, url)
-    if headers is not None and (
-        not isinstance(headers, dict)
-        or not all(isinstance(k, str) and isinstance(v, str) for k, v in cast(dict[Any, Any], headers).items())
-    ):
-        raise RegistrationRefused('"headers" must be an object of header names to string values')
-    for name, value in cast(dict[str, str], headers or {}).items():
-        _no_control_characters(f"headers.{name!r}", name + value)
-    if transport not in (None, "http", "sse"):
-        raise RegistrationRefused(f'"transport" must be "http" (streamable HTTP) or "sse", got {transport!r}')
-    entry: dict[str, Any] = {"url": url, "headers": headers or {}}
-    if transport is not None:
-        entry["transport"] = transport
     try:
-        if server_kind(entry) == "sse":
-            return SseServerConfig.model_validate(entry)
-        return HttpServerConfig.model_validate(entry)
+        return check_url(url)
+    except ValueError as exc:
+        raise ValueError(f'"{key}" {exc}') from None
+
+
+class _Registration(_Body):
+    """What every registration body holds: where it registers, under which name, and for how long."""
+
+    is_global: bool = Field(default=False, alias="global")
+    namespace: str | None = Field(default=None, validate_default=True)
+    name: str
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _namespace_or_global(cls, namespace: Any, info: ValidationInfo) -> Any:
+        is_global = info.data.get("is_global")  # absent when `global` itself was wrong, which is said first
+        if is_global is True and namespace is not None:
+            raise ValueError('send either "namespace" or "global": true, not both')
+        if is_global is False and namespace is None:
+            raise ValueError(
+                '"namespace" is required (the run it belongs to), or "global": true to register into the '
+                "global namespace, which every namespace sees"
+            )
+        return namespace
+
+    @field_validator("namespace", "name")
+    @classmethod
+    def _name_like(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not NAMESPACE_PATTERN.match(value):
+            raise ValueError(f'"{info.field_name}" must be 1-64 letters, digits, "_" or "-", got {value!r}')
+        return value
+
+
+_Lifetime = Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None
+"""A registration's `ttlSeconds`, the last key checked; unset: `DEFAULT_REGISTRATION_TTL`."""
+
+
+def _expiry(ttl_seconds: float | None, now: float) -> float:
+    return now + (DEFAULT_REGISTRATION_TTL if ttl_seconds is None else ttl_seconds)
+
+
+class ServerRequest(_Registration):
+    """The body of a server registration, its fields in the order they are checked."""
+
+    url: str
+    headers: dict[str, str] | None = None
+    transport: Literal["http", "sse"] | None = None
+    description: str | None = None
+    ttl_seconds: _Lifetime = None
+
+    @field_validator("url")
+    @classmethod
+    def _url_reaches_a_server(cls, url: str) -> str:
+        return _endpoint_url("url", url)
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_are_one_line(cls, headers: dict[str, str] | None) -> dict[str, str] | None:
+        for name, value in (headers or {}).items():
+            _no_control_characters(f"headers.{name!r}", name + value)
+        return headers
+
+
+class ToolRequest(_Registration):
+    """The body of a callback tool registration, its fields in the order they are checked."""
+
+    description: str
+    input_schema: dict[str, Any]
+    callback_url: str
+    ttl_seconds: _Lifetime = None
+
+    @field_validator("description")
+    @classmethod
+    def _description_says_something(cls, description: str) -> str:
+        if not description.strip():
+            raise ValueError('"description" must be a string (not empty)')
+        return description
+
+    @field_validator("input_schema")
+    @classmethod
+    def _schema_is_usable(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        from jsonschema import Draft202012Validator, SchemaError
+        from jsonschema.validators import validator_for
+
+        if schema.get("type") != "object":
+            raise ValueError(_SCHEMA_SHAPE)
+        # Before jsonschema reads it: its meta-schema check recurses, and a schema refused here must never
+        # reach a validator (a combination that explodes, a $ref cycle that never ends).
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise ValueError(f'"inputSchema" cannot be accepted: this {problem}')
+        try:
+            validator_for(schema, default=Draft202012Validator).check_schema(schema)
+        except SchemaError as exc:
+            raise ValueError(f'"inputSchema" is not a valid JSON Schema: {exc.message}') from None
+        return schema
+
+    @field_validator("callback_url")
+    @classmethod
+    def _callback_reaches_a_server(cls, url: str) -> str:
+        return _endpoint_url("callbackUrl", url)
+
+
+def _registration_problem(error: ErrorDetails, *, tool: bool) -> str:
+    """Say what is wrong with one key of a registration body, and what to send instead."""
+    said = _validators_words(error)
+    if said is not None:
+        return said
+    key, got = str(error["loc"][0]), _given(error)
+    if key in ("namespace", "name"):
+        return f'"{key}" must be 1-64 letters, digits, "_" or "-", got {got!r}'
+    if key == "transport":
+        return f'"transport" must be "http" (streamable HTTP) or "sse", got {got!r}'
+    if key == "ttlSeconds":
+        return f'"ttlSeconds" must be a number of seconds above 0, at most {MAX_TTL_SECONDS:g}'
+    if key == "description":
+        return '"description" must be a string' + (" (not empty)" if tool else "")
+    return {
+        "global": '"global" must be true or false',
+        "url": '"url" must be an http:// or https:// URL',
+        "callbackUrl": '"callbackUrl" must be an http:// or https:// URL',
+        "headers": '"headers" must be an object of header names to string values',
+        "inputSchema": _SCHEMA_SHAPE,
+    }[key]
+
+
+Request = TypeVar("Request", bound=_Registration)
+
+
+def _checked(model: type[Request], body: Mapping[str, Any]) -> Request:
+    """Return `body` as a `model`, or `RegistrationRefused` saying its first problem."""
+    try:
+        return model.model_validate(dict(body))
     except ValidationError as exc:
-        raise RegistrationRefused(f'"{key}" {exc.errors()[0]["msg"].removeprefix("Value error, ")}') from None
+        unknown = _unknown_keys(exc)
+        if unknown:
+            keys = sorted(field.alias or name for name, field in model.model_fields.items())
+            raise RegistrationRefused(f"unknown key(s) {', '.join(unknown)}; the keys are {', '.join(keys)}") from None
+        raise RegistrationRefused(_registration_problem(exc.errors()[0], tool=model is ToolRequest)) from None
 
 
 def server_registration(body: Mapping[str, Any], *, now: float | None = None) -> ServerRegistration:
-    """The server registration `body` asks for (the API's JSON keys), or `RegistrationRefused`."""
+    """Return the server registration `body` asks for (the API's JSON keys), or `RegistrationRefused`."""
     at = time.time() if now is None else now
-    namespace = _where(body, SERVER_KEYS)
-    name = _name(body)
-    endpoint = _endpoint(body.get("url"), body.get("headers"), body.get("transport"))
+    request = _checked(ServerRequest, body)
+    endpoint = {"url": request.url, **({"transport": request.transport} if request.transport else {})}
     return ServerRegistration(
-        namespace=namespace,
-        name=name,
-        url=endpoint.url,
-        transport="sse" if isinstance(endpoint, SseServerConfig) else "http",
-        headers=dict(endpoint.headers),
-        description=_description(body),
-        expires_at=_expires(body, at),
+        namespace=request.namespace,
+        name=request.name,
+        url=request.url,
+        transport="sse" if server_kind(endpoint) == "sse" else "http",
+        headers=dict(request.headers or {}),
+        description=request.description,
+        expires_at=_expiry(request.ttl_seconds, at),
         created_at=at,
     )
 
 
-def _input_schema(schema: Any) -> dict[str, Any]:
-    from jsonschema import Draft202012Validator, SchemaError
-    from jsonschema.validators import validator_for
-
-    if not isinstance(schema, dict) or cast(dict[str, Any], schema).get("type") != "object":
-        raise RegistrationRefused(
-            '"inputSchema" must be a JSON Schema object with "type": "object" (the tool\'s arguments), '
-            'e.g. {"type": "object", "properties": {"ip": {"type": "string"}}, "required": ["ip"]}'
-        )
-    checked = cast(dict[str, Any], schema)
-    # Before jsonschema reads it: its meta-schema check recurses, and a schema refused here must never
-    # reach a validator (a combination that explodes, a $ref cycle that never ends).
-    problem = schema_problem(checked)
-    if problem is not None:
-        raise RegistrationRefused(f'"inputSchema" cannot be accepted: this {problem}')
-    try:
-        validator_for(checked, default=Draft202012Validator).check_schema(checked)
-    except SchemaError as exc:
-        raise RegistrationRefused(f'"inputSchema" is not a valid JSON Schema: {exc.message}') from None
-    return checked
-
-
 def tool_registration(body: Mapping[str, Any], *, now: float | None = None) -> ToolRegistration:
-    """The callback tool registration `body` asks for (the API's JSON keys), or `RegistrationRefused`."""
+    """Return the callback tool registration `body` asks for (the API's JSON keys), or `RegistrationRefused`."""
     at = time.time() if now is None else now
-    namespace = _where(body, TOOL_KEYS)
-    name = _name(body)
-    description = _description(body, required=True)
-    assert description is not None
-    schema = _input_schema(body.get("inputSchema"))
-    callback = _endpoint(body.get("callbackUrl"), key="callbackUrl").url
+    request = _checked(ToolRequest, body)
     return ToolRegistration(
-        namespace=namespace,
-        name=name,
-        description=description,
-        input_schema=schema,
-        callback_url=callback,
-        expires_at=_expires(body, at),
+        namespace=request.namespace,
+        name=request.name,
+        description=request.description,
+        input_schema=request.input_schema,
+        callback_url=request.callback_url,
+        expires_at=_expiry(request.ttl_seconds, at),
         created_at=at,
     )
 
@@ -189,7 +450,7 @@ def name_taken(
     servers: Sequence[ServerRegistration],
     tools: Sequence[ToolRegistration],
 ) -> str | None:
-    """Why `registration` cannot be shown under its name, if it cannot: a configured server
+    """Return why `registration` cannot be shown under its name, if it cannot: a configured server
     (`configured`: the names of the servers the gateway runs besides registrations) has it, or a
     registration of the other kind (a server for a tool, a tool for a server) does. One of the same
     kind, namespace and name is replaced by it, never a clash."""
@@ -210,7 +471,7 @@ def name_taken(
 
 
 def public_view(registration: ServerRegistration | ToolRegistration) -> dict[str, Any]:
-    """What the API and `toolscout registry list` show of a registration: its header values never,
+    """Return what the API and `toolscout registry list` show of a registration: its header values never,
     and anything secret-looking in a URL masked."""
     out: dict[str, Any] = {
         "namespace": registration.namespace,
@@ -229,3 +490,34 @@ def public_view(registration: ServerRegistration | ToolRegistration) -> dict[str
         out["callbackUrl"] = mask_text(registration.callback_url)
     out["expiresAt"] = registration.expires_at
     return out
+
+
+# Room for a new registration
+
+
+async def check_room(
+    registry: Registry,
+    registration: ServerRegistration | ToolRegistration,
+    *,
+    replaces: bool,
+    per_namespace: int,
+    total: int,
+) -> None:
+    """Refuse (`TooManyRegistrations`) a new `registration` that would put its namespace over
+    `per_namespace` or the registry over `total`; `replaces`: one of that kind and name is there already."""
+    if replaces:
+        return
+    inside, every = await registry.counts(registration.namespace, time.time())
+    if inside < per_namespace and every < total:
+        return
+    where = f"namespace {registration.namespace!r}" if registration.namespace is not None else "the global namespace"
+    if inside >= per_namespace:
+        raise TooManyRegistrations(
+            f"{where} already has {inside} registrations, its limit (registry.maxRegistrationsPerNamespace: "
+            f"{per_namespace}); remove one, let one expire, or raise the limit in the gateway's config"
+        )
+    if every >= total:
+        raise TooManyRegistrations(
+            f"the registry already has {every} registrations, its limit (registry.maxRegistrations: {total}); "
+            "remove some, let them expire, or raise the limit in the gateway's config"
+        )

@@ -19,9 +19,18 @@ import anyio.to_thread
 
 from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import GatewayConfig
-from toolscout.registry.base import ServerRegistration, TokenRecord, ToolRegistration
-from toolscout.registry.codec import server_body, server_from, token_body, token_from, tool_body, tool_from
-from toolscout.registry.tags import new_key
+from toolscout.registry.base import (
+    ServerRegistration,
+    TokenRecord,
+    ToolRegistration,
+    new_key,
+    server_body,
+    server_from,
+    token_body,
+    token_from,
+    tool_body,
+    tool_from,
+)
 
 T = TypeVar("T")
 

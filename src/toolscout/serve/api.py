@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import Registry
-from toolscout.registry.tokens import TokenRequestError, issue_token
+from toolscout.registry.requests import TokenRequestError, issue_token
 from toolscout.serve.api_common import ApiError, error_response, json_object, require_admin
 
 logger = logging.getLogger(__name__)

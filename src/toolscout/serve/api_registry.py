@@ -32,10 +32,10 @@ from toolscout.config.scopes import NAMESPACE_PATTERN
 from toolscout.errors import RegistryUnavailable
 from toolscout.gateway.registrations import Registration, Registrations
 from toolscout.registry.base import ServerRegistration, ToolRegistration
-from toolscout.registry.limits import TooManyRegistrations
 from toolscout.registry.requests import (
     NameClash,
     RegistrationRefused,
+    TooManyRegistrations,
     public_view,
     server_registration,
     tool_registration,

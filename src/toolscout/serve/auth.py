@@ -39,7 +39,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from toolscout.config.auth import AuthConfig
+from toolscout.config.http import AuthConfig
 from toolscout.config.scopes import UNSCOPED, Scope
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import Registry, SharedRates, secret_hash
@@ -189,7 +189,7 @@ class BearerPrincipals:
         unreachable: counted here meanwhile (each replica then lets the rate through on its own)."""
         if isinstance(self._registry, SharedRates):
             try:
-                return await self._registry.admit(subject, per_minute)
+                return await self._registry.take(subject, per_minute)
             except RegistryUnavailable as exc:
                 if self._monotonic() - self._rates_warned >= 60.0:  # once a minute, not once a request
                     self._rates_warned = self._monotonic()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from toolscout.config.addresses import ANY, canonical_name, parse_ip, split_host, split_origin
+from toolscout.config.http import ANY, canonical_name, parse_ip, split_host, split_origin
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 

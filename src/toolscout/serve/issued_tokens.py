@@ -1,7 +1,7 @@
 """Issued tokens at the HTTP edge: a presented `ts_...` credential to its record, a forged one refused
 without a registry query, a known one honoured through a registry outage.
 
-* Shape and tag first (registry/tags.py): a credential of no issued token's shape, a tagged one whose
+* Shape and tag first (registry/base.py): a credential of no issued token's shape, a tagged one whose
   tag does not verify under the registry's key, or one of the shape issued before tags that was not
   in the registry when the gateway started (none are issued any more), is refused with no query.
 * Then its record: kept for `TOKEN_RECHECK_SECONDS`, then read again, so expiry is checked on every
@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from toolscout.errors import RegistryUnavailable
-from toolscout.registry.base import Registry, TokenRecord
-from toolscout.registry.tags import shape, tag_verifies
+from toolscout.registry.base import Registry, TokenRecord, shape, tag_verifies
 from toolscout.serve.principals import Principal
 
 logger = logging.getLogger(__name__)

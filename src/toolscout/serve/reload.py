@@ -19,8 +19,7 @@ from pathlib import Path
 import anyio
 
 from toolscout.config.loader import load_config
-from toolscout.config.models import GatewayConfig
-from toolscout.config.server_source import ConfiguredServers
+from toolscout.config.models import ConfiguredServers, GatewayConfig
 from toolscout.errors import ConfigurationError
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.upstreams import CONFIG_OWNER

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from toolscout.catalog import CatalogTool
-from toolscout.config.smart import SelectionMode, SmartWeights
+from toolscout.config.models import SelectionMode, SmartWeights
 from toolscout.errors import LLMUnavailable
 from toolscout.smart.llm import ChatMessage, LLMProvider, parse_json_object
 

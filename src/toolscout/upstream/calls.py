@@ -334,7 +334,7 @@ class ToolListing(Protocol):
         """(all tools, enabled tools) of `server`."""
         ...
 
-    def admit(self, server: str, name: str) -> object:
+    def admit_tool(self, server: str, name: str) -> object:
         """Raise unless `server` listed a tool called exactly `name` and the rules enable it."""
         ...
 

@@ -318,7 +318,7 @@ class Upstream:
                 tool=tool,
                 status=state.status.value,
             )
-        self._tools.catalog.admit(self.name, tool)
+        self._tools.catalog.admit_tool(self.name, tool)
         relay = current_relay()
         progress = relay.progress if relay is not None else None
         return await self._calls.send(

@@ -1,9 +1,14 @@
-"""A span-recording parser for JSON with comments and trailing commas (JSONC).
+"""Parsing the formats a configuration is written in, where the standard library has no parser: JSON
+with comments and trailing commas (JSONC), recording where every value sits, and YAML 1.2.
 
-Client configs such as VS Code's `settings.json` are hand-written JSONC full of comments
-and trailing commas. Loading and re-dumping them would throw all of that away, so the
-parser records where every value and member sits: `toolscout.config.edit_jsonc` edits
-rewrite only those spans, and every byte outside the edited member stays as the user wrote it.
+Client configs such as VS Code's `settings.json` are hand-written JSONC full of comments and
+trailing commas. Loading and re-dumping them would throw all of that away, so the parser records
+where every value and member sits: `toolscout.config.editors.JsoncEditor` rewrites only those
+spans, and every byte outside the edited member stays as the user wrote it.
+
+YAML is read with ruamel.yaml's safe loader, which speaks YAML 1.2: only `true` and `false` are
+booleans, so a server called `off` stays a name rather than becoming `False` as YAML 1.1 would
+have it. TOML needs nothing here: `tomllib` reads it.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ class Node:
 
 @dataclass
 class Member:
-    """`"key": value` inside an object; `comma` is the offset of the comma after it, if any."""
+    """A member `"key": value` of an object; `comma` is the offset of the comma after it, if any."""
 
     key: str
     start: int
@@ -187,3 +192,22 @@ def parse(text: str) -> Node | None:
     if parser.pos < len(text):
         raise parser.fail("unexpected text after the top-level value")
     return root
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML 1.2 text safely; raises `ruamel.yaml.YAMLError` (with marks) on bad input.
+
+    A key written twice in one mapping reads as its last value, as JSON readers have it, rather
+    than making the file unreadable.
+    """
+    # Imported only for a YAML file: `serve` with a JSON config has no use for ruamel.
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import SafeConstructor
+
+    class LastKeyWins(SafeConstructor):
+        def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
+            return True
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = LastKeyWins
+    return yaml.load(text)  # pyright: ignore[reportUnknownMemberType]
