@@ -36,10 +36,6 @@ _OUTCOME_STYLE = {"ok": "green", "isError": "yellow", "error": "red"}
 Record = dict[str, Any]
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(audit_app)
-
-
 def _settings(config: Path | None, output: Output) -> AuditConfig:
     """The `audit` section of the configuration; without any configuration file, the defaults."""
     try:
