@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import tomlkit
 import yaml
-from toolscout.client_configs.entries import exclude_rule, include_rule
 
 from toolscout.client_configs import CLIENTS, ConfigLocation, DiscoveredServer, client, discover, is_toolscout_entry
+from toolscout.client_configs.entries import exclude_rule, include_rule
 from toolscout.config.loader import parse_config
 from toolscout.config.models import ToolRule
 from toolscout.config.rules import RuleSet

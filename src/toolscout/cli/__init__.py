@@ -130,7 +130,7 @@ def _main() -> None:
         exc.show()
         code = 0
     except UsageError as exc:
-        # click exits 2 for usage errors; the CLI spec reserves 2 for configuration errors.
+        # click exits 2 for usage errors; here 2 means a configuration error, so a usage error is 1.
         exc.show()
         code = EXIT_INVALID
     except typer.Abort:

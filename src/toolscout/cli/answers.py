@@ -67,7 +67,7 @@ class Answers(Protocol):
         ...
 
     async def tools(self, server: str) -> dict[str, Any]:
-        """`server` and its `tools` (name, summary, enabled, tags), disabled ones too."""
+        """Return `server` and its `tools` (name, summary, enabled, tags), disabled ones too."""
         ...
 
     async def details(self, server: str, tool: str) -> dict[str, Any]:
@@ -76,12 +76,13 @@ class Answers(Protocol):
 
 
 def _staleness(row: dict[str, Any]) -> dict[str, Any]:
-    """`stale` and `cachedAt` of a server answered from the persistent catalog (a serve's row: `catalog: cached`)."""
+    """Return the `stale` and `cachedAt` of a server answered from the persistent catalog
+    (a serve's row: `catalog: cached`)."""
     return {"stale": True, "cachedAt": row["cachedAt"]} if row.get("catalog") == "cached" else {}
 
 
 class ViewAnswers:
-    """`Answers` from a `CatalogView`."""
+    """The `Answers` a `CatalogView` gives."""
 
     def __init__(self, view: CatalogView) -> None:
         self.view = view
@@ -139,7 +140,7 @@ def tool_details(entry: CatalogTool) -> dict[str, Any]:
 
 
 class ServeAnswers:
-    """`Answers` from a running `toolscout serve`'s meta-tools (see the module's doc).
+    """The `Answers` a running `toolscout serve`'s meta-tools give (see the module's doc).
 
     Should the serve stop answering, a catalog question is answered by the catalog view instead
     (an execution is not tried again: it may have run).
@@ -412,7 +413,8 @@ class CatalogView:
         return row
 
     def _answering(self, name: str) -> None:
-        """`ServerUnavailable` unless the server's tools are known: listed live, or stored (as the gateway answers)."""
+        """Raise `ServerUnavailable` unless the server's tools are known: listed live, or
+        stored (as the gateway answers)."""
         server = self.server(name)
         if server.cached_at is None and server.status != "connected":
             raise server_unavailable(name, server.status, server.error)

@@ -72,7 +72,8 @@ def _age(iso: str) -> str:
 
 
 def _stale_note(cached: dict[str, str]) -> str:
-    """`[dim](units, notes: as listed 12 min ago; --refresh asks the servers)[/dim]` for stored answers."""
+    """Return the note under stored answers, such as
+    `[dim](units, notes: as listed 12 min ago; --refresh asks the servers)[/dim]`."""
     by_age: dict[str, list[str]] = {}
     for server, iso in cached.items():
         by_age.setdefault(_age(iso), []).append(server)

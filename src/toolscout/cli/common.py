@@ -1,4 +1,5 @@
-"""What every command shares: exit codes, output (human or --json), config loading, connecting with progress."""
+"""The parts every command shares: exit codes, output for people or --json, loading the config, and
+connecting to the servers with a live line of progress per server."""
 
 from __future__ import annotations
 

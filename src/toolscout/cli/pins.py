@@ -1,4 +1,4 @@
-"""`toolscout pins list | diff | approve | reset | export | verify`: the pinned tool definitions.
+"""The `pins` commands (list, diff, approve, reset, export, verify), about the pinned tool definitions.
 
 Each tool's definition is pinned when a gateway first sees it (`toolPinning`, gateway/pins.py) and
 kept beside the persistent catalog. These commands read and change that store; a running `serve`

@@ -75,8 +75,8 @@ def _refusal(status: int, body: Any, fallback: str) -> ToolscoutError:
 
 
 async def call_api(url: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    """`method` `path` (below `/api/v1`) on the gateway at `url`; its JSON answer (None for 204), or
-    the `ToolscoutError` saying why not."""
+    """Send `method` `path` (below `/api/v1`) to the gateway at `url` and return its JSON answer
+    (None for 204), or raise the `ToolscoutError` saying why not."""
     import httpx2
 
     base = api_base(url)
@@ -141,7 +141,8 @@ async def _call(output: Output, method: str, url: str, path: str, body: dict[str
 
 
 def _locally(config: Path | None, output: Output, work: Callable[[Registry], Awaitable[T]]) -> T:
-    """`work` done on the registry the configuration names (its file, or Redis), or exit saying why it cannot be."""
+    """Return `work` done on the registry the configuration names (its file, or Redis), or exit
+    saying why it cannot be."""
     from toolscout.registry.opening import describe, open_registry
 
     settings = registry_config(config, output)

@@ -159,7 +159,7 @@ def serve(
 
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
-    """`config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
+    """Return `config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
     from toolscout.config.addresses import check_host_entry, check_origin_entry
 
     try:

@@ -220,7 +220,7 @@ def _smart_args(
 
 
 def forget(config: GatewayConfig, output: Output) -> None:
-    """`toolscout smart forget`: clear what smart mode learnt, and say how much that was."""
+    """Clear what smart mode learnt (`toolscout smart forget`), and say how much that was."""
     from toolscout.modes.smart_flow import memory_path
     from toolscout.smart.memory import SmartMemory
 
@@ -314,7 +314,7 @@ def show(output: Output, args: SmartArgs, result: types.CallToolResult, rerun: R
 
 
 def _choice(output: Output, data: Mapping[str, Any]) -> None:
-    """`Chose server/tool (hybrid, confidence 0.83)`, the reasoning, any fallback, the arguments."""
+    """Show the choice, `Chose server/tool (hybrid, confidence 0.83)`, the reasoning, any fallback, the arguments."""
     confidence = float(data.get("confidence_score", 0.0))
     output.print(
         f"Chose [bold]{escape(str(data['tool_name']))}[/bold] ({escape(str(data.get('method', '?')))}, "

@@ -95,7 +95,8 @@ _TOOLSCOUT_VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}"
 
 
 def to_env_references(entry: Mapping[str, Any]) -> Entry:
-    """toolscout's `${VAR}` and `${VAR:-default}` as `${env:VAR}` (VS Code, Cursor, Windsurf).
+    """Return the entry with toolscout's `${VAR}` and `${VAR:-default}` written as `${env:VAR}`
+    (VS Code, Cursor, Windsurf).
 
     Those clients have no default syntax, so a default is lost.
     """

@@ -238,7 +238,7 @@ _HTTP_NAMES = {"http", "streamable-http", "streamablehttp", "streamable_http", "
 
 
 def declared_transport(raw: Mapping[str, Any], keys: Iterable[str] = ("type", "transport")) -> str | None:
-    """`stdio`, `http` or `sse` from the first of `keys` that is set, else None."""
+    """Return `stdio`, `http` or `sse` from the first of `keys` that is set, else None."""
     for key in keys:
         value = raw.get(key)
         if value is None:
@@ -306,7 +306,7 @@ def _or(keys: Iterable[str]) -> str:
 
 
 def stdio_fields(raw: Mapping[str, Any], draft: Draft) -> Entry:
-    """`command`, `args`, `env`, `cwd`, leaving out empty ones."""
+    """Return the entry's `command`, `args`, `env` and `cwd`, leaving out empty ones."""
     command = raw.get("command")
     if not isinstance(command, str) or not command.strip():
         raise EntryError("`command` must be a non-empty string")
@@ -324,7 +324,7 @@ def stdio_fields(raw: Mapping[str, Any], draft: Draft) -> Entry:
 
 
 def remote_fields(url: Any, headers: Any, draft: Draft, url_key: str = "url") -> Entry:
-    """`url` and `headers`, leaving out empty headers."""
+    """Return the entry's `url` and `headers`, leaving out empty headers."""
     if not isinstance(url, str) or not url.strip():
         raise EntryError(f"`{url_key}` must be a non-empty string")
     entry: Entry = {"url": url}
