@@ -22,7 +22,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
 from urllib.parse import urlsplit
@@ -30,7 +29,7 @@ from urllib.parse import urlsplit
 import typer
 from rich.markup import escape
 
-from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, registry_config, run
+from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, iso_utc, registry_config, run
 from toolscout.config import GatewayConfig
 from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
 from toolscout.masking import remember_secrets
@@ -122,11 +121,11 @@ TokenUrlOption = Annotated[
 ]
 
 
-def _expiry_text(timestamp: float | None) -> str:
+def _token_expiry(timestamp: float | None) -> str:
     """Return when a token expires: ISO 8601 in UTC with a `Z`, or `never`."""
     if timestamp is None:
         return "never"
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return iso_utc(timestamp).replace("+00:00", "Z")
 
 
 async def _call(output: Output, method: str, url: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -207,7 +206,7 @@ def create(
     if as_json:
         output.data({"id": token_id, "token": secret, "expiresAt": expires})
         return
-    output.note(f"Token {token_id} ({label}) for namespace {namespace}, expires {_expiry_text(expires)}.")
+    output.note(f"Token {token_id} ({label}) for namespace {namespace}, expires {_token_expiry(expires)}.")
     output.note("It is shown only now: give it to the agent (Authorization: Bearer ...) or store it safely.")
     typer.echo(secret)
 
@@ -231,7 +230,7 @@ def list_tokens(url: TokenUrlOption = None, config: ConfigOption = None, as_json
         output.print(
             escape(
                 f"{token['id']}  {token.get('label')}  namespace {token['namespace']}  servers {servers}"
-                f"  expires {_expiry_text(token.get('expiresAt'))}"
+                f"  expires {_token_expiry(token.get('expiresAt'))}"
             )
         )
 
@@ -365,7 +364,7 @@ async def _put(url: str | None, config: GatewayConfig, kind: str, body: dict[str
     return await _local_put(config, kind, body)
 
 
-def _expires(entry: dict[str, Any]) -> str:
+def _registration_expiry(entry: dict[str, Any]) -> str:
     at = entry.get("expiresAt")
     if at is None:
         return "never expires"
@@ -380,7 +379,7 @@ def _line(entry: dict[str, Any]) -> str:
     if state is not None:
         count = f", {entry['toolCount']} tools" if "toolCount" in entry else ""
         status = f"  {state}{count}" + (f" ({entry['error']})" if entry.get("error") else "")
-    return f"  {escape(entry['shownAs'])}  {escape(target)}{escape(status)}  [dim]{_expires(entry)}[/dim]"
+    return f"  {escape(entry['shownAs'])}  {escape(target)}{escape(status)}  [dim]{_registration_expiry(entry)}[/dim]"
 
 
 def _added(output: Output, entry: dict[str, Any], url: str | None) -> None:
@@ -388,7 +387,7 @@ def _added(output: Output, entry: dict[str, Any], url: str | None) -> None:
         output.data(entry)
         return
     where = "on the gateway" if url is not None else "in this machine's registry"
-    output.print(f"Registered {escape(entry['shownAs'])} {where} ({_expires(entry)}).")
+    output.print(f"Registered {escape(entry['shownAs'])} {where} ({_registration_expiry(entry)}).")
     if url is None:
         output.note("A running `toolscout serve` of this config picks it up within seconds.")
 
