@@ -17,7 +17,7 @@ import tomlkit
 from ruamel.yaml import YAML
 
 from toolscout.client_configs import CLIENTS, ConfigLocation, DiscoveredServer, client, discover, is_toolscout_entry
-from toolscout.client_configs.tool_filters import exclude_rule, include_rule
+from toolscout.client_configs.entries import exclude_rule, include_rule
 from toolscout.config.loader import parse_config
 from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.errors import ConfigurationError

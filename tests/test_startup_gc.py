@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.paths import PYTHON
-from toolscout.cli import startup
+from toolscout.cli import defer_collection, startup_over
 
 # Runs the `toolscout` entry point after wrapping serve_stdio, to see the collector as serving begins.
 SERVE_WATCHED = """
@@ -45,20 +45,20 @@ def collector() -> Iterator[None]:
 @pytest.mark.usefixtures("collector")
 def test_deferred_collection_is_frozen_and_resumed_once() -> None:
     gc.enable()
-    startup.defer_collection()
+    defer_collection()
     assert not gc.isenabled()
     made: list[list[int]] = [[] for _ in range(1000)]  # start-up's objects
-    startup.startup_over()
+    startup_over()
     assert gc.isenabled() and gc.get_freeze_count() >= len(made)
-    startup.startup_over()  # a second end changes nothing
+    startup_over()  # a second end changes nothing
     assert gc.isenabled()
 
 
 @pytest.mark.usefixtures("collector")
 def test_a_collector_turned_off_by_someone_else_stays_off() -> None:
     gc.disable()
-    startup.defer_collection()
-    startup.startup_over()
+    defer_collection()
+    startup_over()
     assert not gc.isenabled() and gc.get_freeze_count() == 0
 
 

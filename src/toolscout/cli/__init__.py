@@ -1,33 +1,39 @@
-"""The `toolscout` command line.
+"""The `toolscout` command line: the app, and how it starts.
 
-Exit codes follow the reference CLI spec: 0 success, 1 invalid arguments, 2 configuration error,
+Every command ends with one of a few exit codes: 0 success, 1 invalid arguments, 2 configuration error,
 server or tool not found, or nothing found by `search`; 3 the tool failed; 4 the tool is disabled.
+
+A command imports only the modules its group of commands needs (`make_app`), and starts with the
+cyclic garbage collector off: start-up makes many objects that live as long as the process (the
+MCP SDK's pydantic models of every protocol era, the config and search modules), and collecting
+while they are made walks them again and again for nothing (docs/BENCHMARKS.md, cold start). Once
+start-up is over they are frozen, moved out of the collector's generations, so that the
+collections made while serving walk only what serving allocates.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
-from toolscout.cli.startup import defer_collection, startup_over
-
 if TYPE_CHECKING:
     # typer and the commands are imported in `main` and `make_app`, not here: `main` first defers
-    # garbage collection for the imports that make up most of a start (see cli/startup.py).
+    # garbage collection for the imports that make up most of a start.
     import typer
 
 SERVE_COMMANDS = ("serve", "demo", "version")
 """The commands of cli/serve.py: run with only them registered, the others' modules are never imported."""
-EXPLORE_COMMANDS = ("list", "search", "tools", "inspect", "execute", "tokens")
-"""The commands of cli/explore.py: run with only them (and serve's) registered, as for `SERVE_COMMANDS`
+CATALOG_COMMANDS = ("list", "search", "tools", "inspect", "execute", "tokens")
+"""The commands of cli/catalog.py: run with only them (and serve's) registered, as for `SERVE_COMMANDS`
 (the config editors and the client importers would be a third of a search's start)."""
 
 
 def make_app(command: str | None = None) -> typer.Typer:
-    """The command line: every command, or only those of cli/serve.py (and of cli/explore.py) when
-    `command` is one of them, so that starting the gateway, or answering a search, does not import
-    what the other commands need (rich, the config editors, the client importers)."""
+    """Return the command line: every command, or only those of cli/serve.py (and of cli/catalog.py)
+    when `command` is one of them, so that starting the gateway, or answering a search, does not
+    import what the other commands need (rich, the config editors, the client importers)."""
     import typer
 
     from toolscout.cli import serve
@@ -43,34 +49,24 @@ def make_app(command: str | None = None) -> typer.Typer:
     serve.register(app)
     if command in SERVE_COMMANDS:
         return app
-    from toolscout.cli import explore
+    from toolscout.cli import catalog
 
-    explore.register(app)
-    if command in EXPLORE_COMMANDS:
+    catalog.register(app)
+    if command in CATALOG_COMMANDS:
         return app
-    from toolscout.cli import (
-        audit_cmd,
-        auth_tokens,
-        cache_cmd,
-        config_cmd,
-        eval_cmd,
-        pins_cmd,
-        registry_cmd,
-        rules_cmd,
-        setup_cmd,
-        smart_cmd,
-    )
+    from toolscout.cli import audit, config, eval, pins, registry, setup, smart
 
-    smart_cmd.register(app)
-    config_cmd.register(app)
-    rules_cmd.register(app)
-    setup_cmd.register(app)
-    eval_cmd.register(app)
-    audit_cmd.register(app)
-    cache_cmd.register(app)
-    auth_tokens.register(app)
-    registry_cmd.register(app)
-    pins_cmd.register(app)
+    smart.register(app)
+    setup.register(app)
+    eval.register(app)
+    # `--help` lists the commands first, then the groups in the order they are added here.
+    app.add_typer(config.config_app)
+    app.add_typer(config.rules_app)
+    app.add_typer(audit.audit_app)
+    app.add_typer(config.cache_app)
+    app.add_typer(registry.token_app)
+    app.add_typer(registry.registry_app)
+    app.add_typer(pins.pins_app)
     return app
 
 
@@ -78,6 +74,26 @@ def __getattr__(name: str) -> Any:
     if name == "app":  # the whole command line, as it used to be built on import
         return make_app()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_deferred = False
+
+
+def defer_collection() -> None:
+    """Turn the collector off until `startup_over` (a no-op if something else turned it off)."""
+    global _deferred
+    if gc.isenabled():
+        gc.disable()
+        _deferred = True
+
+
+def startup_over() -> None:
+    """Freeze what start-up made and turn the collector back on (only if `defer_collection` turned it off)."""
+    global _deferred
+    if _deferred:
+        _deferred = False
+        gc.freeze()
+        gc.enable()
 
 
 def main() -> None:
@@ -114,7 +130,7 @@ def _main() -> None:
         exc.show()
         code = 0
     except UsageError as exc:
-        # click exits 2 for usage errors; the CLI spec reserves 2 for configuration errors.
+        # click exits 2 for usage errors; here 2 means a configuration error, so a usage error is 1.
         exc.show()
         code = EXIT_INVALID
     except typer.Abort:
@@ -128,7 +144,7 @@ def _main() -> None:
         typer.echo(f"✗ {exc.explain(CLI_STEPS)}", err=True)
         code = exit_code_for(exc)
     code = code if isinstance(code, int) else 0
-    if command in EXPLORE_COMMANDS:
+    if command in CATALOG_COMMANDS:
         _exit_at_once(code)
     sys.exit(code)
 

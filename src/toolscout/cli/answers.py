@@ -1,36 +1,55 @@
 """Where `list`, `search`, `tools`, `inspect` and `execute` get their answers.
 
-From the persistent catalog when it has every server a command is about (catalog_view.py: no
-server is started, nor the SDK imported). Else, rather than starting servers, from a running
-`toolscout serve` of the same config when there is one on this machine: its discovery meta-tools
-on its local socket (local_socket.py), asked with the SDK's client over streamable HTTP. Else from
-the catalog view with the servers it lacks connected now. All give the same JSON-ready data, in
-the shapes `--json` prints. `execute` asks the serve, or connects its one server.
+From the persistent catalog when it has every server a command is about: the catalog view, each
+server's tools as listed live by this command or as stored by an earlier one (gateway/store.py),
+under the config's tool rules, searched and looked up as the gateway does. Answering from the store
+imports neither the MCP SDK nor the gateway (`cli/common.py`'s `connected` does, only when there is
+a server to connect): that is most of a command's start.
+
+Else, rather than starting servers, from a running `toolscout serve` of the same config when there
+is one on this machine: its discovery meta-tools on its local socket (serve/local_socket.py), asked
+with the SDK's client over streamable HTTP. Else from the catalog view with the servers it lacks
+connected now. All give the same JSON-ready data, in the shapes `--json` prints. `execute` asks the
+serve, or connects its one server.
+
+Only servers the persistent catalog knows nothing of (for their current config entry) are
+connected, all at once and each for at most its connect timeout; `--refresh` connects every one.
+A server whose last connection failed and that has nothing stored keeps that failure without being
+tried again (a hanging server would cost every command its connect timeout) until `--refresh`, or
+a command about that server alone (`tools`, `inspect`, `execute`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from toolscout.cli.catalog_view import CatalogView, catalog_view, plan_catalog, when
+from toolscout.catalog import Catalog, CatalogTool
+from toolscout.cli.common import Output, connected, iso_utc
 from toolscout.config import GatewayConfig
-from toolscout.errors import ToolDisabled, ToolExecutionError, ToolscoutError, error_from_dict
+from toolscout.config.rules import RuleSet
+from toolscout.errors import ToolDisabled, ToolExecutionError, ToolscoutError, error_from_dict, server_unavailable
+from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, store_path
+from toolscout.masking import mask_text
+from toolscout.suggestions import server_not_found
+from toolscout.upstream.spec import config_hash
 
 if TYPE_CHECKING:
     import mcp_types as types
     from mcp import Client
 
-    from toolscout.catalog import CatalogTool
-    from toolscout.cli.common import Output
+    from toolscout.gateway.core import Gateway
+    from toolscout.search import SearchHit
+    from toolscout.upstream import Upstream
 
 logger = logging.getLogger(__name__)
 
 META_SEARCH_LIMIT = 50
-"""The most results `search_tools` gives (surfaces.discovery.SearchToolsArgs): a longer search is answered here."""
+"""The most results `search_tools` gives (modes/discovery.py's `SearchToolsArgs`): a longer search is answered here."""
 
 
 class Answers(Protocol):
@@ -48,7 +67,7 @@ class Answers(Protocol):
         ...
 
     async def tools(self, server: str) -> dict[str, Any]:
-        """`server` and its `tools` (name, summary, enabled, tags), disabled ones too."""
+        """Return `server` and its `tools` (name, summary, enabled, tags), disabled ones too."""
         ...
 
     async def details(self, server: str, tool: str) -> dict[str, Any]:
@@ -57,19 +76,20 @@ class Answers(Protocol):
 
 
 def _staleness(row: dict[str, Any]) -> dict[str, Any]:
-    """`stale` and `cachedAt` of a server answered from the persistent catalog (a serve's row: `catalog: cached`)."""
+    """Return the `stale` and `cachedAt` of a server answered from the persistent catalog
+    (a serve's row: `catalog: cached`)."""
     return {"stale": True, "cachedAt": row["cachedAt"]} if row.get("catalog") == "cached" else {}
 
 
 class ViewAnswers:
-    """`Answers` from a `CatalogView`."""
+    """The `Answers` a `CatalogView` gives."""
 
     def __init__(self, view: CatalogView) -> None:
         self.view = view
 
     def _stale(self, server: str) -> dict[str, Any]:
         cached_at = self.view.server(server).cached_at
-        return {"stale": True, "cachedAt": when(cached_at)} if cached_at is not None else {}
+        return {"stale": True, "cachedAt": iso_utc(cached_at)} if cached_at is not None else {}
 
     async def servers(self) -> list[dict[str, Any]]:
         return [self.view.row(s) for s in self.view.servers]
@@ -120,7 +140,7 @@ def tool_details(entry: CatalogTool) -> dict[str, Any]:
 
 
 class ServeAnswers:
-    """`Answers` from a running `toolscout serve`'s meta-tools (see the module's doc).
+    """The `Answers` a running `toolscout serve`'s meta-tools give (see the module's doc).
 
     Should the serve stop answering, a catalog question is answered by the catalog view instead
     (an execution is not tried again: it may have run).
@@ -324,3 +344,208 @@ async def answers(
                 yield serve
                 return
     yield ViewAnswers(await plan.view(output))
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One configured server as a command sees it."""
+
+    name: str
+    status: str
+    """`connected` (by this command), `idle` (not connected: its tools are the stored ones), `error`, `disabled`."""
+    description: str = ""
+    tools: tuple[types.Tool, ...] = ()
+    error: str | None = None
+    cached_at: float | None = None
+    """When the tools were listed live, when they come from the persistent catalog (seconds since the epoch)."""
+    failed_at: float | None = None
+    """When the failure in `error` happened, when it is remembered from an earlier command."""
+    server_info: Mapping[str, str] | None = None
+    protocol_version: str | None = None
+    instructions: str | None = None
+    transport: str | None = None
+    """How it was reached (only when connected by this command)."""
+
+
+class CatalogView:
+    """The tools of some servers under the tool rules: their rows, a search, one server's tools, one tool."""
+
+    def __init__(self, config: GatewayConfig, servers: Sequence[ServerView]) -> None:
+        self._config = config
+        self.servers = list(servers)
+        self._by_name = {s.name: s for s in self.servers}
+        self.catalog = Catalog(RuleSet(config.tool_rules))
+        for server in self.servers:
+            self.catalog.set_server_tools(server.name, server.tools)
+
+    def server(self, name: str) -> ServerView:
+        """The server called `name`, or `ServerNotFound` with the closest configured names."""
+        found = self._by_name.get(name)
+        if found is None:
+            raise server_not_found(name, list(self._config.mcp_servers))
+        return found
+
+    def row(self, server: ServerView) -> dict[str, Any]:
+        """The server as `toolscout list --json` shows it: `list_mcp_servers`'s keys, and `stale` and
+        `cachedAt` when its tools are stored ones, `failedAt` when its error is a remembered one."""
+        total, enabled = self.catalog.counts(server.name)
+        row: dict[str, Any] = {
+            "name": server.name,
+            "description": server.description,
+            "status": server.status,
+            "toolCount": total,
+            "enabledCount": enabled,
+        }
+        if server.cached_at is not None:
+            row.update(catalog="cached", cachedAt=iso_utc(server.cached_at), stale=True)
+        if server.error:
+            row["error"] = server.error
+        if server.failed_at is not None:
+            row["failedAt"] = iso_utc(server.failed_at)
+        if server.server_info:
+            row["serverInfo"] = dict(server.server_info)
+            row["protocolVersion"] = server.protocol_version
+        if server.transport:
+            row["transport"] = server.transport
+        if server.instructions:
+            row["instructions"] = server.instructions
+        row["tools"] = [t.name for t in self.catalog.tools(server.name)]
+        return row
+
+    def _answering(self, name: str) -> None:
+        """Raise `ServerUnavailable` unless the server's tools are known: listed live, or
+        stored (as the gateway answers)."""
+        server = self.server(name)
+        if server.cached_at is None and server.status != "connected":
+            raise server_unavailable(name, server.status, server.error)
+
+    def search(
+        self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
+    ) -> list[SearchHit]:
+        """The enabled tools ranked for `query`, as the gateway's search ranks them (none below
+        `min_relevance`, default the config's)."""
+        from toolscout.search import make_backend
+        from toolscout.search.base import check_queries, search_steps, server_context
+
+        search = self._config.search
+        floor = search.min_relevance if min_relevance is None else min_relevance
+        check_queries(query, limit, floor, max_chars=search.max_query_chars, max_steps=search.max_query_steps)
+        if server is not None:
+            self.server(server)
+        backend = make_backend(search.backend, model=search.model)
+        backend.rebuild(
+            self.catalog.tools(), {s.name: server_context(s.description, s.instructions) for s in self.servers}
+        )
+        return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
+
+    def tools(self, server: str) -> list[CatalogTool]:
+        """Every tool of `server`, those the rules disable too."""
+        self._answering(server)
+        return self.catalog.tools(server, include_disabled=True)
+
+    def tool(self, server: str, name: str) -> CatalogTool:
+        """One tool of `server` (enabled or not), or `ToolNotFound` with suggestions."""
+        self._answering(server)
+        entry = self.catalog.get(server, name)
+        if entry is None:
+            raise self.catalog.not_found(server, name)
+        return entry
+
+
+@dataclass(frozen=True)
+class CatalogPlan:
+    """What the persistent catalog holds of the servers in scope, and which of them are to be connected."""
+
+    config: GatewayConfig
+    names: list[str]
+    stored: dict[str, ServerSnapshot]
+    failed: dict[str, Failure]
+    wanted: list[str]
+    """The servers to connect: nothing stored for them (or `refresh`)."""
+
+    async def view(self, output: Output) -> CatalogView:
+        """The catalog view: the stored servers as stored, the wanted ones connected now."""
+        live = await _connect(self.config, output, self.wanted) if self.wanted else {}
+        return CatalogView(self.config, [live.get(name) or self._stored_view(name) for name in self.names])
+
+    def _stored_view(self, name: str) -> ServerView:
+        server = self.config.mcp_servers[name]
+        if server.disabled:
+            return ServerView(name, "disabled", server.description or "")
+        snapshot, failure = self.stored.get(name), self.failed.get(name)
+        view = ServerView(name, "idle", server.description or "")
+        if snapshot is not None:
+            said = (("name", snapshot.server_name), ("version", snapshot.server_version))
+            view = ServerView(
+                name,
+                "idle",
+                server.description or snapshot.description or snapshot.title or "",
+                tools=snapshot.tools,
+                cached_at=snapshot.saved_at,
+                server_info={k: v for k, v in said if v},
+                protocol_version=snapshot.protocol_version,
+                instructions=snapshot.instructions,
+            )
+        if failure is not None:  # (saved after the snapshot, if any: a live list clears the failure)
+            # Masked again: a reason stored by an older toolscout may hold a secret in clear.
+            view = replace(view, status="error", error=mask_text(failure.reason), failed_at=failure.failed_at)
+        return view
+
+
+def plan_catalog(
+    config: GatewayConfig, scope: Sequence[str] | None = None, *, refresh: bool = False, retry_failed: bool = False
+) -> CatalogPlan:
+    """What a command about the servers in `scope` (default: every configured one) can answer from
+    the persistent catalog, and what it has to connect (see the module's doc).
+
+    `refresh`: connect every server in scope. `retry_failed`: connect those whose last connection
+    failed too, when nothing is stored for them.
+    """
+    for name in scope or ():
+        if name not in config.mcp_servers:
+            raise server_not_found(name, list(config.mcp_servers))
+    names = list(config.mcp_servers) if scope is None else [n for n in config.mcp_servers if n in scope]
+    enabled = [n for n in names if not config.mcp_servers[n].disabled]
+    store = CatalogStore(store_path(config.catalog_cache)) if config.catalog_cache.enabled else None
+    keys = {n: config_hash(config.mcp_servers[n]) for n in enabled}
+    stored = store.load(keys) if store is not None and not refresh else {}
+    failed = store.load_failures(keys) if store is not None and not refresh else {}
+    wanted = [n for n in enabled if n not in stored and (retry_failed or n not in failed)]
+    return CatalogPlan(config, names, stored, failed, wanted)
+
+
+async def catalog_view(
+    config: GatewayConfig,
+    output: Output,
+    scope: Sequence[str] | None = None,
+    *,
+    refresh: bool = False,
+    retry_failed: bool = False,
+) -> CatalogView:
+    """The catalog view of the servers in `scope` (see `plan_catalog`), those to connect connected."""
+    return await plan_catalog(config, scope, refresh=refresh, retry_failed=retry_failed).view(output)
+
+
+async def _connect(config: GatewayConfig, output: Output, names: Sequence[str]) -> dict[str, ServerView]:
+    async with connected(config, output, only=names, live=True) as gateway:
+        return {up.name: _live_view(gateway, up) for up in gateway.upstreams}
+
+
+def _live_view(gateway: Gateway, upstream: Upstream) -> ServerView:
+    from toolscout.upstream import Status
+
+    identity = upstream.identity
+    connected = upstream.status is Status.CONNECTED
+    info = identity.server_info if identity else None
+    return ServerView(
+        upstream.name,
+        upstream.status.value,
+        upstream.description,
+        # Connected: its live list; otherwise the tools its config declares, if any.
+        tools=tuple(t.tool for t in gateway.catalog.tools(upstream.name, include_disabled=True)),
+        error=upstream.error,
+        server_info=info if connected else None,
+        protocol_version=identity.protocol_version if identity and connected else None,
+        instructions=identity.instructions if identity and connected else None,
+        transport=upstream.spec.transport.label if connected else None,
+    )

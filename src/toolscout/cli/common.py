@@ -1,4 +1,5 @@
-"""What every command shares: exit codes, output (human or --json), config loading, connecting with progress."""
+"""The parts every command shares: exit codes, output for people or --json, loading the config, and
+connecting to the servers with a live line of progress per server."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import sys
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from toolscout.gateway.store import CatalogStore
     from toolscout.search import SearchHit
 
-# Exit codes of the reference CLI spec (003): 1 invalid arguments, 2 configuration error, server or
+# The exit codes scripts can rely on: 1 invalid arguments, 2 configuration error, server or
 # tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules
 # (or quarantined: its definition changed since it was pinned).
 EXIT_OK = 0
@@ -65,6 +67,11 @@ CLI_STEPS: Phrasing = {
 """What an error tells a person at the terminal to do next (the agent's version names meta-tools)."""
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+
+
+def iso_utc(timestamp: float) -> str:
+    """Return a moment as `cachedAt`, `failedAt`, `savedAt` and `pinnedAt` give it: ISO 8601, UTC, to the second."""
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
 def exit_code_for(error: ToolscoutError) -> int:

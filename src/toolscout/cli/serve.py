@@ -1,13 +1,21 @@
-"""`toolscout serve`, `toolscout demo` and `toolscout version`."""
+"""The commands that run the gateway: `toolscout serve`, `toolscout demo` and `toolscout version`.
+
+`serve` loads the config, binds its port (HTTP) and serves until stdin closes or a signal comes,
+while also answering this machine's command line on a local socket. When replicas share one
+registry (Redis), it says which replica it is and where the others reach it
+(`registry.advertiseUrl`, else its own address), and drops from its cache the tokens revoked
+through another replica.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
+import secrets
 import socket
 import sqlite3
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -17,9 +25,8 @@ import anyio
 import typer
 
 from toolscout import __version__
+from toolscout.cli import startup_over
 from toolscout.cli.common import EXIT_CONFIG, EXIT_INVALID, ConfigOption, Output, load, run
-from toolscout.cli.replica import announced, forget_revoked, replica_of
-from toolscout.cli.startup import startup_over
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ConfigurationError, RegistryUnavailable, ToolscoutError
@@ -152,7 +159,7 @@ def serve(
 
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
-    """`config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
+    """Return `config` with the command line's --allow-host and --allow-origin added (exit 1 on a malformed one)."""
     from toolscout.config.http import check_host_entry, check_origin_entry
 
     try:
@@ -373,3 +380,45 @@ def demo() -> None:
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)
+
+
+def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) -> tuple[str | None, str | None]:
+    """This replica's id and where the others reach it, when replicas share a registry (Redis) that can
+    say so; (None, None) otherwise. A wildcard bind without `registry.advertiseUrl`: an id (retries of
+    its input-required rounds cannot be forwarded to it, and are refused elsewhere), said once."""
+    from toolscout.serve.forwarding import ReplicaDirectory
+
+    if config.registry.backend != "redis" or not isinstance(registry, ReplicaDirectory):
+        return None, None
+    replica = secrets.token_hex(4)
+    if config.registry.advertise_url:
+        return replica, config.registry.advertise_url
+    if host in ("0.0.0.0", "[::]"):
+        typer.echo(
+            "toolscout: WARNING: set registry.advertiseUrl to where the other replicas reach this one: "
+            "without it, a 2026-07-28 retry landing elsewhere cannot be passed here",
+            err=True,
+        )
+        return replica, None
+    return replica, f"http://{host}:{port}"
+
+
+@asynccontextmanager
+async def announced(registry: Registry, replica: str | None, where: str | None) -> AsyncGenerator[None]:
+    from toolscout.serve.forwarding import ReplicaDirectory, announcing
+
+    if replica is None or where is None or not isinstance(registry, ReplicaDirectory):
+        yield
+        return
+    async with announcing(registry, replica, where):
+        yield
+
+
+def forget_revoked(principals: BearerPrincipals) -> Callable[[str], None]:
+    """A token revoked through another replica (the registry's change feed): refused here at once too."""
+
+    def changed(what: str) -> None:
+        if what.startswith("tokens:"):
+            principals.token_revoked(what.removeprefix("tokens:"))
+
+    return changed

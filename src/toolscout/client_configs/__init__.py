@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from toolscout.client_configs.agents import ClaudeCode, Codex, Gemini
 from toolscout.client_configs.base import (
     BaseClient,
     ClientFormat,
@@ -19,8 +18,19 @@ from toolscout.client_configs.base import (
     ReadResult,
     is_toolscout_entry,
 )
-from toolscout.client_configs.json_clients import ClaudeDesktop, Cursor, McpJson, VSCode, Windsurf
-from toolscout.client_configs.yaml_clients import GATEWAY_NAME, CustomYaml, Docker
+from toolscout.client_configs.clients import (
+    GATEWAY_NAME,
+    ClaudeCode,
+    ClaudeDesktop,
+    Codex,
+    Cursor,
+    CustomYaml,
+    Docker,
+    Gemini,
+    McpJson,
+    VSCode,
+    Windsurf,
+)
 from toolscout.errors import ConfigurationError
 from toolscout.suggestions import closest
 

@@ -91,7 +91,7 @@ class ClientFormat(Protocol):
         ...
 
     def read_location(self, location: ConfigLocation) -> ReadResult:
-        """`read(location.path, project=location.project)`."""
+        """Read the file at `location`: `read(location.path, project=location.project)`."""
         ...
 
     def install_location(self, *, home: Path, cwd: Path, platform: str, env: Mapping[str, str]) -> Path:
@@ -171,7 +171,7 @@ def localappdata(home: Path, env: Mapping[str, str]) -> Path:
 
 
 def xdg_config_home(home: Path, env: Mapping[str, str]) -> Path:
-    """`$XDG_CONFIG_HOME`, or `~/.config`."""
+    """Return `$XDG_CONFIG_HOME`, or `~/.config`."""
     return Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
 
 

@@ -3,7 +3,7 @@
 `serve` (either transport) also listens on a Unix socket whose path is derived from the config
 file's resolved path and from the configuration it loaded, so a command run with the same config
 file finds it, and one whose config differs (another file, or the same file edited since) never
-does. There, streamable HTTP serves the discovery meta-tools at /mcp (cli/serve_client.py asks
+does. There, streamable HTTP serves the discovery meta-tools at /mcp (cli/answers.py asks
 them), whatever mode `serve` shows its own clients.
 
 The socket lives in `$XDG_RUNTIME_DIR/toolscout` (else `toolscout-<uid>` in the temporary

@@ -1,4 +1,4 @@
-"""`toolscout pins list | diff | approve | reset | export | verify`: the pinned tool definitions.
+"""The `pins` commands (list, diff, approve, reset, export, verify), about the pinned tool definitions.
 
 Each tool's definition is pinned when a gateway first sees it (`toolPinning`, gateway/pins.py) and
 kept beside the persistent catalog. These commands read and change that store; a running `serve`
@@ -16,8 +16,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from toolscout.cli.catalog_view import when
-from toolscout.cli.common import EXIT_FAILED, ConfigOption, JsonOption, Output, connected, load, registry_config, run
+from toolscout.cli.common import (
+    EXIT_FAILED,
+    ConfigOption,
+    JsonOption,
+    Output,
+    connected,
+    iso_utc,
+    load,
+    registry_config,
+    run,
+)
 from toolscout.errors import ConfigurationError, InvalidArguments, ServerNotFound, ServerUnavailable, ToolNotFound
 
 if TYPE_CHECKING:
@@ -36,10 +45,6 @@ ToolArgument = Annotated[str | None, typer.Argument(help="One of its tools (defa
 LockfileArgument = Annotated[
     Path, typer.Argument(help=f"The lockfile ('-': standard output/input). Default: ./{DEFAULT_LOCKFILE}.")
 ]
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(pins_app)
 
 
 def _opened(config: Path | None, output: Output) -> tuple[GatewayConfig, PinStore, dict[PinKey, Pin]]:
@@ -82,10 +87,10 @@ def list_pins(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     rows: list[dict[str, Any]] = []
     for (server, tool), pin in sorted(pins.items()):
         flagged = list(dict.fromkeys([*pin.reasons, *(pin.seen.reasons if pin.seen else ())]))
-        row: dict[str, Any] = {"server": server, "tool": tool, "sha256": pin.hash, "pinnedAt": when(pin.pinned_at)}
+        row: dict[str, Any] = {"server": server, "tool": tool, "sha256": pin.hash, "pinnedAt": iso_utc(pin.pinned_at)}
         row |= {"status": status_of(pin, gateway_config.tool_pinning), "flagged": flagged}
         if pin.seen is not None:
-            row |= {"currentSha256": pin.seen.hash, "changedAt": when(pin.seen.at)}
+            row |= {"currentSha256": pin.seen.hash, "changedAt": iso_utc(pin.seen.at)}
         rows.append(row)
     if output.json_mode:
         output.data({"path": str(store.path), "toolPinning": gateway_config.tool_pinning, "pins": rows})

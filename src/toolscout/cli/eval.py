@@ -1,4 +1,4 @@
-"""`toolscout eval`: how well search ranks the right tools, on a catalog and labelled queries."""
+"""The `eval` command, which measures how well search ranks the right tools on a catalog and labelled queries."""
 
 from __future__ import annotations
 

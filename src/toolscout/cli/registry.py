@@ -1,27 +1,258 @@
-"""`toolscout registry add | add-tool | list | remove | remove-tool`: servers and callback tools
-registered at run time into a namespace (spec 002's register-local and register-component).
+"""The remote admin commands: `toolscout token` and `toolscout registry`, and the HTTP client they share.
 
-With `--url`, through a running gateway's HTTP API (`/api/v1/registry/...`, the admin key from
-`TOOLSCOUT_ADMIN_KEY`): applied by that gateway before the command returns. Without it, in this
-machine's embedded registry (`registry.path`, beside the persistent catalog), which a running
-`toolscout serve` of the same config picks up within a second or so. Either way the request is
-checked the same way (registry/requests.py) and a name taken is refused.
+`token create | list | revoke` issue, list and revoke tokens scoped to a namespace, for the agents
+of a shared gateway. `registry add | add-tool | list | remove | remove-tool` register servers and
+callback tools into a namespace at run time: a server for the gateway to connect to, or a
+component's tools that the gateway calls back.
+
+With `--url`, either asks a running gateway's HTTP API (`/api/v1/tokens`, `/api/v1/registry/...`)
+with the admin key from `TOOLSCOUT_ADMIN_KEY`, one request each, the API's refusals turned into the
+CLI's errors and exit codes; the change is applied by that gateway before the command returns.
+Without it, the command changes this machine's embedded registry directly (`registry.path`, by
+default `registry.sqlite3` beside the persistent catalog), which a gateway running from the same
+file picks up: an issued token at once, a revocation or a registration within a second or so.
+Either way a registration is checked the same way (registry/requests.py) and a name taken is
+refused. A token's secret is printed once, by `create`; nothing stores or prints it again.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
 
-from toolscout.cli.api_client import ApiRefused, call_api
-from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, registry_config, run
+from toolscout.cli.common import EXIT_NOT_FOUND, ConfigOption, JsonOption, Output, iso_utc, registry_config, run
 from toolscout.config import GatewayConfig
-from toolscout.errors import InvalidArguments, ToolscoutError
+from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
+from toolscout.masking import remember_secrets
+
+if TYPE_CHECKING:
+    from toolscout.registry.base import Registry
+
+ADMIN_KEY_VARIABLE = "TOOLSCOUT_ADMIN_KEY"
+API_PREFIX = "/api/v1"
+REQUEST_SECONDS = 30.0
+
+
+class ApiRefused(ToolscoutError):
+    """The API refused the request (`status`), for a reason its message says."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def api_base(url: str) -> str:
+    """The API's base URL from what a user gives: the gateway's address, with or without `/mcp`."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidArguments(f"--url must be the gateway's http:// or https:// address, got {url!r}.")
+    path = parts.path.rstrip("/").removesuffix("/mcp").removesuffix(API_PREFIX)
+    return f"{parts.scheme}://{parts.netloc}{path}{API_PREFIX}"
+
+
+def _refusal(status: int, body: Any, fallback: str) -> ToolscoutError:
+    error: Any = cast(dict[str, Any], body).get("error") if isinstance(body, dict) else None
+    message = str(cast(dict[str, Any], error).get("message")) if isinstance(error, dict) else fallback
+    message = message.rstrip(". ")  # each answer below ends its own sentence
+    if status in (401, 403):
+        hint = f" Set {ADMIN_KEY_VARIABLE} to one of the gateway's auth.adminKeys."
+        return ConfigurationError(f"The gateway refused the request ({status}): {message}.{hint}")
+    if status == 404:
+        return ApiRefused(f"{message}.", status)
+    if status in (400, 409, 413):
+        return InvalidArguments(f"{message}.")
+    return ToolscoutError(f"The gateway answered {status}: {message}.")
+
+
+async def call_api(url: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    """Send `method` `path` (below `/api/v1`) to the gateway at `url` and return its JSON answer
+    (None for 204), or raise the `ToolscoutError` saying why not."""
+    import httpx2
+
+    base = api_base(url)
+    headers = {"accept": "application/json"}
+    key = os.environ.get(ADMIN_KEY_VARIABLE)
+    if key:
+        remember_secrets([key])  # never in an error or log line, whatever the gateway echoes
+        headers["authorization"] = f"Bearer {key}"
+    try:
+        async with httpx2.AsyncClient(timeout=REQUEST_SECONDS) as http:
+            response = await http.request(method, base + path, json=body, headers=headers)
+    except httpx2.HTTPError as exc:
+        raise ToolscoutError(
+            f"Cannot reach the gateway at {base}: {exc or type(exc).__name__}. Is `toolscout serve --transport "
+            "http` running there? Without --url, the command edits this machine's registry instead."
+        ) from None
+    if response.status_code == 204:
+        return None
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = None
+    if not 200 <= response.status_code < 300:
+        fallback = response.text[:200].strip() or response.reason_phrase
+        raise _refusal(response.status_code, answer, fallback)
+    return answer
+
+
+T = TypeVar("T")
+
+
+token_app = typer.Typer(
+    name="token", help="Issue, list and revoke tokens that scope an agent to a namespace.", no_args_is_help=True
+)
+
+TokenUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help=f"A running gateway (http://host:port): use its API, with the admin key in ${ADMIN_KEY_VARIABLE}. "
+        "Without: the local registry file.",
+    ),
+]
+
+
+def _token_expiry(timestamp: float | None) -> str:
+    """Return when a token expires: ISO 8601 in UTC with a `Z`, or `never`."""
+    if timestamp is None:
+        return "never"
+    return iso_utc(timestamp).replace("+00:00", "Z")
+
+
+async def _call(output: Output, method: str, url: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The gateway API's answer (a JSON object, empty for 204), or exit saying what went wrong."""
+    try:
+        answer = await call_api(url, method, path, body)
+    except ApiRefused as exc:
+        output.fail(exc, EXIT_NOT_FOUND)
+    except ToolscoutError as exc:
+        output.fail(exc)
+    return cast(dict[str, Any], answer) if isinstance(answer, dict) else {}
+
+
+def _locally(config: Path | None, output: Output, work: Callable[[Registry], Awaitable[T]]) -> T:
+    """Return `work` done on the registry the configuration names (its file, or Redis), or exit
+    saying why it cannot be."""
+    from toolscout.registry.requests import open_registry, registry_location
+
+    settings = registry_config(config, output)
+
+    async def opened() -> T:
+        async with open_registry(settings) as registry:
+            return await work(registry)
+
+    try:
+        return run(opened)
+    except (sqlite3.Error, OSError) as exc:
+        output.fail(
+            ToolscoutError(
+                f"cannot use the token registry {registry_location(settings)}: {exc}. Set registry.path in the "
+                "config to a file this user may write, or use --url to ask the running gateway."
+            )
+        )
+
+
+@token_app.command()
+def create(
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="The run (spec 002's run id) it belongs to.")],
+    server: Annotated[
+        list[str],
+        typer.Option("--server", "-s", help="A server it may use: a name, a group prefix, or * (repeat for more)."),
+    ],
+    label: Annotated[str, typer.Option("--label", "-l", help="Its name in the audit log and the token list.")],
+    ttl: Annotated[float, typer.Option("--ttl", help="Seconds until it expires.")] = 3600.0,
+    tool: Annotated[
+        list[str] | None, typer.Option("--tool", help="A tool pattern narrowing further, e.g. '!*delete*' (repeat).")
+    ] = None,
+    pin: Annotated[
+        list[str] | None, typer.Option("--pin", help="server/tool shown natively in its tools/list (repeat).")
+    ] = None,
+    rate: Annotated[
+        int | None, typer.Option("--rate", help="Requests a minute it may make (requestsPerMinute).")
+    ] = None,
+    url: TokenUrlOption = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Issue a token and print it, once."""
+    output = Output(as_json)
+    request: dict[str, Any] = {"namespace": namespace, "servers": server, "ttlSeconds": ttl, "label": label}
+    if tool:
+        request["tools"] = tool
+    if pin:
+        request["pinnedTools"] = pin
+    if rate is not None:
+        request["requestsPerMinute"] = rate
+    if url is not None:
+        answer = cast(dict[str, Any], run(_call, output, "POST", url, "/tokens", request))
+        token_id, secret, expires = str(answer["id"]), str(answer["token"]), answer.get("expiresAt")
+    else:
+        from toolscout.registry.requests import TokenRequestError, issue_token
+
+        try:
+            record, secret = _locally(config, output, lambda registry: issue_token(registry, request))
+        except TokenRequestError as exc:
+            output.fail(InvalidArguments(str(exc)))
+        token_id, expires = record.id, record.expires_at
+    if as_json:
+        output.data({"id": token_id, "token": secret, "expiresAt": expires})
+        return
+    output.note(f"Token {token_id} ({label}) for namespace {namespace}, expires {_token_expiry(expires)}.")
+    output.note("It is shown only now: give it to the agent (Authorization: Bearer ...) or store it safely.")
+    typer.echo(secret)
+
+
+@token_app.command("list")
+def list_tokens(url: TokenUrlOption = None, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """The tokens issued and not yet swept (never their secrets)."""
+    output = Output(as_json)
+    if url is not None:
+        tokens = cast(list[dict[str, Any]], run(_call, output, "GET", url, "/tokens")["tokens"])
+    else:
+        tokens = [record.public() for record in _locally(config, output, lambda registry: registry.tokens())]
+    if as_json:
+        output.data({"tokens": tokens})
+        return
+    if not tokens:
+        output.print("No tokens. `toolscout token create` issues one.")
+        return
+    for token in tokens:
+        servers = ", ".join(token.get("servers") or [])
+        output.print(
+            escape(
+                f"{token['id']}  {token.get('label')}  namespace {token['namespace']}  servers {servers}"
+                f"  expires {_token_expiry(token.get('expiresAt'))}"
+            )
+        )
+
+
+@token_app.command()
+def revoke(
+    token_id: Annotated[str, typer.Argument(help="The token's id (`toolscout token list`).")],
+    url: TokenUrlOption = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke a token: it is refused from the next request on."""
+    output = Output(as_json)
+    if url is not None:
+        run(_call, output, "DELETE", url, f"/tokens/{token_id}")
+    elif not _locally(config, output, lambda registry: registry.revoke_token(token_id)):
+        output.fail(ToolscoutError(f"no token {token_id!r}; `toolscout token list` lists them"), EXIT_NOT_FOUND)
+    if as_json:
+        output.data({"success": True, "id": token_id})
+    else:
+        output.print(f"Revoked {escape(token_id)}.")
+
 
 registry_app = typer.Typer(
     name="registry",
@@ -29,7 +260,7 @@ registry_app = typer.Typer(
     no_args_is_help=True,
 )
 
-UrlOption = Annotated[
+RegistryUrlOption = Annotated[
     str | None,
     typer.Option(
         "--url",
@@ -46,10 +277,6 @@ GlobalOption = Annotated[
 TtlOption = Annotated[
     float | None, typer.Option("--ttl", help="Seconds until the registration expires (default 3600).")
 ]
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(registry_app)
 
 
 def _where(namespace: str | None, is_global: bool) -> dict[str, Any]:
@@ -137,7 +364,7 @@ async def _put(url: str | None, config: GatewayConfig, kind: str, body: dict[str
     return await _local_put(config, kind, body)
 
 
-def _expires(entry: dict[str, Any]) -> str:
+def _registration_expiry(entry: dict[str, Any]) -> str:
     at = entry.get("expiresAt")
     if at is None:
         return "never expires"
@@ -152,7 +379,7 @@ def _line(entry: dict[str, Any]) -> str:
     if state is not None:
         count = f", {entry['toolCount']} tools" if "toolCount" in entry else ""
         status = f"  {state}{count}" + (f" ({entry['error']})" if entry.get("error") else "")
-    return f"  {escape(entry['shownAs'])}  {escape(target)}{escape(status)}  [dim]{_expires(entry)}[/dim]"
+    return f"  {escape(entry['shownAs'])}  {escape(target)}{escape(status)}  [dim]{_registration_expiry(entry)}[/dim]"
 
 
 def _added(output: Output, entry: dict[str, Any], url: str | None) -> None:
@@ -160,7 +387,7 @@ def _added(output: Output, entry: dict[str, Any], url: str | None) -> None:
         output.data(entry)
         return
     where = "on the gateway" if url is not None else "in this machine's registry"
-    output.print(f"Registered {escape(entry['shownAs'])} {where} ({_expires(entry)}).")
+    output.print(f"Registered {escape(entry['shownAs'])} {where} ({_registration_expiry(entry)}).")
     if url is None:
         output.note("A running `toolscout serve` of this config picks it up within seconds.")
 
@@ -177,7 +404,7 @@ def add(
     description: Annotated[str | None, typer.Option(help="What the server is for.")] = None,
     transport: Annotated[str | None, typer.Option(help="http (streamable HTTP) or sse; default from the URL.")] = None,
     ttl: TtlOption = None,
-    url: UrlOption = None,
+    url: RegistryUrlOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -206,7 +433,7 @@ def add_tool(
     namespace: NamespaceOption = None,
     is_global: GlobalOption = False,
     ttl: TtlOption = None,
-    url: UrlOption = None,
+    url: RegistryUrlOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -245,7 +472,7 @@ async def _list(url: str | None, config: GatewayConfig, namespace: str | None) -
 @registry_app.command("list")
 def list_registrations(
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Only this namespace's.")] = None,
-    url: UrlOption = None,
+    url: RegistryUrlOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -309,7 +536,7 @@ def remove(
     name: Annotated[str, typer.Argument(help="The registered server's name.")],
     namespace: NamespaceOption = None,
     is_global: GlobalOption = False,
-    url: UrlOption = None,
+    url: RegistryUrlOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -322,7 +549,7 @@ def remove_tool(
     name: Annotated[str, typer.Argument(help="The registered callback tool's name.")],
     namespace: NamespaceOption = None,
     is_global: GlobalOption = False,
-    url: UrlOption = None,
+    url: RegistryUrlOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:

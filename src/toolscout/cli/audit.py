@@ -1,4 +1,4 @@
-"""`toolscout audit tail`: the last executions in the audit log, and with --follow the new ones.
+"""The `audit tail` command, which shows the last executions in the audit log and, with --follow, the new ones.
 
 Reading never fails on the file's content: a line that is not a JSON object (a file cut short
 by hand, say) is skipped with a warning on stderr.
@@ -34,10 +34,6 @@ _BLOCK = 64 * 1024
 _OUTCOME_STYLE = {"ok": "green", "isError": "yellow", "error": "red"}
 
 Record = dict[str, Any]
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(audit_app)
 
 
 def _settings(config: Path | None, output: Output) -> AuditConfig:
@@ -289,7 +285,7 @@ _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\
 
 
 def _visible(text: str) -> str:
-    """`text` with control characters (C0, DEL, C1 such as the 8-bit CSI), line separators and
+    """Return `text` with control characters (C0, DEL, C1 such as the 8-bit CSI), line separators and
     bidirectional controls written as escapes (`\\x1b`, `\\n`, `\\u202e`): what a terminal shows, not does."""
     if text.isprintable() and not _BIDI.intersection(text):
         return text
@@ -304,5 +300,5 @@ def _escaped(char: str) -> str:
 
 
 def _printable(text: str) -> str:
-    """`text` without lone surrogates (JSON may carry "\\ud800"; no terminal can show it), as that escape."""
+    """Return `text` without lone surrogates (JSON may carry "\\ud800"; no terminal can show it), as that escape."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

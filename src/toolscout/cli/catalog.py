@@ -1,25 +1,35 @@
-"""Exploring the catalog from a terminal: list, search, tools, inspect.
+"""The catalog commands: `list`, `search`, `tools`, `inspect`, `execute` and `tokens`.
 
-`register` also adds `execute` (cli/execute_cmd.py) and `tokens` (cli/token_cost.py), in the order
-`toolscout --help` lists them: the commands cli/__init__.py loads without the set-up commands.
+They are the commands cli/__init__.py loads without the set-up commands, registered in the order
+`toolscout --help` lists them. The first four read the catalog (cli/answers.py says from where);
+`execute` runs one tool, through a running `serve` of the config or a connection of its own; and
+`tokens` measures what the catalog costs an agent, exposed directly and through toolscout's modes.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-from typing import Annotated, Any, cast
+import mimetypes
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
-from toolscout.cli.answers import META_SEARCH_LIMIT, answers
-from toolscout.cli.catalog_view import ago
-from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, JsonOption, Output, load, run
-from toolscout.cli.execute_cmd import execute
-from toolscout.cli.token_cost import tokens
-from toolscout.errors import ToolscoutError
+from toolscout.cli.answers import META_SEARCH_LIMIT, answers, serve_answers
+from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, JsonOption, Output, connected, load, run
+from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
 from toolscout.render.signatures import example_arguments
 from toolscout.render.text import hint_labels
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 _STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
 _STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting"}
@@ -43,6 +53,18 @@ def register(app: typer.Typer) -> None:
     app.command()(tokens)
 
 
+def ago(timestamp: float, now: float | None = None) -> str:
+    """How long ago a moment was, for people: `just now`, `12 min ago`, `3 h ago`, `2 days ago`."""
+    seconds = max(0.0, (time.time() if now is None else now) - timestamp)
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 2 * 86400:
+        return f"{int(seconds // 3600)} h ago"
+    return f"{int(seconds // 86400)} days ago"
+
+
 def _age(iso: str) -> str:
     from datetime import datetime
 
@@ -50,7 +72,8 @@ def _age(iso: str) -> str:
 
 
 def _stale_note(cached: dict[str, str]) -> str:
-    """`[dim](units, notes: as listed 12 min ago; --refresh asks the servers)[/dim]` for stored answers."""
+    """Return the note under stored answers, such as
+    `[dim](units, notes: as listed 12 min ago; --refresh asks the servers)[/dim]`."""
     by_age: dict[str, list[str]] = {}
     for server, iso in cached.items():
         by_age.setdefault(_age(iso), []).append(server)
@@ -284,5 +307,187 @@ def inspect(
             output.print(f"    toolscout execute {escape(server)} {escape(tool)} --args '{escape(arguments)}'")
         if "cachedAt" in data:
             output.print("\n" + _stale_note({server: data["cachedAt"]}))
+
+    run(body)
+
+
+def read_args(raw: str | None, option: str = "--args") -> dict[str, Any]:
+    """The JSON object of an arguments option: given inline, `@file.json`, or `-` for stdin (None: `{}`)."""
+    if raw is None:
+        return {}
+    source = option
+    if raw == "-":
+        text, source = sys.stdin.read(), "stdin"
+    elif raw.startswith("@"):
+        path = Path(raw[1:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidArguments(f"Cannot read arguments from {path}: {exc}.") from None
+        source = str(path)
+    else:
+        text = raw
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArguments(
+            f"Arguments from {source} are not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidArguments(f"Arguments from {source} must be a JSON object, got {type(value).__name__}.")
+    return cast(dict[str, Any], value)
+
+
+def _save(data: str, mime: str, what: str) -> str:
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return f"[{what} {mime}: not valid base64]"
+    suffix = mimetypes.guess_extension(mime) or ".bin"
+    with tempfile.NamedTemporaryFile(prefix="toolscout-", suffix=suffix, delete=False) as handle:
+        handle.write(raw)
+    return f"[{what} {mime}, {len(raw)} bytes, saved to {handle.name}]"
+
+
+def render_result(output: Output, result: types.CallToolResult) -> None:
+    """A tool's result for people: its text, its images and blobs saved to files, its structured content as JSON."""
+    import mcp_types as types
+
+    structured = result.structured_content
+    texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+    # Servers often repeat structured content as JSON text; show it once.
+    duplicate = structured is not None and len(texts) == 1 and _json_equal(texts[0], structured)
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            if not duplicate:
+                output.print(escape(block.text))
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            output.print(escape(_save(block.data, block.mime_type, block.type)))
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, types.TextResourceContents):
+                output.print(f"[resource {escape(str(resource.uri))}]\n{escape(resource.text)}")
+            else:
+                output.print(escape(_save(resource.blob, resource.mime_type or "application/octet-stream", "resource")))
+        else:
+            output.print(f"[link {escape(block.name)}: {escape(str(block.uri))}]")
+    if structured is not None:
+        output.out.print_json(json.dumps(structured, ensure_ascii=False))
+
+
+def _json_equal(text: str, value: Any) -> bool:
+    try:
+        return json.loads(text) == value
+    except ValueError:
+        return False
+
+
+def execute(
+    server: Annotated[str, typer.Argument(help="Server name.")],
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    args: Annotated[
+        str | None, typer.Option("--args", help="Arguments as JSON, @file.json, or - to read them from stdin.")
+    ] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a tool (exit 3 when it fails, 4 when toolRules disable it, 2 when it does not exist)."""
+    output = Output(as_json)
+    gateway_config, source = load(config, output)
+
+    async def body() -> None:
+        try:
+            arguments = read_args(args)
+            async with serve_answers(gateway_config, source and source.path, output) as serve:
+                if serve is not None:  # a running serve of this config: its connection to the server
+                    result = await serve.execute(server, tool, arguments)
+                else:  # this one server, connected now (none other)
+                    async with connected(gateway_config, output, only=[server], live=True) as gateway:
+                        result = await gateway.execute(server, tool, arguments)
+        except ToolscoutError as exc:
+            output.fail(exc)
+        dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if as_json:
+            payload: dict[str, Any] = {"success": not result.is_error, "result": dumped}
+            if result.is_error:
+                payload["error"] = ToolExecutionError(_error_text(result), server=server, tool=tool).to_dict()
+            output.data(payload)
+        else:
+            output.print(f"Executing: {escape(server)}:{escape(tool)}\n")
+            output.print("[red]✗ Error[/red]\n" if result.is_error else "[green]✓ Success[/green]\n")
+            output.print("Result:")
+            render_result(output, result)
+        if result.is_error:
+            raise typer.Exit(EXIT_FAILED)
+
+    run(body)
+
+
+def _error_text(result: types.CallToolResult) -> str:
+    import mcp_types as types
+
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent)) or "the tool reported an error"
+
+
+def tokens(
+    config: ConfigOption = None,
+    demo: Annotated[bool, typer.Option(help="Measure the bundled demo servers instead of a config file.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
+    from toolscout.modes.base import SurfaceOptions
+    from toolscout.modes.discovery import META_TOOLS
+    from toolscout.render.text import ENCODING, tool_tokens
+    from toolscout.serve.token_report import COUNTED_ERA, mode_tokens, server_costs
+
+    output = Output(as_json)
+    gateway_config, _ = load(config, output, demo=demo)
+
+    async def body() -> None:
+        async with connected(gateway_config, output) as gateway:
+            per_server = [cost.to_dict() for cost in server_costs(gateway)]
+            measured = await mode_tokens(gateway, options=SurfaceOptions.from_config(gateway_config))
+            modes = [cost.to_dict() for cost in measured]
+        meta = tool_tokens([t.definition() for t in META_TOOLS])
+        total = sum(row["tokens"] for row in per_server)
+        summary: dict[str, Any] = {
+            "encoding": ENCODING,
+            "protocolVersion": COUNTED_ERA,
+            "servers": per_server,
+            "direct": {"tools": sum(row["tools"] for row in per_server), "tokens": total},
+            "toolscout": {"tools": len(META_TOOLS), "tokens": meta},
+            "saved": round(1 - meta / total, 4) if total else 0.0,
+            "modes": modes,
+        }
+        if as_json:
+            output.data(summary)
+            return
+        table = Table(
+            title=f"Tokens an agent carries in every request ({ENCODING}, protocol {COUNTED_ERA})",
+            title_justify="left",
+        )
+        table.add_column("exposed directly")
+        table.add_column("status")
+        table.add_column("tools", justify="right")
+        table.add_column("tokens", justify="right")
+        for row in per_server:
+            table.add_row(escape(row["server"]), row["status"], str(row["tools"]), str(row["tokens"]))
+        table.add_row("[bold]all servers[/bold]", "", str(summary["direct"]["tools"]), f"[bold]{total}[/bold]")
+        table.add_row("[bold]toolscout meta-tools[/bold]", "", str(len(META_TOOLS)), f"[bold]{meta}[/bold]")
+        output.out.print(table)
+        by_mode = Table(
+            title=f"toolscout's tools/list in each mode, as a {COUNTED_ERA} client receives it", title_justify="left"
+        )
+        by_mode.add_column("mode")
+        by_mode.add_column("tools", justify="right")
+        by_mode.add_column("tokens", justify="right")
+        by_mode.add_column("of direct", justify="right")
+        for row in modes:
+            share = f"{row['tokens'] / total:.0%}" if total else "—"
+            mode = row["mode"] + (" (configured)" if row["mode"] == gateway_config.mode else "")
+            by_mode.add_row(mode, str(row["tools"]), str(row["tokens"]), share)
+        output.out.print(by_mode)
+        if total:
+            output.print(f"In discovery mode toolscout saves {summary['saved']:.0%} of the tool definition tokens.")
 
     run(body)

@@ -1,0 +1,496 @@
+"""The commands about the config file and what it keeps: `config`, `rules` and `cache`.
+
+`config show | validate | sources | path` show, check and locate the configuration (`config import`
+is cli/setup.py's). `rules hide | show | status` set which tools are visible by editing toolRules in
+the config file itself: an edit keeps the file's formatting and comments and leaves a timestamped
+backup, and a rule added by `hide` or `show` goes first, so it wins over what was there (the first
+rule that sets `enabled` decides). `cache show | clear` look at and empty the persistent catalog
+(each server's last known tools); neither connects to a server, and both work without a
+configuration file (then on the default file in the user cache directory).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+from rich.markup import escape
+from rich.text import Text
+
+from toolscout.cli.common import EXIT_INVALID, ConfigOption, JsonOption, Output, connected, iso_utc, load, run
+from toolscout.cli.setup import discover_here, import_command
+from toolscout.config import (
+    CONFIG_ENV_VAR,
+    GatewayConfig,
+    HttpServerConfig,
+    SseServerConfig,
+    StdioServerConfig,
+    ToolRule,
+    find_config,
+)
+from toolscout.config.edit import ConfigDocument
+from toolscout.config.loader import check_config_text, environment_for, read_raw
+from toolscout.config.locations import candidate_paths
+from toolscout.config.models import CatalogCacheConfig
+from toolscout.config.rules import RuleSet, compile_pattern
+from toolscout.config.secrets import mask_auth, mask_server
+from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
+from toolscout.render.text import counted
+
+if TYPE_CHECKING:
+    from toolscout.gateway.store import CatalogStore
+
+_KINDS = {StdioServerConfig: "stdio", HttpServerConfig: "http", SseServerConfig: "sse"}
+
+config_app = typer.Typer(name="config", help="Show, check and locate the configuration.", no_args_is_help=True)
+
+
+def _rule_text(rule: dict[str, Any]) -> str:
+    patterns = ", ".join(rule["pattern"])
+    scope = f" (server {rule['server']})" if rule.get("server") else ""
+    enabled = rule.get("enabled")
+    verdict = "enabled" if enabled is True else "disabled" if enabled is False else "no change"
+    tags = f", tags: [{', '.join(rule['tags'])}]" if rule.get("tags") else ""
+    return f"{patterns}{scope} → {verdict}{tags}"
+
+
+def _effective(config: GatewayConfig, raw: dict[str, Any]) -> dict[str, Any]:
+    """The validated configuration with defaults, values as written where they were references, secrets masked."""
+    dumped = config.model_dump(by_alias=True, exclude_none=True, exclude={"schema_url"})
+    raw_servers = cast(dict[str, Any], raw.get("mcpServers") or {})
+    servers: dict[str, Any] = {}
+    for name, entry in cast(dict[str, dict[str, Any]], dumped["mcpServers"]).items():
+        entry.pop("kind", None)
+        written = cast(dict[str, Any], raw_servers.get(name) or {})
+        for key in ("env", "headers"):
+            if key in entry and isinstance(written.get(key), dict):
+                entry[key] = {**entry[key], **{k: v for k, v in written[key].items() if "${" in str(v)}}
+        # A reference says where a secret lives; its value is not printed (masked, should it show).
+        for key in ("command", "url"):
+            if isinstance(written.get(key), str) and "${" in written[key]:
+                entry[key] = written[key]
+        args = written.get("args")
+        if isinstance(args, list) and len(cast(list[Any], args)) == len(entry.get("args", [])):
+            pairs = zip(cast(list[Any], args), entry["args"], strict=True)
+            entry["args"] = [w if isinstance(w, str) and "${" in w else a for w, a in pairs]
+        servers[name] = mask_server(entry)
+    dumped["mcpServers"] = servers
+    dumped["auth"] = mask_auth(dumped["auth"], cast(dict[str, Any], raw.get("auth") or {}))
+    return dumped
+
+
+@config_app.command("show")
+def config_show(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Print the effective configuration, with secrets masked."""
+    output = Output(as_json)
+    gateway_config, source = load(config, output, lenient=True)
+    assert source is not None
+    effective = _effective(gateway_config, read_raw(source.path))
+    if as_json:
+        output.data({"path": str(source.path), "config": effective})
+        return
+    output.print("MCP Discovery Configuration:\n")
+    output.print(f"File: {escape(str(source.path))} (from {escape(source.origin)})")
+    output.print(f"Mode: {gateway_config.mode}\n")
+    servers = cast(dict[str, dict[str, Any]], effective["mcpServers"])
+    output.print(f"Servers ({len(servers)}):")
+    for name, entry in servers.items():
+        mark = "[dim]-[/dim]" if entry.get("disabled") else "[green]✓[/green]"
+        where = " ".join([entry["command"], *entry.get("args", [])]) if "command" in entry else entry["url"]
+        kind = _KINDS[type(gateway_config.mcp_servers[name])]
+        output.print(
+            f"  {mark} [bold]{escape(name)}[/bold] ({kind}): {escape(where)}"
+            + (" — disabled" if entry.get("disabled") else "")
+        )
+        for key in ("env", "headers"):
+            for k, v in cast(dict[str, str], entry.get(key, {})).items():
+                output.print(f"      {key} {escape(k)}={escape(v)}")
+    rules = cast(list[dict[str, Any]], effective["toolRules"])
+    output.print(f"\nTool Rules ({len(rules)}):")
+    for index, rule in enumerate(rules, 1):
+        output.print(f"  {index}. {escape(_rule_text(rule))}")
+
+
+def _warnings(config: GatewayConfig, path: Path) -> list[str]:
+    """Things that are valid but probably not what the user meant."""
+    found: list[str] = []
+    names = set(config.mcp_servers)
+    for index, rule in enumerate(config.tool_rules, 1):
+        if rule.server and not any(c in rule.server for c in "*?[{") and rule.server not in names:
+            found.append(f"toolRules[{index - 1}]: no server named {rule.server!r}, so this rule never applies")
+    env = environment_for(path)
+    for name, server in config.mcp_servers.items():
+        if isinstance(server, StdioServerConfig) and not server.disabled:
+            search_path = server.env.get("PATH", env.get("PATH", os.defpath))
+            if shutil.which(server.command, path=search_path) is None:
+                found.append(
+                    f"mcpServers.{name}.command: {server.command!r} is not on PATH; the server will fail to start"
+                )
+    return found
+
+
+@config_app.command("validate")
+def config_validate(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Check the configuration (exit 2 with precise messages when it is invalid)."""
+    output = Output(as_json)
+    gateway_config, source = load(config, output)
+    assert source is not None
+    warnings = _warnings(gateway_config, source.path)
+    disabled = sum(1 for s in gateway_config.mcp_servers.values() if s.disabled)
+    if as_json:
+        output.data(
+            {
+                "valid": True,
+                "path": str(source.path),
+                "servers": len(gateway_config.mcp_servers),
+                "disabled": disabled,
+                "toolRules": len(gateway_config.tool_rules),
+                "warnings": warnings,
+            }
+        )
+        return
+    output.print(
+        f"[green]✓[/green] {escape(str(source.path))} is valid: {counted(len(gateway_config.mcp_servers), 'server')}"
+        + (f" ({disabled} disabled)" if disabled else "")
+        + f", {counted(len(gateway_config.tool_rules), 'tool rule')}."
+    )
+    for warning in warnings:
+        output.print(f"[yellow]![/yellow] {escape(warning)}")
+
+
+@config_app.command("sources")
+def config_sources(as_json: JsonOption = False) -> None:
+    """Where configuration is looked for, which file is used, and which MCP clients' configs exist to import."""
+    output = Output(as_json)
+    lookup: list[dict[str, Any]] = []
+    if os.environ.get(CONFIG_ENV_VAR):
+        env_path = Path(os.environ[CONFIG_ENV_VAR]).expanduser()
+        lookup.append({"path": str(env_path), "origin": f"${CONFIG_ENV_VAR}", "exists": env_path.is_file()})
+    lookup += [{"path": str(c.path), "origin": c.origin, "exists": c.path.is_file()} for c in candidate_paths()]
+    try:
+        used: str | None = str(find_config().path)
+    except ConfigurationError:
+        used = None
+    clients = [
+        {"client": fmt.id, "name": fmt.display_name, "path": str(loc.path), "scope": loc.scope}
+        for fmt, loc in discover_here()
+    ]
+    if as_json:
+        output.data({"used": used, "lookup": lookup, "clients": clients})
+        return
+    output.print("Configuration files (first found is used):")
+    for entry in lookup:
+        mark = "[green]✓[/green]" if entry["exists"] else "[dim]✗[/dim]"
+        used_mark = "  [bold]← in use[/bold]" if entry["path"] == used else ""
+        state = "" if entry["exists"] else " — not found"
+        output.print(f"  {mark} {escape(entry['path'])} ({escape(entry['origin'])}){state}{used_mark}")
+    output.print(f"\nMCP client configurations ({len(clients)} found, importable with `toolscout config import`):")
+    for entry in clients:
+        output.print(f"  [green]✓[/green] {escape(entry['client'])} ({entry['scope']}): {escape(entry['path'])}")
+
+
+@config_app.command("path")
+def config_path(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Print the path of the configuration file in use (exit 2 when there is none yet)."""
+    output = Output(as_json)
+    try:
+        source = find_config(config)
+    except ConfigurationError as exc:
+        output.fail(ConfigurationError(f"{exc.message}\nRun `toolscout init` to create one."))
+    if as_json:
+        output.data({"path": str(source.path), "origin": source.origin})
+    else:
+        typer.echo(str(source.path))
+
+
+config_app.command("import")(import_command)  # after show, validate, sources and path, as --help lists them
+
+
+rules_app = typer.Typer(name="rules", help="Hide and show tools (edits toolRules in the config).", no_args_is_help=True)
+
+RuleServerOption = Annotated[str | None, typer.Option("--server", "-s", help="Only tools of this server (a glob).")]
+PatternArgument = Annotated[str, typer.Argument(help="Tool name, glob (`*delete*`) or /regex/flags.")]
+CATCH_ALL: dict[str, Any] = {"pattern": ["*"], "enabled": True}
+
+
+def _same_target(rule: dict[str, Any], pattern: str, server: str | None) -> bool:
+    return _about_tools(rule) and rule.get("pattern") in ([pattern], pattern) and rule.get("server") == server
+
+
+def _about_tools(rule: dict[str, Any]) -> bool:
+    """Rules of another `kind` (prompts, resources) have their own whitelist and never touch tools."""
+    return rule.get("kind") in (None, "tool")
+
+
+def _tool_whitelist(rules: list[dict[str, Any]]) -> bool:
+    return any(r.get("enabled") is True and _about_tools(r) for r in rules)
+
+
+def _edit(config: Any, output: Output, change: Any) -> None:
+    """Load the config file for editing, apply `change(rules, servers) -> message`, validate, save with a backup."""
+    gateway_config, source = load(config, output, lenient=True)
+    assert source is not None
+    try:
+        document = ConfigDocument.load(source.path)
+        rules = [dict(cast(dict[str, Any], r)) for r in cast(list[Any], document.get(["toolRules"]) or [])]
+        message, changed = change(rules, list(gateway_config.mcp_servers))
+        backup = None
+        if changed:
+            document.set(["toolRules"], rules)
+            # Never write a file `serve` would then refuse.
+            check_config_text(document.text(), document.format, str(source.path))
+            backup = document.save()
+    except ToolscoutError as exc:
+        output.fail(exc)
+    if output.json_mode:
+        output.data(
+            {
+                "changed": changed,
+                "message": Text.from_markup(message).plain,
+                "path": str(source.path),
+                "rules": rules,
+                "backup": str(backup) if backup else None,
+            }
+        )
+        return
+    output.print(message)
+    if backup is not None:
+        output.note(f"Backup of the previous version: {escape(str(backup))}")
+
+
+def _check_pattern(pattern: str, server: str | None) -> None:
+    for value in (pattern, server):
+        if value is not None:
+            try:
+                compile_pattern(value)
+            except ValueError as exc:
+                raise InvalidArguments(f"{value!r} is not a usable pattern: {exc}.") from None
+
+
+def _visible(pattern: str, server: str | None, rules: list[dict[str, Any]], servers: list[str]) -> bool:
+    """Whether, under `rules`, the tools `pattern` names are enabled on every server it concerns.
+
+    A plain tool name can be checked without connecting; for a glob or regex that would need
+    every tool name, so it counts as visible only when no rule decides anything at all.
+    """
+    if any(c in pattern for c in "*?[{/!"):
+        return not any("enabled" in r and _about_tools(r) for r in rules)
+    ruleset = RuleSet([ToolRule.model_validate(r) for r in rules])
+    scope = compile_pattern(server) if server else None
+    return all(ruleset.verdict(name, pattern).enabled for name in servers if scope is None or scope(name))
+
+
+def _checked(output: Output, pattern: str, server: str | None) -> str:
+    """Exit 1 for a pattern or server glob that cannot compile; else the " on SERVER" of messages."""
+    try:
+        _check_pattern(pattern, server)
+    except ToolscoutError as exc:
+        output.fail(exc, EXIT_INVALID)
+    return f" on {server}" if server else ""
+
+
+@rules_app.command("hide")
+def rules_hide(
+    pattern: PatternArgument, config: ConfigOption = None, server: RuleServerOption = None, as_json: JsonOption = False
+) -> None:
+    """Disable the tools matching PATTERN."""
+    output = Output(as_json)
+    where = _checked(output, pattern, server)
+
+    def change(rules: list[dict[str, Any]], servers: list[str]) -> tuple[str, bool]:
+        if rules and _same_target(rules[0], pattern, server) and rules[0].get("enabled") is False:
+            return f"{escape(pattern)}{escape(where)} is already hidden by the first rule; nothing changed.", False
+        # A `show` of the same pattern would now contradict this rule; drop it.
+        rules[:] = [r for r in rules if not (_same_target(r, pattern, server) and r.get("enabled") is True)]
+        rule: dict[str, Any] = {"pattern": [pattern], "enabled": False}
+        if server:
+            rule["server"] = server
+        rules.insert(0, rule)
+        return f"Hidden: tools matching {escape(pattern)}{escape(where)} (rule 1 of {len(rules)}).", True
+
+    _edit(config, output, change)
+
+
+@rules_app.command("show")
+def rules_show(
+    pattern: PatternArgument, config: ConfigOption = None, server: RuleServerOption = None, as_json: JsonOption = False
+) -> None:
+    """Enable the tools matching PATTERN again."""
+    output = Output(as_json)
+    where = _checked(output, pattern, server)
+
+    def change(rules: list[dict[str, Any]], servers: list[str]) -> tuple[str, bool]:
+        kept: list[dict[str, Any]] = []
+        unhidden = False
+        for rule in rules:
+            if _same_target(rule, pattern, server) and rule.get("enabled") is False:
+                unhidden = True
+                if rule.get("tags"):  # the tags still apply; only the hiding goes
+                    kept.append({k: v for k, v in rule.items() if k != "enabled"})
+                continue
+            kept.append(rule)
+        rules[:] = kept
+        if unhidden and _visible(pattern, server, rules, servers):
+            return f"Shown: removed the rule hiding {escape(pattern)}{escape(where)}.", True
+        whitelist = _tool_whitelist(rules)
+        rule: dict[str, Any] = {"pattern": [pattern], "enabled": True}
+        if server:
+            rule["server"] = server
+        rules.insert(0, rule)
+        note = ""
+        if not whitelist and CATCH_ALL not in rules:
+            # An `enabled: true` rule turns the rules into a whitelist; this keeps everything else visible.
+            rules.append(dict(CATCH_ALL))
+            note = " A final `*` rule keeps every other tool enabled."
+        return f"Shown: tools matching {escape(pattern)}{escape(where)} (rule 1 of {len(rules)}).{note}", True
+
+    _edit(config, output, change)
+
+
+@rules_app.command("status")
+def rules_status(
+    config: ConfigOption = None,
+    detailed: Annotated[bool, typer.Option("--detailed", help="List every tool with its state and tags.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The rules in order, and what they do to each server's tools."""
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+    rules = [r.model_dump(exclude_none=True) for r in gateway_config.tool_rules]
+
+    async def body() -> None:
+        async with connected(gateway_config, output) as gateway:
+            servers: list[dict[str, Any]] = [
+                {
+                    "server": up.name,
+                    "status": up.status.value,
+                    "tools": [
+                        {"name": t.name, "enabled": t.enabled, "tags": list(t.tags)}
+                        for t in gateway.catalog.tools(up.name, include_disabled=True)
+                    ],
+                }
+                for up in gateway.upstreams
+            ]
+        if as_json:
+            output.data({"rules": rules, "whitelist": _tool_whitelist(rules), "servers": servers})
+            return
+        mode = (
+            "whitelist (tools no rule enables are hidden)"
+            if _tool_whitelist(rules)
+            else ("everything visible unless hidden")
+        )
+        output.print(f"Tool rules ({len(rules)}), {mode}:")
+        for index, rule in enumerate(rules, 1):
+            enabled = rule.get("enabled")
+            verdict = "show" if enabled is True else "hide" if enabled is False else "tag"
+            scope = f" on {rule['server']}" if rule.get("server") else ""
+            if not _about_tools(rule):
+                verdict += f" {rule['kind']}s"
+            tags = f" tags: {', '.join(rule['tags'])}" if rule.get("tags") else ""
+            output.print(f"  {index}. {verdict} {escape(', '.join(rule['pattern']))}{escape(scope)}{escape(tags)}")
+        output.print("")
+        for entry in servers:
+            tools = cast(list[dict[str, Any]], entry["tools"])
+            hidden = [t["name"] for t in tools if not t["enabled"]]
+            output.print(
+                f"[bold]{escape(str(entry['server']))}[/bold] ({entry['status']}): "
+                f"{len(tools) - len(hidden)} visible, {len(hidden)} hidden"
+                + (f": {escape(', '.join(hidden))}" if hidden and not detailed else "")
+            )
+            if detailed:
+                for t in tools:
+                    mark = "[green]✓[/green]" if t["enabled"] else "[red]✗[/red]"
+                    tags = f"  [{', '.join(t['tags'])}]" if t["tags"] else ""
+                    output.print(f"  {mark} {escape(t['name'])}{escape(tags)}")
+
+    try:
+        run(body)
+    except ConfigurationError as exc:
+        output.fail(exc)
+
+
+cache_app = typer.Typer(
+    name="cache", help="The persistent catalog: each server's last known tools.", no_args_is_help=True
+)
+
+CacheServerOption = Annotated[str | None, typer.Option("--server", "-s", help="Only this server's cached catalog.")]
+
+
+def _config(config: Path | None, output: Output, *, strict: bool) -> GatewayConfig | None:
+    """The configuration, or None when none is named and none is found (the defaults apply then)."""
+    if config is None:
+        try:
+            find_config(None)
+        except ConfigurationError:
+            return None
+    # `show` compares config hashes, which need `${VAR}`s filled in as `serve` fills them.
+    return load(config, output, lenient=not strict)[0]
+
+
+def _store(gateway_config: GatewayConfig | None) -> CatalogStore:
+    # Imported here: the MCP types it needs are slow to import, and most commands never touch the cache.
+    from toolscout.gateway.store import CatalogStore, store_path
+
+    settings = gateway_config.catalog_cache if gateway_config is not None else CatalogCacheConfig()
+    return CatalogStore(store_path(settings))
+
+
+@cache_app.command("show")
+def cache_show(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Cached servers: tool counts, when each was listed, and whether it still matches the config."""
+    from toolscout.upstream.spec import config_hash
+
+    output = Output(as_json)
+    gateway_config = _config(config, output, strict=True)
+    store = _store(gateway_config)
+    current = (
+        {name: config_hash(server) for name, server in gateway_config.mcp_servers.items()}
+        if gateway_config is not None
+        else None
+    )
+    rows: list[dict[str, Any]] = []
+    for entry in store.entries():
+        if current is None:
+            state = None
+        elif entry.server not in current:
+            state = "not configured"
+        else:
+            state = "current" if current[entry.server] == entry.config_hash else "config changed"
+        rows.append(
+            {
+                "server": entry.server,
+                "toolCount": entry.tool_count,
+                "savedAt": iso_utc(entry.saved_at),
+                "configHash": entry.config_hash[:12],
+                "state": state,
+            }
+        )
+    enabled = gateway_config is None or gateway_config.catalog_cache.enabled
+    if output.json_mode:
+        output.data({"path": str(store.path), "enabled": enabled, "entries": rows})
+        return
+    note = "" if enabled else " (catalogCache is off in this config)"
+    output.print(f"Catalog cache: {escape(str(store.path))}{note}")
+    if not rows:
+        output.print("  (empty)")
+    for row in rows:
+        state = {"current": "[green]current[/green]", None: ""}.get(row["state"], f"[dim]{row['state']}[/dim]")
+        output.print(f"  {escape(row['server'])}: {row['toolCount']} tools, saved {row['savedAt']}  {state}".rstrip())
+    if any(r["state"] == "config changed" for r in rows):
+        output.note("Entries for a changed config are never served; the next connection saves a current one.")
+
+
+@cache_app.command("clear")
+def cache_clear(config: ConfigOption = None, server: CacheServerOption = None, as_json: JsonOption = False) -> None:
+    """Remove every cached catalog (or one server's): the next start waits for the servers again."""
+    output = Output(as_json)
+    store = _store(_config(config, output, strict=False))
+    removed = store.clear(server)
+    if output.json_mode:
+        output.data({"path": str(store.path), "server": server, "removed": removed})
+        return
+    what = ("entry" if removed == 1 else "entries") + (f" of {escape(server)}" if server else "")
+    output.print(f"Removed {removed} cached catalog {what} from {escape(str(store.path))}.")
