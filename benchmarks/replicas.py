@@ -97,7 +97,7 @@ SQLITE, REDIS, NGINX_ONE, NGINX_TWO, KEEPALIVE_TWO = (
 HEALTHZ = "load generator: GET /healthz"
 LOOKUP_SQLITE = "`SqliteRegistry.token_by_hash` (embedded, the default)"
 LOOKUP_REDIS = "`RedisRegistry.token_by_hash` (2 `HGET`s)"
-ADMIT_LOCAL = "a rated token's count, embedded (`RateLimiter.admit`, in the replica)"
+ADMIT_LOCAL = "a rated token's count, embedded (`RateLimiter.take`, in the replica)"
 ADMIT_REDIS = "a rated token's count, shared (`RedisRegistry.admit`, an `EVAL`), `appendfsync always`"
 ADMIT_REDIS_EVERYSEC = "the same, `appendfsync everysec` (Redis's default)"
 ROLES = ("generator", "replicas", "upstreams", "redis", "nginx")
@@ -280,7 +280,7 @@ async def lookups(scratch: Path, redis_url: str, count: int) -> dict[str, list[f
             return await shared.token_by_hash(hashes["redis"]) is not None
 
         async def local_admit() -> bool:  # let through
-            return limiter.admit("token:bench", per_minute) is None
+            return limiter.take("token:bench", per_minute) is None
 
         async def redis_admit() -> bool:
             return await shared.admit("token:bench", per_minute) is None

@@ -178,15 +178,18 @@ class BearerPrincipals:
                 await self._refuse(request, address, "with an unknown, revoked or expired credential", "invalid_token")
             principal, per_minute = cached.principal, cached.record.requests_per_minute
         if per_minute is not None and principal.subject is not None:
-            wait = await self._admit(principal.subject, per_minute)
+            wait = await self._take(principal.subject, per_minute)
             if wait is not None:
                 self._log_refusal(address, f"over the rate of {principal.scope.label or principal.subject}")
                 raise PrincipalRefused(_too_many(request, principal, per_minute, wait))
         return replace(principal, address=address)
 
-    async def _admit(self, subject: str, per_minute: int) -> int | None:
-        """Counted in the shared registry when it counts for every replica (Redis), else here; Redis
-        unreachable: counted here meanwhile (each replica then lets the rate through on its own)."""
+    async def _take(self, subject: str, per_minute: int) -> int | None:
+        """Take one request from `subject`'s rate bucket: None if it may go ahead, else the seconds to wait.
+
+        The bucket is the shared registry's when it counts for every replica (Redis), else this
+        process's. While Redis cannot be reached the request is counted here, so each replica then
+        lets the whole rate through on its own."""
         if isinstance(self._registry, SharedRates):
             try:
                 return await self._registry.admit(subject, per_minute)
@@ -194,7 +197,7 @@ class BearerPrincipals:
                 if self._monotonic() - self._rates_warned >= 60.0:  # once a minute, not once a request
                     self._rates_warned = self._monotonic()
                     logger.warning("rates counted on this replica alone meanwhile: %s", exc.message)
-        return self._limits.admit(subject, per_minute)
+        return self._limits.take(subject, per_minute)
 
     async def _refuse(
         self, request: Request, address: str | None, why: str, error: str | None, message: str = _INVALID
@@ -204,7 +207,7 @@ class BearerPrincipals:
         worth of the gateway's time a second per connection, not as many as it can send. A valid
         credential from that address is never slowed."""
         self._log_refusal(address, why)
-        slowed = self._failures.admit(address or "unknown", FAILURES_PER_MINUTE) is not None
+        slowed = self._failures.take(address or "unknown", FAILURES_PER_MINUTE) is not None
         if slowed:
             await anyio.sleep(REFUSAL_DELAY)
         raise PrincipalRefused(_unauthorized(request, error, message, slowed=slowed))

@@ -130,9 +130,12 @@ class ConnectionGuard:
         self._waiting: dict[GuardedH11Protocol, None] = {}  # a dict keeps insertion order: oldest first
         self._tally = _Tally()
 
-    def admit(self, connection: GuardedH11Protocol) -> bool:
-        """Whether `connection` may stay open; at the bound, the connection waiting longest for its
-        headers is closed to make room, and if none is waiting, `connection` may not."""
+    def let_in(self, connection: GuardedH11Protocol) -> bool:
+        """Count `connection` as open and return True, or return False when it may not stay open.
+
+        At the bound, the connection that has waited longest for its request's headers is closed to
+        make room; when none is waiting, every open connection has a request being answered and
+        `connection` is not let in."""
         if len(self._open) >= self.limits.max_connections:
             if not self._waiting:
                 self.note("refused (every connection busy)")
@@ -189,7 +192,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)
-        if not self.guard.admit(self):
+        if not self.guard.let_in(self):
             text = (
                 f"Every one of the gateway's {self.guard.limits.max_connections} connections has a request "
                 "being answered: retry in a moment (the operator can raise http.maxConnections)."

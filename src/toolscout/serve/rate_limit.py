@@ -31,7 +31,7 @@ class RateLimiter:
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
 
-    def admit(self, subject: str, per_minute: int) -> int | None:
+    def take(self, subject: str, per_minute: int) -> int | None:
         """Take one request from `subject`'s bucket: None if it may go ahead, else the seconds
         (at least 1) to wait before it would be let through."""
         now = self._clock()
