@@ -66,7 +66,7 @@ from toolscout.registry.base import secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.registry.tokens import issue_token
-from toolscout.serve.rate_limit import RateLimiter
+from toolscout.serve.auth import RateLimiter
 
 ADMIN_VARIABLE = "TS_BENCH_REPLICAS_ADMIN"
 ADMIN = "bench-replicas-admin-0123456789abcdef"

@@ -21,10 +21,14 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.masking import MASK, mask_text
 from toolscout.registry.sqlite import SqliteRegistry
 from toolscout.registry.tokens import TokenRequestError, issue_token, token_request
-from toolscout.serve.auth import TOKENS_CHECK_SECONDS, BearerPrincipals
-from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
-from toolscout.serve.principals import Principal, PrincipalRefused
-from toolscout.serve.rate_limit import RateLimiter
+from toolscout.serve.auth import (
+    TOKEN_RECHECK_SECONDS,
+    TOKENS_CHECK_SECONDS,
+    BearerPrincipals,
+    Principal,
+    PrincipalRefused,
+    RateLimiter,
+)
 
 pytestmark = pytest.mark.anyio
 

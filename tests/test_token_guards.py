@@ -27,9 +27,7 @@ from toolscout.registry.base import TokenRecord, secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.tags import LEGACY_CHARS, TAGGED_CHARS, TOKEN_PREFIX
 from toolscout.registry.tokens import issue_token
-from toolscout.serve.auth import BearerPrincipals
-from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
-from toolscout.serve.principals import PrincipalRefused
+from toolscout.serve.auth import TOKEN_RECHECK_SECONDS, BearerPrincipals, PrincipalRefused
 
 pytestmark = pytest.mark.anyio
 

@@ -24,7 +24,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import Registry
 from toolscout.registry.tokens import TokenRequestError, issue_token
-from toolscout.serve.api_common import ApiError, error_response, json_object, require_admin
+from toolscout.serve.api_common import ApiError, json_object, require_admin
+from toolscout.serve.auth import error_response
 
 logger = logging.getLogger(__name__)
 

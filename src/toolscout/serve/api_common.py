@@ -12,10 +12,9 @@ import json
 from typing import Any, cast
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
+from toolscout.serve.auth import principal_of
 from toolscout.serve.invalid_messages import too_deep
-from toolscout.serve.principals import principal_of
 
 MAX_BODY_BYTES = 1_000_000
 """The largest API request body: a tool's input schema fits many times over."""
@@ -33,11 +32,6 @@ class ApiError(Exception):
         self.status = status
         self.code = code
         self.message = message
-
-
-def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The API's error answer."""
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
 def require_admin(request: Request) -> None:

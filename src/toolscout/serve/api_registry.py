@@ -40,7 +40,8 @@ from toolscout.registry.requests import (
     server_registration,
     tool_registration,
 )
-from toolscout.serve.api_common import ApiError, error_response, json_object, require_admin
+from toolscout.serve.api_common import ApiError, json_object, require_admin
+from toolscout.serve.auth import error_response
 
 logger = logging.getLogger(__name__)
 

@@ -29,13 +29,12 @@ from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.registry.base import Registry, SharedClientState
 from toolscout.serve.api import TokenEvents, api_exception_handlers, api_mount
+from toolscout.serve.auth import AnonymousPrincipals, NotOAuth, PrincipalAdmission, PrincipalResolver
 from toolscout.serve.connections import LISTEN_BACKLOG, ConnectionLimits, fit_to_open_files, guarded_protocol
 from toolscout.serve.forwarding import Forwarder, ReplicaDirectory
 from toolscout.serve.health import Health
 from toolscout.serve.http_access import AllowList, HostOriginGuard
 from toolscout.serve.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
-from toolscout.serve.oauth_paths import NotOAuth
-from toolscout.serve.principals import AnonymousPrincipals, PrincipalAdmission, PrincipalResolver
 from toolscout.serve.server import build_server
 from toolscout.serve.stdio import serve_process_stdio
 
@@ -146,8 +145,8 @@ def http_app(
     """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
-    decides who each request is from, and refuses those without a valid credential (principals.py,
-    auth.py; unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
+    decides who each request is from, and refuses those without a valid credential (auth.py;
+    unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
     the token routes and `api_routes`.
 
     In front of everything, the Host/Origin check; then the session admission; then the principal

@@ -54,6 +54,7 @@ from toolscout.config.http import (
     DEFAULT_SESSION_OPENING_RATE,
     HttpServeConfig,
 )
+from toolscout.serve.auth import peer_of
 
 logger = logging.getLogger(__name__)
 
@@ -268,15 +269,6 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         self._forget(session_id)
         await super()._discard_session(session_id, transport)
-
-
-def peer_of(scope: Scope) -> str:
-    """The client address of an ASGI request (`unix` on a Unix socket, which has none)."""
-    client: tuple[str, int] | None = scope.get("client")
-    if not client or not client[0]:
-        return "unix"
-    host = client[0]
-    return host.removeprefix("::ffff:") if host.startswith("::ffff:") and "." in host else host
 
 
 class PeerAdmission:

@@ -33,9 +33,9 @@ from toolscout.naming import call_target
 from toolscout.registry.base import SharedClientState, SharedConfirmations
 from toolscout.resources.completions import complete
 from toolscout.resources.list_names import ListName
+from toolscout.serve.auth import principal_of
 from toolscout.serve.edge import call_result, mcp_errors, refuse_cursor, unknown_tool_error
 from toolscout.serve.notify import watching_changes
-from toolscout.serve.principals import principal_of
 from toolscout.serve.rounds import Rounds
 from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context
 from toolscout.serve.shared_loads import SharedLoads

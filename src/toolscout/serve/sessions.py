@@ -7,7 +7,7 @@ What identifies "a client" depends on the transport and the era:
   and the state goes away with the connection.
 * streamable HTTP at 2024-11-05 … 2025-11-25: the `Mcp-Session-Id` header.
 * streamable HTTP at 2026-07-28, and stateless HTTP: the era has no sessions, so the state is
-  keyed by the request's principal (decided at the HTTP edge, principals.py) and the client's
+  keyed by the request's principal (decided at the HTTP edge, auth.py) and the client's
   name (`clientInfo`). Without authentication (today) every instance of one client program
   shares it.
 
@@ -46,7 +46,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout.config.scopes import UNSCOPED, Scope
-from toolscout.serve.principals import principal_of
+from toolscout.serve.auth import principal_of
 from toolscout.upstream.relay import SamplingResult
 
 ListChanged = ToolsListChanged | ResourcesListChanged | PromptsListChanged
