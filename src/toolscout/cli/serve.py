@@ -223,7 +223,7 @@ async def _serve_with(
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.registrations import Registrations
     from toolscout.modes.base import SurfaceOptions
-    from toolscout.serve.api_registry import registry_routes
+    from toolscout.serve.api import registry_routes
     from toolscout.serve.connections import ConnectionLimits
     from toolscout.serve.http import serve_http, serve_stdio, stop_on_signals
     from toolscout.serve.http_access import AllowList
