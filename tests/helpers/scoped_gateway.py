@@ -22,7 +22,7 @@ from toolscout.gateway.core import Gateway
 from toolscout.registry.base import SharedClientState
 from toolscout.serve.auth import Principal
 from toolscout.serve.http import bind, build_server, http_app
-from toolscout.serve.http_access import AllowList
+from toolscout.serve.http_guards import AllowList
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 ALPHA = Scope.of(

@@ -224,11 +224,10 @@ async def _serve_with(
     from toolscout.gateway.registrations import Registrations
     from toolscout.modes.base import SurfaceOptions
     from toolscout.serve.api import registry_routes
-    from toolscout.serve.connections import ConnectionLimits
     from toolscout.serve.http import serve_http, serve_stdio, stop_on_signals
-    from toolscout.serve.http_access import AllowList
-    from toolscout.serve.http_sessions import SessionLimits
+    from toolscout.serve.http_guards import AllowList, ConnectionLimits
     from toolscout.serve.reload import ConfigReloader, reloading
+    from toolscout.serve.sessions import SessionLimits
 
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None

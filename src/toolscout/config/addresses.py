@@ -1,7 +1,7 @@
 """Host names, addresses and origins as the HTTP face compares them, and the config entries naming them.
 
 `http.allowedHosts` and `http.allowedOrigins` are checked when the configuration is validated, and the
-HTTP face (`toolscout.serve.http_access`) compares the `Host` and `Origin` headers of every request
+HTTP face (`toolscout.serve.http_guards`) compares the `Host` and `Origin` headers of every request
 with the same parsing: both use this module, which knows nothing of requests or of the config models.
 """
 

@@ -66,7 +66,7 @@ class HttpServeConfig(_Model):
     max_connections: int = Field(default=DEFAULT_MAX_CONNECTIONS, ge=2)
     """HTTP connections held open at once. At the limit, the connection that has waited longest for its
     request's headers is closed for a new one; only when every connection has a request being answered
-    is the new one refused (503). Kept below the process's open-file limit (see serve/connections.py)."""
+    is the new one refused (503). Kept below the process's open-file limit (see serve/http_guards.py)."""
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -30,12 +30,18 @@ from toolscout.modes.base import SurfaceOptions
 from toolscout.registry.base import Registry, SharedClientState
 from toolscout.serve.api import TokenEvents, api_exception_handlers, api_mount
 from toolscout.serve.auth import AnonymousPrincipals, NotOAuth, PrincipalAdmission, PrincipalResolver
-from toolscout.serve.connections import LISTEN_BACKLOG, ConnectionLimits, fit_to_open_files, guarded_protocol
 from toolscout.serve.forwarding import Forwarder, ReplicaDirectory
 from toolscout.serve.health import Health
-from toolscout.serve.http_access import AllowList, HostOriginGuard
-from toolscout.serve.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
+from toolscout.serve.http_guards import (
+    LISTEN_BACKLOG,
+    AllowList,
+    ConnectionLimits,
+    HostOriginGuard,
+    fit_to_open_files,
+    guarded_protocol,
+)
 from toolscout.serve.server import build_server
+from toolscout.serve.sessions import BoundedSessionManager, PeerAdmission, SessionLimits
 from toolscout.serve.stdio import serve_process_stdio
 
 logger = logging.getLogger(__name__)
@@ -143,7 +149,7 @@ def http_app(
     replica: str | None = None,
 ) -> ASGIApp:
     """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
-    (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
+    (sessions.py), behind the Host/Origin check (http_guards.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
     decides who each request is from, and refuses those without a valid credential (auth.py;
     unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
@@ -194,7 +200,7 @@ async def serve_http(
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
     `connections`: how long a connection may take to send a request's headers, and how many may be
-    open at once (connections.py)."""
+    open at once (http_guards.py)."""
     shared = registry if isinstance(registry, SharedClientState) else None
     server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
@@ -216,7 +222,7 @@ async def serve_http(
         lifespan="on",
         access_log=False,
         # h11 with the header deadline and the connection bound, whatever else is installed (see
-        # connections.py); the gateway answers no WebSocket, so no upgrade may take a connection past them.
+        # http_guards.py); the gateway answers no WebSocket, so no upgrade may take a connection past them.
         http=guarded_protocol(fit_to_open_files(connections or ConnectionLimits())),
         ws="none",
         # uvicorn listens again with its own (2,048), and asyncio accepts that many at once: a burst would

@@ -37,8 +37,7 @@ from toolscout.serve.auth import principal_of
 from toolscout.serve.edge import call_result, mcp_errors, refuse_cursor, unknown_tool_error
 from toolscout.serve.notify import watching_changes
 from toolscout.serve.rounds import Rounds
-from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context
-from toolscout.serve.shared_loads import SharedLoads
+from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context, SharedLoads
 from toolscout.serve.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
 from toolscout.smart.confirmation import Confirmations
 from toolscout.suggestions import unknown_tool
@@ -96,7 +95,7 @@ class GatewayServer(Server[ConnectionScope]):
             options = dataclasses.replace(options, confirmations=ledger)
         self.surface: Surface = make_surface(mode, gateway, options)
         self.clients = sessions or ClientSessions()
-        # Dynamic mode's loaded tools, through the registry when replicas share one (shared_loads.py).
+        # Dynamic mode's loaded tools, through the registry when replicas share one (`SharedLoads`, sessions.py).
         self.loads = SharedLoads(shared) if shared is not None and mode == "dynamic" else None
         self.subscriptions = ResourceSubscriptions(gateway.mirror, self.clients)
         self.rounds = Rounds(gateway, replica=replica)
