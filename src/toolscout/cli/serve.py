@@ -55,12 +55,12 @@ def setup_logging(level: LogLevel, *, background: bool = False) -> None:
     in every record (`toolscout.masking.install_log_masking`).
 
     `background`: written by a thread of its own, dropping lines while stderr is not read, so that a
-    client that never reads it cannot stall the gateway (see `toolscout.serve.stderr_log`).
+    client that never reads it cannot stall the gateway (see `toolscout.serve.stdio`).
     """
     install_log_masking()
     handler: logging.Handler
     if background:
-        from toolscout.serve.stderr_log import BackgroundStderrHandler
+        from toolscout.serve.stdio import BackgroundStderrHandler
 
         handler = BackgroundStderrHandler()
     else:

@@ -63,7 +63,7 @@ from toolscout.registry.requests import (
 )
 from toolscout.registry.tokens import TokenRequestError, issue_token
 from toolscout.serve.auth import error_response, principal_of
-from toolscout.serve.invalid_messages import too_deep
+from toolscout.serve.stdio import too_deep
 
 logger = logging.getLogger(__name__)
 
