@@ -1,5 +1,5 @@
 """What `serve` does when replicas share one registry (Redis): its replica id and where the others
-reach it (`registry.advertiseUrl`, else its own address), said while it serves (serve/forwarding.py),
+reach it (`registry.advertiseUrl`, else its own address), said while it serves (serve/rounds.py),
 and tokens revoked through another replica dropped from its cache."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) 
     """This replica's id and where the others reach it, when replicas share a registry (Redis) that can
     say so; (None, None) otherwise. A wildcard bind without `registry.advertiseUrl`: an id (retries of
     its input-required rounds cannot be forwarded to it, and are refused elsewhere), said once."""
-    from toolscout.serve.forwarding import ReplicaDirectory
+    from toolscout.serve.rounds import ReplicaDirectory
 
     if config.registry.backend != "redis" or not isinstance(registry, ReplicaDirectory):
         return None, None
@@ -41,7 +41,7 @@ def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) 
 
 @asynccontextmanager
 async def announced(registry: Registry, replica: str | None, where: str | None) -> AsyncGenerator[None]:
-    from toolscout.serve.forwarding import ReplicaDirectory, announcing
+    from toolscout.serve.rounds import ReplicaDirectory, announcing
 
     if replica is None or where is None or not isinstance(registry, ReplicaDirectory):
         yield

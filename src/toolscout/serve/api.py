@@ -184,7 +184,7 @@ def token_routes(registry: Registry, events: TokenEvents | None = None) -> list[
 
 
 def api_mount(registry: Registry, events: TokenEvents | None = None, routes: Sequence[BaseRoute] = ()) -> Mount:
-    """`/api/v1`: the token routes and `routes` (each relative to it, as `/registry/servers`)."""
+    """Return the mount at `/api/v1`: the token routes and `routes` (each relative to it, as `/registry/servers`)."""
     return Mount(API_PREFIX, routes=[*token_routes(registry, events), *routes])
 
 
@@ -194,7 +194,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def _answering(handler: Handler) -> Handler:
-    """`handler` behind the admin check, its refusals answered in the API's error shape."""
+    """Return `handler` behind the admin check, with its refusals answered in the API's error shape."""
 
     async def answer(request: Request) -> Response:
         try:

@@ -73,7 +73,7 @@ class Principal:
     address: str | None = None
     """The client's address (`unix` on a Unix socket), for logs: not part of who the client is."""
     scope: Scope = UNSCOPED
-    """What the principal may see and do (`toolscout.config.scopes`); the face serves each of its
+    """What the principal may see and do (`toolscout.config.scopes`); the server serves each of its
     requests under it (`scoped`)."""
     admin: bool = False
     """Whether it may use the HTTP API (`/api/v1/...`): an admin key, or anyone when the gateway
@@ -506,7 +506,7 @@ class IssuedTokens:
         return False
 
     async def _ask(self, work: Callable[[], Awaitable[T]]) -> T:
-        """`work`'s answer; the registry failing is said once an outage, and is `TokensUnreadable`."""
+        """Return `work`'s answer; a registry failure is logged once an outage and raised as `TokensUnreadable`."""
         try:
             answer = await work()
         except Exception as exc:

@@ -1,4 +1,4 @@
-"""The guards in front of the HTTP face that need no credential: a deadline for each request's
+"""The guards in front of the HTTP server that need no credential: a deadline for each request's
 headers, a bound on the connections open at once, and the check of the `Host` and `Origin` headers.
 
 uvicorn times a connection out only between two requests, and only until its first byte: a client that
@@ -94,11 +94,13 @@ class ConnectionLimits:
 
 
 def fit_to_open_files(limits: ConnectionLimits) -> ConnectionLimits:
-    """`limits`, the process's soft limit on open files (RLIMIT_NOFILE) raised toward its hard limit to
-    hold them (as Go's runtime does at start: the soft limit is a default, not a policy); and where even
+    """Return `limits` fitted to the process's open files, raising its limit first where it can.
+
+    The soft limit on open files (RLIMIT_NOFILE) is raised toward the hard limit to hold the
+    connections, as Go's runtime does at start: the soft limit is a default, not a policy. Where even
     the hard limit would leave fewer than `OTHER_DESCRIPTORS` files for everything else, counting the
     `LISTEN_BACKLOG` connections a burst may hold for an instant beyond the bound, `max_connections`
-    lowered, with a warning."""
+    is lowered, with a warning."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     reserved = OTHER_DESCRIPTORS + LISTEN_BACKLOG
     wanted = limits.max_connections + reserved
@@ -174,12 +176,12 @@ class ConnectionGuard:
         return True
 
     def waiting(self, connection: GuardedH11Protocol) -> None:
-        """`connection` now waits for a request's headers (the newest to)."""
+        """Record that `connection` now waits for a request's headers (it is the newest to wait)."""
         self._waiting.pop(connection, None)
         self._waiting[connection] = None
 
     def answering(self, connection: GuardedH11Protocol) -> None:
-        """`connection` has a request being answered: it is not closed for another."""
+        """Record that `connection` has a request being answered, so it is not closed for another."""
         self._waiting.pop(connection, None)
 
     def gone(self, connection: GuardedH11Protocol) -> None:
@@ -200,7 +202,7 @@ def _response(status: int, reason: str, text: str, *extra: str) -> bytes:
 
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a header deadline and a connection bound (see the module)."""
+    """The uvicorn h11 protocol with a header deadline and a connection bound (see the module)."""
 
     guard: ClassVar[ConnectionGuard]
 
@@ -307,7 +309,7 @@ def _shown(name: str, port: int | str | None = None) -> str:
 
 @dataclass(frozen=True)
 class AllowList:
-    """The `Host` names (each for any port, or one) and extra `Origin`s a gateway's HTTP face answers."""
+    """The `Host` names (each for any port, or one) and extra `Origin`s a gateway's HTTP server answers."""
 
     hosts: tuple[tuple[str, int | None], ...]
     origins: tuple[tuple[str, str, int | None], ...] = ()
@@ -337,7 +339,8 @@ class AllowList:
 
     @classmethod
     def of(cls, defaults: Sequence[str], hosts: Iterable[str], origins: Iterable[str]) -> AllowList:
-        """`defaults` and the configured `hosts` (validated entries: `check_host_entry`) and `origins`."""
+        """Return the allow list of `defaults`, the configured `hosts` (entries validated by
+        `check_host_entry`) and `origins`."""
         parsed: list[tuple[str, int | None]] = []
         any_host = False
         for entry in [*defaults, *hosts]:

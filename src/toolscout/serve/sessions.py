@@ -136,7 +136,7 @@ class ClientState:
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     """Events for this client's `subscriptions/listen` streams (2026-07-28 era)."""
     listed: dict[str, str] = field(default_factory=dict[str, str])
-    """Digest of each list this client fetched: "tools", or one of `mirror.list_names.LIST_NAMES`."""
+    """Digest of each list this client fetched: "tools", or one of `resources.list_names.LIST_NAMES`."""
     announced: dict[str, str] = field(default_factory=dict[str, str])
     """Digest of each list it was last told changed, so that one change is told once."""
     session: ServerSession | None = None
@@ -273,7 +273,7 @@ class ClientSessions:
 
 
 class SessionRelay:
-    """The `Relay` of one `tools/call` on the gateway's MCP face: everything goes to that request's client.
+    """The `Relay` of one `tools/call` on the gateway's MCP server: everything goes to that request's client.
 
     Requests ride the call's own stream (`related_request_id`), so over HTTP they reach the client
     on the POST it is waiting on. A client that did not declare the capability, or that speaks

@@ -1,6 +1,6 @@
 """The resources the gateway is subscribed to on one upstream, kept across reconnects.
 
-Clients subscribe through the gateway (serve/server.py, serve/subscriptions.py); each upstream
+Clients subscribe through the gateway (serve/server.py, serve/notifications.py); each upstream
 resource is subscribed to once, however many clients want it (a count per URI), and dropped
 upstream when the last one goes. How depends on the upstream's era:
 
