@@ -59,7 +59,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 HTTP_SHUTDOWN_GRACE = 2
 """How long, once HTTP serving is asked to stop, responses in progress may take before they are cut."""
 HTTP_PATH = "/mcp"
-API_PATH = "/api/v1"
 
 
 async def stop_on_signals(stop: anyio.Event, *, reload: Callable[[], None] | None = None) -> None:
