@@ -62,7 +62,7 @@ from toolscout.registry.base import secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.requests import issue_token
 from toolscout.registry.sqlite import SqliteRegistry
-from toolscout.serve.rate_limit import RateLimiter
+from toolscout.serve.auth import RateLimiter
 
 ADMIN_VARIABLE = "TS_BENCH_REPLICAS_ADMIN"
 ADMIN = "bench-replicas-admin-0123456789abcdef"
@@ -93,8 +93,8 @@ SQLITE, REDIS, NGINX_ONE, NGINX_TWO, KEEPALIVE_TWO = (
 HEALTHZ = "load generator: GET /healthz"
 LOOKUP_SQLITE = "`SqliteRegistry.token_by_hash` (embedded, the default)"
 LOOKUP_REDIS = "`RedisRegistry.token_by_hash` (2 `HGET`s)"
-ADMIT_LOCAL = "a rated token's count, embedded (`RateLimiter.admit`, in the replica)"
 ADMIT_REDIS = "a rated token's count, shared (`RedisRegistry.take`, an `EVAL`), `appendfsync always`"
+ADMIT_LOCAL = "a rated token's count, embedded (`RateLimiter.take`, in the replica)"
 ADMIT_REDIS_EVERYSEC = "the same, `appendfsync everysec` (Redis's default)"
 ROLES = ("generator", "replicas", "upstreams", "redis", "nginx")
 MACHINE = "machine"
@@ -269,7 +269,7 @@ async def lookups(scratch: Path, redis_url: str, count: int) -> dict[str, list[f
             return await shared.token_by_hash(hashes["redis"]) is not None
 
         async def local_admit() -> bool:  # let through
-            return limiter.admit("token:bench", per_minute) is None
+            return limiter.take("token:bench", per_minute) is None
 
         async def redis_admit() -> bool:
             return await shared.take("token:bench", per_minute) is None

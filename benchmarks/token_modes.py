@@ -12,7 +12,7 @@ Three catalogs behind the gateway, each to an `mcp.Client` over the SDK's in-mem
   server-filesystem and server-memory (npm, tools/npm) and mcp-server-time and mcp-server-git (PyPI).
 
 Counted with o200k_base (`quicktok-v1`): each server's own `tools/list` summed (no gateway);
-`tools/list` as a new client receives it in every mode of `ModeName` (`toolscout.serve.token_report`,
+`tools/list` as a new client receives it in every mode of `ModeName` (`toolscout.serve.server`,
 the figures `toolscout tokens` prints); and the text blocks of the results the model reads to
 run one tool: search → details → execute (discovery), inspect → exec (compact), the call alone
 (passthrough), search → load → the call (dynamic, plus the loaded tool's definition its list
@@ -46,8 +46,7 @@ from toolscout.render.signatures import example_arguments, signature
 from toolscout.render.text import ENCODING, compact_json, count_tokens, tool_tokens
 from toolscout.search import make_backend
 from toolscout.search.evaluation import load_catalog_servers
-from toolscout.serve.server import build_server
-from toolscout.serve.token_report import mode_tokens, server_costs
+from toolscout.serve.server import build_server, mode_tokens, server_costs
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 NPM_BIN = Path(__file__).resolve().parent.parent / "tools" / "npm" / "node_modules" / ".bin"

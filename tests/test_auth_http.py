@@ -27,8 +27,7 @@ from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
 from toolscout.registry.base import TokenRecord, new_secret, secret_hash
 from toolscout.registry.sqlite import SqliteRegistry
-from toolscout.serve.auth import FAILURES_PER_MINUTE
-from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
+from toolscout.serve.auth import FAILURES_PER_MINUTE, TOKEN_RECHECK_SECONDS
 
 pytestmark = pytest.mark.anyio
 

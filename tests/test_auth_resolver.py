@@ -21,10 +21,14 @@ from toolscout.gateway.audit import AuditLog
 from toolscout.masking import MASK, mask_text
 from toolscout.registry.requests import TokenRequestError, issue_token, token_request
 from toolscout.registry.sqlite import SqliteRegistry
-from toolscout.serve.auth import TOKENS_CHECK_SECONDS, BearerPrincipals
-from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
-from toolscout.serve.principals import Principal, PrincipalRefused
-from toolscout.serve.rate_limit import RateLimiter
+from toolscout.serve.auth import (
+    TOKEN_RECHECK_SECONDS,
+    TOKENS_CHECK_SECONDS,
+    BearerPrincipals,
+    Principal,
+    PrincipalRefused,
+    RateLimiter,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -176,15 +180,15 @@ async def test_a_principal_over_its_rate_gets_429_with_retry_after() -> None:
 def test_the_rate_limiter_refills_continuously_up_to_a_minute() -> None:
     clock = Clock()
     limiter = RateLimiter(clock)
-    assert [limiter.admit("a", 60) for _ in range(60)] == [None] * 60
-    assert limiter.admit("a", 60) == 1
-    assert limiter.admit("b", 60) is None  # buckets are per principal
+    assert [limiter.take("a", 60) for _ in range(60)] == [None] * 60
+    assert limiter.take("a", 60) == 1
+    assert limiter.take("b", 60) is None  # buckets are per principal
     clock.now += 0.5
-    assert limiter.admit("a", 60) == 1  # half a request back: still one second to wait
+    assert limiter.take("a", 60) == 1  # half a request back: still one second to wait
     clock.now += 0.5
-    assert limiter.admit("a", 60) is None
+    assert limiter.take("a", 60) is None
     clock.now += 3600
-    assert [limiter.admit("a", 60) for _ in range(61)].count(None) == 60  # never more than a minute's worth
+    assert [limiter.take("a", 60) for _ in range(61)].count(None) == 60  # never more than a minute's worth
 
 
 def test_token_requests_are_checked_field_by_field() -> None:

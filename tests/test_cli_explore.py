@@ -19,7 +19,7 @@ from toolscout.demo.config import demo_config
 from toolscout.gateway.core import Gateway
 from toolscout.naming import native_names
 from toolscout.render.text import tool_tokens
-from toolscout.serve.token_report import mode_tokens, server_costs
+from toolscout.serve.server import mode_tokens, server_costs
 
 CONFIG = """\
 # Demo servers and the public reference server, as a user would write it.

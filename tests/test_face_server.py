@@ -30,9 +30,9 @@ from tests.servers.kitchen import Kitchen
 from toolscout.config.models import ModeName
 from toolscout.gateway.core import Gateway
 from toolscout.resources.core import gateway_uri
+from toolscout.serve.auth import Principal, PrincipalResolver
 from toolscout.serve.http import bind, http_app, serve_http
-from toolscout.serve.http_access import AllowList
-from toolscout.serve.principals import Principal, PrincipalResolver
+from toolscout.serve.http_guards import AllowList
 from toolscout.serve.server import build_server
 from toolscout.serve.sessions import ClientSessions
 from toolscout.upstream import InProcessUpstream, UpstreamSpec

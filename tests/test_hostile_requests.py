@@ -14,7 +14,7 @@ import pytest
 from benchmarks.processes import served_gateway, write_config
 
 from tests.helpers.paths import PYTHON
-from toolscout.serve.api_common import MAX_BODY_DEPTH
+from toolscout.serve.api import MAX_BODY_DEPTH
 
 pytestmark = pytest.mark.anyio
 

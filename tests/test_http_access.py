@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.paths import PYTHON
 from toolscout.config.http import check_host_entry, check_origin_entry
-from toolscout.serve.http_access import AllowList
+from toolscout.serve.http_guards import AllowList
 
 pytestmark = pytest.mark.anyio
 

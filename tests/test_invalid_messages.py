@@ -18,7 +18,7 @@ import pytest
 from benchmarks.processes import SERVE_READY, running
 
 from tests.helpers.paths import PYTHON
-from toolscout.serve.invalid_messages import top_level_id
+from toolscout.serve.stdio import top_level_id
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 DEEP = 100_000

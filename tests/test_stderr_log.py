@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from toolscout.serve.stderr_log import CLOSE_WAIT_SECONDS, BackgroundStderrHandler
+from toolscout.serve.stdio import CLOSE_WAIT_SECONDS, BackgroundStderrHandler
 
 
 def _record(message: str) -> logging.LogRecord:

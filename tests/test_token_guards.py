@@ -25,9 +25,7 @@ from toolscout.config.http import AuthConfig
 from toolscout.registry.base import LEGACY_CHARS, TAGGED_CHARS, TOKEN_PREFIX, TokenRecord, secret_hash
 from toolscout.registry.redis import RedisRegistry
 from toolscout.registry.requests import issue_token
-from toolscout.serve.auth import BearerPrincipals
-from toolscout.serve.issued_tokens import TOKEN_RECHECK_SECONDS
-from toolscout.serve.principals import PrincipalRefused
+from toolscout.serve.auth import TOKEN_RECHECK_SECONDS, BearerPrincipals, PrincipalRefused
 
 pytestmark = pytest.mark.anyio
 

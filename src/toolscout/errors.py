@@ -1,7 +1,7 @@
 """The one rooted exception tree for everything toolscout reports.
 
 Each concrete class carries a stable `code` string (its name says the same). Code inside the
-gateway raises these; only the edges (`serve/edge.py` for MCP, the CLI for a terminal) turn them
+gateway raises these; only the edges (`serve/server.py` for MCP, the CLI for a terminal) turn them
 into MCP errors, `isError` results or exit codes.
 
     ToolscoutError                 TOOLSCOUT_ERROR

@@ -20,9 +20,9 @@ from toolscout.config.models import ModeName
 from toolscout.config.scopes import Scope
 from toolscout.gateway.core import Gateway
 from toolscout.registry.base import SharedClientState
+from toolscout.serve.auth import Principal
 from toolscout.serve.http import bind, build_server, http_app
-from toolscout.serve.http_access import AllowList
-from toolscout.serve.principals import Principal
+from toolscout.serve.http_guards import AllowList
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 ALPHA = Scope.of(

@@ -438,7 +438,7 @@ def tokens(
     from toolscout.modes.base import SurfaceOptions
     from toolscout.modes.discovery import META_TOOLS
     from toolscout.render.text import ENCODING, tool_tokens
-    from toolscout.serve.token_report import COUNTED_ERA, mode_tokens, server_costs
+    from toolscout.serve.server import COUNTED_ERA, mode_tokens, server_costs
 
     output = Output(as_json)
     gateway_config, _ = load(config, output, demo=demo)

@@ -313,8 +313,8 @@ def _schema(text: str) -> Any:
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             raise InvalidArguments(f"cannot read the input schema from {source}: {exc.strerror or exc}.") from None
-    from toolscout.serve.api_common import MAX_BODY_DEPTH
-    from toolscout.serve.invalid_messages import too_deep
+    from toolscout.serve.api import MAX_BODY_DEPTH
+    from toolscout.serve.stdio import too_deep
 
     if too_deep(text, MAX_BODY_DEPTH):  # (Python's parser recurses: refused before it runs, as the API does)
         raise InvalidArguments(f"{source} nests objects and arrays more than {MAX_BODY_DEPTH} deep.")

@@ -62,12 +62,12 @@ def setup_logging(level: LogLevel, *, background: bool = False) -> None:
     in every record (`toolscout.masking.install_log_masking`).
 
     `background`: written by a thread of its own, dropping lines while stderr is not read, so that a
-    client that never reads it cannot stall the gateway (see `toolscout.serve.stderr_log`).
+    client that never reads it cannot stall the gateway (see `toolscout.serve.stdio`).
     """
     install_log_masking()
     handler: logging.Handler
     if background:
-        from toolscout.serve.stderr_log import BackgroundStderrHandler
+        from toolscout.serve.stdio import BackgroundStderrHandler
 
         handler = BackgroundStderrHandler()
     else:
@@ -230,12 +230,11 @@ async def _serve_with(
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.registrations import Registrations
     from toolscout.modes.base import SurfaceOptions
-    from toolscout.serve.api_registry import registry_routes
-    from toolscout.serve.connections import ConnectionLimits
+    from toolscout.serve.api import registry_routes
     from toolscout.serve.http import serve_http, serve_stdio, stop_on_signals
-    from toolscout.serve.http_access import AllowList
-    from toolscout.serve.http_sessions import SessionLimits
+    from toolscout.serve.http_guards import AllowList, ConnectionLimits
     from toolscout.serve.reload import ConfigReloader, reloading
+    from toolscout.serve.sessions import SessionLimits
 
     gateway = Gateway.from_config(config)
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
@@ -386,7 +385,7 @@ def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) 
     """This replica's id and where the others reach it, when replicas share a registry (Redis) that can
     say so; (None, None) otherwise. A wildcard bind without `registry.advertiseUrl`: an id (retries of
     its input-required rounds cannot be forwarded to it, and are refused elsewhere), said once."""
-    from toolscout.serve.forwarding import ReplicaDirectory
+    from toolscout.serve.rounds import ReplicaDirectory
 
     if config.registry.backend != "redis" or not isinstance(registry, ReplicaDirectory):
         return None, None
@@ -405,7 +404,7 @@ def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) 
 
 @asynccontextmanager
 async def announced(registry: Registry, replica: str | None, where: str | None) -> AsyncGenerator[None]:
-    from toolscout.serve.forwarding import ReplicaDirectory, announcing
+    from toolscout.serve.rounds import ReplicaDirectory, announcing
 
     if replica is None or where is None or not isinstance(registry, ReplicaDirectory):
         yield

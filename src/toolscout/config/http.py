@@ -4,7 +4,7 @@ and the host names, addresses and origins they name.
 The `http` section says which requests the server answers, how many sessions it keeps, and how many
 connections it holds open and for how long before a request arrives. `http.allowedHosts` and
 `http.allowedOrigins` are checked here when the configuration is validated, and the HTTP server
-(`toolscout.serve.http_access`) compares the `Host` and `Origin` headers of every request with the
+(`toolscout.serve.http_guards`) compares the `Host` and `Origin` headers of every request with the
 same parsing, which knows nothing of requests or of the config models.
 
 The `auth` section holds admin keys and client keys with their scopes. An admin key may do
@@ -181,7 +181,7 @@ class HttpServeConfig(_Model):
     max_connections: int = Field(default=DEFAULT_MAX_CONNECTIONS, ge=2)
     """HTTP connections held open at once. At the limit, the connection that has waited longest for its
     request's headers is closed for a new one; only when every connection has a request being answered
-    is the new one refused (503). Kept below the process's open-file limit (see serve/connections.py)."""
+    is the new one refused (503). Kept below the process's open-file limit (see serve/http_guards.py)."""
 
     @field_validator("allowed_hosts")
     @classmethod

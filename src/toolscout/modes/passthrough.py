@@ -160,7 +160,7 @@ class PassthroughSurface:
         if route is None:
             # Never forwarded, not even in front of one server: a server whose own lookup is loose
             # (case-insensitive, say) would run a tool the rules disabled under another spelling.
-            # The client gets the protocol's unknown-tool error, as from the server itself (serve/edge.py).
+            # The client gets the protocol's unknown-tool error, as from the server itself (serve/server.py).
             return None
         return await self.gateway.execute(route[0], route[1], arguments)
 

@@ -2,5 +2,5 @@
 
 core.py holds `Mirror` (listing, routing, reads, prompts, completions and the `toolscout://`
 scheme); lists.py holds each server's lists, kept and fetched, their names, and what the mirror
-needs of the upstreams. The subscriptions to resources live with the MCP server (serve/subscriptions.py).
+needs of the upstreams. The subscriptions to resources live with the MCP server (serve/notifications.py).
 """

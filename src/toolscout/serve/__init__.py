@@ -1,2 +1,2 @@
-"""The gateway's MCP face: the server and its handlers, the error edge, change notices, sessions,
-rounds, and serving it on stdio or HTTP."""
+"""What `toolscout serve` runs: the gateway's MCP server and its handlers, its clients and their
+sessions, authentication and the guards in front of HTTP, the HTTP API, and serving on stdio or HTTP."""

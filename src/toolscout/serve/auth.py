@@ -1,55 +1,161 @@
-"""Authentication at the HTTP edge: who an `Authorization: Bearer` credential is, and refusing a
-request without a valid one or over its rate.
+"""Who an HTTP request is from: the principal decided at the HTTP edge, bearer credentials, issued
+tokens, per-principal rate limits, and the OAuth discovery paths answered before any of them.
 
-`BearerPrincipals` is the `PrincipalResolver` of `serve --transport http`. A credential is
+The principal is decided once per HTTP request, before the SDK's session manager sees it, by
+`PrincipalAdmission`, ASGI middleware that asks a `PrincipalResolver` and keeps the answer in the
+request's ASGI scope. The rest of the server reads it back with `principal_of`. Where there are no
+sessions (at 2026-07-28, and on stateless HTTP) sessions.py tells clients apart by it: a client is
+then its principal and its program's name.
 
-* an admin key (`auth.adminKeys`): everything, the HTTP API included (`Principal.admin`, `UNSCOPED`);
-* a client key (`auth.keys`): `/mcp` within the key's scope, at its `requestsPerMinute`;
-* a token issued into the registry (`POST /api/v1/tokens`, `toolscout token create`): `/mcp` within
-  its scope, until it expires or is revoked.
+A gateway that authenticates no one has `AnonymousPrincipals`: every request is anonymous and
+carries only its client address, which is kept for logs and is not an identity. A gateway with keys
+or issued tokens has `BearerPrincipals`, which reads the `Authorization: Bearer` credential of each
+request. A credential is one of three kinds:
 
-Keys are kept as hashes (`secret_hash`) and compared with `hmac.compare_digest`, every key each
-time; a token is looked up by the hash of what was presented. A missing, unknown, expired or
-revoked credential is answered 401 with `WWW-Authenticate: Bearer` (`error="invalid_token"` when one
-was presented, RFC 6750), in the SDK's own shape on /mcp (`{"error", "error_description"}`, as its
-`RequireAuthMiddleware`) and the API's elsewhere; a principal over its rate gets 429 with
-`Retry-After`. No answer ever names or echoes a credential.
+* an admin key (`auth.adminKeys`), which may do everything, the HTTP API included;
+* a client key (`auth.keys`), which may use `/mcp` within the key's scope, at its `requestsPerMinute`;
+* a token issued into the registry (`POST /api/v1/tokens`, `toolscout token create`), which may use
+  `/mcp` within its scope until it expires or is revoked.
 
-Authentication is on when any key is configured, or once the registry holds an issued token (at
-start, or issued later: checked at most once a second while off): a gateway whose operator issued
-tokens serves no one without one. Once on it stays on until the gateway restarts. Off, every
-request is anonymous and may do everything (`AnonymousPrincipals`' principal).
+Keys are kept as hashes (`secret_hash`) and compared with `hmac.compare_digest`, every key each time;
+a token is looked up by the hash of what was presented. A missing, unknown, expired or revoked
+credential is answered 401 with `WWW-Authenticate: Bearer`, with `error="invalid_token"` when one was
+presented, as RFC 6750 has it. On /mcp the body has the SDK's own shape (`{"error",
+"error_description"}`, as its `RequireAuthMiddleware` answers), elsewhere the API's. A principal over
+its rate gets 429 with `Retry-After`. No answer ever names or echoes a credential.
 
-Issued tokens are serve/issued_tokens.py's: a forged one refused without a registry query, a record
-read again at most once a second, a token read valid recently honoured while the registry cannot be
-read (`auth.registryOutageGrace`), any other then answered 503.
+Authentication is on when any key is configured, or once the registry holds an issued token, found at
+start or later (while it is off, the registry is asked at most once a second): a gateway whose
+operator issued tokens serves no one without one. Once on, it stays on until the gateway restarts.
+While it is off, every request is anonymous and may do everything.
+
+`IssuedTokens` refuses a forged token without a registry query, reads a token's record again at
+most once a second, and honours a token read valid recently while the registry cannot be read
+(`auth.registryOutageGrace`); any other token is then answered 503. `RateLimiter` holds the rate
+buckets, and `NotOAuth` answers the paths where an OAuth-aware client looks for how to authenticate.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import NoReturn
+from typing import NoReturn, Protocol, TypeVar, cast
 
 import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Send
+from starlette.types import Scope as ASGIScope
 
 from toolscout.config.http import AuthConfig
 from toolscout.config.scopes import UNSCOPED, Scope
 from toolscout.errors import RegistryUnavailable
-from toolscout.registry.base import Registry, SharedRates, secret_hash
-from toolscout.serve.api_common import error_response
-from toolscout.serve.http_sessions import peer_of
-from toolscout.serve.issued_tokens import IssuedTokens, TokensUnreadable
-from toolscout.serve.principals import Principal, PrincipalRefused
-from toolscout.serve.rate_limit import RateLimiter
+from toolscout.registry.base import Registry, SharedRates, TokenRecord, secret_hash, shape, tag_verifies
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request is from, as far as the gateway can tell."""
+
+    subject: str | None = None
+    """The authenticated identity; None for an anonymous request (it could be anyone)."""
+    address: str | None = None
+    """The client's address (`unix` on a Unix socket), for logs: not part of who the client is."""
+    scope: Scope = UNSCOPED
+    """What the principal may see and do (`toolscout.config.scopes`); the server serves each of its
+    requests under it (`scoped`)."""
+    admin: bool = False
+    """Whether it may use the HTTP API (`/api/v1/...`): an admin key, or anyone when the gateway
+    authenticates no one (loopback, or `--insecure-no-auth`)."""
+
+
+ANONYMOUS = Principal()
+"""The principal of a request no resolver has seen (the SDK's own HTTP app, which tests use)."""
+
+
+class PrincipalRefused(Exception):
+    """A resolver's refusal of a request: `response` (an ASGI app, a Starlette `Response`) is sent
+    instead of serving it."""
+
+    def __init__(self, response: ASGIApp) -> None:
+        super().__init__("refused")
+        self.response = response
+
+
+class PrincipalResolver(Protocol):
+    """Decides who an HTTP request is from, from its headers and connection (its body is not readable)."""
+
+    async def resolve(self, request: Request) -> Principal:
+        """The principal of `request`.
+
+        Raises:
+            PrincipalRefused: the request is not served (no valid credential, too many requests).
+        """
+        ...
+
+
+class AnonymousPrincipals:
+    """The resolver of a gateway that authenticates no one: every request is anonymous, sees everything
+    and may use the API; a principal only says where the request came from."""
+
+    async def resolve(self, request: Request) -> Principal:
+        """An anonymous principal with the request's client address."""
+        return Principal(address=peer_of(request.scope), admin=True)
+
+
+_SCOPE_KEY = "toolscout.principal"
+
+
+class PrincipalAdmission:
+    """ASGI middleware that has `resolver` decide each HTTP request's principal (read by `principal_of`)."""
+
+    def __init__(self, app: ASGIApp, resolver: PrincipalResolver) -> None:
+        self.app = app
+        self.resolver = resolver
+
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                # Without `receive`: a resolver decides from headers and connection, never by reading the body.
+                principal = await self.resolver.resolve(Request(scope))
+            except PrincipalRefused as refused:
+                await refused.response(scope, receive, send)
+                return
+            scope[_SCOPE_KEY] = principal
+            if principal.subject is not None:
+                # The SDK's session manager binds a session to the user that opened it: a session ID
+                # presented with another principal's credential answers 404, as an unknown one.
+                scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=principal.subject, scopes=[]))
+        await self.app(scope, receive, send)
+
+
+def principal_of(request: object) -> Principal:
+    """The principal decided for an HTTP request (a Starlette `Request`), `ANONYMOUS` if none was."""
+    scope: object = getattr(request, "scope", None)
+    principal = cast(dict[str, object], scope).get(_SCOPE_KEY) if isinstance(scope, dict) else None
+    return principal if isinstance(principal, Principal) else ANONYMOUS
+
+
+def peer_of(scope: ASGIScope) -> str:
+    """Return the client address of an ASGI request (`unix` on a Unix socket, which has none)."""
+    client: tuple[str, int] | None = scope.get("client")
+    if not client or not client[0]:
+        return "unix"
+    host = client[0]
+    return host.removeprefix("::ffff:") if host.startswith("::ffff:") and "." in host else host
+
+
+# Bearer credentials
 
 TOKENS_CHECK_SECONDS = 1.0
 """While authentication is off: how often the registry is asked whether a token was issued."""
@@ -178,15 +284,18 @@ class BearerPrincipals:
                 await self._refuse(request, address, "with an unknown, revoked or expired credential", "invalid_token")
             principal, per_minute = cached.principal, cached.record.requests_per_minute
         if per_minute is not None and principal.subject is not None:
-            wait = await self._admit(principal.subject, per_minute)
+            wait = await self._take(principal.subject, per_minute)
             if wait is not None:
                 self._log_refusal(address, f"over the rate of {principal.scope.label or principal.subject}")
                 raise PrincipalRefused(_too_many(request, principal, per_minute, wait))
         return replace(principal, address=address)
 
-    async def _admit(self, subject: str, per_minute: int) -> int | None:
-        """Counted in the shared registry when it counts for every replica (Redis), else here; Redis
-        unreachable: counted here meanwhile (each replica then lets the rate through on its own)."""
+    async def _take(self, subject: str, per_minute: int) -> int | None:
+        """Take one request from `subject`'s rate bucket: None if it may go ahead, else the seconds to wait.
+
+        The bucket is the shared registry's when it counts for every replica (Redis), else this
+        process's. While Redis cannot be reached the request is counted here, so each replica then
+        lets the whole rate through on its own."""
         if isinstance(self._registry, SharedRates):
             try:
                 return await self._registry.take(subject, per_minute)
@@ -194,7 +303,7 @@ class BearerPrincipals:
                 if self._monotonic() - self._rates_warned >= 60.0:  # once a minute, not once a request
                     self._rates_warned = self._monotonic()
                     logger.warning("rates counted on this replica alone meanwhile: %s", exc.message)
-        return self._limits.admit(subject, per_minute)
+        return self._limits.take(subject, per_minute)
 
     async def _refuse(
         self, request: Request, address: str | None, why: str, error: str | None, message: str = _INVALID
@@ -204,7 +313,7 @@ class BearerPrincipals:
         worth of the gateway's time a second per connection, not as many as it can send. A valid
         credential from that address is never slowed."""
         self._log_refusal(address, why)
-        slowed = self._failures.admit(address or "unknown", FAILURES_PER_MINUTE) is not None
+        slowed = self._failures.take(address or "unknown", FAILURES_PER_MINUTE) is not None
         if slowed:
             await anyio.sleep(REFUSAL_DELAY)
         raise PrincipalRefused(_unauthorized(request, error, message, slowed=slowed))
@@ -274,3 +383,279 @@ def _too_many(request: Request, principal: Principal, per_minute: int, wait: int
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
         return JSONResponse(body, status_code=429, headers=headers)
     return error_response(429, "RATE_LIMITED", message, headers)
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """Return the HTTP API's error answer, `{"error": {"code": ..., "message": ...}}` with `status`.
+
+    Authentication refuses a request outside /mcp in the same shape, so it lives here and the API
+    (api.py) uses it from here."""
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+# Issued tokens
+
+TOKEN_RECHECK_SECONDS = 1.0
+"""How long a token's record is used before it is read from the registry again."""
+MAX_CACHED_TOKENS = 10_000
+
+
+class TokensUnreadable(Exception):
+    """The registry cannot be read, and the token was not read valid recently enough to go without it."""
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    record: TokenRecord
+    principal: Principal
+    read_at: float
+    """When its record was last read from the registry (monotonic)."""
+
+
+class IssuedTokens:
+    """What a gateway knows of the registry's issued tokens: a presented `ts_...` credential to its
+    record, a forged one refused without a registry query, a known one honoured through an outage.
+
+    * Shape and tag come first (registry/base.py). A credential of no issued token's shape, a
+      tagged one whose tag does not verify under the registry's key, or one of the shape issued
+      before tags that was not in the registry when the gateway started (none are issued any more)
+      is refused with no query.
+    * Then its record is read, and kept for `TOKEN_RECHECK_SECONDS` before it is read again. Expiry
+      is so checked on every request, and a revocation by another process or replica is seen within
+      that time; one made through this gateway's API or the registry's change feed is seen at once
+      (`revoked`).
+    * When the registry cannot be read (Redis away, a file that cannot be opened), a token whose
+      record was read within `auth.registryOutageGrace` seconds keeps working within its own expiry.
+      It is read again on its next request, so a revocation made meanwhile applies as soon as the
+      registry answers. Any other token is `TokensUnreadable` (503). The outage is logged once, not
+      once a request, and while one request is asking the registry the others are not queued behind it.
+    """
+
+    def __init__(
+        self,
+        registry: Registry | None,
+        grace: float,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._registry = registry
+        self._grace = grace
+        self._clock = clock
+        self._monotonic = monotonic
+        self._cache: dict[str, IssuedToken] = {}
+        self._key: bytes | None = None
+        self._legacy: set[str] | None = None
+        """Hashes of the tokens issued before tags, as the registry held them (None: not read yet)."""
+        self._unreadable_since: float | None = None
+        self._probing = False
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the registry's key and its tokens issued before tags have been read."""
+        return self._key is not None and self._legacy is not None
+
+    async def load(self) -> list[TokenRecord]:
+        """Every token the registry holds now; the ones issued before tags and the key are remembered."""
+        assert self._registry is not None
+        records = await self._registry.tokens()
+        self._legacy = {record.secret_hash for record in records if not record.tagged}
+        if self._key is None:
+            self._key = await self._registry.token_key()
+        return records
+
+    def revoked(self, token_id: str) -> None:
+        """A token was revoked (through this gateway, or another as its change feed says): refused from now on."""
+        gone = {h for h, cached in self._cache.items() if cached.record.id == token_id}
+        self._cache = {h: c for h, c in self._cache.items() if h not in gone}
+        if self._legacy is not None:
+            self._legacy -= gone
+
+    async def find(self, credential: str, hashed: str) -> IssuedToken | None:
+        """The token `credential` (whose `secret_hash` is `hashed`) if it is valid now, None if not.
+
+        Raises:
+            TokensUnreadable: the registry cannot be read and the token was not read valid recently.
+        """
+        if self._registry is None or not await self._may_exist(credential, hashed):
+            return None
+        now = self._monotonic()
+        cached = self._cache.get(hashed)
+        if cached is None or now - cached.read_at >= TOKEN_RECHECK_SECONDS:
+            cached = await self._read(hashed, cached, now)
+        if cached is None or cached.record.expired(self._clock()):
+            return None
+        return cached
+
+    async def _may_exist(self, credential: str, hashed: str) -> bool:
+        """Whether the registry could hold `credential`, decided without a query whenever possible."""
+        kind = shape(credential)
+        if kind == "tagged":
+            if self._key is None:
+                assert self._registry is not None
+                self._key = await self._ask(self._registry.token_key)  # (the registry keeps it: asked once)
+            return tag_verifies(credential, self._key)
+        if kind == "legacy":
+            if self._legacy is None:
+                try:
+                    await self._ask(self.load)
+                except TokensUnreadable:
+                    return True  # cannot tell: its lookup decides (a token read before is honoured meanwhile)
+            return self._legacy is None or hashed in self._legacy
+        return False
+
+    async def _ask(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Return `work`'s answer; a registry failure is logged once an outage and raised as `TokensUnreadable`."""
+        try:
+            answer = await work()
+        except Exception as exc:
+            self._unreadable(exc)
+            raise TokensUnreadable from None
+        self._readable()
+        return answer
+
+    async def _read(self, hashed: str, cached: IssuedToken | None, now: float) -> IssuedToken | None:
+        """The token's record read again (None: no such token any more), or the one read last while the
+        registry cannot be read and that was within the grace period."""
+        assert self._registry is not None
+        registry = self._registry
+        recent = cached is not None and now - cached.read_at < self._grace
+        probing = False
+        if recent and self._unreadable_since is not None:
+            if self._probing:  # another request is finding out whether the registry is back: not waited for
+                return cached
+            self._probing = probing = True
+        try:
+            record = await self._ask(lambda: registry.token_by_hash(hashed))
+        except TokensUnreadable:
+            if not recent:
+                self._cache.pop(hashed, None)
+                raise
+            return cached
+        finally:
+            if probing:
+                self._probing = False
+        if record is None:  # revoked or swept
+            self._cache.pop(hashed, None)
+            if self._legacy is not None:
+                self._legacy.discard(hashed)
+            return None
+        fresh = IssuedToken(record, Principal(subject=f"token:{record.id}", scope=record.scope()), now)
+        if len(self._cache) >= MAX_CACHED_TOKENS:
+            self._cache.clear()
+        self._cache[hashed] = fresh
+        return fresh
+
+    def _unreadable(self, exc: Exception) -> None:
+        if self._unreadable_since is not None:
+            return
+        self._unreadable_since = self._monotonic()
+        honoured = (
+            f"tokens read valid in the last {self._grace:g} s keep working until it answers "
+            "(auth.registryOutageGrace), others get 503"
+        )
+        if isinstance(exc, RegistryUnavailable):  # Redis away: said in one line, not a traceback
+            logger.warning("cannot read the token registry: %s; %s (said once an outage)", exc.message, honoured)
+        else:
+            logger.warning("cannot read the token registry; %s (said once an outage)", honoured, exc_info=exc)
+
+    def _readable(self) -> None:
+        if self._unreadable_since is not None:
+            away = self._monotonic() - self._unreadable_since
+            self._unreadable_since = None
+            logger.warning("the token registry answers again (after %.1f s): every token is checked against it", away)
+
+
+# Rate limits
+
+MAX_BUCKETS = 100_000
+"""Buckets kept at most; beyond, the full ones (idle for a minute or more) are forgotten."""
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+class RateLimiter:
+    """The request rates of principals, a token bucket for each, kept in memory.
+
+    A bucket holds up to a minute's worth of requests and refills continuously, so a principal may
+    make `requestsPerMinute` requests at once after a quiet minute, and that many a minute from then
+    on. A request over the rate is told how many whole seconds until one more would be let through
+    (its `Retry-After`). A restart starts every bucket full. `BearerPrincipals` keeps one for each
+    client key and issued token that has a `requestsPerMinute`, and one for refused credentials by
+    client address.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, subject: str, per_minute: int) -> int | None:
+        """Take one request from `subject`'s bucket: None if it may go ahead, else the seconds
+        (at least 1) to wait before it would be let through."""
+        now = self._clock()
+        rate = per_minute / 60.0
+        bucket = self._buckets.get(subject)
+        if bucket is None:
+            if len(self._buckets) >= MAX_BUCKETS:
+                self._forget_full(now)
+            bucket = self._buckets[subject] = _Bucket(float(per_minute), now)
+        else:
+            bucket.tokens = min(float(per_minute), bucket.tokens + (now - bucket.updated) * rate)
+            bucket.updated = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return None
+        return max(1, math.ceil((1.0 - bucket.tokens) / rate))
+
+    def _forget_full(self, now: float) -> None:
+        # A bucket untouched for a minute is full again: forgetting it changes nothing.
+        self._buckets = {s: b for s, b in self._buckets.items() if now - b.updated < 60.0}
+
+
+# The OAuth discovery paths
+
+NOT_OAUTH = (
+    "This MCP gateway (toolscout) does not use OAuth: send `Authorization: Bearer <credential>` with an admin or "
+    "client key from its config (auth.adminKeys, auth.keys) or a token issued by `toolscout token create`."
+)
+OAUTH_PATHS = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+)
+OAUTH_ENDPOINTS = frozenset({"/register", "/authorize", "/token"})
+"""Where an OAuth client falls back to when no metadata names its endpoints."""
+
+
+def is_oauth_path(path: str) -> bool:
+    """Return whether `path` is one an OAuth client asks on discovering a server (see `NotOAuth`)."""
+    return path in OAUTH_ENDPOINTS or any(path == p or path.startswith(p + "/") for p in OAUTH_PATHS)
+
+
+class NotOAuth:
+    """ASGI middleware that answers the OAuth discovery paths itself and passes the rest on.
+
+    An MCP client shown a 401 (the MCP Inspector, the SDK's clients with an OAuth provider) looks for
+    the protected resource's metadata (RFC 9728: `/.well-known/oauth-protected-resource`, also under
+    the endpoint's path), then the authorization server's (RFC 8414, OpenID discovery), then
+    registers itself at `/register`. Each of these is answered 404 with a JSON body whose
+    `error_description` names what to send instead, which an OAuth client shows its user. A 401
+    there would read as "authenticate to discover how to authenticate". It runs before
+    authentication, so it needs no credential.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not is_oauth_path(str(scope.get("path", ""))):
+            await self.app(scope, receive, send)
+            return
+        content = json.dumps({"error": "invalid_request", "error_description": NOT_OAUTH}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
+        await send({"type": "http.response.start", "status": 404, "headers": headers})
+        await send({"type": "http.response.body", "body": content})

@@ -1,13 +1,23 @@
-"""Serving the gateway's MCP face: on stdio, or as streamable HTTP on a listening socket (`bind`),
+"""Serving the gateway's MCP server: on stdio, or as streamable HTTP on a listening socket (`bind`),
 until the client goes away or a stop signal (or the caller's `stop` event) ends it.
 
 Shutdown never waits on a client: on stdio, see `toolscout.serve.stdio`; over HTTP, connections
 still open `HTTP_SHUTDOWN_GRACE` seconds after shutdown began are closed, and what still runs
 twice that long after is cancelled.
+
+The HTTP server also answers `/healthz` and `/readyz` for load balancers and orchestrators (`Health`),
+before authentication and session admission: a health check carries no credential and opens no
+session.
+
+* `GET /healthz`: 200 while the process serves (its event loop answers).
+* `GET /readyz`: 200 when it can serve what needs its registry (the configuration is loaded, since it
+  serves; the registry answers within `READY_WAIT` seconds), else 503 saying what is wrong, so that
+  a balancer sends nothing to a replica whose Redis is unreachable.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import socket
@@ -22,21 +32,25 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.config.models import ModeName
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.registry.base import Registry, SharedClientState
 from toolscout.serve.api import TokenEvents, api_exception_handlers, api_mount
-from toolscout.serve.connections import LISTEN_BACKLOG, ConnectionLimits, fit_to_open_files, guarded_protocol
-from toolscout.serve.forwarding import Forwarder, ReplicaDirectory
-from toolscout.serve.health import Health
-from toolscout.serve.http_access import AllowList, HostOriginGuard
-from toolscout.serve.http_sessions import BoundedSessionManager, PeerAdmission, SessionLimits
-from toolscout.serve.oauth_paths import NotOAuth
-from toolscout.serve.principals import AnonymousPrincipals, PrincipalAdmission, PrincipalResolver
+from toolscout.serve.auth import AnonymousPrincipals, NotOAuth, PrincipalAdmission, PrincipalResolver
+from toolscout.serve.http_guards import (
+    LISTEN_BACKLOG,
+    AllowList,
+    ConnectionLimits,
+    HostOriginGuard,
+    fit_to_open_files,
+    guarded_protocol,
+)
+from toolscout.serve.rounds import Forwarder, ReplicaDirectory
 from toolscout.serve.server import build_server
+from toolscout.serve.sessions import BoundedSessionManager, PeerAdmission, SessionLimits
 from toolscout.serve.stdio import serve_process_stdio
 
 logger = logging.getLogger(__name__)
@@ -45,7 +59,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 HTTP_SHUTDOWN_GRACE = 2
 """How long, once HTTP serving is asked to stop, responses in progress may take before they are cut."""
 HTTP_PATH = "/mcp"
-API_PATH = "/api/v1"
 
 
 async def stop_on_signals(stop: anyio.Event, *, reload: Callable[[], None] | None = None) -> None:
@@ -97,7 +110,7 @@ async def serve_stdio(
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn without its own signal handling (the gateway owns shutdown, upstreams included), and
+    """The uvicorn server without its own signal handling (the gateway owns shutdown, upstreams included), and
     whose shutdown does not wait on clients: connections still open `HTTP_SHUTDOWN_GRACE` seconds
     after it began are closed (a response being sent to a client that does not read it then ends as
     if the client had gone), and requests still running after twice that are cancelled."""
@@ -143,11 +156,11 @@ def http_app(
     api_routes: Sequence[BaseRoute] = (),
     replica: str | None = None,
 ) -> ASGIApp:
-    """`server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
-    (http_sessions.py), behind the Host/Origin check (http_access.py), which replaces the SDK's own:
+    """Return `server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
+    (sessions.py), behind the Host/Origin check (http_guards.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
-    decides who each request is from, and refuses those without a valid credential (principals.py,
-    auth.py; unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
+    decides who each request is from, and refuses those without a valid credential (auth.py;
+    unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
     the token routes and `api_routes`.
 
     In front of everything, the Host/Origin check; then the session admission; then the principal
@@ -195,7 +208,7 @@ async def serve_http(
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
     `connections`: how long a connection may take to send a request's headers, and how many may be
-    open at once (connections.py)."""
+    open at once (http_guards.py)."""
     shared = registry if isinstance(registry, SharedClientState) else None
     server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
@@ -209,7 +222,7 @@ async def serve_http(
         replica=replica,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
-    # its stderr log, see `toolscout.serve.stderr_log`); its loggers go to the gateway's log instead.
+    # its stderr log, see `toolscout.serve.stdio`); its loggers go to the gateway's log instead.
     config = uvicorn.Config(
         app,
         log_level=log_level,
@@ -217,7 +230,7 @@ async def serve_http(
         lifespan="on",
         access_log=False,
         # h11 with the header deadline and the connection bound, whatever else is installed (see
-        # connections.py); the gateway answers no WebSocket, so no upgrade may take a connection past them.
+        # http_guards.py); the gateway answers no WebSocket, so no upgrade may take a connection past them.
         http=guarded_protocol(fit_to_open_files(connections or ConnectionLimits())),
         ws="none",
         # uvicorn listens again with its own (2,048), and asyncio accepts that many at once: a burst would
@@ -239,3 +252,46 @@ async def serve_http(
         tg.start_soon(exit_when_set, stop)
         await web.serve(sockets=[sock])
         tg.cancel_scope.cancel()
+
+
+# Health checks
+
+READY_WAIT = 2.0
+"""Seconds the registry has to answer a readiness check."""
+
+
+class Health:
+    """ASGI middleware answering the two health paths itself, passing everything else on."""
+
+    def __init__(self, app: ASGIApp, registry: Registry | None) -> None:
+        self.app = app
+        self.registry = registry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path") if scope["type"] == "http" else None
+        if path == "/healthz":
+            await _answer(send, 200, {"status": "ok"})
+        elif path == "/readyz":
+            status, body = await self._readiness()
+            await _answer(send, status, body)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _readiness(self) -> tuple[int, dict[str, Any]]:
+        if self.registry is None:
+            return 200, {"status": "ready"}
+        try:
+            with anyio.fail_after(READY_WAIT):
+                await self.registry.version()
+        except TimeoutError:
+            return 503, {"status": "not ready", "registry": f"no answer within {READY_WAIT:g} s"}
+        except Exception as exc:  # RegistryUnavailable (Redis), sqlite3.Error, OSError (the file)
+            return 503, {"status": "not ready", "registry": getattr(exc, "message", None) or str(exc)}
+        return 200, {"status": "ready", "registry": "ok"}
+
+
+async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
+    content = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})

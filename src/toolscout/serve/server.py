@@ -1,11 +1,34 @@
-"""The gateway's MCP face: the tools of the configured mode (`toolscout.modes`), and every
+"""The gateway's MCP server: the tools of the configured mode (`toolscout.modes`), and every
 upstream's resources and prompts (`toolscout.resources`, the same in every mode), as one low-level SDK
-server whose handlers are the methods of `GatewayServer`.
+server whose handlers are the methods of `GatewayServer`; the edge where toolscout's errors become MCP
+errors and `isError` results; and what the server's `tools/list` costs an agent in tokens.
 
-What goes wrong becomes an MCP error or an `isError` result in edge.py only; list-change notices
-are notify.py's; serving it on stdio or HTTP is serve.py's. Building a server has no effect on the
-gateway: what it follows there (resource updates, evicted HTTP clients, catalog changes) it
-follows while it serves, from its lifespan, and lets go of when serving ends.
+List-change notices are notifications.py's; serving the server on stdio or HTTP is http.py's.
+Building a server has no effect on the gateway: what it follows there (resource updates, evicted HTTP
+clients, catalog changes) it follows while it serves, from its lifespan, and lets go of when serving
+ends.
+
+This module is the only place a `ToolscoutError` becomes an MCP error or an `isError` result:
+
+* A tool call (`tools/call`) that fails becomes an `isError` result with
+  `structuredContent: {"success": false, "error": {...}}`, its next steps worded for the tools the
+  agent has (`call_result`). An upstream's own protocol error on one of its own tools (passthrough,
+  a loaded tool) is passed on as the same MCP error (`passed_on`); a name the client's tool list
+  does not have is the protocol's unknown tool, -32602 (`unknown_tool_error`).
+* Any other request (resources, prompts, completions, subscriptions) that fails becomes an MCP
+  error with the error as `data` (`mcp_errors`); an upstream's own error keeps its code.
+* A bug of ours becomes a clear failure for the client and a traceback for the log, never a
+  session taken down.
+
+What the catalog costs an agent in tokens, for each server exposed directly and for each mode, is
+measured here rather than in render/, because a mode is measured through the server itself.
+`toolscout tokens` and `benchmarks/token_modes.py` both measure through it, so the numbers the
+command prints are the numbers documented in docs/BENCHMARKS.md. A mode is measured as a client
+receives it: the gateway's own MCP server for that mode (`build_server`), a real `mcp.Client` over the
+SDK's in-memory transport, and the `tools/list` result it gets, counted by `render.text.tool_tokens`.
+Every mode of `ModeName` is measured, so a mode added there appears here without further change. A
+mode whose list depends on the client (dynamic) is counted as a new client sees it, before it has
+loaded anything.
 """
 
 from __future__ import annotations
@@ -13,35 +36,50 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar, get_args
 
 import anyio
 import mcp_types as types
+from mcp import Client
 from mcp.server import NotificationOptions, Server
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
 from toolscout.config.models import ModeName
 from toolscout.config.scopes import UNSCOPED, scoped
+from toolscout.errors import (
+    AGENT_STEPS,
+    AmbiguousName,
+    InvalidArguments,
+    Phrasing,
+    PromptDisabled,
+    PromptNotFound,
+    ResourceDisabled,
+    ResourceNotFound,
+    ServerNotFound,
+    ToolNotFound,
+    ToolscoutError,
+    UpstreamRefused,
+)
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import Surface, SurfaceOptions, make_surface
 from toolscout.modes.client import digest_off_loop
 from toolscout.naming import call_target
 from toolscout.registry.base import SharedClientState, SharedConfirmations
+from toolscout.render.text import error_text, tool_tokens
 from toolscout.resources.core import complete
 from toolscout.resources.lists import ListName
-from toolscout.serve.edge import call_result, mcp_errors, refuse_cursor, unknown_tool_error
-from toolscout.serve.notify import watching_changes
-from toolscout.serve.principals import principal_of
+from toolscout.serve.auth import principal_of
+from toolscout.serve.notifications import UNSUBSCRIBE_WAIT, ResourceSubscriptions, watching_changes
 from toolscout.serve.rounds import Rounds
-from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context
-from toolscout.serve.shared_loads import SharedLoads
-from toolscout.serve.subscriptions import UNSUBSCRIBE_WAIT, ResourceSubscriptions
+from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context, SharedLoads
 from toolscout.smart.confirmation import Confirmations
 from toolscout.suggestions import unknown_tool
+from toolscout.upstream.calls import paginate
 from toolscout.upstream.relay import relaying
 
 logger = logging.getLogger(__name__)
@@ -52,7 +90,7 @@ ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
 
 
 def under_scope(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
-    """`handler`, run under the scope of the principal its request is from (`UNSCOPED` on stdio, in
+    """Return `handler` run under the scope of the principal its request is from (`UNSCOPED` on stdio, in
     process, and for a principal that sees everything: then at no cost at all)."""
 
     async def run(ctx: Context, params: P) -> R:
@@ -96,7 +134,7 @@ class GatewayServer(Server[ConnectionScope]):
             options = dataclasses.replace(options, confirmations=ledger)
         self.surface: Surface = make_surface(mode, gateway, options)
         self.clients = sessions or ClientSessions()
-        # Dynamic mode's loaded tools, through the registry when replicas share one (shared_loads.py).
+        # Dynamic mode's loaded tools, through the registry when replicas share one (`SharedLoads`, sessions.py).
         self.loads = SharedLoads(shared) if shared is not None and mode == "dynamic" else None
         self.subscriptions = ResourceSubscriptions(gateway.mirror, self.clients)
         self.rounds = Rounds(gateway, replica=replica)
@@ -188,7 +226,7 @@ class GatewayServer(Server[ConnectionScope]):
         params: types.InputResponseRequestParams,
         work: Callable[[], Awaitable[R]],
     ) -> R | types.InputRequiredResult:
-        """`work()` with the way back to this request's client (upstream/relay.py): in rounds at
+        """Run `work()` with the way back to this request's client (upstream/relay.py): in rounds at
         2026-07-28 (rounds.py)."""
         relay = self.clients.relay(ctx, state)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -199,7 +237,7 @@ class GatewayServer(Server[ConnectionScope]):
     # Tools: the surface's
 
     async def on_list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        """`tools/list`: the surface's tools for this client."""
+        """Answer `tools/list` with the surface's tools for this client."""
         state = self.clients.state(ctx)
         if self.loads is not None:
             await self.loads.pull(ctx, state)
@@ -211,7 +249,7 @@ class GatewayServer(Server[ConnectionScope]):
     async def on_call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """`tools/call`: run by the surface; a failure is an `isError` result (edge.py)."""
+        """Answer `tools/call` by running it on the surface; a failure is an `isError` result (`call_result`)."""
         arguments = params.arguments or {}
         context = call_target(arguments)
         client = self.clients.state(ctx)
@@ -256,14 +294,14 @@ class GatewayServer(Server[ConnectionScope]):
     async def on_list_resources(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        """`resources/list`: every upstream's, under gateway URIs."""
+        """Answer `resources/list` with every upstream's resources, under gateway URIs."""
         resources = await self._listed(ctx, params, "resources", "resources/list", self.gateway.mirror.resources)
         return types.ListResourcesResult(resources=resources)
 
     async def on_list_resource_templates(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        """`resources/templates/list`: every upstream's."""
+        """Answer `resources/templates/list` with every upstream's templates."""
         templates = await self._listed(
             ctx, params, "resource_templates", "resources/templates/list", self.gateway.mirror.resource_templates
         )
@@ -272,7 +310,7 @@ class GatewayServer(Server[ConnectionScope]):
     async def on_read_resource(
         self, ctx: Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult | types.InputRequiredResult:
-        """`resources/read`: from the upstream that owns the URI."""
+        """Answer `resources/read` from the upstream that owns the URI."""
         with mcp_errors("resources/read"):
             return await self._relayed(
                 ctx, self.clients.state(ctx), params, lambda: self.gateway.mirror.read(params.uri)
@@ -281,14 +319,14 @@ class GatewayServer(Server[ConnectionScope]):
     async def on_list_prompts(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        """`prompts/list`: every upstream's, named `server__prompt`."""
+        """Answer `prompts/list` with every upstream's prompts, named `server__prompt`."""
         prompts = await self._listed(ctx, params, "prompts", "prompts/list", self.gateway.mirror.prompts)
         return types.ListPromptsResult(prompts=prompts)
 
     async def on_get_prompt(
         self, ctx: Context, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult | types.InputRequiredResult:
-        """`prompts/get`: from the upstream that has the prompt."""
+        """Answer `prompts/get` from the upstream that has the prompt."""
         with mcp_errors("prompts/get"):
             return await self._relayed(
                 ctx,
@@ -298,24 +336,24 @@ class GatewayServer(Server[ConnectionScope]):
             )
 
     async def on_subscribe_resource(self, ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        """`resources/subscribe` (handshake era): passed on to the upstream that owns the resource."""
+        """Answer `resources/subscribe` (handshake era) by passing it on to the upstream that owns the resource."""
         with mcp_errors("resources/subscribe"):
             await self.subscriptions.subscribe(self.clients.state(ctx), params.uri)
         return types.EmptyResult()
 
     async def on_unsubscribe_resource(self, ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        """`resources/unsubscribe` (handshake era)."""
+        """Answer `resources/unsubscribe` (handshake era)."""
         with mcp_errors("resources/unsubscribe"):
             await self.subscriptions.unsubscribe(self.clients.state(ctx), params.uri)
         return types.EmptyResult()
 
     async def on_completion(self, ctx: Context, params: types.CompleteRequestParams) -> types.CompleteResult:
-        """`completion/complete`: asked of the upstream that has the prompt or template."""
+        """Answer `completion/complete` by asking the upstream that has the prompt or template."""
         with mcp_errors("completion/complete"), relaying(self.clients.relay(ctx, self.clients.state(ctx))):
             return await complete(self.gateway.mirror, params)
 
     async def on_set_logging_level(self, ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        """`logging/setLevel` (handshake era): the least severe upstream log passed on to this client."""
+        """Answer `logging/setLevel` (handshake era): set the least severe upstream log passed on to this client."""
         self.clients.state(ctx).log_level = params.level
         return types.EmptyResult()
 
@@ -332,3 +370,183 @@ def build_server(
     """The MCP server exposing `gateway` through the surface of `mode`, and every upstream's
     resources and prompts whatever the mode (nothing happens until it serves)."""
     return GatewayServer(gateway, mode, options, sessions=sessions, shared=shared, replica=replica)
+
+
+# Errors at the edge
+
+
+def error_result(error: ToolscoutError, next_steps: Phrasing = AGENT_STEPS, /, **context: str) -> types.CallToolResult:
+    """A failed meta-tool call as the agent sees it (`next_steps` in terms of the tools it has)."""
+    payload = {**{k: v for k, v in context.items() if k not in error.details}, **error.to_dict(next_steps)}
+    return types.CallToolResult(
+        content=[types.TextContent(text=error_text(payload))],
+        structured_content={"success": False, "error": payload},
+        is_error=True,
+    )
+
+
+_INVALID_PARAMS_ERRORS = (
+    AmbiguousName,
+    ServerNotFound,
+    ResourceNotFound,
+    ResourceDisabled,
+    PromptNotFound,
+    PromptDisabled,
+    InvalidArguments,
+)
+"""What the spec answers with -32602 (an unknown resource or prompt); other failures are -32603."""
+
+
+def mcp_error(error: ToolscoutError) -> MCPError:
+    """A failed resources/prompts request as the client sees it: an upstream's own error keeps its code."""
+    upstream = error.details.get("upstreamCode")
+    if isinstance(upstream, int):
+        code = upstream
+    else:
+        code = types.INVALID_PARAMS if isinstance(error, _INVALID_PARAMS_ERRORS) else types.INTERNAL_ERROR
+    return MCPError(code=code, message=error.explain(), data=error.to_dict())
+
+
+def passed_on(error: UpstreamRefused) -> MCPError:
+    """An upstream's own protocol error on one of its tools, as that upstream sent it (code, message, data)."""
+    code = error.details.get("upstreamCode")
+    return MCPError(
+        code=code if isinstance(code, int) else types.INTERNAL_ERROR,
+        message=error.upstream_message,
+        data=error.details.get("upstreamData"),
+    )
+
+
+def unknown_tool_error(error: ToolNotFound) -> MCPError:
+    """A `tools/call` name the client's tool list does not have: the protocol's unknown tool (-32602)."""
+    return MCPError(code=types.INVALID_PARAMS, message=error.message)
+
+
+def internal_failure(what: str, exc: Exception) -> str:
+    """A bug of ours while serving `what`: logged with its traceback, and said to the client in one line."""
+    logger.exception("%s failed unexpectedly", what)
+    return f"Internal error in {what}: {type(exc).__name__}: {exc}"
+
+
+@contextmanager
+def mcp_errors(method: str) -> Generator[None]:
+    """Turn what goes wrong while serving `method` into an MCP error with a clear message."""
+    try:
+        yield
+    except ToolscoutError as exc:
+        raise mcp_error(exc) from None
+    except MCPError:
+        raise
+    except Exception as exc:  # a bug of ours: a clear failure for the client, the traceback for the log
+        raise MCPError(code=types.INTERNAL_ERROR, message=internal_failure(method, exc)) from None
+
+
+def refuse_cursor(params: types.PaginatedRequestParams | None) -> None:
+    """Refuse a list request's cursor: toolscout answers every list in one page, so none is ever valid."""
+    if params is not None and params.cursor is not None:
+        raise MCPError(code=types.INVALID_PARAMS, message="Unknown cursor: toolscout answers every list in one page.")
+
+
+async def call_result(
+    call: Callable[[], Awaitable[R]],
+    *,
+    tool: str,
+    native: bool,
+    next_steps: Phrasing,
+    context: Mapping[str, str],
+) -> R | types.CallToolResult:
+    """What `call()` (one `tools/call` of `tool`) returns, or its failure as the agent sees it.
+
+    `native`: the name is an upstream's own tool (passthrough, a loaded tool), whose upstream's
+    protocol error is passed on as it was. `context` (the server and tool the agent named) goes
+    into the error where the error itself does not say.
+    """
+    try:
+        return await call()
+    except UpstreamRefused as exc:
+        if native:
+            raise passed_on(exc) from None
+        return error_result(exc, next_steps, **context)
+    except ToolscoutError as exc:
+        return error_result(exc, next_steps, **context)
+    except MCPError:  # a protocol error of the request itself (rounds.py)
+        raise
+    except Exception as exc:
+        # A bug of ours must not take the session down; the agent gets a clear failure instead.
+        return error_result(ToolscoutError(internal_failure(tool, exc)), next_steps, **context)
+
+
+# What tools/list costs in tokens
+
+COUNTED_ERA = "2025-11-25"
+"""The protocol era every figure is counted in (its `tools/list` as such a client receives it)."""
+MODES: tuple[ModeName, ...] = get_args(ModeName)
+"""Every exposure mode, in the order `ModeName` declares them."""
+
+
+@dataclass(frozen=True)
+class ServerCost:
+    """One upstream's enabled tools exposed directly, as its own server lists them."""
+
+    server: str
+    status: str
+    tools: int
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the keys `toolscout tokens --json` prints."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ModeCost:
+    """The gateway in one mode: how many tools `tools/list` gives a client, and their tokens."""
+
+    mode: ModeName
+    tools: int
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the keys `toolscout tokens --json` prints."""
+        return asdict(self)
+
+
+def server_costs(gateway: Gateway) -> list[ServerCost]:
+    """Each upstream's enabled tools, counted as the definitions it gave (no gateway in between)."""
+    return [
+        ServerCost(up.name, up.status.value, len(entries), tool_tokens([t.tool for t in entries]))
+        for up in gateway.upstreams
+        for entries in [gateway.catalog.tools(up.name)]
+    ]
+
+
+async def listed_tools(gateway: Gateway, mode: ModeName, options: SurfaceOptions | None = None) -> list[types.Tool]:
+    """The tools a new client receives from the gateway's `tools/list` in `mode`, every page of it."""
+    server = build_server(gateway, mode, options)
+    # The 2025-11-25 handshake era, what most clients speak today: the 2026 era serialises
+    # schemas with `type` first, which shifts counts by a few tokens, so every figure is taken in one era.
+    async with Client(server, mode="legacy") as client:
+
+        async def page(cursor: str | None) -> tuple[list[types.Tool], str | None]:
+            listed = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            return listed.tools, listed.next_cursor
+
+        tools, _ = await paginate(page)
+    return tools
+
+
+async def mode_tokens(
+    gateway: Gateway, modes: Sequence[ModeName] = MODES, options: SurfaceOptions | None = None
+) -> list[ModeCost]:
+    """What `tools/list` costs a new client in each of `modes` (all by default), measured through a real client.
+
+    `options` as configured: dynamic mode's `load_tools` states the configured limit.
+    The caller decides how long upstreams may take to connect (`Gateway.settle`); modes whose
+    list is the catalog (compact, passthrough) wait for servers on their first attempt to connect
+    (`Gateway.settle_startup`).
+    """
+    costs: list[ModeCost] = []
+    for mode in modes:
+        tools = await listed_tools(gateway, mode, options)
+        costs.append(ModeCost(mode, len(tools), tool_tokens(tools)))
+    return costs

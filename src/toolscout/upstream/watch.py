@@ -1,7 +1,7 @@
 """What runs beside one upstream's live connection: the resources the gateway is subscribed to on it,
 kept across reconnects, and the watch that keeps its tools and its status true.
 
-Clients subscribe through the gateway (serve/server.py, serve/subscriptions.py); each upstream
+Clients subscribe through the gateway (serve/server.py, serve/notifications.py); each upstream
 resource is subscribed to once, however many clients want it (a count per URI), and dropped
 upstream when the last one goes. How depends on the upstream's era:
 
