@@ -128,10 +128,10 @@ MAX_CONFIRMATION_ID_CHARS = 200
 """Longer than any id the gateway proposes (68 characters): a longer one is refused as it comes."""
 
 
+# The arguments of `smart_tool_discovery`: the request, plus the explicit second round (`tool`,
+# `arguments`, `confirm`, and the `confirmation_id` a `confirmation_required` answer proposed). A
+# comment rather than a docstring: pydantic would put a docstring into the tool's input schema.
 class SmartArgs(ArgsModel):
-    """The arguments of `smart_tool_discovery`: the request, plus the explicit second round (`tool`,
-    `arguments`, `confirm`, and the `confirmation_id` a `confirmation_required` answer proposed)."""
-
     request: str = Field(min_length=1, max_length=MAX_REQUEST_CHARS, description="What to do, in plain words.")
     context: str | None = Field(None, max_length=MAX_REQUEST_CHARS, description="Details that help.")
     preferred_tools: list[str] | None = None
