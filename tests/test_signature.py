@@ -11,7 +11,7 @@ from benchmarks.search import DEFAULT_EVAL_DIR
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from toolscout.render.signatures import MAX_DEPTH, call_signature, signature
+from toolscout.render.signatures import MAX_DEPTH, call_signature, signature, type_label
 
 
 def obj(properties: dict[str, Any], required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
@@ -72,6 +72,13 @@ def test_refs_resolve_and_recursion_prints_the_name() -> None:
     assert signature(schema) == "{root: {value?: number, children?: Node[]}, gone?: Missing}"
     escaped = {"$ref": "#/definitions/a~1b", "definitions": {"a/b": {"type": "string"}}}
     assert signature(escaped) == "string"
+
+
+def test_a_reference_name_with_a_newline_stays_on_one_line() -> None:
+    # Hypothesis found it: an unresolvable `$ref` prints its last segment, which may hold a newline.
+    assert signature({"$ref": "\n"}) == "object"
+    assert signature({"$ref": "#/$defs/a\nb"}) == "a b"
+    assert type_label({"$ref": "#/x/\t"}) == "object"
 
 
 def test_descriptions_are_cut_or_dropped_and_cannot_close_the_comment() -> None:

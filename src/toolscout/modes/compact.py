@@ -20,7 +20,7 @@ from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
-from toolscout.modes.meta_tool import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
+from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
 from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text, model_text
 from toolscout.upstream import Status, Upstream
 

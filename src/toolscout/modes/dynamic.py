@@ -18,8 +18,7 @@ from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, LoadLimitReached, NotInThisProtocol, Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.modes.client import SurfaceClient
-from toolscout.modes.discovery import BY_NAME, META_TOOLS, ToolRefArgs
-from toolscout.modes.meta_tool import ArgsModel, ToolSpec, run_meta_tool, tool_result
+from toolscout.modes.discovery import BY_NAME, META_TOOLS, ArgsModel, ToolRefArgs, ToolSpec, run_meta_tool, tool_result
 from toolscout.modes.passthrough import NativeNames
 
 

@@ -82,7 +82,8 @@ class _Printer:
         schema = cast(Mapping[str, Any], node)
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            name = ref.rsplit("/", 1)[-1] or "object"
+            # A signature is one line: a name with spaces or newlines in it (a hostile schema's) is flattened.
+            name = " ".join(ref.rsplit("/", 1)[-1].split()) or "object"
             target = self.resolve(ref)
             if target is None or ref in expanding or depth >= MAX_DEPTH:
                 return name
@@ -184,7 +185,7 @@ def type_label(schema: Mapping[str, Any]) -> str:
     if isinstance(schema.get("enum"), list):
         return " | ".join(json.dumps(v) for v in cast(list[Any], schema["enum"]))
     if isinstance(ref := schema.get("$ref"), str):
-        return ref.rsplit("/", 1)[-1]
+        return " ".join(ref.rsplit("/", 1)[-1].split()) or "object"
     for combinator in ("anyOf", "oneOf"):
         options = schema.get(combinator)
         if isinstance(options, list):
