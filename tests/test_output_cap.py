@@ -9,8 +9,7 @@ from mcp import Client
 
 from tests.helpers.gateway_client import structured, text
 from tests.servers.kitchen import TINY_PNG, Kitchen
-from toolscout.gateway.core import Gateway
-from toolscout.gateway.output_cap import cap_output
+from toolscout.gateway.core import Gateway, cap_output
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -76,7 +75,7 @@ async def test_execute_tool_applies_the_call_cap_over_the_configured_default() -
 
 
 def test_a_result_too_large_for_one_message_is_cut_to_fit_or_refused_when_its_bulk_is_not_text() -> None:
-    from toolscout.gateway.output_cap import fit_result
+    from toolscout.gateway.core import fit_result
 
     small = _result()
     assert fit_result(small, 4096) is small

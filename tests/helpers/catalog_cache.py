@@ -13,8 +13,7 @@ from tests.helpers.paths import PYTHON
 from toolscout.config import GatewayConfig
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import CatalogStore, ServerSnapshot
-from toolscout.modes.discovery import BY_NAME
-from toolscout.modes.meta_tool import run_meta_tool
+from toolscout.modes.discovery import BY_NAME, run_meta_tool
 from toolscout.upstream.spec import config_hash
 
 # A stdio "server" that starts and never says a word: its handshake never finishes.

@@ -55,12 +55,12 @@ from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import store_path
 from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
-from toolscout.modes.meta_tool import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
+from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, SamplingLLM, map_with_llm
 from toolscout.smart.selection import Choice, LLMPick, choose, select_with_llm
-from toolscout.upstream.relay import current_relay
+from toolscout.upstream.calls import current_relay
 
 if TYPE_CHECKING:  # the search package (numpy) is imported in a worker thread at start
     from toolscout.search.base import MethodHit

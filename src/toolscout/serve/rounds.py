@@ -53,7 +53,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolscout.upstream.relay import Relay, SamplingResult, relaying
+from toolscout.upstream.calls import Relay, SamplingResult, relaying
 
 if TYPE_CHECKING:
     from toolscout.gateway.core import Gateway

@@ -79,8 +79,7 @@ from toolscout.serve.rounds import Rounds
 from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context, SharedLoads
 from toolscout.smart.confirmation import Confirmations
 from toolscout.suggestions import unknown_tool
-from toolscout.upstream.calls import paginate
-from toolscout.upstream.relay import relaying
+from toolscout.upstream.calls import paginate, relaying
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +225,7 @@ class GatewayServer(Server[ConnectionScope]):
         params: types.InputResponseRequestParams,
         work: Callable[[], Awaitable[R]],
     ) -> R | types.InputRequiredResult:
-        """Run `work()` with the way back to this request's client (upstream/relay.py): in rounds at
+        """Run `work()` with the way back to this request's client (upstream/calls.py): in rounds at
         2026-07-28 (rounds.py)."""
         relay = self.clients.relay(ctx, state)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:

@@ -101,7 +101,7 @@ from toolscout.config.scopes import UNSCOPED, Scope
 from toolscout.errors import RegistryUnavailable
 from toolscout.registry.base import SharedClientState
 from toolscout.serve.auth import peer_of, principal_of
-from toolscout.upstream.relay import SamplingResult
+from toolscout.upstream.calls import SamplingResult
 
 logger = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ class ClientSessions:
             await state.session.send_notification(_handshake_notice(event))
 
     def relay(self, ctx: Context, state: ClientState) -> SessionRelay:
-        """The relay back to the client of this request (upstream/relay.py)."""
+        """The relay back to the client of this request (upstream/calls.py)."""
         return SessionRelay(ctx, state, self.describe(ctx))
 
 

@@ -8,7 +8,7 @@ next method and say why.
 
 The client's model is asked only when `smart.sampling` opts in. Handshake-era clients get a
 `sampling/createMessage` request, 2026-07-28 clients an input-required round (serve/rounds.py); either
-way it goes through the request's relay (upstream/relay.py), as an upstream's own sampling does. The
+way it goes through the request's relay (upstream/calls.py), as an upstream's own sampling does. The
 2026-07-28 protocol deprecates sampling (SEP-2577), so this path is never the only one: a client that
 did not declare sampling, declines, or answers with no text is an `LLMUnavailable`, and smart mode
 goes on without an LLM.
@@ -33,7 +33,7 @@ import httpx2
 import mcp_types as types
 
 from toolscout.errors import ArgumentValidationError, LLMUnavailable
-from toolscout.upstream.relay import Relay, SamplingResult
+from toolscout.upstream.calls import Relay, SamplingResult
 
 
 class ChatMessage(TypedDict):

@@ -4,7 +4,7 @@ error mapping, listings followed across their pages, and the server's tool list 
 A tool call (`ToolCall`) and any other request (`Request`: resources, prompts, subscriptions)
 go out the same way (`CallsInFlight.send`): refused at once when there is no live session;
 registered with the relay of the client that asked (so the upstream's requests during it reach
-that client, relay.py); bounded by a timeout that cancels it upstream; cancelled when the
+that client, the `Relay` at the end of this module); bounded by a timeout that cancels it upstream; cancelled when the
 connection goes or the gateway stops. What can go wrong maps to one error each:
 
 - the server forgot our session, or the SDK says the connection is closed: the connection is
@@ -22,12 +22,20 @@ Every result loses the upstream's `serverInfo` stamp on its way to the client
 of them. `ServerTools` keeps one upstream's tools in the catalog: the live list while connected,
 else the last one known or the declared ones, and a change the server announced until its new list
 is fetched.
+
+The relay is the way back from a call to the client that made it: progress, sampling, elicitation
+and logs. The MCP server (serve/server.py) opens a `Relay` for each `tools/call` it serves and makes
+it current for that request's task (`relaying`); `Upstream.call_tool` picks it up with
+`current_relay()`. The layers in between (modes, meta-tools, gateway) need not carry it, the way a
+request context travels in a web framework.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, TypeVar, cast
 
 import anyio
@@ -46,7 +54,6 @@ from toolscout.errors import (
     UpstreamRefused,
     server_unavailable,
 )
-from toolscout.upstream.relay import Relay, current_relay
 from toolscout.upstream.spec import ConnectionState, Status
 
 logger = logging.getLogger(__name__)
@@ -405,3 +412,62 @@ class ServerTools:
             self.catalog.set_server_tools(self._server, self._declared, declared=True)
         else:
             self.catalog.drop_server(self._server)
+
+
+# The way back from an upstream call to the client that made it: the relay.
+
+SamplingResult = types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData
+
+
+class Relay(Protocol):
+    """What an upstream may send back to the client of a call in flight."""
+
+    @property
+    def client(self) -> str | None:
+        """Who is calling, for logs and the audit trail (None when unknown)."""
+        ...
+
+    @property
+    def origin(self) -> object:
+        """The same object for every call of one client, whatever it calls itself."""
+        ...
+
+    @property
+    def caller(self) -> str:
+        """Who is calling, as something a confirmation can be bound to: the principal and the client
+        (the same for every call of one client, on whichever replica it lands, and for no other)."""
+        ...
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Pass on an upstream progress notification (a no-op when the client asked for none)."""
+        ...
+
+    async def sample(self, params: types.CreateMessageRequestParams) -> SamplingResult:
+        """Ask the client's model; an `ErrorData` when the client cannot or will not."""
+        ...
+
+    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        """Ask the client's user; an `ErrorData` when the client cannot."""
+        ...
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """Pass on an upstream log message, where the client's protocol era allows it."""
+        ...
+
+
+_current: ContextVar[Relay | None] = ContextVar("toolscout_relay", default=None)
+
+
+def current_relay() -> Relay | None:
+    """The relay of the request this task is serving, if any."""
+    return _current.get()
+
+
+@contextmanager
+def relaying(relay: Relay) -> Generator[None]:
+    """Make `relay` current for the code run inside (and the tasks it starts)."""
+    token = _current.set(relay)
+    try:
+        yield
+    finally:
+        _current.reset(token)

@@ -44,14 +44,16 @@ from toolscout.errors import ServerUnavailable
 from toolscout.masking import mask_text
 from toolscout.upstream.calls import (
     CallsInFlight,
+    Relay,
     Request,
+    SamplingResult,
     ServerTools,
     ToolCall,
     ToolListing,
+    current_relay,
     describe_exception,
     innermost,
 )
-from toolscout.upstream.relay import Relay, SamplingResult, current_relay
 from toolscout.upstream.spec import ConnectionState, ListKind, ServerIdentity, Status, UpstreamSpec
 from toolscout.upstream.transport import UpstreamTarget
 from toolscout.upstream.watch import EndpointWatch, ResourceWatch
