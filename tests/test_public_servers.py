@@ -259,3 +259,21 @@ async def test_every_mode_over_stdio_and_http_in_front_of_the_reference_servers(
         Client(gateway.match.group(1), mode="legacy") as client,
     ):
         await run_each(client)
+
+
+def test_the_npm_lock_files_commands_point_at_files_that_exist() -> None:
+    """Every command the lock file declares resolves to a file npm installed, so `npm ci` links no dead name.
+
+    A search-and-replace over the tree once rewrote the inspector's `bin` paths in the lock file, and
+    every inspector test then failed with "inspector: not found" on a fresh install only.
+    """
+    lock = json.loads((NPM_DIR / "package-lock.json").read_text(encoding="utf-8"))
+    dead: list[str] = []
+    for where, package in lock["packages"].items():
+        commands = package.get("bin") or {}
+        if not where or not isinstance(commands, dict):
+            continue
+        for name, target in cast(dict[str, str], commands).items():
+            if not (NPM_DIR / where / target).is_file():
+                dead.append(f"{where}: {name} -> {target}")
+    assert not dead, dead

@@ -39,6 +39,8 @@ class Sandbox:
             "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],
             "COLUMNS": "200",
             "TERM": "dumb",
+            # Coverage's settings for child processes, so the command line's own code is measured too.
+            **{name: value for name, value in os.environ.items() if name.startswith("COVERAGE_")},
         }
 
     def run(self, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -161,4 +161,11 @@ def _exit_at_once(code: int) -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     logging.shutdown()
+    # Under the test suite's coverage measurement, its data is written at teardown, which this skips.
+    measurement = sys.modules.get("coverage")
+    if measurement is not None:
+        running = measurement.Coverage.current()
+        if running is not None:
+            running.stop()
+            running.save()
     os._exit(code)
