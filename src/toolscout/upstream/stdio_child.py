@@ -427,14 +427,6 @@ class Reaper:
                 self._groups.discard(pgid)
                 self._tell(f"-{pgid}\n")
 
-    def kill_all(self) -> None:
-        """SIGKILL every group being watched, now (a shutdown that ran out of time)."""
-        with self._lock:
-            groups = list(self._groups)
-        for pgid in groups:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-
     @property
     def pid(self) -> int | None:
         """The reaper's process id, once started."""
