@@ -3,7 +3,7 @@
 Real SDK clients over the in-memory transport (one connection each) and over streamable HTTP
 (sessions at 2025-11-25). Loading is for handshake-era clients only: at 2026-07-28 tools/list cannot
 vary per connection, so a client of that era lists the meta-tools and is refused a load, with the
-way to get tools of its own (a token's pinnedTools, tests/test_scoped_face.py).
+way to get tools of its own (a token's pinnedTools, tests/test_scoped_serving.py).
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ async def test_null_for_an_optional_argument_is_the_same_as_leaving_it_out(mode:
         assert text(cut).startswith("21.5") and "21.5 °C" not in text(cut)
 
 
-# Handshake era only: at 2026-07-28 nothing loads (tests/test_dynamic.py, tests/test_scoped_face.py).
+# Handshake era only: at 2026-07-28 nothing loads (tests/test_dynamic.py, tests/test_scoped_serving.py).
 @pytest.mark.parametrize("era", ["legacy"])
 async def test_dynamic_load_and_unload_are_strict_too(era: str) -> None:
     async with front("dynamic", era) as (client, _):

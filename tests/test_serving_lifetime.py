@@ -1,4 +1,4 @@
-"""The gateway's MCP face as a server that follows the gateway only while it serves, and the HTTP edge
+"""The gateway's MCP server, which follows the gateway only while it serves, and the HTTP edge
 where a request's principal is decided.
 
 Real parts: an in-process upstream with resources the gateway subscribes to, the gateway's server

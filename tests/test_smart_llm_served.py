@@ -1,4 +1,4 @@
-"""`smart_tool_discovery` with an LLM, end to end: an SDK client of either era -> the gateway's MCP face in
+"""`smart_tool_discovery` with an LLM, end to end: an SDK client of either era -> the gateway's MCP server in
 `smart` mode -> the demo servers, the LLM being a real OpenAI-compatible endpoint on loopback (its answers
 scripted by each test) or the client's own model through MCP sampling.
 
