@@ -439,7 +439,12 @@ class Gateway:
             result = await upstream.call_tool(name, args)
             outcome = "isError" if result.is_error else "ok"
         finally:
-            logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
+            # Named as in the traces and metrics, for a JSON log (`serve --log-format json`).
+            error = {"ok": "", "isError": "tool_error"}.get(outcome, outcome)
+            attributes = {"mcp.method.name": "tools/call", "gen_ai.tool.name": name, "toolscout.server.name": server}
+            seconds = time.perf_counter() - started
+            extra = {**attributes, "error.type": error} if error else attributes
+            logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, seconds * 1000, extra=extra)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
         return await fit_result_off_loop(cap_output(without_hop_metadata(result), cap), self.max_result_bytes)
 
