@@ -50,6 +50,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
 from toolscout.config.models import ModeName
+from toolscout.config.scopes import UNSCOPED, scoped
 from toolscout.errors import (
     AGENT_STEPS,
     AmbiguousName,
@@ -72,6 +73,7 @@ from toolscout.registry.base import SharedClientState, SharedConfirmations
 from toolscout.render.text import error_text, tool_tokens
 from toolscout.resources.core import complete
 from toolscout.resources.lists import ListName
+from toolscout.serve.auth import principal_of
 from toolscout.serve.notifications import UNSUBSCRIBE_WAIT, ResourceSubscriptions, watching_changes
 from toolscout.serve.rounds import Rounds
 from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context, SharedLoads
@@ -85,6 +87,20 @@ logger = logging.getLogger(__name__)
 R = TypeVar("R")
 P = TypeVar("P")
 ItemT = TypeVar("ItemT", types.Resource, types.ResourceTemplate, types.Prompt)
+
+
+def under_scope(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
+    """Return `handler` run under the scope of the principal its request is from (`UNSCOPED` on stdio, in
+    process, and for a principal that sees everything: then at no cost at all)."""
+
+    async def run(ctx: Context, params: P) -> R:
+        scope = principal_of(ctx.request).scope
+        if scope is UNSCOPED:
+            return await handler(ctx, params)
+        with scoped(scope):
+            return await handler(ctx, params)
+
+    return run
 
 
 class GatewayServer(Server[ConnectionScope]):
@@ -129,7 +145,7 @@ class GatewayServer(Server[ConnectionScope]):
         self._stop_following: list[Callable[[], None]] = []
 
         def served(method: str, handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
-            return observed(method, handler, gateway.metrics)
+            return observed(method, under_scope(handler), gateway.metrics)
 
         with warnings.catch_warnings():
             # Logging is deprecated at 2026-07-28, but handshake-era clients still set their level,

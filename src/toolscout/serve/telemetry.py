@@ -5,7 +5,8 @@ each handler), into `mcp_server_operation_duration_seconds` with its method, its
 and how it ended: empty when it succeeded, `tool_error` for an `isError` result, a JSON-RPC error by
 its name (`invalid_params`...), `cancelled`. A tool name is a label only when the face knew the tool
 (it answered the call, or passed on the upstream's own error on it), and only for the first
-`MAX_TOOL_LABELS` names (telemetry/metrics.py): a client calling made-up names gets `_OTHER`, never a series of its own.
+`MAX_TOOL_LABELS` names (telemetry/metrics.py): a client calling made-up names gets `_OTHER`, never
+a series of its own.
 
 While traces are exported, the same wrapper adds `mcp.session.id` and `network.transport` to the
 span the SDK opened for the request (telemetry/tracing.py).
@@ -28,7 +29,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from toolscout.config.scopes import UNSCOPED, scoped
 from toolscout.serve.auth import Principal, PrincipalRefused, PrincipalResolver, error_response, peer_of, principal_of
 from toolscout.serve.sessions import Context
 from toolscout.telemetry.metrics import CONTENT_TYPE, OTHER, TOOL_ERROR, Metrics, jsonrpc_error_type
@@ -48,27 +48,20 @@ class PassedOn(MCPError):
 def observed(
     method: str, handler: Callable[[Context, P], Awaitable[R]], metrics: Metrics
 ) -> Callable[[Context, P], Awaitable[R]]:
-    """Return `handler`, run under the scope of the principal its request is from (`UNSCOPED` on stdio,
-    in process, and for a principal that sees everything: then at no cost), timed as `method`."""
+    """Return `handler` timed as `method` into `metrics` (nothing more when they are off), its span
+    described while traces are exported."""
     record = metrics.operations.observe if metrics.enabled else None
     calls_tool = method == "tools/call"
-
-    async def scoped_run(ctx: Context, params: P) -> R:
-        scope = principal_of(ctx.request).scope
-        if scope is UNSCOPED:
-            return await handler(ctx, params)
-        with scoped(scope):
-            return await handler(ctx, params)
 
     async def run(ctx: Context, params: P) -> R:
         if tracing_active():
             describe_span(ctx)
         if record is None:
-            return await scoped_run(ctx, params)
+            return await handler(ctx, params)
         started = time.perf_counter()
         known, error = False, "cancelled"
         try:
-            result = await scoped_run(ctx, params)
+            result = await handler(ctx, params)
             known, error = True, TOOL_ERROR if isinstance(result, types.CallToolResult) and result.is_error else ""
             return result
         except MCPError as exc:
