@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import secrets
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
@@ -37,7 +38,9 @@ from starlette.routing import Route
 
 from tests.helpers.paths import PYTHON, ROOT
 from toolscout.config.telemetry import TracesConfig
+from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.serve.http import bind
+from toolscout.telemetry.logs import JsonFormatter
 from toolscout.telemetry.tracing import traces_wanted
 
 pytestmark = pytest.mark.anyio
@@ -188,3 +191,32 @@ def test_traces_follow_the_config_then_the_standard_variables() -> None:
     assert not traces_wanted(TracesConfig(enabled=False), {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
     assert traces_wanted(TracesConfig(enabled=True), {})
     assert not traces_wanted(TracesConfig(enabled=True), {"OTEL_SDK_DISABLED": "true"})
+
+
+def test_json_log_lines_mask_secrets_in_the_message_and_the_attributes() -> None:
+    secret = "sk-live-0123456789abcdefSECRET"
+    remember_secrets([secret])
+    install_log_masking()
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Collect()
+    handler.setFormatter(JsonFormatter())
+    log = logging.getLogger("toolscout.test.json")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        log.warning("upstream said %s", secret, extra={"error.type": f"bad key {secret}", "plain": secret})
+    finally:
+        log.removeHandler(handler)
+    [line] = lines
+    record = json.loads(line)
+    assert secret not in line
+    assert record["level"] == "warning" and record["logger"] == "toolscout.test.json"
+    assert record["message"].startswith("upstream said ")
+    assert record["error.type"].startswith("bad key ")
+    assert "plain" not in record  # only attributes under the conventions' dotted names are written
+    assert "trace_id" not in record  # no span is current
