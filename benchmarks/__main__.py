@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, str] = {
     "latency": "round-trip latency of the meta-tools through the full MCP stack, 527 tools behind them",
     "listing_formats": "tokens of the discovery listings' text in each listingFormat against compact JSON",
     "loop_stalls": "how long the gateway's own work holds its event loop, 10,000 tools and oversized input",
+    "metrics_overhead": "added latency of recording metrics per /mcp call, metrics on against off side by side",
     "memory": "resident memory of the gateway: idle, and with 527 and 10,000 tools indexed",
     "poisoning": "false positives of the tool-poisoning check on real tools, and the written attacks it catches",
     "proxy_latency": "added latency of a tool call through the gateway against direct, a bare SDK proxy and FastMCP",

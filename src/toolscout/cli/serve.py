@@ -16,7 +16,7 @@ import socket
 import sqlite3
 import sys
 from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -51,15 +51,21 @@ class LogLevel(StrEnum):
     error = "error"
 
 
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 def register(app: typer.Typer) -> None:
     app.command()(serve)
     app.command()(demo)
     app.command()(version)
 
 
-def setup_logging(level: LogLevel, *, background: bool = False) -> None:
+def setup_logging(level: LogLevel, *, background: bool = False, log_format: LogFormat = LogFormat.text) -> None:
     """Everything goes to stderr: on stdio, stdout belongs to the MCP stream. Secrets are masked
-    in every record (`toolscout.masking.install_log_masking`).
+    in every record (`toolscout.masking.install_log_masking`). `log_format=json`: one JSON object
+    a line (`toolscout.telemetry.logs`).
 
     `background`: written by a thread of its own, dropping lines while stderr is not read, so that a
     client that never reads it cannot stall the gateway (see `toolscout.serve.stdio`).
@@ -72,6 +78,10 @@ def setup_logging(level: LogLevel, *, background: bool = False) -> None:
         handler = BackgroundStderrHandler()
     else:
         handler = logging.StreamHandler(sys.stderr)
+    if log_format is LogFormat.json:
+        from toolscout.telemetry.logs import JsonFormatter
+
+        handler.setFormatter(JsonFormatter())
     logging.basicConfig(
         handlers=[handler],
         level=level.value.upper(),
@@ -95,6 +105,9 @@ def serve(
     stateless: Annotated[bool, typer.Option(help="Serve stateless streamable HTTP (no sessions).")] = False,
     demo: Annotated[bool, typer.Option(help="Front the bundled demo servers instead of a config file.")] = False,
     log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = LogLevel.info,
+    log_format: Annotated[
+        LogFormat, typer.Option(help="text for people, json for a log collector (one object a line).")
+    ] = LogFormat.text,
     mode: Annotated[
         ModeName | None,
         typer.Option(
@@ -126,7 +139,7 @@ def serve(
     ] = False,
 ) -> None:
     """Run the gateway as an MCP server."""
-    setup_logging(log_level, background=True)
+    setup_logging(log_level, background=True, log_format=log_format)
     output = Output()
     gateway_config, source = load(config, output, demo=demo)
     loaded = gateway_config
@@ -235,8 +248,12 @@ async def _serve_with(
     from toolscout.serve.http_guards import AllowList, ConnectionLimits
     from toolscout.serve.reload import ConfigReloader, reloading
     from toolscout.serve.sessions import SessionLimits
+    from toolscout.serve.telemetry import MetricsAccess
 
     gateway = Gateway.from_config(config)
+    metrics = (
+        MetricsAccess(gateway.metrics, public=config.telemetry.metrics.public) if gateway.metrics.enabled else None
+    )
     reloader = ConfigReloader(gateway, *watched) if watched is not None else None
     shared = config.registry.backend == "redis" and config.catalog_cache.enabled
     per_namespace, total = config.registry.max_registrations_per_namespace, config.registry.max_registrations
@@ -251,6 +268,7 @@ async def _serve_with(
             functools.partial(stop_on_signals, stop, reload=reloader.request if reloader is not None else None)
         )
         async with (
+            tracing(config),
             gateway,
             registrations.running(),
             _answering_the_command_line(gateway, config, answering, stop),
@@ -294,6 +312,7 @@ async def _serve_with(
                         api_routes=registry_routes(registrations),
                         replica=replica,
                         connections=ConnectionLimits.of(config.http),
+                        metrics=metrics,
                     )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
@@ -331,6 +350,20 @@ def _check_exposure(config: GatewayConfig, sock: socket.socket, authenticating: 
             ),
             EXIT_CONFIG,
         )
+
+
+@asynccontextmanager
+async def tracing(config: GatewayConfig) -> AsyncGenerator[None]:
+    """Export traces while serving, when asked to (`toolscout.telemetry.tracing`); a missing `otel`
+    extra is a configuration error (exit 2), said before anything starts."""
+    from toolscout.telemetry.tracing import exporting_traces
+
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(exporting_traces(config.telemetry.traces))
+        except ConfigurationError as exc:
+            Output().fail(exc, EXIT_CONFIG)
+        yield
 
 
 @asynccontextmanager

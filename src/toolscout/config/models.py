@@ -48,6 +48,7 @@ from pydantic.alias_generators import to_camel
 from toolscout.config.http import AuthConfig, HttpServeConfig
 from toolscout.config.locations import absolute_path, user_log_dir
 from toolscout.config.rules import ToolRule, patterns_compile
+from toolscout.config.telemetry import TelemetryConfig
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -446,6 +447,8 @@ class GatewayConfig(_Model):
     """How `smart_tool_discovery` selects a tool and maps arguments."""
     smart_tool: bool = False
     """Discovery mode: offer `smart_tool_discovery` beside the five meta-tools."""
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    """`/metrics` and OpenTelemetry traces (config/telemetry.py)."""
 
     @field_validator("catalog_cache", mode="before")
     @classmethod

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVarTuple, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, cast
 
 import anyio
 import anyio.abc
@@ -44,6 +44,7 @@ from toolscout.config.scopes import current_scope
 from toolscout.config.secrets import config_secrets
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.gauges import state_families, vector_cache
 from toolscout.gateway.index import SearchIndex, search_settings
 from toolscout.gateway.pins import ToolPins
 from toolscout.gateway.runtime import ServerChanges, ServerSet, Startup
@@ -54,6 +55,7 @@ from toolscout.gateway.validation import ArgumentValidator
 from toolscout.gateway.visibility import Visibility
 from toolscout.masking import install_log_masking, remember_secrets
 from toolscout.resources.core import Mirror
+from toolscout.telemetry.metrics import Metrics
 from toolscout.upstream import Status, Upstream, UpstreamSpec
 from toolscout.upstream.calls import current_relay, without_hop_metadata
 from toolscout.upstream.connection import ListKind
@@ -65,6 +67,7 @@ if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a work
 logger = logging.getLogger(__name__)
 
 Ts = TypeVarTuple("Ts")
+T = TypeVar("T")
 
 
 class Gateway:
@@ -90,11 +93,15 @@ class Gateway:
         audit: AuditLog | None = None,
         catalog_store: SnapshotStore | None = None,
         pins: ToolPins | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         install_log_masking()  # whoever runs a gateway, its log masks secrets (toolscout.masking)
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate upstream names in {names}")
+        self.metrics = metrics or Metrics()
+        """This gateway's metrics (`toolscout.telemetry.metrics`): what `/metrics` writes, and what a page
+        may read (`Metrics.tool_calls`); recorded by its upstreams, its searches and its MCP face."""
         self.rules = rules or RuleSet()
         """`toolRules`: tools through the catalog, prompts and resources through `mirror`."""
         self.pins = pins or ToolPins()
@@ -134,6 +141,9 @@ class Gateway:
         parts = (self.catalog, self.mirror, self._snapshots)
         self._servers = ServerSet(self._upstreams, self._startup, *parts, build=self._new_upstream)
         self._servers.state = lambda: self._state
+        # What the metrics read from this gateway when scraped (gateway/gauges.py).
+        self.metrics.add_source(functools.partial(state_families, self))
+        self.metrics.add_cache("embeddings", lambda: vector_cache(self.search_backend))
 
     @classmethod
     def from_config(
@@ -165,6 +175,7 @@ class Gateway:
         if config.catalog_cache.enabled:
             kwargs.setdefault("catalog_store", catalog_store(config))  # shared through Redis by replicas
         kwargs.setdefault("pins", ToolPins.from_config(config))
+        kwargs.setdefault("metrics", Metrics(enabled=config.telemetry.metrics.enabled))
         return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
 
     # Lifecycle
@@ -238,7 +249,15 @@ class Gateway:
 
     def _new_upstream(self, spec: UpstreamSpec) -> Upstream:
         tools, lists, updated = self._tools_listed, self._lists_changed, self._resource_updated
-        return Upstream(spec, self.catalog, on_tools_listed=tools, on_list_changed=lists, on_resource_updated=updated)
+        durations = self.metrics.upstream_calls if self.metrics.enabled else None
+        return Upstream(
+            spec,
+            self.catalog,
+            on_tools_listed=tools,
+            on_list_changed=lists,
+            on_resource_updated=updated,
+            durations=durations,
+        )
 
     # What the upstreams report (while the gateway runs)
 
@@ -327,13 +346,36 @@ class Gateway:
         A list is the steps of a task: each step is ranked on its own, and every step's best tool is
         in the answer whatever its relevance (`merge_steps`). The catalog is searched as it is when
         the call starts. A query past `max_query_chars`/`max_query_steps` is refused before any work."""
-        return await self._index.search(query, server=server, limit=limit, min_relevance=min_relevance)
+        search = self._index.search(query, server=server, limit=limit, min_relevance=min_relevance)
+        return await self._timed("search", search)
+
+    @property
+    def search_backend(self) -> SearchBackend | None:
+        """The search backend, once built (its caches are read for metrics)."""
+        return self._index.backend
+
+    async def _timed(self, kind: str, search: Coroutine[Any, Any, T]) -> T:
+        """Await `search`, its duration recorded as a search of `kind` (`toolscout_search_duration_seconds`)."""
+        if not self.metrics.enabled:
+            return await search
+        started = time.perf_counter()
+        error = "cancelled"
+        try:
+            result = await search
+            error = ""
+            return result
+        except ToolscoutError as exc:
+            error = exc.code.lower()
+            raise
+        finally:
+            self.metrics.searches.observe((kind, error), time.perf_counter() - started)
 
     async def candidates(
         self, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
     ) -> list[MethodHit]:
         """Smart mode's candidates: the best `limit` by `method` with each method's scores (`by_method`)."""
-        return await self._index.by_method(query, limit=limit, method=method, prefer=prefer)
+        candidates = self._index.by_method(query, limit=limit, method=method, prefer=prefer)
+        return await self._timed("smart", candidates)
 
     async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
         """The tools of one server (waiting for it if it is still connecting and has no stored catalog)."""
@@ -397,7 +439,12 @@ class Gateway:
             result = await upstream.call_tool(name, args)
             outcome = "isError" if result.is_error else "ok"
         finally:
-            logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, (time.perf_counter() - started) * 1000)
+            # Named as in the traces and metrics, for a JSON log (`serve --log-format json`).
+            error = {"ok": "", "isError": "tool_error"}.get(outcome, outcome)
+            attributes = {"mcp.method.name": "tools/call", "gen_ai.tool.name": name, "toolscout.server.name": server}
+            seconds = time.perf_counter() - started
+            extra = {**attributes, "error.type": error} if error else attributes
+            logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, seconds * 1000, extra=extra)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
         return await fit_result_off_loop(cap_output(without_hop_metadata(result), cap), self.max_result_bytes)
 

@@ -119,6 +119,11 @@ class SearchIndex:
         """The relevance below which `search` leaves hits out unless asked otherwise."""
         return self._min_relevance
 
+    @property
+    def backend(self) -> SearchBackend | None:
+        """The search backend, once built (None before)."""
+        return self._search
+
     def start(self, task_group: anyio.abc.TaskGroup) -> None:
         """Build the index in `task_group` now, while the client is still connecting, so that the
         first search is answered from it at once."""

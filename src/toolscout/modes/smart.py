@@ -36,6 +36,7 @@ import contextlib
 import json
 import logging
 import time
+import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -218,6 +219,8 @@ class SmartDiscovery:
         cache = self.config.cache
         self.matches = TTLCache[list[Choice]](cache.max_tool_matches, cache.tool_match_ttl)
         self.llm_answers = TTLCache[dict[tuple[str, str], LLMPick]](cache.max_llm_responses, cache.llm_response_ttl)
+        gateway.metrics.add_cache("smart_tool_matches", weakref.ref(self.matches))
+        gateway.metrics.add_cache("smart_llm_answers", weakref.ref(self.llm_answers))
         self._resting: dict[str, tuple[float, str]] = {}
         """LLM name → (until when it is not asked, why): one that timed out or was unreachable."""
         self.clock: Callable[[], float] = time.monotonic

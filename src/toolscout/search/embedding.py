@@ -72,6 +72,10 @@ class VectorCache:
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
+        self.hits = 0
+        """Texts whose vector a rebuild found here (a metric; with no directory, always 0)."""
+        self.misses = 0
+        """Texts a rebuild had to embed."""
 
     def _file(self, model_id: str) -> Path | None:
         return None if self.directory is None else self.directory / f"{model_id}.npz"
@@ -139,6 +143,8 @@ class DenseBackend:
         model = self.embedder.model_id
         known = self.cache.load(model)
         missing = [k for k in text_of if k not in known]
+        self.cache.hits += len(text_of) - len(missing)
+        self.cache.misses += len(missing)
         fresh: dict[str, Vectors] = {}
         if missing:
             encoded = self.embedder.encode([text_of[k] for k in missing])

@@ -52,6 +52,7 @@ from toolscout.serve.rounds import Forwarder, ReplicaDirectory
 from toolscout.serve.server import build_server
 from toolscout.serve.sessions import BoundedSessionManager, PeerAdmission, SessionLimits
 from toolscout.serve.stdio import serve_process_stdio
+from toolscout.serve.telemetry import CountedPrincipals, MetricsAccess
 
 logger = logging.getLogger(__name__)
 
@@ -155,13 +156,14 @@ def http_app(
     registry: Registry | None = None,
     api_routes: Sequence[BaseRoute] = (),
     replica: str | None = None,
+    metrics: MetricsAccess | None = None,
 ) -> ASGIApp:
     """Return `server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (sessions.py), behind the Host/Origin check (http_guards.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
     decides who each request is from, and refuses those without a valid credential (auth.py;
     unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
-    the token routes and `api_routes`.
+    the token routes and `api_routes`. With `metrics`, `/metrics` (serve/telemetry.py).
 
     In front of everything, the Host/Origin check; then the session admission; then the principal
     (authentication, rate limits): a bad Origin is refused before any credential is looked at."""
@@ -175,11 +177,15 @@ def http_app(
     if registry is not None:
         events = principals if isinstance(principals, TokenEvents) else None
         routes.append(api_mount(registry, events, api_routes))
+    resolver: PrincipalResolver = principals or AnonymousPrincipals()
+    if metrics is not None:
+        routes.append(metrics.route())
+        resolver = CountedPrincipals(resolver, metrics.metrics, public_metrics=metrics.public)
     app = Starlette(routes=routes, lifespan=lambda _: manager.run(), exception_handlers=api_exception_handlers)
     inner: ASGIApp = app
     if replica is not None and isinstance(registry, ReplicaDirectory):  # another replica's retries go there
         inner = Forwarder(app, replica, registry)
-    identified = PrincipalAdmission(inner, principals or AnonymousPrincipals())
+    identified = PrincipalAdmission(inner, resolver)
     # OAuth discovery is answered before authentication: it says this gateway takes a bearer credential.
     return HostOriginGuard(Health(NotOAuth(PeerAdmission(identified, manager)), registry), allow)
 
@@ -201,6 +207,7 @@ async def serve_http(
     api_routes: Sequence[BaseRoute] = (),
     replica: str | None = None,
     connections: ConnectionLimits | None = None,
+    metrics: MetricsAccess | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
@@ -208,7 +215,7 @@ async def serve_http(
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
     `connections`: how long a connection may take to send a request's headers, and how many may be
-    open at once (http_guards.py)."""
+    open at once (http_guards.py); `metrics`: `/metrics`, and who may read it."""
     shared = registry if isinstance(registry, SharedClientState) else None
     server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
@@ -220,6 +227,7 @@ async def serve_http(
         registry=registry,
         api_routes=api_routes,
         replica=replica,
+        metrics=metrics,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.serve.stdio`); its loggers go to the gateway's log instead.

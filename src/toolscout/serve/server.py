@@ -77,6 +77,7 @@ from toolscout.serve.auth import principal_of
 from toolscout.serve.notifications import UNSUBSCRIBE_WAIT, ResourceSubscriptions, watching_changes
 from toolscout.serve.rounds import Rounds
 from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context, SharedLoads
+from toolscout.serve.telemetry import PassedOn, observed
 from toolscout.smart.confirmation import Confirmations
 from toolscout.suggestions import unknown_tool
 from toolscout.upstream.calls import paginate, relaying
@@ -142,6 +143,10 @@ class GatewayServer(Server[ConnectionScope]):
         self._serving = 0
         """Lifespans entered and not yet left: one per connection on stdio and in process, one on HTTP."""
         self._stop_following: list[Callable[[], None]] = []
+
+        def served(method: str, handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
+            return observed(method, under_scope(handler), gateway.metrics)
+
         with warnings.catch_warnings():
             # Logging is deprecated at 2026-07-28, but handshake-era clients still set their level,
             # and a server that sends them upstream logs must declare the capability.
@@ -152,20 +157,21 @@ class GatewayServer(Server[ConnectionScope]):
                 title="toolscout MCP gateway",
                 instructions=self.surface.instructions,
                 lifespan=lambda _: self.serving(),
-                # Every request is served under its principal's scope (config/scopes.py).
-                on_list_tools=under_scope(self.on_list_tools),
-                on_call_tool=under_scope(self.on_call_tool),
-                on_set_logging_level=self.on_set_logging_level,
-                on_list_resources=under_scope(self.on_list_resources),
-                on_list_resource_templates=under_scope(self.on_list_resource_templates),
-                on_read_resource=under_scope(self.on_read_resource),
-                on_list_prompts=under_scope(self.on_list_prompts),
-                on_get_prompt=under_scope(self.on_get_prompt),
-                on_subscribe_resource=under_scope(self.on_subscribe_resource),
-                on_unsubscribe_resource=under_scope(self.on_unsubscribe_resource),
-                on_completion=under_scope(self.on_completion),
+                # Every request is served under its principal's scope (config/scopes.py), and timed
+                # into the gateway's metrics (serve/telemetry.py).
+                on_list_tools=served("tools/list", self.on_list_tools),
+                on_call_tool=served("tools/call", self.on_call_tool),
+                on_set_logging_level=served("logging/setLevel", self.on_set_logging_level),
+                on_list_resources=served("resources/list", self.on_list_resources),
+                on_list_resource_templates=served("resources/templates/list", self.on_list_resource_templates),
+                on_read_resource=served("resources/read", self.on_read_resource),
+                on_list_prompts=served("prompts/list", self.on_list_prompts),
+                on_get_prompt=served("prompts/get", self.on_get_prompt),
+                on_subscribe_resource=served("resources/subscribe", self.on_subscribe_resource),
+                on_unsubscribe_resource=served("resources/unsubscribe", self.on_unsubscribe_resource),
+                on_completion=served("completion/complete", self.on_completion),
                 # Always: resource and prompt lists change in every mode (tools too, except in discovery).
-                on_subscriptions_listen=under_scope(self.subscriptions.listen),
+                on_subscriptions_listen=served("subscriptions/listen", self.subscriptions.listen),
             )
 
     def get_capabilities(
@@ -409,7 +415,7 @@ def mcp_error(error: ToolscoutError) -> MCPError:
 def passed_on(error: UpstreamRefused) -> MCPError:
     """An upstream's own protocol error on one of its tools, as that upstream sent it (code, message, data)."""
     code = error.details.get("upstreamCode")
-    return MCPError(
+    return PassedOn(
         code=code if isinstance(code, int) else types.INTERNAL_ERROR,
         message=error.upstream_message,
         data=error.details.get("upstreamData"),

@@ -33,6 +33,7 @@ request context travels in a web framework.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -54,6 +55,7 @@ from toolscout.errors import (
     UpstreamRefused,
     server_unavailable,
 )
+from toolscout.telemetry.metrics import TOOL_ERROR, Histogram
 from toolscout.upstream.spec import ConnectionState, Status
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,8 @@ T = TypeVar("T")
 
 class ToolCall:
     """A `tools/call` of one tool: how its failures are worded."""
+
+    method = "tools/call"
 
     def __init__(self, server: str, tool: str) -> None:
         self.server = server
@@ -120,6 +124,8 @@ class Request:
     def __init__(self, server: str, what: str) -> None:
         self.server = server
         self.what = what
+        self.method = what.partition(" ")[0]
+        """The request's method alone (`what` may name a URI after it): a metric's label."""
 
     def unavailable(self, state: ConnectionState) -> ServerUnavailable:
         if state.stop_reason is not None:
@@ -171,8 +177,11 @@ class CallsInFlight:
         reconnect: bool,
         on_gone: Callable[[], None],
         on_ended: Callable[[], None],
+        durations: Histogram | None = None,
     ) -> None:
         self._state = state
+        self._durations = durations
+        """Where each request's duration is recorded, by server, method and error type (None: nowhere)."""
         self._reconnect = reconnect
         self._on_gone = on_gone
         """Gives the connection up (the server forgot our session, or its transport is gone)."""
@@ -201,7 +210,26 @@ class CallsInFlight:
         self, sending: Sending, operation: Callable[[Client], Awaitable[T]], *, limit: float, use: bool = True
     ) -> T:
         """Run `operation` on the live session, within `limit` seconds; failures as the module says.
-        `use=False` (listings) leaves the `idleTimeout` clock alone."""
+        `use=False` (listings) leaves the `idleTimeout` clock alone. Its duration is recorded by error
+        type: the failure's code, `tool_error` for a tool's `isError` result, empty when it succeeded."""
+        durations = self._durations
+        if durations is None:
+            return await self._send(sending, operation, limit=limit, use=use)
+        started = time.perf_counter()
+        error = "cancelled"
+        try:
+            result = await self._send(sending, operation, limit=limit, use=use)
+            error = TOOL_ERROR if isinstance(result, types.CallToolResult) and result.is_error else ""
+            return result
+        except ToolscoutError as exc:
+            error = exc.code.lower()
+            raise
+        finally:
+            durations.observe((sending.server, sending.method, error), time.perf_counter() - started)
+
+    async def _send(
+        self, sending: Sending, operation: Callable[[Client], Awaitable[T]], *, limit: float, use: bool
+    ) -> T:
         state = self._state
         client = state.live_session
         if client is None:

@@ -42,6 +42,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolscout import __version__
 from toolscout.errors import ServerUnavailable
 from toolscout.masking import mask_text
+from toolscout.telemetry.metrics import Histogram
 from toolscout.upstream.calls import (
     CallsInFlight,
     Relay,
@@ -77,6 +78,7 @@ class Upstream:
         on_tools_listed: Callable[[Upstream, Sequence[types.Tool]], None] | None = None,
         on_list_changed: Callable[[Upstream, ListKind], None] | None = None,
         on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None,
+        durations: Histogram | None = None,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -87,7 +89,11 @@ class Upstream:
         self._on_list_changed = on_list_changed
         self._on_resource_updated = on_resource_updated
         self._calls = CallsInFlight(
-            self._state, reconnect=spec.reconnect, on_gone=self._on_closed, on_ended=self._call_ended
+            self._state,
+            reconnect=spec.reconnect,
+            on_gone=self._on_closed,
+            on_ended=self._call_ended,
+            durations=durations,
         )
         self._callbacks = ClientCallbacks(
             spec.name,
@@ -110,6 +116,8 @@ class Upstream:
         long as the server is then reached at 2026-07-28; the handshake first again otherwise)."""
         self._fell_back = False
         self._connected_since: float | None = None
+        self.reconnects = 0
+        """Attempts to connect again after a failure or a lost connection (a metric)."""
         if not spec.disabled:
             self._tools.list_offline()
 
@@ -171,6 +179,7 @@ class Upstream:
             if state.stopping:
                 return
             delay = min(delay * 2, self.spec.backoff_max)
+            self.reconnects += 1
             state.move(Status.CONNECTING)
 
     def connect_if_idle(self) -> None:

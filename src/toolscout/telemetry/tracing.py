@@ -1,0 +1,89 @@
+"""OpenTelemetry traces, sent over OTLP/HTTP while the gateway serves (the `toolscout[otel]` extra).
+
+The MCP SDK already makes the spans, named as the OpenTelemetry conventions for MCP have them: one
+for each request the gateway serves (`mcp.method.name`, `gen_ai.tool.name`, `error.type`, its
+parent taken from the `traceparent` and `tracestate` in the request's `params._meta`), and a child
+for each request the gateway sends upstream, whose `params._meta` carries the trace on. Without a
+tracer provider they cost next to nothing and go nowhere; `exporting_traces` installs one that
+sends them to a collector, and the MCP face adds what only it knows (`mcp.session.id`,
+`network.transport`, serve/telemetry.py) while `tracing_active()`.
+
+Traces are on when `telemetry.traces.enabled` says so, or, left unset, when the standard variable
+OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; OTEL_SDK_DISABLED=true
+turns them off. The other OTEL_* variables (headers, timeout, resource attributes) are read by the
+OpenTelemetry SDK itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+
+from toolscout.config.telemetry import TracesConfig
+from toolscout.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SERVICE_NAME = "toolscout"
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+_exporting = 0
+"""How many `exporting_traces` blocks are open in this process (the tracer provider is the process's)."""
+
+
+def tracing_active() -> bool:
+    """Whether spans are being exported (else adding attributes to them would be wasted work)."""
+    return _exporting > 0
+
+
+def traces_wanted(config: TracesConfig, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether `config` and the environment ask for traces (see the module)."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if config.enabled is not None:
+        return config.enabled
+    return any(environ.get(name) for name in ENDPOINT_VARIABLES)
+
+
+@contextmanager
+def exporting_traces(config: TracesConfig, environ: Mapping[str, str] = os.environ) -> Generator[None]:
+    """Send spans to the OTLP collector while the block runs, if asked to (`traces_wanted`); those
+    still queued are sent when it ends.
+
+    Raises:
+        ConfigurationError: traces are asked for but the `otel` extra is not installed.
+    """
+    if not traces_wanted(config, environ):
+        yield
+        return
+    try:
+        from opentelemetry import trace
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise ConfigurationError(
+            "traces are turned on (telemetry.traces or OTEL_EXPORTER_OTLP_ENDPOINT) but the OpenTelemetry SDK "
+            "is not installed: install toolscout with the otel extra (pip install 'toolscout[otel]'), or set "
+            "telemetry.traces.enabled to false."
+        ) from None
+    global _exporting
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # a process has one provider; a second gateway adds to it
+        name = config.service_name or environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
+        provider = TracerProvider(resource=Resource.create({"service.name": name}))
+        trace.set_tracer_provider(provider)
+    # Given a base URL, the path is ours to add; else the exporter reads the variables (or its default).
+    endpoint = config.endpoint.rstrip("/") + "/v1/traces" if config.endpoint else None
+    processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+    provider.add_span_processor(processor)
+    _exporting += 1
+    logger.info("sending traces to %s", endpoint or "the OTLP endpoint of the OTEL_* variables")
+    try:
+        yield
+    finally:
+        _exporting -= 1
+        processor.shutdown()  # what is queued is sent first
