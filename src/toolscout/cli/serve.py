@@ -294,6 +294,7 @@ async def _serve_with(
                         api_routes=registry_routes(registrations),
                         replica=replica,
                         connections=ConnectionLimits.of(config.http),
+                        config_file=watched[0] if watched is not None else None,
                     )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
