@@ -249,6 +249,7 @@ class DiscoveryApi:
         return entry
 
     async def servers(self, request: Request) -> Response:
+        await self.gateway.settle_startup()
         return JSONResponse({"servers": [self._server(u) for u in self.gateway.upstreams]})
 
     def _tool(self, entry: CatalogTool) -> dict[str, Any]:
