@@ -6,6 +6,7 @@ the config file with its comments kept."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from benchmarks.processes import SERVE_READY, running
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
+from tests.helpers.scoped_gateway import UNSEEN, scoped_http, two_namespaces
 
 pytestmark = pytest.mark.anyio
 
@@ -217,6 +219,7 @@ async def test_mcp_call_is_execute_tool_with_its_scope_and_audit(sandbox: Sandbo
         status, ok_only = await get(http, "/api/v1/audit", ADMIN, outcome="ok", limit="2")
         assert len(ok_only["entries"]) == 2 and ok_only["entries"][0]["server"] == "units"
         assert ok_only["entries"][0]["smart"]["method"] == "hybrid"  # the smart call was the last one
+        assert ok_only["entries"][0]["client"] == "http-api"
         status, refused = await get(http, "/api/v1/audit", UNITS, namespace="writers")
         assert status == 403 and refused["error"]["code"] == "FORBIDDEN"
         status, theirs = await get(http, "/api/v1/audit", NOTES)
@@ -315,3 +318,35 @@ async def test_semantic_settings_change_the_running_gateway_and_the_file(sandbox
         assert status == 400 and "model_name" in unknown["error"]["message"]
         answer = await http.put("/api/v1/config/semantic", headers=bearer(ADMIN), content=b"[1]")
         assert answer.status_code == 400 and answer.json()["error"]["code"] == "INVALID_JSON"
+
+
+async def test_without_a_registry_or_credentials_the_discovery_routes_answer() -> None:
+    # The face as http_app serves it with no registry (no token routes): the discovery routes are
+    # there all the same; a request without a credential is anonymous and sees everything, as /mcp.
+    async with (
+        two_namespaces() as gateway,
+        scoped_http(gateway, "discovery") as url,
+        httpx2.AsyncClient(base_url=url.removesuffix("/mcp"), timeout=30) as http,
+    ):
+        answer = await http.get("/api/v1/servers")
+        assert answer.status_code == 200
+        assert [s["name"] for s in answer.json()["servers"]] == ["kitchen", "notes", "alpha.books", "beta.films"]
+        assert (await http.get("/api/v1/discovery/stats")).status_code == 200
+        assert (await http.get("/api/v1/tokens")).status_code == 404
+
+        status, data = await get(http, "/api/v1/servers", "alpha-token")
+        assert status == 200 and [s["name"] for s in data["servers"]] == ["kitchen", "alpha.books"]
+        status, data = await get(http, "/api/v1/tools", "alpha-token")
+        names = {(t["server"], t["name"]) for t in data["tools"]}
+        assert names and not any(name.startswith("delete_") for _, name in names)  # its rule: !delete_*
+        assert {server for server, _ in names} == {"kitchen", "alpha.books"}
+
+        status, data = await get(http, "/api/v1/search", "beta-token", q="add a note", explain="true")
+        assert status == 200 and data["results"] and {r["server"] for r in data["results"]} == {"beta.films"}
+        text = json.dumps(data)
+        assert not any(word in text for word in UNSEEN["beta-token"])
+
+        status, data = await get(http, "/api/v1/discovery/stats", "alpha-token")
+        assert status == 403 and data["error"]["code"] == "FORBIDDEN"
+        status, data = await get(http, "/api/v1/audit", "alpha-token")
+        assert (status, data["error"]["code"]) == (404, "AUDIT_OFF")

@@ -66,7 +66,9 @@ from toolscout.errors import (
     ToolscoutError,
     Unavailable,
 )
+from toolscout.gateway.audit import noting
 from toolscout.gateway.core import Gateway
+from toolscout.modes.base import Surface
 from toolscout.modes.discovery import BY_NAME
 from toolscout.naming import native_names
 from toolscout.render.signatures import call_signature
@@ -389,6 +391,10 @@ class DiscoveryApi:
                 "a request in plain words needs smart_tool_discovery: set mode: smart, or smartTool: true "
                 "in discovery mode; or call a tool by server and tool",
             )
+        with noting(client=API_CLIENT):  # the tool it runs is audited as this API's call
+            return await self._smart_call(surface, client, body)
+
+    async def _smart_call(self, surface: Surface, client: ApiClient, body: dict[str, Any]) -> types.CallToolResult:
         found = await call_result(
             lambda: surface.call(client, SMART_TOOL, body),
             tool=SMART_TOOL,
