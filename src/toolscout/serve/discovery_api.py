@@ -111,7 +111,8 @@ class SemanticHealth(_Body):
     """`GET /api/v1/health/semantic`: the embeddings against the catalog."""
 
     status: str
-    """`ok`; `degraded` when tools wait to be embedded, or search runs without embeddings."""
+    """`ok`; `degraded` when tools wait to be embedded, or the embeddings cannot be used; `off` with
+    `search.backend: bm25`."""
     backend: str
     model: str | None
     dimensions: int | None
@@ -414,10 +415,12 @@ class DiscoveryApi:
 
     async def semantic_health(self, request: Request) -> Response:
         state = await self.gateway.semantic_state()
-        ok = state.model is not None and state.stale == 0
+        fresh = state.model is not None and state.stale == 0
+        # BM25 alone has no embeddings, as configured: off, not degraded.
+        status = "off" if self.gateway.search_config.backend == "bm25" else "ok" if fresh else "degraded"
         return _json(
             SemanticHealth(
-                status="ok" if ok else "degraded",
+                status=status,
                 backend=self.gateway.search_config.backend,
                 model=state.model,
                 dimensions=state.dimensions,
