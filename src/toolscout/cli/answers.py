@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from toolscout.gateway.core import Gateway
-    from toolscout.search import SearchHit
+    from toolscout.gateway.explain import ExplainedHit
+    from toolscout.search import SearchBackend, SearchHit
     from toolscout.upstream import Upstream
 
 logger = logging.getLogger(__name__)
@@ -424,8 +425,34 @@ class CatalogView:
     ) -> list[SearchHit]:
         """The enabled tools ranked for `query`, as the gateway's search ranks them (none below
         `min_relevance`, default the config's)."""
+        from toolscout.search.base import search_steps
+
+        backend, floor = self._searching(query, server, limit, min_relevance)
+        return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
+
+    def explain(
+        self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
+    ) -> list[ExplainedHit]:
+        """The hits `search` gives, in its order, each with each ranker's part in it (and smart mode's
+        scores when the config turns smart mode on), as `Gateway.explain_search` gives them."""
+        from toolscout.gateway.explain import explained, smart_scores
+        from toolscout.search.base import explain_hits, method_hits
+
+        backend, floor = self._searching(query, server, limit, min_relevance)
+        found = explain_hits(backend, query, server=server, limit=limit, min_relevance=floor)
+        smart = None
+        if self._config.mode == "smart" or self._config.smart_tool:
+            settings = self._config.smart
+            candidates = method_hits(backend, query, limit=max(limit, settings.max_llm_candidates), method="hybrid")
+            smart = smart_scores(candidates, settings)
+        return explained(found, smart)
+
+    def _searching(
+        self, query: str, server: str | None, limit: int, min_relevance: float | None
+    ) -> tuple[SearchBackend, float]:
+        """The search backend over the catalog, the query checked first, and the relevance floor."""
         from toolscout.search import make_backend
-        from toolscout.search.base import check_queries, search_steps, server_context
+        from toolscout.search.base import check_queries, server_context
 
         search = self._config.search
         floor = search.min_relevance if min_relevance is None else min_relevance
@@ -436,7 +463,7 @@ class CatalogView:
         backend.rebuild(
             self.catalog.tools(), {s.name: server_context(s.description, s.instructions) for s in self.servers}
         )
-        return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
+        return backend, floor
 
     def tools(self, server: str) -> list[CatalogTool]:
         """Every tool of `server`, those the rules disable too."""

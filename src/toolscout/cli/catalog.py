@@ -22,7 +22,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolscout.cli.answers import META_SEARCH_LIMIT, answers, serve_answers
+from toolscout.cli.answers import META_SEARCH_LIMIT, ViewAnswers, answers, serve_answers
 from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, JsonOption, Output, connected, load, run
 from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
 from toolscout.render.signatures import example_arguments
@@ -30,6 +30,8 @@ from toolscout.render.text import hint_labels
 
 if TYPE_CHECKING:
     import mcp_types as types
+
+    from toolscout.gateway.explain import ExplainedHit
 
 _STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
 _STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting"}
@@ -160,6 +162,14 @@ def search(
         ),
     ] = None,
     refresh: RefreshOption = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Show what each ranker added to each result: lexical (BM25), names, embeddings, the "
+            "learned ranker when on, the fused score, and smart mode's scores when it is on.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Search tools across all servers (exit 2 when nothing matches)."""
@@ -167,6 +177,7 @@ def search(
     gateway_config, source = load(config, output)
 
     async def body() -> None:
+        parts: list[ExplainedHit] = []
         try:
             async with answers(
                 gateway_config,
@@ -175,9 +186,12 @@ def search(
                 [server] if server else None,
                 refresh=refresh,
                 retry_failed=server is not None,
-                serve_can_answer=limit <= META_SEARCH_LIMIT,
+                # The parts are the catalog view's own: a running serve's meta-tools do not say them.
+                serve_can_answer=limit <= META_SEARCH_LIMIT and not explain,
             ) as found:
                 results = await found.search(query, server=server, limit=limit, min_relevance=min_relevance)
+                if explain and isinstance(found, ViewAnswers):
+                    parts = found.view.explain(query, server=server, limit=limit, min_relevance=min_relevance)
                 floor = gateway_config.search.min_relevance if min_relevance is None else min_relevance
                 # Nothing above the floor: is there anything below it? (Say so, and how to see it.)
                 weaker = (
@@ -185,8 +199,19 @@ def search(
                 )
         except ToolscoutError as exc:
             output.fail(exc)
+        if parts:
+            by_tool = {(p.server, p.tool): p for p in parts}
+            for row in results:
+                found_parts = by_tool.get((row["server"], row["tool"]))
+                if found_parts is not None:
+                    row["contributions"] = found_parts.contributions
+                    row["smart"] = found_parts.smart
         if as_json:
             output.data({"query": query, "results": results})
+        elif results and parts:
+            output.print(f'Search results for "{escape(query)}" ({len(results)} found), each ranker\'s part:')
+            for table in explain_tables(parts):
+                output.out.print(table)
         elif results:
             output.print(f'Search results for "{escape(query)}" ({len(results)} found):')
             for rank, r in enumerate(results, 1):
@@ -212,6 +237,34 @@ def search(
             raise typer.Exit(EXIT_NO_RESULTS)
 
     run(body)
+
+
+def explain_tables(hits: list[ExplainedHit]) -> list[Table]:
+    """The explained hits as tables: a column per ranker that took part; then, with smart mode on,
+    a column per selection method (two tables, so that each fits a terminal's 80 columns)."""
+    from toolscout.gateway.explain import RANKERS
+
+    rankers = [name for name in RANKERS if any(name in h.contributions for h in hits)]
+    methods = ("rule_based", "semantic_based", "llm", "combined")
+    smart = [name for name in methods if any(name in (h.smart or {}) for h in hits)]
+    tables: list[Table] = []
+    for title, columns in (("", ["relevance", *rankers]), ("smart mode", smart)):
+        if not columns:
+            continue
+        table = Table(title=title or None, title_justify="left", box=None, pad_edge=False, header_style="bold")
+        table.add_column("#", justify="right")
+        table.add_column("tool", overflow="fold")  # the numbers keep their width; a long name folds
+        for name in columns:
+            table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
+        for rank, hit in enumerate(hits, 1):
+            found = (hit.smart or {}) if title else {"relevance": hit.relevance, **hit.contributions}
+            table.add_row(str(rank), escape(f"{hit.server}:{hit.tool}"), *(_cell(found.get(name)) for name in columns))
+        tables.append(table)
+    return tables
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
 
 
 def tools(

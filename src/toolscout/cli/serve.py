@@ -313,6 +313,7 @@ async def _serve_with(
                         replica=replica,
                         connections=ConnectionLimits.of(config.http),
                         metrics=metrics,
+                        config_file=watched[0] if watched is not None else None,
                     )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()

@@ -189,6 +189,16 @@ class RuleSet:
         """Whether the tool rules are a whitelist (some rule of kind `tool` says `enabled: true`)."""
         return "tool" in self._whitelists
 
+    def deciding(self, server: str, tool: str, kind: RuleKind = "tool") -> int | None:
+        """The index in `toolRules` of the rule that enables or disables `server`'s `tool` (None: no
+        rule does, and it is enabled unless the rules of its kind are a whitelist)."""
+        for index, rule in enumerate(self._rules):
+            if rule.kind != kind or rule.enabled is None:
+                continue
+            if (rule.server is None or rule.server(server)) and rule.patterns.matches(tool):
+                return index
+        return None
+
     def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
         """Return what the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
         enabled: bool | None = None

@@ -37,18 +37,22 @@ from toolscout.config.models import (
     DEFAULT_MIN_RELEVANCE,
     ConfiguredServers,
     GatewayConfig,
+    SearchConfig,
     ServerSource,
+    SmartConfig,
 )
 from toolscout.config.rules import RuleSet
-from toolscout.config.scopes import current_scope
+from toolscout.config.scopes import Scope, current_scope, scoped
 from toolscout.config.secrets import config_secrets
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.gauges import state_families, vector_cache
-from toolscout.gateway.index import SearchIndex, search_settings
+from toolscout.gateway.explain import ExplainedHit, explained, smart_scores
+from toolscout.gateway.index import SearchIndex, SemanticState, build_backend, search_settings
 from toolscout.gateway.pins import ToolPins
 from toolscout.gateway.runtime import ServerChanges, ServerSet, Startup
 from toolscout.gateway.snapshots import Snapshots
+from toolscout.gateway.stats import DiscoveryStats
 from toolscout.gateway.store import SnapshotStore, catalog_store
 from toolscout.gateway.upstreams import UpstreamRegistry, wait_until_connected
 from toolscout.gateway.validation import ArgumentValidator
@@ -144,6 +148,14 @@ class Gateway:
         # What the metrics read from this gateway when scraped (gateway/gauges.py).
         self.metrics.add_source(functools.partial(state_families, self))
         self.metrics.add_cache("embeddings", lambda: vector_cache(self.search_backend))
+        self.stats = DiscoveryStats()
+        """What searches and smart calls were made, and how the caches answered (the HTTP API's stats)."""
+        self.search_config = SearchConfig(
+            min_relevance=min_relevance, max_query_chars=max_query_chars, max_query_steps=max_query_steps
+        )
+        """The `search` settings searches run by (`configure_search` changes them while running)."""
+        self.smart: SmartConfig | None = None
+        """Smart mode's settings when a client may call `smart_tool_discovery` (`explain_search` adds its scores)."""
 
     @classmethod
     def from_config(
@@ -176,7 +188,11 @@ class Gateway:
             kwargs.setdefault("catalog_store", catalog_store(config))  # shared through Redis by replicas
         kwargs.setdefault("pins", ToolPins.from_config(config))
         kwargs.setdefault("metrics", Metrics(enabled=config.telemetry.metrics.enabled))
-        return cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
+        gateway = cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
+        gateway.search_config = config.search
+        if config.mode == "smart" or config.smart_tool:
+            gateway.smart = config.smart
+        return gateway
 
     # Lifecycle
 
@@ -347,7 +363,9 @@ class Gateway:
         in the answer whatever its relevance (`merge_steps`). The catalog is searched as it is when
         the call starts. A query past `max_query_chars`/`max_query_steps` is refused before any work."""
         search = self._index.search(query, server=server, limit=limit, min_relevance=min_relevance)
-        return await self._timed("search", search)
+        hits = await self._timed("search", search)
+        self.stats.searched(len(hits))
+        return hits
 
     @property
     def search_backend(self) -> SearchBackend | None:
@@ -369,6 +387,44 @@ class Gateway:
             raise
         finally:
             self.metrics.searches.observe((kind, error), time.perf_counter() - started)
+
+    async def explain_search(
+        self, query: str, *, server: str | None = None, limit: int = 10, scope: Scope | None = None
+    ) -> list[ExplainedHit]:
+        """The hits `search` gives for `query` (same order, same scope, rules and floor), each with
+        each ranker's part in it and, with smart mode on, each selection method's score.
+
+        `scope`: search as that scope sees (default: the request's, `current_scope()`)."""
+        if scope is not None:
+            with scoped(scope):
+                return await self.explain_search(query, server=server, limit=limit)
+        found = await self._index.explain(query, server=server, limit=limit)
+        self.stats.explained += 1
+        smart = None
+        if self.smart is not None:
+            candidates = await self.candidates(query, limit=max(limit, self.smart.max_llm_candidates), method="hybrid")
+            smart = smart_scores(candidates, self.smart)
+        return explained(found, smart)
+
+    @property
+    def scoped_indexes(self) -> int:
+        """How many scopes have a search index of their own just now."""
+        return self._index.scoped_indexes
+
+    async def semantic_state(self, *, sync: bool = False) -> SemanticState:
+        """The embeddings against the catalog (model, dimensions, embedded, stale); `sync`: what is
+        stale embedded first."""
+        return await self._index.semantic_state(sync=sync)
+
+    async def configure_search(self, config: SearchConfig) -> None:
+        """Search by `config` from the next search on. Another backend or model is built first (in a
+        worker thread): one that cannot be loaded raises its `ConfigurationError` and nothing changes."""
+        factory: Callable[[], SearchBackend] | None = None
+        if (config.backend, config.model) != (self.search_config.backend, self.search_config.model):
+            backend = await anyio.to_thread.run_sync(build_backend, config.backend, config.model)
+            factory = functools.partial(_built, backend)
+        self._index.configure(config, factory)
+        self.search_config = config
 
     async def candidates(
         self, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
@@ -447,6 +503,10 @@ class Gateway:
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, seconds * 1000, extra=extra)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
         return await fit_result_off_loop(cap_output(without_hop_metadata(result), cap), self.max_result_bytes)
+
+
+def _built(backend: SearchBackend) -> SearchBackend:
+    return backend
 
 
 # Caps on what a call returns: the text an agent reads, and the bytes a client reads in one message.

@@ -40,7 +40,7 @@ from toolscout.gateway.visibility import MAX_SCOPES, Visibility, narrows, scope_
 
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
-    from toolscout.search.base import Method, MethodHit
+    from toolscout.search.base import Explained, Method, MethodHit
     from toolscout.search.embedding import DenseBackend, VectorCache
     from toolscout.upstream.connection import Upstream
 
@@ -171,6 +171,20 @@ class SearchIndex:
             functools.partial(search_steps, query=query, server=server, limit=limit, min_relevance=floor)
         )
 
+    async def explain(
+        self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
+    ) -> list[Explained]:
+        """The hits `search` gives for `query`, in its order, each with what each ranker added to it."""
+        from toolscout.search.base import check_queries, explain_hits
+
+        floor = self._min_relevance if min_relevance is None else min_relevance
+        check_queries(query, limit, floor, max_chars=self._max_query_chars, max_steps=self._max_query_steps)
+        if server is not None:
+            self._visibility.named(server, current_scope())
+        return await self._scored(
+            functools.partial(explain_hits, query=query, server=server, limit=limit, min_relevance=floor)
+        )
+
     async def by_method(
         self, query: str, *, limit: int, method: Method, prefer: frozenset[str] = frozenset()
     ) -> list[MethodHit]:
@@ -206,6 +220,51 @@ class SearchIndex:
             self._indexed_version = version
         return backend
 
+    def configure(self, config: SearchConfig, factory: Callable[[], SearchBackend] | None) -> None:
+        """Search by `config` from the next search on: its floor and caps at once; with `factory`, a new
+        backend (another kind or model) built by it on first use, every scope's index dropped."""
+        self._min_relevance = config.min_relevance
+        self._max_query_chars, self._max_query_steps = config.max_query_chars, config.max_query_steps
+        if factory is not None:
+            with self._search_lock:
+                self._search, self._search_factory = None, factory
+            self._indexed_version = -1
+            self._scoped.clear()
+
+    async def semantic_state(self, *, sync: bool) -> SemanticState:
+        """What the embeddings hold against the catalog as it is now; with `sync`, the index rebuilt
+        first (what is stale embedded, in a worker thread)."""
+        from toolscout.search.embedding import DenseBackend, tool_key
+        from toolscout.search.hybrid import HybridBackend
+
+        async with self._index_lock:
+            backend = self._search or await anyio.to_thread.run_sync(self._backend)
+            before = self._indexed_version
+            if sync:
+                backend = await self._indexed()
+            dense = backend.dense if isinstance(backend, HybridBackend) else backend
+            if not isinstance(dense, DenseBackend):
+                return SemanticState(None, None, 0, 0, rebuilt=sync and before != self._indexed_version)
+            tools = self._catalog.tools()
+
+            def compared() -> tuple[set[str], set[str]]:
+                return dense.embedded(), {tool_key(t) for t in tools}  # hashing every text: off the loop
+
+            indexed, current = await anyio.to_thread.run_sync(compared)
+            stale = len(current - indexed) + len(indexed - current)  # to embed, and to drop
+            return SemanticState(
+                dense.embedder.model_id,
+                dense.dimensions,
+                len(indexed & current),
+                stale,
+                rebuilt=sync and before != self._indexed_version,
+            )
+
+    @property
+    def scoped_indexes(self) -> int:
+        """How many scopes have an index of their own just now."""
+        return len(self._scoped)
+
     def _backend(self) -> SearchBackend:
         """The search backend, built on first use (from any thread: at start, a worker's)."""
         with self._search_lock:
@@ -225,6 +284,19 @@ def server_contexts(upstreams: Iterable[Upstream]) -> dict[str, str]:
     return {
         up.name: server_context(up.description, up.identity.instructions if up.identity else None) for up in upstreams
     }
+
+
+@dataclass(frozen=True)
+class SemanticState:
+    """The embeddings of the search index: the model (None without embeddings), its dimensions, how
+    many tools are embedded, how many catalog changes they are behind by (tools added, removed or
+    changed), and whether this question rebuilt them."""
+
+    model: str | None
+    dimensions: int | None
+    embedded: int
+    stale: int
+    rebuilt: bool = False
 
 
 EMBED_AFRESH_UP_TO = 1_000

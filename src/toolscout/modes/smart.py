@@ -221,6 +221,8 @@ class SmartDiscovery:
         self.llm_answers = TTLCache[dict[tuple[str, str], LLMPick]](cache.max_llm_responses, cache.llm_response_ttl)
         gateway.metrics.add_cache("smart_tool_matches", weakref.ref(self.matches))
         gateway.metrics.add_cache("smart_llm_answers", weakref.ref(self.llm_answers))
+        gateway.stats.count_cache("smartToolMatches", self.matches)
+        gateway.stats.count_cache("smartLlmAnswers", self.llm_answers)
         self._resting: dict[str, tuple[float, str]] = {}
         """LLM name → (until when it is not asked, why): one that timed out or was unreachable."""
         self.clock: Callable[[], float] = time.monotonic
@@ -236,18 +238,21 @@ class SmartDiscovery:
                 entry = await self._named(args.tool)
                 choice = Choice(entry, 1.0, f"Explicit({entry.server}/{entry.name})")
                 decision = Decision("explicit")
+                self.gateway.stats.smart_call(decision.method, ran=True)
                 arguments = dict(args.arguments or {})
                 return await self._checked(args, choice, decision, arguments, "given", None, user_confirmed)
             choices, decision = await self._select(args, llm)
+            threshold = (
+                self.config.confidence_threshold if args.confidence_threshold is None else args.confidence_threshold
+            )
+            chosen = bool(choices) and choices[0].confidence >= threshold and args.max_suggestions <= 1
+            self.gateway.stats.smart_call(decision.method, ran=chosen)
             if args.max_suggestions > 1 and choices:
                 top = choices[: args.max_suggestions]
                 from toolscout.smart.extraction import extract_arguments
 
                 extracted = [extract_arguments(self._text(args), c.tool.input_schema).arguments for c in top]
                 return suggestions(top, extracted, decision)
-            threshold = (
-                self.config.confidence_threshold if args.confidence_threshold is None else args.confidence_threshold
-            )
             if not choices or choices[0].confidence < threshold:
                 scope = current_scope()
                 searched = sum(self.gateway.visibility.counts(scope, u.name)[1] for u in self.gateway.upstreams)

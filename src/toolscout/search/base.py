@@ -206,3 +206,28 @@ def method_hits(
         MethodHit(h.tool, 0.0 if dense else h.relevance, h.relevance if dense else None, h.relevance)
         for h in backend.search(query, limit=limit)
     ]
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    """A backend that can say what each of its rankers adds to a hit's score (the hybrid one)."""
+
+    def contributions(self, query: str, tools: Sequence[CatalogTool]) -> list[dict[str, float]]: ...
+
+
+Explained = tuple[SearchHit, dict[str, float]]
+"""A hit and each ranker's part in it (`Explainer.contributions`)."""
+
+
+def explain_hits(
+    backend: SearchBackend, query: str, *, server: str | None, limit: int, min_relevance: float
+) -> list[Explained]:
+    """The hits `search_steps` gives for `query`, in its order, each with what each ranker added.
+
+    A backend of one ranker gives its relevance as that ranker's part, and as the fusion."""
+    hits = search_steps(backend, query, server=server, limit=limit, min_relevance=min_relevance)
+    if isinstance(backend, Explainer):
+        return list(zip(hits, backend.contributions(query, [h.tool for h in hits]), strict=True))
+    ranks_by = getattr(backend, "ranks_by", None)
+    own = {"semantic": "embeddings", "rule": "lexical"}.get(ranks_by) if isinstance(ranks_by, str) else None
+    return [(h, ({own: h.relevance} if own else {}) | {"fusion": h.relevance}) for h in hits]

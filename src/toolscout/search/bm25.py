@@ -79,6 +79,9 @@ def document_terms(
 class BM25Backend:
     """Okapi BM25 over weighted fields; relevance is the score against the best hit, scaled by query coverage."""
 
+    ranks_by = "rule"
+    """The one method it ranks by (`search.base.method_hits`, `explain_hits`)."""
+
     def __init__(self, weights: FieldWeights | None = None, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.weights = weights or FieldWeights()
         self._k1 = k1

@@ -113,6 +113,11 @@ class VectorCache:
             log.warning("could not write the embedding cache %s: %s", path, exc)
 
 
+def tool_key(tool: CatalogTool) -> str:
+    """A tool as its vector knows it: its name and the texts the vector is made from."""
+    return f"{tool.server}/{tool.name}:{_key(tool_text(tool))}:{_key(summary_text(tool))}"
+
+
 def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
@@ -159,6 +164,15 @@ class DenseBackend:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
         if fresh:
             self.cache.save(model, {k: vectors[k] for k in text_of}, known)
+
+    @property
+    def dimensions(self) -> int | None:
+        """The length of a vector (None until a tool is embedded)."""
+        return int(self._matrix.shape[1]) if self._matrix.size else None
+
+    def embedded(self) -> set[str]:
+        """The tools embedded, each as `tool_key` says."""
+        return {tool_key(t) for t in self._tools}
 
     def scores(self, query: str) -> Vectors:
         """The cosine of every indexed tool with the query."""

@@ -303,3 +303,64 @@ class HybridBackend:
             )
             for i in picked
         ]
+
+    def contributions(self, query: str, tools: Sequence[CatalogTool]) -> list[dict[str, float]]:
+        """What each ranker adds to the score of each of `tools` (indexed hits of `query`): `lexical`
+        (BM25), `embeddings` (cosines), `names` (the name matcher), `ranker` (the learned ranker's
+        relevance, when it ranks) and `fusion`, the score the ranking sorts by.
+
+        With the hand-set fusion the parts add up to `fusion`: BM25 and cosines each divided by the
+        best one and weighted (`FusionWeights`), steps folded in as the search folds them, and half
+        the name match; a tool the query names (a name match of 0.85 or more) goes first, its fusion
+        10 + the name match, and `names` is then what lifts it there. With the learned ranker the
+        lexical, embeddings and names values are its inputs (each by the best), not shares.
+        """
+        rows = [self._position[(t.server, t.name)] for t in tools]
+        if not rows:
+            return []
+        w = self.weights
+        texts = [query, *split_steps(query, w.min_step_terms)]
+        lexical_raw, dense = self._raw(texts)
+        named = self.names.scores(query)
+        if self.ranker is not None:
+            return self._ranker_parts(query, rows, lexical_raw[0], dense, named)
+
+        def folded(per_text: Sequence[Scores]) -> Scores:
+            whole, *parts = per_text
+            return (whole + w.steps * sum(parts, np.zeros_like(whole))) / (1.0 + w.steps * len(parts))
+
+        lexical = folded([by_best(r) for r in lexical_raw])
+        embeddings = None
+        if dense is not None:
+            lexical = lexical * np.float32(w.lexical)
+            embeddings = folded([by_best(dense[i], w.dense_reference) for i in range(len(texts))]) * np.float32(w.dense)
+        found: list[dict[str, float]] = []
+        for i in rows:
+            lex = float(lexical[i])
+            emb = None if embeddings is None else float(embeddings[i])
+            base = lex + (emb or 0.0)
+            fusion = 10.0 + float(named[i]) if named[i] >= 0.85 else base + 0.5 * float(named[i])
+            parts = {"lexical": lex} | ({} if emb is None else {"embeddings": emb})
+            parts |= {"names": fusion - base, "fusion": fusion}
+            found.append({key: round(value, 4) for key, value in parts.items()})
+        return found
+
+    def _ranker_parts(
+        self, query: str, rows: Sequence[int], lexical: Scores, dense: Scores | None, named: Scores
+    ) -> list[dict[str, float]]:
+        assert self.ranker is not None
+        signals, _ = self.signals(query)
+        picked, features = self.candidate_features(signals)
+        learned = dict(zip(picked.tolist(), self.ranker.relevance(self.ranker.score(features)).tolist(), strict=True))
+        lexical_share = by_best(lexical)
+        dense_share = None if dense is None else by_best(dense[0], self.weights.dense_reference)
+        found: list[dict[str, float]] = []
+        for i in rows:
+            ranker = float(learned.get(i, 0.0))
+            parts = {"lexical": float(lexical_share[i])}
+            if dense_share is not None:
+                parts["embeddings"] = float(dense_share[i])
+            fusion = 10.0 + float(named[i]) if named[i] >= 0.85 else ranker
+            parts |= {"names": float(named[i]), "ranker": ranker, "fusion": fusion}
+            found.append({key: round(value, 4) for key, value in parts.items()})
+        return found

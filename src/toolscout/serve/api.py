@@ -91,7 +91,10 @@ def require_admin(request: Request) -> None:
     """Refuse (403) a request whose principal may not use the API (a client key or issued token)."""
     if not principal_of(request).admin:
         raise ApiError(
-            403, "FORBIDDEN", "this API needs an admin key (auth.adminKeys); client keys and tokens may only use /mcp"
+            403,
+            "FORBIDDEN",
+            "this API needs an admin key (auth.adminKeys); client keys and tokens may use /mcp and "
+            f"GET {API_PREFIX}/servers, /tools, /search, /audit and POST {API_PREFIX}/mcp/call",
         )
 
 

@@ -23,6 +23,7 @@ import signal
 import socket
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,15 +32,16 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.config.models import ModeName
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.registry.base import Registry, SharedClientState
-from toolscout.serve.api import TokenEvents, api_exception_handlers, api_mount
+from toolscout.serve.api import API_PREFIX, TokenEvents, api_exception_handlers, api_mount
 from toolscout.serve.auth import AnonymousPrincipals, NotOAuth, PrincipalAdmission, PrincipalResolver
+from toolscout.serve.discovery_api import DiscoveryApi
 from toolscout.serve.http_guards import (
     LISTEN_BACKLOG,
     AllowList,
@@ -49,7 +51,7 @@ from toolscout.serve.http_guards import (
     guarded_protocol,
 )
 from toolscout.serve.rounds import Forwarder, ReplicaDirectory
-from toolscout.serve.server import build_server
+from toolscout.serve.server import GatewayServer, build_server
 from toolscout.serve.sessions import BoundedSessionManager, PeerAdmission, SessionLimits
 from toolscout.serve.stdio import serve_process_stdio
 from toolscout.serve.telemetry import CountedPrincipals, MetricsAccess
@@ -157,13 +159,15 @@ def http_app(
     api_routes: Sequence[BaseRoute] = (),
     replica: str | None = None,
     metrics: MetricsAccess | None = None,
+    config_file: Path | None = None,
 ) -> ASGIApp:
     """Return `server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (sessions.py), behind the Host/Origin check (http_guards.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
     decides who each request is from, and refuses those without a valid credential (auth.py;
-    unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
-    the token routes and `api_routes`. With `metrics`, `/metrics` (serve/telemetry.py).
+    unset: everyone is anonymous). The discovery API is at /api/v1 always (discovery_api.py; a
+    change of the search settings is written to `config_file`, when given); with a `registry`, the
+    token routes and `api_routes` too (api.py). With `metrics`, `/metrics` (serve/telemetry.py).
 
     In front of everything, the Host/Origin check; then the session admission; then the principal
     (authentication, rate limits): a bad Origin is refused before any credential is looked at."""
@@ -174,9 +178,15 @@ def http_app(
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     routes: list[BaseRoute] = [Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))]
+    discovery, aliases = (
+        ([], []) if not isinstance(server, GatewayServer) else DiscoveryApi(server, config_file=config_file).routes()
+    )
     if registry is not None:
         events = principals if isinstance(principals, TokenEvents) else None
-        routes.append(api_mount(registry, events, api_routes))
+        routes.append(api_mount(registry, events, [*api_routes, *discovery]))
+    else:
+        routes.append(Mount(API_PREFIX, routes=discovery))
+    routes += aliases
     resolver: PrincipalResolver = principals or AnonymousPrincipals()
     if metrics is not None:
         routes.append(metrics.route())
@@ -208,6 +218,7 @@ async def serve_http(
     replica: str | None = None,
     connections: ConnectionLimits | None = None,
     metrics: MetricsAccess | None = None,
+    config_file: Path | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
@@ -215,7 +226,8 @@ async def serve_http(
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
     `connections`: how long a connection may take to send a request's headers, and how many may be
-    open at once (http_guards.py); `metrics`: `/metrics`, and who may read it."""
+    open at once (http_guards.py); `metrics`: `/metrics`, and who may read it; `config_file`: where
+    the discovery API writes a change of the search settings."""
     shared = registry if isinstance(registry, SharedClientState) else None
     server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
@@ -228,6 +240,7 @@ async def serve_http(
         api_routes=api_routes,
         replica=replica,
         metrics=metrics,
+        config_file=config_file,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.serve.stdio`); its loggers go to the gateway's log instead.

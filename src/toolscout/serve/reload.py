@@ -1,7 +1,7 @@
 """Keeping a running gateway in step with its config file: the file is watched (its content looked at
 about once a second, so an editor that replaces the file is seen as one that rewrites it) and read
 again on `SIGHUP`; what changed in `mcpServers` is applied (`Gateway.set_servers`, owner "config"),
-`toolRules` too, and every other setting that changed is named as needing a restart.
+`toolRules` and `search` too, and every other setting that changed is named as needing a restart.
 
 A broken edit (bad syntax, an invalid value, a `${VAR}` not set) is reported in the log, without a
 traceback, and the running set is kept. One seen by the watch is looked at once more first, since a
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """How often the config file is looked at."""
-LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url"})
+LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url", "search"})
 """The settings a reload applies to the running gateway; any other that changed takes a restart."""
 
 
@@ -104,12 +104,20 @@ class ConfigReloader:
             self._gateway.rules.replace(config.tool_rules)
             self._gateway.catalog.rules_changed()  # verdicts again: the index and clients follow
             self._gateway.mirror.changes.bump()  # resources and prompts are listed by the rules too
+        search_changed = config.search != self._gateway.search_config
+        if search_changed:
+            try:  # (`PUT /api/v1/config/semantic` applies it first, then writes the file: nothing to do then)
+                await self._gateway.configure_search(config.search)
+            except ConfigurationError as exc:
+                logger.error("configuration: the search settings were not applied: %s", exc.message)
+                search_changed = False
         applied = changes.describe() if changes else "no server changed"
-        logger.info("configuration reloaded (%s): %s%s", why, applied, "; toolRules applied" if rules_changed else "")
+        notes = ("; toolRules applied" if rules_changed else "") + ("; search applied" if search_changed else "")
+        logger.info("configuration reloaded (%s): %s%s", why, applied, notes)
         later = restart_needed(previous, config)
         if later:
             logger.warning("configuration: restart toolscout serve to apply %s", ", ".join(later))
-        return bool(changes) or rules_changed
+        return bool(changes) or rules_changed or search_changed
 
 
 def restart_needed(before: GatewayConfig, after: GatewayConfig) -> list[str]:

@@ -132,6 +132,13 @@ class Upstream:
         return self._state.error
 
     @property
+    def connected_since(self) -> float | None:
+        """When the current connection was made (epoch seconds), while connected."""
+        if self._connected_since is None or self.status is not Status.CONNECTED:
+            return None
+        return time.time() - (anyio.current_time() - self._connected_since)
+
+    @property
     def retry_at(self) -> float | None:
         """When the next connection attempt is due (epoch seconds), while waiting for it."""
         return self._state.retry_at
