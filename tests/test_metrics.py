@@ -19,14 +19,16 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from toolscout.config import StdioServerConfig
 from toolscout.config.http import AuthConfig, ClientKey
 from toolscout.demo import notes, units
 from toolscout.gateway.core import Gateway
 from toolscout.serve.auth import BearerPrincipals
 from toolscout.serve.http import bind, serve_http
+from toolscout.serve.server import build_server
 from toolscout.serve.telemetry import MetricsAccess
 from toolscout.telemetry.metrics import MAX_TOOL_LABELS, OTHER, Metrics
-from toolscout.upstream import InProcessUpstream, UpstreamSpec
+from toolscout.upstream import InProcessUpstream, StdioUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
 
@@ -251,3 +253,40 @@ async def test_per_tool_figures_for_pages() -> None:
     assert (execute.tool, execute.calls, execute.errors) == ("execute_tool", 3, 1)
     assert execute.error_rate == pytest.approx(1 / 3)
     assert execute.seconds > 0
+
+
+def family_values(metrics: Metrics) -> list[Sample]:
+    return samples(metrics.exposition().decode())
+
+
+@pytest.mark.processes  # tries to start a program that does not exist
+async def test_a_failing_upstream_shows_its_status_and_reconnects() -> None:
+    broken = UpstreamSpec("broken", StdioUpstream("broken", StdioServerConfig(command="/nonexistent/mcp-server")))
+    async with Gateway([broken]) as gateway:
+        [upstream] = gateway.upstreams
+        with anyio.fail_after(30):
+            while upstream.reconnects < 1:  # the first retry comes after a backoff of about a second
+                await upstream.wait_changed()
+        found = family_values(gateway.metrics)
+        reconnects = upstream.reconnects
+    assert value(found, "toolscout_upstream_reconnects_total", server="broken") == reconnects >= 1
+    assert value(found, "toolscout_upstream_status", server="broken", status="connected") == 0
+    statuses = [s.labels["status"] for s in found if s.name == "toolscout_upstream_status" and s.value == 1]
+    assert statuses in (["connecting"], ["error"])
+    assert value(found, "toolscout_catalog_tools", server="broken") == 0
+
+
+async def test_smart_mode_cache_hits_are_counted() -> None:
+    specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(30):
+            await gateway.settle()
+        async with Client(build_server(gateway, "smart")) as mcp:
+            for _ in range(2):
+                await mcp.call_tool("smart_tool_discovery", {"request": "convert 5 miles to kilometres"})
+        found = family_values(gateway.metrics)
+    assert value(found, "toolscout_cache_requests_total", cache="smart_tool_matches", result="miss") == 1
+    assert value(found, "toolscout_cache_requests_total", cache="smart_tool_matches", result="hit") == 1
+    assert value(found, "toolscout_search_duration_seconds_count", kind="smart", error_type="") == 1
+    count = SERVER_OPERATIONS + "_count"
+    assert value(found, count, mcp_method_name="tools/call", gen_ai_tool_name="smart_tool_discovery") == 2
