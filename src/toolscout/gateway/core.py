@@ -46,8 +46,8 @@ from toolscout.config.scopes import Scope, current_scope, scoped
 from toolscout.config.secrets import config_secrets
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
-from toolscout.gateway.gauges import state_families, vector_cache
 from toolscout.gateway.explain import ExplainedHit, explained, smart_scores
+from toolscout.gateway.gauges import state_families, vector_cache
 from toolscout.gateway.index import SearchIndex, SemanticState, build_backend, search_settings
 from toolscout.gateway.pins import ToolPins
 from toolscout.gateway.runtime import ServerChanges, ServerSet, Startup
