@@ -18,7 +18,7 @@ from tests.helpers.gateway_client import notes_server
 from tests.helpers.paths import PYTHON
 from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library
-from toolscout.config.models import SmartConfig
+from toolscout.config.models import SearchConfig, SmartConfig
 from toolscout.config.scopes import Scope, scoped
 from toolscout.gateway.core import Gateway
 from toolscout.search.base import explain_hits, search_steps
@@ -190,3 +190,23 @@ def test_cli_explain_prints_a_column_per_ranker(tmp_path: Path) -> None:
     plain = sandbox.json("search", "convert miles to km", "-c", str(path))
     assert [r["tool"] for r in plain["results"]] == ["convert_units", "list_units"]
     assert "contributions" not in plain["results"][0]
+
+
+@pytest.mark.anyio
+async def test_new_search_settings_apply_from_the_next_search() -> None:
+    async with gateway() as found:
+        before = await found.search("borrow a book", limit=5)
+        await found.configure_search(SearchConfig(backend="bm25", min_relevance=0.0))
+        explained = await found.explain_search("borrow a book", limit=5)
+        hits = await found.search("borrow a book", limit=5)
+        assert [(e.server, e.tool, e.relevance) for e in explained] == [
+            (h.tool.server, h.tool.name, h.relevance) for h in hits
+        ]
+        assert hits != before  # ranked by BM25 alone now
+        assert all(e.contributions == {"lexical": e.relevance, "fusion": e.relevance} for e in explained)
+        state = await found.semantic_state()
+        assert (state.model, state.embedded, state.stale) == (None, 0, 0)
+
+        await found.configure_search(SearchConfig(min_relevance=0.9))
+        assert all(h.relevance >= 0.9 for h in await found.search("borrow a book", limit=5))
+        assert (await found.semantic_state(sync=True)).model is not None
