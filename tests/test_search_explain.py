@@ -13,12 +13,15 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.helpers.callback_site import callback_site
 from tests.helpers.cli_sandbox import make_sandbox
 from tests.helpers.gateway_client import notes_server
 from tests.helpers.paths import PYTHON
+from tests.helpers.smart_gateway import smart_client, smart_gateway
+from tests.helpers.smart_llm import ScriptedModel
 from tests.servers.kitchen import Kitchen
 from tests.servers.library import Library
-from toolscout.config.models import SmartConfig
+from toolscout.config.models import LLMConfig, SearchConfig, SmartConfig
 from toolscout.config.scopes import Scope, scoped
 from toolscout.gateway.core import Gateway
 from toolscout.search.base import explain_hits, search_steps
@@ -190,3 +193,46 @@ def test_cli_explain_prints_a_column_per_ranker(tmp_path: Path) -> None:
     plain = sandbox.json("search", "convert miles to km", "-c", str(path))
     assert [r["tool"] for r in plain["results"]] == ["convert_units", "list_units"]
     assert "contributions" not in plain["results"][0]
+
+
+@pytest.mark.anyio
+async def test_new_search_settings_apply_from_the_next_search() -> None:
+    async with gateway() as found:
+        before = await found.search("borrow a book", limit=5)
+        await found.configure_search(SearchConfig(backend="bm25", min_relevance=0.0))
+        explained = await found.explain_search("borrow a book", limit=5)
+        hits = await found.search("borrow a book", limit=5)
+        assert [(e.server, e.tool, e.relevance) for e in explained] == [
+            (h.tool.server, h.tool.name, h.relevance) for h in hits
+        ]
+        assert hits != before  # ranked by BM25 alone now
+        assert all(e.contributions == {"lexical": e.relevance, "fusion": e.relevance} for e in explained)
+        state = await found.semantic_state()
+        assert (state.model, state.embedded, state.stale) == (None, 0, 0)
+
+        await found.configure_search(SearchConfig(min_relevance=0.9))
+        assert all(h.relevance >= 0.9 for h in await found.search("borrow a book", limit=5))
+        assert (await found.semantic_state(sync=True)).model is not None
+
+
+@pytest.mark.anyio
+async def test_an_llm_pick_smart_mode_remembers_shows_in_the_explanation() -> None:
+    request = "convert 5 miles to km"
+    model = ScriptedModel("units/convert_units", 0.9, [{"value": 5, "from_unit": "mi", "to_unit": "km"}])
+    async with (
+        smart_gateway() as found,
+        callback_site(model.chat) as site,
+        smart_client(found, "legacy", llm=LLMConfig(base_url=site.url("/v1"), model="m", max_retries=0)) as client,
+    ):
+        found.smart = SmartConfig()
+        offline = await found.explain_search(request)
+        assert offline[0].smart is not None and "llm" not in offline[0].smart
+        with anyio.fail_after(30):
+            result = await client.call_tool("smart_tool_discovery", {"request": request})
+        assert not result.is_error and model.selections == 1
+        explained = await found.explain_search(request)
+    assert [(e.server, e.tool) for e in explained] == [(e.server, e.tool) for e in offline]
+    scores = {f"{e.server}/{e.tool}": e.smart for e in explained}
+    assert scores["units/convert_units"] is not None and scores["units/convert_units"]["llm"] == 0.9
+    assert all(s is not None and s["llm"] == 0.0 for name, s in scores.items() if name != "units/convert_units")
+    assert model.selections == 1  # explaining asked the LLM nothing

@@ -67,6 +67,7 @@ from toolscout.upstream.connection import ListKind
 if TYPE_CHECKING:  # the search package (numpy, the model) is imported in a worker thread at start
     from toolscout.search import SearchBackend, SearchHit
     from toolscout.search.base import Method, MethodHit
+    from toolscout.smart.selection import LLMPick
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +157,8 @@ class Gateway:
         """The `search` settings searches run by (`configure_search` changes them while running)."""
         self.smart: SmartConfig | None = None
         """Smart mode's settings when a client may call `smart_tool_discovery` (`explain_search` adds its scores)."""
+        self.llm_picks: list[Callable[[str], Mapping[tuple[str, str], LLMPick] | None]] = []
+        """Where smart mode's engines remember the LLM's picks for a request (`explain_search` shows them)."""
 
     @classmethod
     def from_config(
@@ -403,7 +406,8 @@ class Gateway:
         smart = None
         if self.smart is not None:
             candidates = await self.candidates(query, limit=max(limit, self.smart.max_llm_candidates), method="hybrid")
-            smart = smart_scores(candidates, self.smart)
+            picks = next((known for ask in self.llm_picks if (known := ask(query)) is not None), None)
+            smart = smart_scores(candidates, self.smart, picks)
         return explained(found, smart)
 
     @property

@@ -3,8 +3,8 @@ what each of its selection methods makes of it (`Gateway.explain_search`).
 
 The hits are those of the search itself, in its order and under the same scope, rules and floor
 (`SearchIndex.explain`); the parts come from the backend (`search.base.explain_hits`). Smart mode's
-scores are its selection without the LLM (`smart.selection.choose`): explaining never asks an LLM,
-so `llm` appears only when the caller hands in the LLM's picks.
+scores are its selection (`smart.selection.choose`) with the LLM's picks smart mode still holds for
+that request (`Gateway.llm_picks`): explaining never asks an LLM itself.
 """
 
 from __future__ import annotations

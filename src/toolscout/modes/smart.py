@@ -41,7 +41,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import mcp_types as types
@@ -223,6 +223,7 @@ class SmartDiscovery:
         gateway.metrics.add_cache("smart_llm_answers", weakref.ref(self.llm_answers))
         gateway.stats.count_cache("smartToolMatches", self.matches)
         gateway.stats.count_cache("smartLlmAnswers", self.llm_answers)
+        gateway.llm_picks.append(self.remembered_picks)  # an explained search shows the LLM's part
         self._resting: dict[str, tuple[float, str]] = {}
         """LLM name → (until when it is not asked, why): one that timed out or was unreachable."""
         self.clock: Callable[[], float] = time.monotonic
@@ -349,6 +350,15 @@ class SmartDiscovery:
                 return None
             self.llm_answers.put(key, picks)
         return picks
+
+    def remembered_picks(self, request: str) -> dict[tuple[str, str], LLMPick] | None:
+        """The LLM's picks for `request` (asked without context) while its answer is cached, else None."""
+        for key, picks in reversed(self.llm_answers.live()):  # the most recent answer first
+            # The key is (LLM, request, context, candidate lines): see `_llm_picks`.
+            parts = cast(tuple[object, ...], key) if isinstance(key, tuple) else ()
+            if len(parts) == 4 and parts[1] == request and parts[2] is None:
+                return picks
+        return None
 
     def _rest_if_down(self, llm: LLMProvider, error: LLMUnavailable) -> None:
         if f"llm: {error.reason}" in _UNANSWERED:

@@ -159,6 +159,11 @@ class TTLCache(Generic[V]):
         self.hits += 1
         return found[1]
 
+    def live(self) -> list[tuple[Hashable, V]]:
+        """Every entry not expired, least recently used first (neither a hit nor a miss)."""
+        now = self._clock()
+        return [(key, value) for key, (expires, value) in self._entries.items() if expires > now]
+
     def put(self, key: Hashable, value: V) -> None:
         self._entries[key] = (self._clock() + self.ttl, value)
         self._entries.move_to_end(key)
