@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -51,8 +51,7 @@ class Browser:
 
     def cookies(self) -> list[dict[str, Any]]:
         """The cookies the browser holds for the page shown."""
-        found: list[dict[str, Any]] = self.driver.get_cookies()  # pyright: ignore[reportUnknownMemberType]
-        return found
+        return cast(list[dict[str, Any]], self.driver.get_cookies())  # pyright: ignore[reportUnknownMemberType]
 
     def until(self, state: Callable[[Any], Any], what: str) -> Any:
         """Wait (at most `WAIT_SECONDS`) for `state(driver)` to be truthy; its value."""
