@@ -11,26 +11,23 @@ from typing import Any
 import httpx2
 import pytest
 from benchmarks.processes import running
-from selenium.webdriver.support import expected_conditions
 
 from tests.helpers.browser import Browser, browser
-from tests.helpers.dashboard_site import ADMIN_KEY, DashboardSite, dashboard_site, mcp_client, write_dashboard_config
+from tests.helpers.dashboard_site import (
+    ADMIN_KEY,
+    DashboardSite,
+    confirm,
+    dashboard_site,
+    log_in,
+    mcp_client,
+    meta,
+    write_dashboard_config,
+)
 from tests.helpers.paths import PYTHON
-from tests.test_dashboard_tools import log_in, meta
 
 pytestmark = pytest.mark.anyio
 
 DEMO = ["notes", "units", "text", "files", "words"]
-
-
-def confirm(page: Browser, css: str, then: str) -> None:
-    """Click `css`, accept the confirm dialog it opens, and wait for the next page to show `then`."""
-    old = page.element("html")
-    page.click(css)
-    page.until(expected_conditions.alert_is_present(), "the confirm dialog")
-    page.driver.switch_to.alert.accept()
-    page.until(expected_conditions.staleness_of(old), "the next page")
-    page.element(then)
 
 
 def statuses(page: Browser) -> dict[str, str]:
