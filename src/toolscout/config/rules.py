@@ -172,6 +172,8 @@ class RuleSet:
 
     def replace(self, rules: Sequence[ToolRule]) -> None:
         """Apply `rules` from now on, in place (whoever holds this set sees them: a reloaded config)."""
+        self.rules = tuple(rules)
+        """The rules as written, in order."""
         self._rules = tuple(
             _CompiledRule(
                 kind=rule.kind or "tool",

@@ -160,6 +160,7 @@ def http_app(
     replica: str | None = None,
     metrics: MetricsAccess | None = None,
     config_file: Path | None = None,
+    dashboard: ASGIApp | None = None,
 ) -> ASGIApp:
     """Return `server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (sessions.py), behind the Host/Origin check (http_guards.py), which replaces the SDK's own:
@@ -168,6 +169,8 @@ def http_app(
     unset: everyone is anonymous). The discovery API is at /api/v1 always (discovery_api.py; a
     change of the search settings is written to `config_file`, when given); with a `registry`, the
     token routes and `api_routes` too (api.py). With `metrics`, `/metrics` (serve/telemetry.py).
+    With a `dashboard` (dashboard/app.py), it answers /dashboard, with its own login in place of
+    the bearer admission.
 
     In front of everything, the Host/Origin check; then the session admission; then the principal
     (authentication, rate limits): a bad Origin is refused before any credential is looked at."""
@@ -195,9 +198,11 @@ def http_app(
     inner: ASGIApp = app
     if replica is not None and isinstance(registry, ReplicaDirectory):  # another replica's retries go there
         inner = Forwarder(app, replica, registry)
-    identified = PrincipalAdmission(inner, resolver)
+    identified: ASGIApp = PeerAdmission(PrincipalAdmission(inner, resolver), manager)
+    if dashboard is not None:  # its pages log people in themselves (a session cookie, or the bearer header)
+        identified = DashboardDispatch(identified, dashboard)
     # OAuth discovery is answered before authentication: it says this gateway takes a bearer credential.
-    return HostOriginGuard(Health(NotOAuth(PeerAdmission(identified, manager)), registry), allow)
+    return HostOriginGuard(Health(NotOAuth(identified), registry), allow)
 
 
 async def serve_http(
@@ -219,6 +224,7 @@ async def serve_http(
     connections: ConnectionLimits | None = None,
     metrics: MetricsAccess | None = None,
     config_file: Path | None = None,
+    dashboard: ASGIApp | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
@@ -227,7 +233,8 @@ async def serve_http(
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
     `connections`: how long a connection may take to send a request's headers, and how many may be
     open at once (http_guards.py); `metrics`: `/metrics`, and who may read it; `config_file`: where
-    the discovery API writes a change of the search settings."""
+    the discovery API writes a change of the search settings; `dashboard`: the web dashboard's app,
+    served at /dashboard."""
     shared = registry if isinstance(registry, SharedClientState) else None
     server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
@@ -241,6 +248,7 @@ async def serve_http(
         replica=replica,
         metrics=metrics,
         config_file=config_file,
+        dashboard=dashboard,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.serve.stdio`); its loggers go to the gateway's log instead.
@@ -273,6 +281,56 @@ async def serve_http(
         tg.start_soon(exit_when_set, stop)
         await web.serve(sockets=[sock])
         tg.cancel_scope.cancel()
+
+
+async def serve_app(app: ASGIApp, sock: socket.socket, *, stop: anyio.Event, log_level: str | None = "warning") -> None:
+    """Serve a plain ASGI app (the dashboard alone: `toolscout dashboard`) on a listening socket until
+    `stop` is set, with the same connection bounds and shutdown as `serve_http`."""
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        log_config=None,
+        lifespan="off",
+        access_log=False,
+        http=guarded_protocol(fit_to_open_files(ConnectionLimits())),
+        ws="none",
+        backlog=LISTEN_BACKLOG,
+        timeout_graceful_shutdown=2 * HTTP_SHUTDOWN_GRACE,
+    )
+    web = _Uvicorn(config)
+
+    async def exit_when_set() -> None:
+        await stop.wait()
+        web.should_exit = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(exit_when_set)
+        await web.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
+
+
+# The dashboard
+
+DASHBOARD_PATH = "/dashboard"
+
+
+class DashboardDispatch:
+    """ASGI app sending the dashboard's paths to `dashboard`, everything else to `app`.
+
+    `/dashboard/api/` stays with `app`: the HTTP API answers the smart-discovery path other gateways
+    document there (`POST /dashboard/api/mcp/execute`), with the bearer admission of the API."""
+
+    def __init__(self, app: ASGIApp, dashboard: ASGIApp) -> None:
+        self.app = app
+        self.dashboard = dashboard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        ours = path == DASHBOARD_PATH or path.startswith(DASHBOARD_PATH + "/")
+        if ours and not path.startswith(DASHBOARD_PATH + "/api/"):
+            await self.dashboard(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 # Health checks
