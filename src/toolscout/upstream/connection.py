@@ -143,13 +143,6 @@ class Upstream:
         """When the next connection attempt is due (epoch seconds), while waiting for it."""
         return self._state.retry_at
 
-    @property
-    def connected_since(self) -> float | None:
-        """When the live connection was made (epoch seconds), while connected."""
-        if self._connected_since is None or self.status is not Status.CONNECTED:
-            return None
-        return time.time() - (anyio.current_time() - self._connected_since)
-
     def retry_now(self) -> bool:
         """Connect at once instead of waiting: a server waiting out its backoff tries now, an idle one
         connects. Whether it did anything (a connected or connecting server is left alone)."""
