@@ -13,7 +13,7 @@ from tests.helpers.cli_sandbox import Sandbox
 from toolscout.config.scopes import Scope, scoped
 from toolscout.gateway.audit import AuditLog, Outcome
 from toolscout.gateway.audit_reader import Position, end_position
-from toolscout.serve.dashboard.activity import filters_from, recent, records_table, tail, tool_stats
+from toolscout.serve.dashboard.audit_view import filters_from, recent, records_table, tail, tool_stats
 from toolscout.serve.dashboard.playground import Label, PlaygroundHit, hits_table, parse_expected, record_label
 
 

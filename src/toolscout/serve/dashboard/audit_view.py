@@ -1,4 +1,4 @@
-"""The Activity page's content: the audit log's last executions with filters, what was appended
+"""What the Activity page shows: the audit log's last executions with filters, what was appended
 since the page last asked (its live tail), per-tool call counts, error rates and latency, and what
 the catalog costs a client's context in each mode.
 
