@@ -144,12 +144,12 @@ async def window_stats(path: Path, filters: Filters) -> list[ToolStats]:
 # HTML
 
 
-def record_row(record: Mapping[str, Any]) -> str:
-    """One execution as a table row (the script builds the same row from the tail's JSON)."""
+def row_cells(record: Mapping[str, Any]) -> list[str]:
+    """One execution's cells under `ROW_HEADINGS`, as text (the tail sends these; the script sets them as text)."""
     outcome = str(record.get("outcome") or "?")
     shown = str(record.get("code") or outcome) if outcome == "error" else outcome
     duration = record.get("durationMs")
-    cells = [
+    return [
         str(record.get("time") or "?").replace("T", " ").removesuffix("Z"),
         str(record.get("label") or record.get("client") or "-"),
         str(record.get("namespace") or ""),
@@ -158,19 +158,27 @@ def record_row(record: Mapping[str, Any]) -> str:
         f"{duration:.0f}" if isinstance(duration, int | float) else "?",
         json.dumps(record.get("arguments"), ensure_ascii=False)[:300],
     ]
-    tds = "".join(f"<td>{escape(cell)}</td>" for cell in cells)
+
+
+def record_row(record: Mapping[str, Any]) -> str:
+    """One execution as a table row (the script builds the same row from the tail's `row_cells`)."""
+    outcome = str(record.get("outcome") or "?")
+    tds = "".join(f"<td>{escape(cell)}</td>" for cell in row_cells(record))
     return f'<tr class="outcome-{escape(outcome)}">{tds}</tr>'
 
 
 ROW_HEADINGS = ("time (UTC)", "who", "namespace", "tool", "outcome", "ms", "arguments")
 
 
-def records_table(records: Sequence[Mapping[str, Any]], position: Position, filters: Filters) -> str:
-    """The executions as a table whose body the live tail extends (`data-position`, `data-filters`)."""
+def records_table(
+    records: Sequence[Mapping[str, Any]], position: Position, filters: Filters, tail_url: str = ""
+) -> str:
+    """The executions as a table whose body the live tail extends: the script asks `tail_url` for
+    what came after `data-position`, with `data-filters`."""
     head = "".join(f"<th>{escape(h)}</th>" for h in ROW_HEADINGS)
     rows = "\n".join(record_row(r) for r in records)
     return (
-        f'<table id="audit" class="audit" data-position="{escape(str(position))}" '
+        f'<table id="audit" class="audit" data-tail="{escape(tail_url)}" data-position="{escape(str(position))}" '
         f'data-filters="{escape(json.dumps(filters))}" data-max-rows="{MAX_ROWS}">'
         f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         + ("" if records else '<p class="note" id="audit-empty">No executions recorded yet.</p>')

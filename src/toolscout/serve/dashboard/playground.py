@@ -18,13 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 from toolscout.config.locations import user_log_dir
 from toolscout.errors import InvalidArguments
 from toolscout.search.base import SearchHit
+
+if TYPE_CHECKING:
+    from toolscout.gateway.core import Gateway
 
 LABELS_FILE = "labelled_queries.jsonl"
 MAX_LABELS_BYTES = 16 * 1024 * 1024
@@ -87,6 +90,16 @@ def from_explained(
         )
         for h in hits
     ]
+
+
+async def ranked(gateway: Gateway, query: str, *, server: str | None = None, limit: int = 10) -> list[PlaygroundHit]:
+    """The playground's ranking of `query`: every hit down to relevance 0, so that what the
+    configured `minRelevance` leaves out is seen too.
+
+    `Gateway.search` gives relevance only. When the gateway can explain its ranking
+    (`Gateway.explain_search`, hits with `contributions`), this adapter is where its hits go through
+    `from_explained` instead; nothing else on the page changes."""
+    return from_search(await gateway.search(query, server=server, limit=limit, min_relevance=0.0))
 
 
 # Labels
