@@ -266,6 +266,10 @@ async def _serve_with(
                 )
                 await serve_stdio(gateway, config.mode, SurfaceOptions.from_config(config), stop=stop)
             else:
+                from toolscout.serve.auth import AnonymousPrincipals
+                from toolscout.serve.dashboard.app import dashboard_app
+                from toolscout.serve.dashboard.context import Dashboard
+
                 allow = AllowList.for_bind(host, config.http.allowed_hosts, config.http.allowed_origins)
                 # Before the line that says it serves: whoever waits for that one has this one too.
                 typer.echo(f"toolscout: answering {allow.describe()}", err=True)
@@ -276,6 +280,7 @@ async def _serve_with(
                     f"({'stateless' if stateless else 'stateful'}, {count} upstream servers, {config.mode} mode)",
                     err=True,
                 )
+                typer.echo(f"toolscout: dashboard at http://{shown}:{bound_port}/dashboard", err=True)
                 replica, where = replica_of(config, registry, shown, bound_port)
                 async with announced(registry, replica, where):
                     await serve_http(
@@ -294,6 +299,16 @@ async def _serve_with(
                         api_routes=registry_routes(registrations),
                         replica=replica,
                         connections=ConnectionLimits.of(config.http),
+                        dashboard=dashboard_app(
+                            Dashboard(
+                                gateway,
+                                principals or AnonymousPrincipals(),
+                                registry,
+                                registrations,
+                                config_path=watched[0] if watched is not None else None,
+                                reloader=reloader,
+                            )
+                        ),
                     )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()

@@ -139,6 +139,12 @@ class PrincipalAdmission:
         await self.app(scope, receive, send)
 
 
+def admit_principal(scope: ASGIScope, principal: Principal) -> None:
+    """Keep `principal` as the one decided for the request of `scope` (what `principal_of` reads back),
+    for a part of the server that decides it itself (the dashboard's login sessions)."""
+    scope[_SCOPE_KEY] = principal
+
+
 def principal_of(request: object) -> Principal:
     """The principal decided for an HTTP request (a Starlette `Request`), `ANONYMOUS` if none was."""
     scope: object = getattr(request, "scope", None)

@@ -155,13 +155,15 @@ def http_app(
     registry: Registry | None = None,
     api_routes: Sequence[BaseRoute] = (),
     replica: str | None = None,
+    dashboard: ASGIApp | None = None,
 ) -> ASGIApp:
     """Return `server` as streamable HTTP at /mcp: the SDK's session manager with toolscout's admission
     (sessions.py), behind the Host/Origin check (http_guards.py), which replaces the SDK's own:
     that one runs only on the loopback names, after a session was already opened. `principals`
     decides who each request is from, and refuses those without a valid credential (auth.py;
     unset: everyone is anonymous). With a `registry`, the HTTP API is at /api/v1 (api.py):
-    the token routes and `api_routes`.
+    the token routes and `api_routes`. With a `dashboard` (dashboard/app.py), it answers /dashboard,
+    with its own login in place of the bearer admission.
 
     In front of everything, the Host/Origin check; then the session admission; then the principal
     (authentication, rate limits): a bad Origin is refused before any credential is looked at."""
@@ -179,9 +181,11 @@ def http_app(
     inner: ASGIApp = app
     if replica is not None and isinstance(registry, ReplicaDirectory):  # another replica's retries go there
         inner = Forwarder(app, replica, registry)
-    identified = PrincipalAdmission(inner, principals or AnonymousPrincipals())
+    identified: ASGIApp = PeerAdmission(PrincipalAdmission(inner, principals or AnonymousPrincipals()), manager)
+    if dashboard is not None:  # its pages log people in themselves (a session cookie, or the bearer header)
+        identified = dispatching(identified, dashboard)
     # OAuth discovery is answered before authentication: it says this gateway takes a bearer credential.
-    return HostOriginGuard(Health(NotOAuth(PeerAdmission(identified, manager)), registry), allow)
+    return HostOriginGuard(Health(NotOAuth(identified), registry), allow)
 
 
 async def serve_http(
@@ -201,6 +205,7 @@ async def serve_http(
     api_routes: Sequence[BaseRoute] = (),
     replica: str | None = None,
     connections: ConnectionLimits | None = None,
+    dashboard: ASGIApp | None = None,
 ) -> None:
     """Serve streamable HTTP at /mcp on an already listening socket until `stop` is set (without
     `stop`: until a stop signal arrives, as `serve_stdio`). `log_level=None` leaves uvicorn's
@@ -208,7 +213,7 @@ async def serve_http(
     `allow`: the Host and Origin headers answered (unset: `AllowList.for_bind(host)`); `principals`:
     who each request is from (unset: anonymous); `registry` and `api_routes`: the HTTP API (`http_app`);
     `connections`: how long a connection may take to send a request's headers, and how many may be
-    open at once (http_guards.py)."""
+    open at once (http_guards.py); `dashboard`: the web dashboard's app, served at /dashboard."""
     shared = registry if isinstance(registry, SharedClientState) else None
     server = build_server(gateway, mode, options, shared=shared, replica=replica)
     app = http_app(
@@ -220,6 +225,7 @@ async def serve_http(
         registry=registry,
         api_routes=api_routes,
         replica=replica,
+        dashboard=dashboard,
     )
     # log_config=None: uvicorn's own dictConfig would close the gateway's log handlers (and with them
     # its stderr log, see `toolscout.serve.stdio`); its loggers go to the gateway's log instead.
@@ -252,6 +258,26 @@ async def serve_http(
         tg.start_soon(exit_when_set, stop)
         await web.serve(sockets=[sock])
         tg.cancel_scope.cancel()
+
+
+# The dashboard
+
+DASHBOARD_PATH = "/dashboard"
+
+
+class dispatching:
+    """ASGI app sending the dashboard's paths to `dashboard`, everything else to `app`."""
+
+    def __init__(self, app: ASGIApp, dashboard: ASGIApp) -> None:
+        self.app = app
+        self.dashboard = dashboard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == DASHBOARD_PATH or path.startswith(DASHBOARD_PATH + "/"):
+            await self.dashboard(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 # Health checks
