@@ -171,7 +171,7 @@ def test_schemas_a_form_cannot_show_get_one_json_editor() -> None:
     for schema, reason in [
         (wide, f"the tool has more than {MAX_FIELDS} parameters"),
         (deep, "input schema nests deeper than 64 levels (the limit on a schema's nesting); flatten it"),
-        ({"type": "object"}, "the input schema names no parameters"),
+        ({"type": "object", "additionalProperties": {}}, "the input schema names no parameters but accepts any"),
         ([1], "the input schema is not an object"),
     ]:
         form = form_for(schema)
@@ -179,13 +179,21 @@ def test_schemas_a_form_cannot_show_get_one_json_editor() -> None:
         assert form.reason == reason
         page = _Elements(render_form(form, action="/run"))
         assert [a["name"] for a in page.named("textarea")] == [ALL_ARGUMENTS]
-    form = form_for({"type": "object"})
+    form = form_for({"type": "object", "additionalProperties": True})
     assert parse_form(form, {ALL_ARGUMENTS: '{"a": [1]}'}) == ({"a": [1]}, {})
     assert parse_form(form, {ALL_ARGUMENTS: "[1]"}) == (
         {},
         {ALL_ARGUMENTS: ["The arguments must be a JSON object: {...}."]},
     )
     assert field_errors(form, [{"path": "$.a", "message": "bad"}]) == {ALL_ARGUMENTS: ["bad"]}
+
+
+def test_a_tool_without_parameters_gets_no_fields() -> None:
+    for schema in ({"type": "object"}, {"type": "object", "properties": {}}):
+        form = form_for(schema)
+        assert form.fields == ()
+        assert "This tool takes no arguments." in render_form(form, action="/run")
+        assert parse_form(form, {"arg:x": "1"}) == ({}, {})
 
 
 def test_a_long_enum_is_edited_as_json() -> None:

@@ -1,23 +1,67 @@
-"""The Activity page (a placeholder until it is built: it says so)."""
+"""The Activity page: the audit log's last executions with filters and a live tail, per-tool call
+counts, error rates and latency, and what the catalog costs a client's context in each mode
+(audit_view.py has the reading and the tables)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from toolscout.serve.dashboard.render import page
+from toolscout.gateway.audit_reader import Position
+from toolscout.serve.dashboard.audit_view import (
+    filter_form,
+    filters_from,
+    mode_costs_table,
+    recent,
+    records_table,
+    row_cells,
+    stats_table,
+    tail,
+    tool_stats,
+)
+from toolscout.serve.dashboard.context import DashboardError
+from toolscout.serve.dashboard.render import SECURITY_HEADERS, page, url
+from toolscout.serve.server import ModeCost, mode_tokens
 
 if TYPE_CHECKING:
     from toolscout.serve.dashboard.context import Dashboard
 
 
 def routes(dashboard: Dashboard) -> list[BaseRoute]:
-    """The page's routes."""
+    """The page, and `/activity/tail` (JSON), which its script polls for new executions."""
+    costs: dict[int, list[ModeCost]] = {}  # by catalog version: measuring runs a client per mode
 
     async def show(request: Request) -> Response:
-        return page(request, "placeholder.html", title="Activity")
+        audit = dashboard.gateway.audit
+        values: dict[str, Any] = {"enabled": audit is not None, "path": None}
+        filters = filters_from(dict(request.query_params))
+        values["filters_form"] = Markup(filter_form(filters, url("/activity")))
+        if audit is not None:
+            records, position = await recent(audit.path, filters)
+            table = records_table(records, position, filters, url("/activity/tail"))
+            values.update(path=str(audit.path), table=Markup(table))
+            window, _ = await recent(audit.path, filters, 10_000)
+            values["stats"] = Markup(stats_table(tool_stats(window)))
+        version = dashboard.gateway.catalog.version
+        if version not in costs:
+            costs.clear()
+            costs[version] = await mode_tokens(dashboard.gateway)
+        values["costs"] = Markup(mode_costs_table(costs[version], ""))
+        return page(request, "activity.html", title="Activity", **values)
 
-    return [Route("/activity", show)]
+    async def follow(request: Request) -> Response:
+        audit = dashboard.gateway.audit
+        if audit is None:
+            raise DashboardError(404, "The audit log is off (audit.enabled: false); turn it on to follow executions.")
+        since = Position.parse(request.query_params.get("after", ""))
+        if since is None:
+            raise DashboardError(400, "`after` must be the position a previous answer gave.")
+        records, position = await tail(audit.path, since, filters_from(dict(request.query_params)))
+        rows = [{"outcome": str(r.get("outcome") or "?"), "cells": row_cells(r)} for r in records]
+        return JSONResponse({"position": str(position), "rows": rows}, headers=SECURITY_HEADERS)
+
+    return [Route("/activity", show), Route("/activity/tail", follow)]

@@ -185,14 +185,24 @@ def records_table(
     )
 
 
+OUTCOMES = ("ok", "isError", "error")
+
+
 def filter_form(filters: Filters, action: str) -> str:
     """The filter form (a GET: it changes nothing, so it carries no CSRF token)."""
-    fields = "".join(
-        f'<label>{escape(key)} <input type="text" name="{key}" value="{escape(filters.get(key, ""))}"></label> '
+    fields = [
+        f'<label class="grow">{escape(key)} <input type="text" name="{key}" value="{escape(filters.get(key, ""))}">'
+        "</label>"
         for key in FILTER_KEYS
+        if key != "outcome"
+    ]
+    chosen = filters.get("outcome", "")
+    options = "".join(
+        f'<option value="{o}"{" selected" if o == chosen else ""}>{o or "any"}</option>' for o in ("", *OUTCOMES)
     )
+    fields.append(f'<label>outcome <select name="outcome">{options}</select></label>')
     button = '<button type="submit">Filter</button>'
-    return f'<form class="filters" method="get" action="{escape(action)}">{fields}{button}</form>'
+    return f'<form class="filters row" method="get" action="{escape(action)}">{"".join(fields)}{button}</form>'
 
 
 def stats_table(stats: Sequence[ToolStats]) -> str:

@@ -93,8 +93,9 @@ def form_for(schema: Any) -> Form:
     properties = cast(dict[str, Any], properties)
     if len(properties) > MAX_FIELDS:
         return Form(None, f"the tool has more than {MAX_FIELDS} parameters")
-    if not properties and schema.get("additionalProperties", True) is not False:
-        return Form(None, "the input schema names no parameters")
+    if not properties and schema.get("additionalProperties") not in (None, False):
+        # Arguments of any name, and none named: only a JSON object can say what to send.
+        return Form(None, "the input schema names no parameters but accepts any")
     raw_required: Any = schema.get("required")
     required = (
         {r for r in cast(list[Any], raw_required) if isinstance(r, str)}
@@ -179,6 +180,8 @@ def render_form(
             *_messages(errors.get(ALL_ARGUMENTS, ())),
             "</div>",
         ]
+    elif not form.fields:
+        parts.append('<p class="note">This tool takes no arguments.</p>')
     else:
         for index, field in enumerate(form.fields):
             parts.append(_render_field(field, index, values, errors.get(field.form_name, ())))

@@ -159,12 +159,11 @@ def _ends_with_newline(path: Path) -> bool:
 def query_form(query: str, action: str, server: str = "") -> str:
     """The query box (a GET: searching changes nothing)."""
     return (
-        f'<form class="search" method="get" action="{escape(action)}" role="search">'
-        f'<input type="search" name="q" value="{escape(query)}" placeholder="What should the agent do?" '
-        f'aria-label="query" autofocus> '
-        f'<input type="text" name="server" value="{escape(server)}" placeholder="server (optional)" '
-        'aria-label="server">'
-        f' <button type="submit">Search</button></form>'
+        f'<form class="search row" method="get" action="{escape(action)}" role="search">'
+        f'<label class="grow">Query <input type="text" name="q" value="{escape(query)}" '
+        'placeholder="What should the agent do?" autofocus></label>'
+        f'<label>Server <input type="text" name="server" value="{escape(server)}" placeholder="any"></label>'
+        '<button type="submit">Search</button></form>'
     )
 
 
