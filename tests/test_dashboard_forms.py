@@ -168,12 +168,13 @@ def test_schemas_a_form_cannot_show_get_one_json_editor() -> None:
     deep: dict[str, Any] = {"type": "string"}
     for _ in range(100):
         deep = {"type": "object", "properties": {"a": deep}}
-    for schema, reason in [
+    cases: list[tuple[Any, str]] = [
         (wide, f"the tool has more than {MAX_FIELDS} parameters"),
         (deep, "input schema nests deeper than 64 levels (the limit on a schema's nesting); flatten it"),
         ({"type": "object", "additionalProperties": {}}, "the input schema names no parameters but accepts any"),
         ([1], "the input schema is not an object"),
-    ]:
+    ]
+    for schema, reason in cases:
         form = form_for(schema)
         assert form.fields is None
         assert form.reason == reason
@@ -189,7 +190,8 @@ def test_schemas_a_form_cannot_show_get_one_json_editor() -> None:
 
 
 def test_a_tool_without_parameters_gets_no_fields() -> None:
-    for schema in ({"type": "object"}, {"type": "object", "properties": {}}):
+    schemas: list[dict[str, Any]] = [{"type": "object"}, {"type": "object", "properties": {}}]
+    for schema in schemas:
         form = form_for(schema)
         assert form.fields == ()
         assert "This tool takes no arguments." in render_form(form, action="/run")

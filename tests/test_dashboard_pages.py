@@ -65,7 +65,9 @@ async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(
             image = page.element(".result img")
             assert str(image.get_attribute("src")).startswith("data:image/png;base64,")
             page.until(lambda d: d.execute_script("return arguments[0].naturalWidth", image) > 0, "the image decoded")
-            page.driver.execute_script("arguments[0].scrollIntoView({block: 'end'})", image)
+            page.until(
+                lambda d: d.execute_script("arguments[0].scrollIntoView({block: 'end'}); return true", image), ""
+            )
             page.screenshot("run")
 
 
