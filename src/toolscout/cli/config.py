@@ -28,14 +28,13 @@ from toolscout.config import (
     HttpServerConfig,
     SseServerConfig,
     StdioServerConfig,
-    ToolRule,
     find_config,
 )
 from toolscout.config.edit import ConfigDocument
 from toolscout.config.loader import check_config_text, environment_for, read_raw
 from toolscout.config.locations import candidate_paths
 from toolscout.config.models import CatalogCacheConfig
-from toolscout.config.rules import RuleSet, compile_pattern
+from toolscout.config.rule_edits import about_tools, check_pattern, hide, show, tool_whitelist
 from toolscout.config.secrets import mask_auth, mask_server
 from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
 from toolscout.render.text import counted
@@ -213,20 +212,6 @@ rules_app = typer.Typer(name="rules", help="Hide and show tools (edits toolRules
 
 RuleServerOption = Annotated[str | None, typer.Option("--server", "-s", help="Only tools of this server (a glob).")]
 PatternArgument = Annotated[str, typer.Argument(help="Tool name, glob (`*delete*`) or /regex/flags.")]
-CATCH_ALL: dict[str, Any] = {"pattern": ["*"], "enabled": True}
-
-
-def _same_target(rule: dict[str, Any], pattern: str, server: str | None) -> bool:
-    return _about_tools(rule) and rule.get("pattern") in ([pattern], pattern) and rule.get("server") == server
-
-
-def _about_tools(rule: dict[str, Any]) -> bool:
-    """Rules of another `kind` (prompts, resources) have their own whitelist and never touch tools."""
-    return rule.get("kind") in (None, "tool")
-
-
-def _tool_whitelist(rules: list[dict[str, Any]]) -> bool:
-    return any(r.get("enabled") is True and _about_tools(r) for r in rules)
 
 
 def _edit(config: Any, output: Output, change: Any) -> None:
@@ -261,35 +246,12 @@ def _edit(config: Any, output: Output, change: Any) -> None:
         output.note(f"Backup of the previous version: {escape(str(backup))}")
 
 
-def _check_pattern(pattern: str, server: str | None) -> None:
-    for value in (pattern, server):
-        if value is not None:
-            try:
-                compile_pattern(value)
-            except ValueError as exc:
-                raise InvalidArguments(f"{value!r} is not a usable pattern: {exc}.") from None
-
-
-def _visible(pattern: str, server: str | None, rules: list[dict[str, Any]], servers: list[str]) -> bool:
-    """Whether, under `rules`, the tools `pattern` names are enabled on every server it concerns.
-
-    A plain tool name can be checked without connecting; for a glob or regex that would need
-    every tool name, so it counts as visible only when no rule decides anything at all.
-    """
-    if any(c in pattern for c in "*?[{/!"):
-        return not any("enabled" in r and _about_tools(r) for r in rules)
-    ruleset = RuleSet([ToolRule.model_validate(r) for r in rules])
-    scope = compile_pattern(server) if server else None
-    return all(ruleset.verdict(name, pattern).enabled for name in servers if scope is None or scope(name))
-
-
-def _checked(output: Output, pattern: str, server: str | None) -> str:
-    """Exit 1 for a pattern or server glob that cannot compile; else the " on SERVER" of messages."""
+def _checked(output: Output, pattern: str, server: str | None) -> None:
+    """Exit 1 for a pattern or server glob that cannot compile."""
     try:
-        _check_pattern(pattern, server)
-    except ToolscoutError as exc:
-        output.fail(exc, EXIT_INVALID)
-    return f" on {server}" if server else ""
+        check_pattern(pattern, server)
+    except ValueError as exc:
+        output.fail(InvalidArguments(str(exc)), EXIT_INVALID)
 
 
 @rules_app.command("hide")
@@ -298,18 +260,10 @@ def rules_hide(
 ) -> None:
     """Disable the tools matching PATTERN."""
     output = Output(as_json)
-    where = _checked(output, pattern, server)
+    _checked(output, pattern, server)
 
     def change(rules: list[dict[str, Any]], servers: list[str]) -> tuple[str, bool]:
-        if rules and _same_target(rules[0], pattern, server) and rules[0].get("enabled") is False:
-            return f"{escape(pattern)}{escape(where)} is already hidden by the first rule; nothing changed.", False
-        # A `show` of the same pattern would now contradict this rule; drop it.
-        rules[:] = [r for r in rules if not (_same_target(r, pattern, server) and r.get("enabled") is True)]
-        rule: dict[str, Any] = {"pattern": [pattern], "enabled": False}
-        if server:
-            rule["server"] = server
-        rules.insert(0, rule)
-        return f"Hidden: tools matching {escape(pattern)}{escape(where)} (rule 1 of {len(rules)}).", True
+        return hide(rules, pattern, server, quote=escape)
 
     _edit(config, output, change)
 
@@ -320,32 +274,10 @@ def rules_show(
 ) -> None:
     """Enable the tools matching PATTERN again."""
     output = Output(as_json)
-    where = _checked(output, pattern, server)
+    _checked(output, pattern, server)
 
     def change(rules: list[dict[str, Any]], servers: list[str]) -> tuple[str, bool]:
-        kept: list[dict[str, Any]] = []
-        unhidden = False
-        for rule in rules:
-            if _same_target(rule, pattern, server) and rule.get("enabled") is False:
-                unhidden = True
-                if rule.get("tags"):  # the tags still apply; only the hiding goes
-                    kept.append({k: v for k, v in rule.items() if k != "enabled"})
-                continue
-            kept.append(rule)
-        rules[:] = kept
-        if unhidden and _visible(pattern, server, rules, servers):
-            return f"Shown: removed the rule hiding {escape(pattern)}{escape(where)}.", True
-        whitelist = _tool_whitelist(rules)
-        rule: dict[str, Any] = {"pattern": [pattern], "enabled": True}
-        if server:
-            rule["server"] = server
-        rules.insert(0, rule)
-        note = ""
-        if not whitelist and CATCH_ALL not in rules:
-            # An `enabled: true` rule turns the rules into a whitelist; this keeps everything else visible.
-            rules.append(dict(CATCH_ALL))
-            note = " A final `*` rule keeps every other tool enabled."
-        return f"Shown: tools matching {escape(pattern)}{escape(where)} (rule 1 of {len(rules)}).{note}", True
+        return show(rules, pattern, server, servers, quote=escape)
 
     _edit(config, output, change)
 
@@ -375,11 +307,11 @@ def rules_status(
                 for up in gateway.upstreams
             ]
         if as_json:
-            output.data({"rules": rules, "whitelist": _tool_whitelist(rules), "servers": servers})
+            output.data({"rules": rules, "whitelist": tool_whitelist(rules), "servers": servers})
             return
         mode = (
             "whitelist (tools no rule enables are hidden)"
-            if _tool_whitelist(rules)
+            if tool_whitelist(rules)
             else ("everything visible unless hidden")
         )
         output.print(f"Tool rules ({len(rules)}), {mode}:")
@@ -387,7 +319,7 @@ def rules_status(
             enabled = rule.get("enabled")
             verdict = "show" if enabled is True else "hide" if enabled is False else "tag"
             scope = f" on {rule['server']}" if rule.get("server") else ""
-            if not _about_tools(rule):
+            if not about_tools(rule):
                 verdict += f" {rule['kind']}s"
             tags = f" tags: {', '.join(rule['tags'])}" if rule.get("tags") else ""
             output.print(f"  {index}. {verdict} {escape(', '.join(rule['pattern']))}{escape(scope)}{escape(tags)}")

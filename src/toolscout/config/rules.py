@@ -172,6 +172,8 @@ class RuleSet:
 
     def replace(self, rules: Sequence[ToolRule]) -> None:
         """Apply `rules` from now on, in place (whoever holds this set sees them: a reloaded config)."""
+        self.rules = tuple(rules)
+        """The rules as written, in order."""
         self._rules = tuple(
             _CompiledRule(
                 kind=rule.kind or "tool",
@@ -188,6 +190,18 @@ class RuleSet:
     def whitelist(self) -> bool:
         """Whether the tool rules are a whitelist (some rule of kind `tool` says `enabled: true`)."""
         return "tool" in self._whitelists
+
+    def deciding(self, server: str, tool: str, kind: RuleKind = "tool") -> int | None:
+        """The index (in `rules`) of the rule that decides whether `server`'s `tool` is enabled; None when
+        none does (the tool is then enabled, or left out of a whitelist)."""
+        for index, rule in enumerate(self._rules):
+            if rule.kind != kind or rule.enabled is None:
+                continue
+            if rule.server is not None and not rule.server(server):
+                continue
+            if rule.patterns.matches(tool):
+                return index
+        return None
 
     def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
         """Return what the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""

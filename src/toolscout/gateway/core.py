@@ -262,6 +262,10 @@ class Gateway:
         order, then the others by name."""
         return self.visibility.upstreams(current_scope())
 
+    def owner_of(self, name: str) -> str | None:
+        """Who put the server `name` in the gateway (`CONFIG_OWNER` for the config file's); None if none is named so."""
+        return self._upstreams.owner(name)
+
     def upstream(self, name: str) -> Upstream:
         """The upstream called `name` if the request's scope sees it, or `ServerNotFound` with the
         closest names it sees."""

@@ -129,6 +129,24 @@ class Upstream:
         return self._state.retry_at
 
     @property
+    def connected_since(self) -> float | None:
+        """When the live connection was made (epoch seconds), while connected."""
+        if self._connected_since is None or self.status is not Status.CONNECTED:
+            return None
+        return time.time() - (anyio.current_time() - self._connected_since)
+
+    def retry_now(self) -> bool:
+        """Connect at once instead of waiting: a server waiting out its backoff tries now, an idle one
+        connects. Whether it did anything (a connected or connecting server is left alone)."""
+        if self._state.status is Status.IDLE:
+            self.connect_if_idle()
+            return True
+        if self._state.status is Status.ERROR and self._state.retry_at is not None and self._scope is not None:
+            self._scope.cancel()  # the backoff's sleep: the loop goes on to the next attempt
+            return True
+        return False
+
+    @property
     def description(self) -> str:
         """Its configured description, else what it said about itself."""
         if self.spec.description:

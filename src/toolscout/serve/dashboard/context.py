@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 from starlette.requests import Request
 
 from toolscout.gateway.core import Gateway
@@ -32,6 +33,8 @@ class Dashboard:
     reloader: ConfigReloader | None = None
     """Asked to apply the config file at once after a page wrote it."""
     sessions: Sessions = field(default_factory=Sessions)
+    config_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Held while a page edits the config file: two edits never interleave."""
 
 
 class DashboardError(Exception):
