@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from selenium.webdriver.support.select import Select
 
 from tests.helpers.browser import Browser, browser
-from tests.helpers.dashboard_site import ADMIN_KEY, dashboard_site, write_dashboard_config
+from tests.helpers.dashboard_site import ADMIN_KEY, CLIENT_KEY, dashboard_site, write_dashboard_config
 from tests.helpers.paths import PYTHON, node_path, npm_tool
 
 pytestmark = pytest.mark.anyio
@@ -116,3 +116,26 @@ async def test_a_should_have_been_found_label_feeds_toolscout_eval(
     done = await anyio.run_process([PYTHON, "-m", "toolscout", *command], check=False)
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["queries"] == 1
+
+
+async def test_a_client_key_runs_within_its_scope_and_is_audited_under_its_label(tmp_path: Path) -> None:
+    async with dashboard_site(tmp_path) as site:
+        with browser(site.base_url, tmp_path / "profile") as page:
+            page.open("/dashboard/login")
+            page.fill("#key", CLIENT_KEY)
+            page.submit("#login", then="body")  # (the page after login is Servers, not under test here)
+            page.open("/dashboard/run")
+            picked = [o.get_attribute("value") for o in page.elements("#pick option")]
+            assert picked[0] == "" and {str(v).split("/")[0] for v in picked[1:]} == {"units"}
+            page.open("/dashboard/run?server=text&tool=word_count")  # outside the key's servers
+            assert page.text(".error") == "No server named 'text'. (SERVER_NOT_FOUND)"  # as on /mcp: not revealed
+            assert page.elements(".run-form") == []
+            page.open("/dashboard/run?server=units&tool=convert_units")
+            page.fill('input[name="arg:value"]', "26.2")
+            page.fill('input[name="arg:from_unit"]', "mi")
+            page.fill('input[name="arg:to_unit"]', "km")
+            page.submit(".run-form button[type=submit]", then=".result")
+            assert "42.16" in page.text(".result")
+            page.open("/dashboard/activity")
+            row = page.text("#audit tbody tr")
+            assert "units-reader" in row and "team" in row and "units.convert_units" in row
