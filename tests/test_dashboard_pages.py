@@ -32,22 +32,23 @@ def _config(directory: Path) -> Path:
         "    args: [stdio]\n"
         f"    env: {{PATH: {json.dumps(node_path())}}}\n"
     )
-    path.write_text(path.read_text(encoding="utf-8").replace("mcpServers:\n", everything, 1), encoding="utf-8")
+    text = path.read_text(encoding="utf-8").replace("mcpServers:\n", everything, 1)
+    path.write_text(text + "smartTool: true  # smart_tool_discovery beside the meta-tools\n", encoding="utf-8")
     return path
 
 
 def _log_in(page: Browser) -> None:
     page.open("/dashboard/login")
     page.fill("#key", ADMIN_KEY)
-    page.submit("#login", then="nav")
+    page.submit("#login", then="body")  # (the page after login is Servers, not under test here)
 
 
 async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(tmp_path: Path) -> None:
     async with dashboard_site(tmp_path, _config(tmp_path)) as site:
         with browser(site.base_url, tmp_path / "profile") as page:
             _log_in(page)
-            assert [a.text for a in page.elements("nav a")][2:5] == ["Search", "Run", "Activity"]
             page.open("/dashboard/run?server=everything&tool=get-sum")
+            assert [a.text for a in page.elements("nav a")][2:5] == ["Search", "Run", "Activity"]
             page.fill('input[name="arg:a"]', "2")
             # `b` is left empty: the gateway's validation (as for execute_tool) refuses, beside the field.
             page.submit(".run-form button[type=submit]", then='.field[data-field="b"] .error')
@@ -59,6 +60,10 @@ async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(
             assert "5" in page.text(".result pre.text")
 
             page.open("/dashboard/run")
+            page.fill("#smart-request", "convert 26.2 miles to km")
+            page.submit("#smart-run", then="#smart-answer")
+            assert "42.16" in page.text("#smart-answer")
+            assert "units" in page.text("#smart-answer")
             Select(page.element("#pick")).select_by_value("everything/get-tiny-image")
             page.wait_text(".tool h2", "everything.get-tiny-image")
             page.submit(".run-form button[type=submit]", then=".result img")

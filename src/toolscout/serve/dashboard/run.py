@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -18,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 from toolscout.catalog import CatalogTool
 from toolscout.config.scopes import current_scope
 from toolscout.errors import ArgumentValidationError, ToolscoutError
+from toolscout.modes.smart import MAX_REQUEST_CHARS, SmartArgs
 from toolscout.serve.dashboard.forms import field_errors, form_for, parse_form, render_form
 from toolscout.serve.dashboard.render import page, url
 from toolscout.serve.dashboard.results import render_result
@@ -47,15 +49,34 @@ def routes(dashboard: Dashboard) -> list[BaseRoute]:
         submitted = {key: value for key, value in form.multi_items() if isinstance(value, str)}
         return await _page(request, dashboard, submitted.get("server", ""), submitted.get("tool", ""), submitted)
 
-    return [Route("/run", show, methods=["GET"]), Route("/run", submit, methods=["POST"])]
+    async def ask(request: Request) -> Response:
+        form = await request.form()
+        words = str(form.get("request") or "").strip()
+        return await _page(request, dashboard, "", "", smart_request=words)
+
+    return [
+        Route("/run", show, methods=["GET"]),
+        Route("/run", submit, methods=["POST"]),
+        Route("/run/smart", ask, methods=["POST"]),
+    ]
 
 
 async def _page(
-    request: Request, dashboard: Dashboard, server: str, tool: str, submitted: dict[str, str] | None = None
+    request: Request,
+    dashboard: Dashboard,
+    server: str,
+    tool: str,
+    submitted: dict[str, str] | None = None,
+    *,
+    smart_request: str | None = None,
 ) -> Response:
     gateway = dashboard.gateway
     values: dict[str, Any] = {"server": server, "tool": tool, "picker": picker(dashboard), "form": None}
-    values.update(result=None, problem=None, entry=None)
+    values.update(result=None, problem=None, entry=None, smart=dashboard.smart is not None)
+    values.update(smart_request=smart_request or "", smart_result=None)
+    if smart_request is not None:
+        values["smart_result"], status = await _smart(dashboard, smart_request)
+        return page(request, "run.html", title="Run a tool", status=status, **values)
     if not (server and tool):
         return page(request, "run.html", title="Run a tool", **values)
     try:
@@ -83,6 +104,22 @@ async def _page(
     html = render_form(form, action=url("/run"), hidden=hidden, values=submitted, errors=errors)
     values["form"] = Markup(html)  # escaped by forms.py
     return page(request, "run.html", title=f"Run {server}.{tool}", status=status, **values)
+
+
+async def _smart(dashboard: Dashboard, words: str) -> tuple[Markup | str, int]:
+    """Smart mode's answer to `words`, run as `smart_tool_discovery` runs a request (the scope, rules,
+    validation and audit of `Gateway.execute`; a destructive tool is held for confirmation)."""
+    if dashboard.smart is None:
+        return "Smart mode is not configured (mode: smart, or smartTool: true).", 404
+    try:
+        arguments = SmartArgs.model_validate({"request": words})
+    except ValidationError:
+        return f"Say what to do in 1 to {MAX_REQUEST_CHARS:,} characters.", 422
+    try:
+        answer = await dashboard.smart.run(arguments)
+    except ToolscoutError as exc:
+        return f"{exc.message} ({exc.code})", 422
+    return Markup(render_result(answer)), 200  # escaped by results.py
 
 
 _HINTS = {
