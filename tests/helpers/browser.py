@@ -53,6 +53,10 @@ class Browser:
         """The cookies the browser holds for the page shown."""
         return cast(list[dict[str, Any]], self.driver.get_cookies())  # pyright: ignore[reportUnknownMemberType]
 
+    def script(self, code: str) -> object:
+        """What `code` (a function body) returns, run in the page."""
+        return cast(object, self.driver.execute_script(code))  # pyright: ignore[reportUnknownMemberType]
+
     def until(self, state: Callable[[Any], Any], what: str) -> Any:
         """Wait (at most `WAIT_SECONDS`) for `state(driver)` to be truthy; its value."""
         try:

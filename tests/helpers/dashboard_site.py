@@ -4,14 +4,18 @@ admin key and a client key scoped to one server."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx2
 from benchmarks.processes import SERVE_READY, running
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers.paths import PYTHON
+from tests.helpers.paths import PYTHON, ROOT
 
 ADMIN_KEY = "admin-key-for-the-dashboard-0123456789"
 CLIENT_KEY = "client-key-for-the-dashboard-0123456789"
@@ -31,6 +35,9 @@ mcpServers:
   files:
     command: {python}
     args: [-m, toolscout.demo.files]
+  words:  # its tool `lookup` is defined by lookup.json, read on every listing
+    command: {python}
+    args: [{shifting}, {directory}/lookup.json]
 
 # Deletes stay away from agents.
 toolRules:
@@ -50,7 +57,14 @@ registry:
   path: {directory}/registry.sqlite3
 audit:
   path: {directory}/audit.jsonl
+catalogCache:
+  path: {directory}/catalog.sqlite3
 """
+LOOKUP = {
+    "description": "Look up a word. <script>window.injected = true</script><b>bold</b>",
+    "inputSchema": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+}
+"""`lookup` as first listed: its description carries markup, which the dashboard must show as text."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +79,14 @@ class DashboardSite:
 def write_dashboard_config(directory: Path, extra: str = "") -> Path:
     """The test gateway's config (YAML, with comments), in `directory`."""
     path = directory / "toolscout.yaml"
-    text = CONFIG.format(python=PYTHON, admin=ADMIN_KEY, client=CLIENT_KEY, directory=directory)
+    (directory / "lookup.json").write_text(json.dumps(LOOKUP), encoding="utf-8")
+    text = CONFIG.format(
+        python=PYTHON,
+        admin=ADMIN_KEY,
+        client=CLIENT_KEY,
+        directory=directory,
+        shifting=ROOT / "tests/servers/shifting.py",
+    )
     path.write_text(text + extra, encoding="utf-8")
     return path
 
@@ -78,3 +99,13 @@ async def dashboard_site(directory: Path, config: Path | None = None) -> AsyncGe
     async with running(command, ready=SERVE_READY) as process:
         mcp_url = process.match.group(1)
         yield DashboardSite(mcp_url.removesuffix("/mcp"), mcp_url, config)
+
+
+@asynccontextmanager
+async def mcp_client(site: DashboardSite, key: str = ADMIN_KEY) -> AsyncGenerator[Client]:
+    """A real MCP client (the SDK's) of the site's gateway, over HTTP with `key` as its bearer credential."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http,
+        Client(streamable_http_client(site.mcp_url, http_client=http)) as client,
+    ):
+        yield client

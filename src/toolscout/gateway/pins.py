@@ -97,6 +97,20 @@ class ToolPins:
         """Every pin this gateway knows, with what was seen since where it differs."""
         return list(self._pins.values())
 
+    def approve(self, pins: Iterable[Pin]) -> list[Pin]:
+        """Approve what was seen of `pins` (those that differ from their pin) in this gateway at once: kept
+        in the store when there is one (as `toolscout pins approve` does), and every tool judged again."""
+        approved = [pin.approved() for pin in pins if pin.seen is not None]
+        if not approved:
+            return []
+        if self.store is not None:
+            self.store.save(approved, replace_existing=True)
+        for pin in approved:
+            self._pins[pin.key] = pin
+            self._hashed.pop(pin.key, None)
+        self.on_changed()
+        return approved
+
     # The verdict (Catalog's)
 
     def quarantined(self, server: str, tool: types.Tool) -> bool:

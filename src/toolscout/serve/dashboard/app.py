@@ -7,6 +7,7 @@ serves it alone on loopback for a stdio setup's config.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import ModuleType
 
@@ -23,6 +24,7 @@ from toolscout.serve.dashboard.auth import DashboardGate, login_routes
 from toolscout.serve.dashboard.context import Dashboard, DashboardError
 from toolscout.serve.dashboard.render import PREFIX, SECURITY_HEADERS, render
 
+logger = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 
 
@@ -49,6 +51,7 @@ async def _refused(request: Request, exc: Exception) -> Response:
         status = exc.status_code
         message = "There is no such page." if status == 404 else str(exc.detail)
     else:
+        logger.error("dashboard: %s %s failed", request.method, request.url.path, exc_info=exc)
         status, message = 500, "Something went wrong; see the gateway's log."
     return HTMLResponse(render("refused.html", status=status, message=message), status, headers=SECURITY_HEADERS)
 
@@ -63,6 +66,6 @@ def dashboard_app(dashboard: Dashboard) -> ASGIApp:
     ]
     app = Starlette(
         routes=[Route(PREFIX, _home), Mount(PREFIX, routes=routes)],
-        exception_handlers={DashboardError: _refused, HTTPException: _refused},
+        exception_handlers={DashboardError: _refused, HTTPException: _refused, Exception: _refused},
     )
     return DashboardGate(app, dashboard.principals, dashboard.sessions)

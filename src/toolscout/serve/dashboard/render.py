@@ -58,7 +58,8 @@ NAV = (
 _environment = jinja2.Environment(
     loader=jinja2.PackageLoader("toolscout.serve.dashboard", "templates"),
     autoescape=True,
-    undefined=jinja2.StrictUndefined,
+    # A missing key renders as nothing: a server's entry holds `error`, `instructions`... only when it has them.
+    undefined=jinja2.ChainableUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
 )
