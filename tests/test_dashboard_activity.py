@@ -13,7 +13,15 @@ from tests.helpers.cli_sandbox import Sandbox
 from toolscout.config.scopes import Scope, scoped
 from toolscout.gateway.audit import AuditLog, Outcome
 from toolscout.gateway.audit_reader import Position, end_position
-from toolscout.serve.dashboard.audit_view import filters_from, recent, records_table, tail, tool_stats
+from toolscout.serve.dashboard.audit_view import (
+    NOBODY,
+    filters_from,
+    recent,
+    records_table,
+    scoped_filters,
+    tail,
+    tool_stats,
+)
 from toolscout.serve.dashboard.playground import Label, PlaygroundHit, hits_table, parse_expected, record_label
 
 
@@ -142,3 +150,14 @@ def test_hits_show_contributions_when_the_gateway_explains_them() -> None:
     head = explained.split("</thead>")[0]
     assert head.index("lexical") < head.index("fusion") < head.index("zeta")
     assert "0.500" in explained and 'href="/dashboard/run?server=units&amp;tool=convert_units"' in explained
+
+
+def test_a_key_that_is_not_an_admins_reads_only_its_own_executions() -> None:
+    asked = {"label": "someone-else", "tool": "convert"}
+    assert scoped_filters(asked, admin=True, label=None, namespace=None) == asked
+    assert scoped_filters(asked, admin=False, label="ci", namespace="run-1") == {
+        "label": "ci",
+        "namespace": "run-1",
+        "tool": "convert",
+    }
+    assert scoped_filters({}, admin=False, label=None, namespace=None) == {"label": NOBODY}

@@ -48,6 +48,22 @@ def filters_from(query: Mapping[str, str]) -> Filters:
     return {key: value[:MAX_FILTER_CHARS] for key in FILTER_KEYS if (value := query.get(key, "").strip())}
 
 
+NOBODY = "\0"
+"""A filter value no record has: what a principal without a label is limited to."""
+
+
+def scoped_filters(filters: Filters, *, admin: bool, label: str | None, namespace: str | None) -> Filters:
+    """`filters` limited to what the principal may read: an admin reads every execution; anyone else
+    only those made under its own label (and namespace), whatever it asked for, so that no key reads
+    another's arguments."""
+    if admin:
+        return filters
+    limited = {**filters, "label": label or NOBODY}
+    if namespace is not None:
+        limited["namespace"] = namespace
+    return limited
+
+
 def _executions(record: Mapping[str, Any]) -> bool:
     """Whether `record` is an execution (not a `tool_changed` event of the pins)."""
     return "event" not in record

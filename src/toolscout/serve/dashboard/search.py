@@ -13,7 +13,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from toolscout.errors import ToolscoutError
-from toolscout.serve.dashboard.context import DashboardError
+from toolscout.serve.auth import principal_of
+from toolscout.serve.dashboard.context import DashboardError, require_admin
 from toolscout.serve.dashboard.playground import (
     Label,
     hits_table,
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from toolscout.serve.dashboard.context import Dashboard
 
 LIMIT = 10
+MAX_QUERY_CHARS = 2_000
+"""The longest query a label records (a search refuses longer ones before this: `search.maxQueryChars`)."""
 
 
 def routes(dashboard: Dashboard) -> list[BaseRoute]:
@@ -50,15 +53,19 @@ def routes(dashboard: Dashboard) -> list[BaseRoute]:
                 values["problem"], status = f"{exc.message} ({exc.code})", 400
             else:
                 values["hits"] = Markup(hits_table(hits, run_link=url("/run")))
-                tools = [(s, t) for s, names in picker(dashboard) for t in names]
-                hidden = {CSRF_FIELD: csrf_token_of(request)}
-                form = label_form(query, tools, url("/search/label"), hidden, labelled_queries_path())
-                values["label"] = Markup(form)
+                if principal_of(request).admin:
+                    tools = [(s, t) for s, names in picker(dashboard) for t in names]
+                    hidden = {CSRF_FIELD: csrf_token_of(request)}
+                    form = label_form(query, tools, url("/search/label"), hidden, labelled_queries_path())
+                    values["label"] = Markup(form)
         return page(request, "search.html", title="Search", status=status, **values)
 
     async def label(request: Request) -> Response:
+        require_admin(request)  # the labels file is the operator's, on the gateway's machine
         form = await request.form()
         query, expected = str(form.get("q") or ""), str(form.get("expected") or "")
+        if len(query) > MAX_QUERY_CHARS:
+            raise DashboardError(400, f"The query is longer than {MAX_QUERY_CHARS:,} characters; shorten it.")
         try:
             server, tool = parse_expected(expected)
             await dashboard.gateway.tool(server, tool)  # a label names a tool of the catalog, as `eval` requires
