@@ -6,6 +6,7 @@ in, the CSRF field)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -69,7 +70,15 @@ def _pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
+def _when(epoch: float | None) -> str:
+    """An epoch time as a date and time in UTC (empty for none)."""
+    if epoch is None:
+        return ""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 _environment.filters["pretty_json"] = _pretty_json
+_environment.filters["when"] = _when
 
 
 def url(path: str) -> str:
