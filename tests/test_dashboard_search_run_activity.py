@@ -7,14 +7,11 @@ import json
 from pathlib import Path
 
 import anyio
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from selenium.webdriver.support.select import Select
 
 from tests.helpers.browser import Browser, browser
-from tests.helpers.dashboard_site import ADMIN_KEY, CLIENT_KEY, dashboard_site, write_dashboard_config
+from tests.helpers.dashboard_site import ADMIN_KEY, CLIENT_KEY, dashboard_site, mcp_client, write_dashboard_config
 from tests.helpers.paths import PYTHON, node_path, npm_tool
 
 pytestmark = pytest.mark.anyio
@@ -85,10 +82,7 @@ async def test_the_activity_tail_follows_a_clients_execution(tmp_path: Path) -> 
             page.element("#mode-costs")
             assert "discovery" in page.text("#mode-costs")
             assert page.elements("#audit tbody tr") == []
-            async with (
-                httpx2.AsyncClient(headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=30) as http,
-                Client(streamable_http_client(site.mcp_url, http_client=http)) as client,
-            ):
+            async with mcp_client(site) as client:
                 result = await client.call_tool("execute_tool", CONVERT)
                 assert not result.is_error, result.content
             page.wait_text("#audit tbody", "units.convert_units")
@@ -125,10 +119,7 @@ async def test_a_should_have_been_found_label_feeds_toolscout_eval(
 
 async def test_a_client_key_runs_within_its_scope_and_is_audited_under_its_label(tmp_path: Path) -> None:
     async with dashboard_site(tmp_path) as site:
-        async with (  # an admin's execution, which the client key must not read
-            httpx2.AsyncClient(headers={"authorization": f"Bearer {ADMIN_KEY}"}, timeout=30) as http,
-            Client(streamable_http_client(site.mcp_url, http_client=http)) as client,
-        ):
+        async with mcp_client(site) as client:  # an admin's execution, which the client key must not read
             result = await client.call_tool("execute_tool", CONVERT)
             assert not result.is_error, result.content
         with browser(site.base_url, tmp_path / "profile") as page:
