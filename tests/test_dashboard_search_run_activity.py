@@ -10,9 +10,10 @@ import anyio
 import pytest
 from selenium.webdriver.support.select import Select
 
-from tests.helpers.browser import Browser, browser
-from tests.helpers.dashboard_site import ADMIN_KEY, CLIENT_KEY, dashboard_site, mcp_client, write_dashboard_config
+from tests.helpers.browser import browser
+from tests.helpers.dashboard_site import CLIENT_KEY, dashboard_site, mcp_client, write_dashboard_config
 from tests.helpers.paths import PYTHON, node_path, npm_tool
+from tests.test_dashboard_tools import log_in
 
 pytestmark = pytest.mark.anyio
 
@@ -34,16 +35,10 @@ def _config(directory: Path) -> Path:
     return path
 
 
-def _log_in(page: Browser) -> None:
-    page.open("/dashboard/login")
-    page.fill("#key", ADMIN_KEY)
-    page.submit("#login", then="body")  # (the page after login is Servers, not under test here)
-
-
 async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(tmp_path: Path) -> None:
     async with dashboard_site(tmp_path, _config(tmp_path)) as site:
         with browser(site.base_url, tmp_path / "profile") as page:
-            _log_in(page)
+            log_in(page)
             page.open("/dashboard/run?server=everything&tool=get-sum")
             assert [a.text for a in page.elements("nav a")][2:5] == ["Search", "Run", "Activity"]
             page.fill('input[name="arg:a"]', "2")
@@ -76,7 +71,7 @@ async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(
 async def test_the_activity_tail_follows_a_clients_execution(tmp_path: Path) -> None:
     async with dashboard_site(tmp_path) as site:
         with browser(site.base_url, tmp_path / "profile") as page:
-            _log_in(page)
+            log_in(page)
             page.open("/dashboard/activity")
             page.element("#audit")
             page.element("#mode-costs")
@@ -100,7 +95,7 @@ async def test_a_should_have_been_found_label_feeds_toolscout_eval(
     monkeypatch.setenv("TOOLSCOUT_STATE_DIR", str(tmp_path / "state"))  # the served gateway's, inherited
     async with dashboard_site(tmp_path) as site:
         with browser(site.base_url, tmp_path / "profile") as page:
-            _log_in(page)
+            log_in(page)
             page.open("/dashboard/search?q=how+many+words+are+in+this+paragraph")
             page.element("#hits")
             Select(page.element("#expected")).select_by_visible_text("text.word_count")
@@ -123,9 +118,7 @@ async def test_a_client_key_runs_within_its_scope_and_is_audited_under_its_label
             result = await client.call_tool("execute_tool", CONVERT)
             assert not result.is_error, result.content
         with browser(site.base_url, tmp_path / "profile") as page:
-            page.open("/dashboard/login")
-            page.fill("#key", CLIENT_KEY)
-            page.submit("#login", then="body")  # (the page after login is Servers, not under test here)
+            log_in(page, CLIENT_KEY)
             page.open("/dashboard/run")
             picked = [o.get_attribute("value") for o in page.elements("#pick option")]
             assert picked[0] == "" and {str(v).split("/")[0] for v in picked[1:]} == {"units"}
