@@ -10,10 +10,9 @@ import anyio
 import pytest
 from selenium.webdriver.support.select import Select
 
-from tests.helpers.browser import browser
-from tests.helpers.dashboard_site import CLIENT_KEY, dashboard_site, mcp_client, write_dashboard_config
+from tests.helpers.browser import Browser, browser
+from tests.helpers.dashboard_site import ADMIN_KEY, CLIENT_KEY, dashboard_site, mcp_client, write_dashboard_config
 from tests.helpers.paths import PYTHON, node_path, npm_tool
-from tests.test_dashboard_tools import log_in
 
 pytestmark = pytest.mark.anyio
 
@@ -33,6 +32,12 @@ def _config(directory: Path) -> Path:
     text = path.read_text(encoding="utf-8").replace("mcpServers:\n", everything, 1)
     path.write_text(text + "smartTool: true  # smart_tool_discovery beside the meta-tools\n", encoding="utf-8")
     return path
+
+
+def log_in(page: Browser, key: str = ADMIN_KEY) -> None:
+    page.open("/dashboard/login")
+    page.fill("#key", key)
+    page.submit("#login", then="nav")
 
 
 async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ in, the CSRF field)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import jinja2
