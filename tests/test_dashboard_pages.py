@@ -10,25 +10,24 @@ from typing import Any
 
 import httpx2
 import pytest
-from selenium.webdriver.support import expected_conditions
+from benchmarks.processes import running
 
 from tests.helpers.browser import Browser, browser
-from tests.helpers.dashboard_site import ADMIN_KEY, DashboardSite, dashboard_site, mcp_client
-from tests.test_dashboard_tools import log_in, meta
+from tests.helpers.dashboard_site import (
+    ADMIN_KEY,
+    DashboardSite,
+    confirm,
+    dashboard_site,
+    log_in,
+    mcp_client,
+    meta,
+    write_dashboard_config,
+)
+from tests.helpers.paths import PYTHON
 
 pytestmark = pytest.mark.anyio
 
 DEMO = ["notes", "units", "text", "files", "words"]
-
-
-def confirm(page: Browser, css: str, then: str) -> None:
-    """Click `css`, accept the confirm dialog it opens, and wait for the next page to show `then`."""
-    old = page.element("html")
-    page.click(css)
-    page.until(expected_conditions.alert_is_present(), "the confirm dialog")
-    page.driver.switch_to.alert.accept()
-    page.until(expected_conditions.staleness_of(old), "the next page")
-    page.element(then)
 
 
 def statuses(page: Browser) -> dict[str, str]:
@@ -147,3 +146,16 @@ async def test_an_anonymous_gateway_opens_the_dashboard_and_still_checks_posts(t
             f"{site.base_url}/dashboard/servers/units/disable", headers={"Origin": site.base_url}
         )
         assert unsigned.status_code == 403
+
+
+async def test_the_dashboard_command_serves_the_dashboard_alone_on_loopback(tmp_path: Path) -> None:
+    config = write_dashboard_config(tmp_path)
+    command = [PYTHON, "-m", "toolscout", "dashboard", "--config", str(config), "--port", "0"]
+    async with running(command, ready=r"dashboard at (http://127\.0\.0\.1:\d+/dashboard)") as process:
+        url = process.match.group(1)
+        async with httpx2.AsyncClient(timeout=30) as http:
+            login = await http.get(f"{url}/servers")
+            assert login.status_code == 303 and "/dashboard/login" in login.headers["location"]
+            servers = await http.get(f"{url}/servers", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+            assert servers.status_code == 200 and 'data-server="units"' in servers.text
+            assert (await http.get(url.removesuffix("/dashboard") + "/mcp")).status_code == 404

@@ -7,32 +7,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 from selenium.webdriver.support import expected_conditions
 
-from tests.helpers.browser import Browser, browser
-from tests.helpers.dashboard_site import ADMIN_KEY, LOOKUP, dashboard_site, mcp_client
+from tests.helpers.browser import browser
+from tests.helpers.dashboard_site import LOOKUP, dashboard_site, log_in, mcp_client, meta
 
 pytestmark = pytest.mark.anyio
 
 BOUND = 30.0
 """Seconds a change may take to show in another process (it takes well under one)."""
-
-
-def log_in(page: Browser, key: str = ADMIN_KEY) -> None:
-    page.open("/dashboard/login")
-    page.fill("#key", key)
-    page.submit("#login", then="nav")
-
-
-async def meta(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, arguments)
-    assert not result.is_error, result.content
-    return cast(dict[str, Any], result.structured_content)
 
 
 async def found_tools(client: Client, query: str) -> list[tuple[str, str]]:

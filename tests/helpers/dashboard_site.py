@@ -9,12 +9,15 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import httpx2
 from benchmarks.processes import SERVE_READY, running
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from selenium.webdriver.support import expected_conditions
 
+from tests.helpers.browser import Browser
 from tests.helpers.paths import PYTHON, ROOT
 
 ADMIN_KEY = "admin-key-for-the-dashboard-0123456789"
@@ -109,3 +112,25 @@ async def mcp_client(site: DashboardSite, key: str = ADMIN_KEY) -> AsyncGenerato
         Client(streamable_http_client(site.mcp_url, http_client=http)) as client,
     ):
         yield client
+
+
+def log_in(page: Browser, key: str = ADMIN_KEY) -> None:
+    page.open("/dashboard/login")
+    page.fill("#key", key)
+    page.submit("#login", then="nav")
+
+
+async def meta(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    return cast(dict[str, Any], result.structured_content)
+
+
+def confirm(page: Browser, css: str, then: str) -> None:
+    """Click `css`, accept the confirm dialog it opens, and wait for the next page to show `then`."""
+    old = page.element("html")
+    page.click(css)
+    page.until(expected_conditions.alert_is_present(), "the confirm dialog")
+    page.driver.switch_to.alert.accept()
+    page.until(expected_conditions.staleness_of(old), "the next page")
+    page.element(then)

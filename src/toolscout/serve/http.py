@@ -260,6 +260,32 @@ async def serve_http(
         tg.cancel_scope.cancel()
 
 
+async def serve_app(app: ASGIApp, sock: socket.socket, *, stop: anyio.Event, log_level: str | None = "warning") -> None:
+    """Serve a plain ASGI app (the dashboard alone: `toolscout dashboard`) on a listening socket until
+    `stop` is set, with the same connection bounds and shutdown as `serve_http`."""
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        log_config=None,
+        lifespan="off",
+        access_log=False,
+        http=guarded_protocol(fit_to_open_files(ConnectionLimits())),
+        ws="none",
+        backlog=LISTEN_BACKLOG,
+        timeout_graceful_shutdown=2 * HTTP_SHUTDOWN_GRACE,
+    )
+    web = _Uvicorn(config)
+
+    async def exit_when_set() -> None:
+        await stop.wait()
+        web.should_exit = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(exit_when_set)
+        await web.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
+
+
 # The dashboard
 
 DASHBOARD_PATH = "/dashboard"
