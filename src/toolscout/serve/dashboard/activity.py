@@ -15,6 +15,8 @@ from toolscout.config.scopes import Scope, current_scope
 from toolscout.gateway.audit_reader import Position
 from toolscout.serve.auth import principal_of
 from toolscout.serve.dashboard.audit_view import (
+    MAX_ROWS,
+    STATS_WINDOW,
     Filters,
     filter_form,
     filters_from,
@@ -50,10 +52,10 @@ def routes(dashboard: Dashboard) -> list[BaseRoute]:
         filters = _readable(request, filters_from(dict(request.query_params)))
         values["filters_form"] = Markup(filter_form(filters, url("/activity")))
         if audit is not None:
-            records, position = await recent(audit.path, filters)
-            table = records_table(records, position, filters, url("/activity/tail"))
+            # One read serves both: the statistics' window, and the table's last rows of it.
+            window, position = await recent(audit.path, filters, STATS_WINDOW)
+            table = records_table(window[-MAX_ROWS:], position, filters, url("/activity/tail"))
             values.update(path=str(audit.path), table=Markup(table))
-            window, _ = await recent(audit.path, filters, 10_000)
             values["stats"] = Markup(stats_table(tool_stats(window)))
         key = (current_scope(), dashboard.gateway.catalog.version)
         if key not in costs:

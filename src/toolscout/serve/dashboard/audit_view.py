@@ -35,8 +35,9 @@ from toolscout.serve.server import ModeCost
 
 MAX_ROWS = 200
 """The most executions the page's table shows (and one poll of the tail returns)."""
-STATS_WINDOW = 10_000
-"""How many of the last executions the per-tool statistics are computed over."""
+STATS_WINDOW = 2_000
+"""How many of the last executions the per-tool statistics are computed over: they are read on every
+load of the page, so the window is what one read parses quickly, not the whole log."""
 MAX_FILTER_CHARS = 200
 
 Filters = dict[str, str]
