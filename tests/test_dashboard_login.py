@@ -1,5 +1,5 @@
 """Logging in to the dashboard in a real browser: the right key opens it, a wrong key is refused
-with a message saying so, and a client key does not see the admin pages."""
+with a message saying so, and a client key sees its scope only and not the admin pages."""
 
 from __future__ import annotations
 
@@ -40,5 +40,15 @@ async def test_a_client_key_sees_no_admin_page(tmp_path: Path) -> None:
             page.fill("#key", CLIENT_KEY)
             page.submit("#login", then="nav")
             assert "Tokens" not in page.text("nav")
+            page.open("/dashboard/tools")
+
+            def listed(_: object) -> bool:
+                page.driver.refresh()  # the page is the catalog when served: asked again until units connected
+                return bool(page.elements("tr.tool"))
+
+            page.until(listed, "the units server's tools")
+            shown = {str(row.get_attribute("data-tool")).split("/")[0] for row in page.elements("tr.tool")}
+            assert shown == {"units"}  # the key's scope: one server
+            assert not page.elements("button.toggle") and not page.elements("#bulk")  # no rule changes
             page.open("/dashboard/tokens")
             assert "needs an admin key" in page.text("#refusal")

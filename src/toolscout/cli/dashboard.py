@@ -63,7 +63,10 @@ async def _dashboard(config: GatewayConfig, sock: object, path: Path | None) -> 
     async with open_registry(config) as registry:
         gateway = Gateway.from_config(config)
         reloader = ConfigReloader(gateway, path, config) if path is not None else None
-        registrations = Registrations(registry, gateway)
+        limits = config.registry
+        registrations = Registrations(
+            registry, gateway, per_namespace=limits.max_registrations_per_namespace, total=limits.max_registrations
+        )
         # Keys configured: the same login as on the HTTP face; none: open, as the loopback /mcp is.
         principals: PrincipalResolver = (
             BearerPrincipals(config.auth, registry) if config.auth.configured else AnonymousPrincipals()
