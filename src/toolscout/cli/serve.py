@@ -308,7 +308,7 @@ async def _serve_with(
                                 registrations,
                                 config_path=watched[0] if watched is not None else None,
                                 reloader=reloader,
-                                smart=_smart_box(config, gateway),
+                                smart=smart_box(config, gateway),
                                 mode=config.mode,
                             )
                         ),
@@ -317,7 +317,7 @@ async def _serve_with(
         signals.cancel_scope.cancel()
 
 
-def _smart_box(config: GatewayConfig, gateway: Gateway) -> SmartDiscovery | None:
+def smart_box(config: GatewayConfig, gateway: Gateway) -> SmartDiscovery | None:
     """Smart mode's engine for the dashboard's request box, when smart mode is configured."""
     from toolscout.modes.base import SurfaceOptions
 
