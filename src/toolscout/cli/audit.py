@@ -10,9 +10,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated, Any, cast
+from typing import IO, Annotated
 
 import typer
 from rich.console import Console, JustifyMethod
@@ -25,15 +24,13 @@ from toolscout.config.loader import check_config_file
 from toolscout.config.locations import find_config
 from toolscout.config.models import AuditConfig
 from toolscout.errors import ConfigurationError
+from toolscout.gateway.audit_reader import OnCorrupt, Record, last_records, newer_backups, open_log, records
 
 audit_app = typer.Typer(name="audit", help="Read the audit log of tool executions.", no_args_is_help=True)
 
 POLL_SECONDS = 0.2
 """How often --follow looks for new lines (as `tail -f` does: a poll works on every platform)."""
-_BLOCK = 64 * 1024
 _OUTCOME_STYLE = {"ok": "green", "isError": "yellow", "error": "red"}
-
-Record = dict[str, Any]
 
 
 def _settings(config: Path | None, output: Output) -> AuditConfig:
@@ -67,12 +64,12 @@ def tail(
     if not settings.enabled:
         output.note(f"[yellow]![/yellow] The audit log is disabled (audit.enabled: false); reading {escape(str(path))}")
     printer = _Printer(output)
-    handle = _open(path)
+    handle = open_log(path)
     try:
         if handle is None:
             output.note(f"No executions recorded yet at {escape(str(path))}")
         else:
-            printer.show(_last_records(handle, path, lines, output))
+            printer.show(last_records(handle, path, lines, _warner(output)))
         if follow:
             handle, opened = None, handle  # _follow closes it
             _follow(path, opened, printer, output)
@@ -86,77 +83,19 @@ def tail(
             handle.close()
 
 
-def _open(path: Path) -> IO[bytes] | None:
-    try:
-        return path.open("rb")
-    except FileNotFoundError:
-        return None
+# Reading (gateway/audit_reader.py): a corrupt line is skipped with a warning on stderr
 
 
-# Reading
+def _warner(output: Output) -> OnCorrupt:
+    def warn(path: Path, line: bytes) -> None:
+        shown = line[:60].decode("utf-8", "replace")
+        output.note(f"[yellow]![/yellow] Skipped a corrupt line in {escape(str(path))}: {escape(repr(shown))}")
 
-
-def _parse(line: bytes, path: Path, output: Output) -> Record | None:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        return cast(Record, value)
-    shown = line[:60].decode("utf-8", "replace")
-    output.note(f"[yellow]![/yellow] Skipped a corrupt line in {escape(str(path))}: {escape(repr(shown))}")
-    return None
+    return warn
 
 
 def _records(lines: list[bytes], path: Path, output: Output) -> list[Record]:
-    return [r for line in lines if line.strip() and (r := _parse(line, path, output)) is not None]
-
-
-def _lines_backwards(handle: IO[bytes], end: int) -> Iterator[bytes]:
-    """The non-empty lines of `handle` before offset `end`, last first, read in blocks from the end."""
-    position, rest = end, b""
-    while position > 0:
-        start = max(0, position - _BLOCK)
-        handle.seek(start)
-        chunk = handle.read(position - start) + rest
-        position = start
-        pieces = chunk.split(b"\n")
-        rest = pieces[0]  # may continue in the previous block
-        yield from (p for p in reversed(pieces[1:]) if p.strip())
-    if rest.strip():
-        yield rest
-
-
-def _last_records(handle: IO[bytes], path: Path, count: int, output: Output) -> list[Record]:
-    """The last `count` records, reaching into `<path>.1`, `.2`… when the current file has fewer."""
-    found: list[Record] = []
-    end = os.fstat(handle.fileno()).st_size
-    if count == 0:
-        handle.seek(end)
-        return found
-    sources: list[tuple[IO[bytes], Path, int]] = [(handle, path, end)]
-    index = 1
-    try:
-        while sources and len(found) < count:
-            source, where, size = sources.pop()
-            for line in _lines_backwards(source, size):
-                record = _parse(line, where, output)
-                if record is not None:
-                    found.append(record)
-                    if len(found) == count:
-                        break
-            if len(found) < count:
-                older = path.with_name(f"{path.name}.{index}")
-                index += 1
-                backup = _open(older)
-                if backup is not None:
-                    sources.append((backup, older, os.fstat(backup.fileno()).st_size))
-    finally:
-        for source, _, _ in sources:
-            if source is not handle:
-                source.close()
-    handle.seek(end)  # --follow goes on from here
-    return found[::-1]
+    return records(lines, path, _warner(output))
 
 
 def _follow(path: Path, handle: IO[bytes] | None, printer: _Printer, output: Output) -> None:
@@ -165,7 +104,7 @@ def _follow(path: Path, handle: IO[bytes] | None, printer: _Printer, output: Out
     try:
         while True:
             if handle is None:
-                handle = _open(path)
+                handle = open_log(path)
                 if handle is None:
                     time.sleep(POLL_SECONDS)
                     continue
@@ -184,7 +123,7 @@ def _follow(path: Path, handle: IO[bytes] | None, printer: _Printer, output: Out
                 # between (newer backups than ours) are read whole before going on with the new one.
                 printer.show(_records((pending + handle.read()).split(b"\n"), path, output))
                 pending = b""
-                for between in _newer_backups(path, os.fstat(handle.fileno()).st_ino):
+                for between in newer_backups(path, os.fstat(handle.fileno()).st_ino):
                     printer.show(_records(between.split(b"\n"), path, output))
                 handle.close()
                 handle = None
@@ -197,27 +136,6 @@ def _follow(path: Path, handle: IO[bytes] | None, printer: _Printer, output: Out
     finally:
         if handle is not None:
             handle.close()
-
-
-def _newer_backups(path: Path, inode: int) -> Iterator[bytes]:
-    """The contents of the backups rotated after the one that is now file `inode`, oldest first."""
-    backups: list[Path] = []
-    index = 1
-    while (candidate := path.with_name(f"{path.name}.{index}")).exists():
-        try:
-            if candidate.stat().st_ino == inode:
-                break
-        except FileNotFoundError:
-            break  # rotated again under us; what is left was printed or is lost to a race
-        backups.append(candidate)
-        index += 1
-    else:
-        return  # ours is gone (beyond `backups`, or removed): the others are older than it, not newer
-    for backup in reversed(backups):
-        try:
-            yield backup.read_bytes()
-        except FileNotFoundError:
-            continue
 
 
 # Printing

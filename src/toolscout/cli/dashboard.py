@@ -11,7 +11,7 @@ import typer
 
 from toolscout import __version__
 from toolscout.cli.common import EXIT_INVALID, ConfigOption, Output, load, run
-from toolscout.cli.serve import LogLevel, setup_logging
+from toolscout.cli.serve import LogLevel, setup_logging, smart_box
 from toolscout.config import GatewayConfig
 from toolscout.errors import ToolscoutError
 
@@ -72,7 +72,16 @@ async def _dashboard(config: GatewayConfig, sock: object, path: Path | None) -> 
             BearerPrincipals(config.auth, registry) if config.auth.configured else AnonymousPrincipals()
         )
         app = dashboard_app(
-            Dashboard(gateway, principals, registry, registrations, config_path=path, reloader=reloader)
+            Dashboard(
+                gateway,
+                principals,
+                registry,
+                registrations,
+                config_path=path,
+                reloader=reloader,
+                smart=smart_box(config, gateway),
+                mode=config.mode,
+            )
         )
         stop = anyio.Event()
         async with anyio.create_task_group() as signals:

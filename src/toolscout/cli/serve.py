@@ -35,6 +35,7 @@ from toolscout.render.text import counted
 
 if TYPE_CHECKING:
     from toolscout.gateway.core import Gateway
+    from toolscout.modes.smart import SmartDiscovery
     from toolscout.registry.base import Registry
     from toolscout.serve.auth import BearerPrincipals
 
@@ -327,11 +328,22 @@ async def _serve_with(
                                 registrations,
                                 config_path=watched[0] if watched is not None else None,
                                 reloader=reloader,
+                                smart=smart_box(config, gateway),
+                                mode=config.mode,
                             )
                         ),
                     )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
+
+
+def smart_box(config: GatewayConfig, gateway: Gateway) -> SmartDiscovery | None:
+    """Smart mode's engine for the dashboard's request box, when smart mode is configured."""
+    from toolscout.modes.base import SurfaceOptions
+
+    if config.mode != "smart" and not config.smart_tool:
+        return None
+    return SurfaceOptions.from_config(config).smart_discovery(gateway)
 
 
 def _check_exposure(config: GatewayConfig, sock: socket.socket, authenticating: bool, insecure: bool) -> None:

@@ -13,6 +13,9 @@ The pieces:
   come from upstream servers and are never trusted) and `page`, which renders one inside the layout;
 * `templates/`, `static/`: the pages' HTML, one stylesheet and one small script, shipped in the wheel;
 * one module per page: `servers.py`, `tools.py`, `tokens.py`, `search.py`, `run.py`, `activity.py`.
+  What the Search, Run and Activity pages show is built in modules of its own, plain functions
+  tested without a browser: `playground.py` (the ranking and labelled queries), `forms.py` (the form
+  from an input schema), `results.py` (a tool's result as HTML), `audit_view.py` (the audit log).
 
 Adding a page: write a module with a function `routes(dashboard: Dashboard) -> list[Route]` whose
 handlers take a Starlette `Request` and answer `page(request, "NAME.html", title=..., **values)`

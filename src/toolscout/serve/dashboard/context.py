@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from starlette.requests import Request
@@ -15,6 +16,9 @@ from toolscout.registry.base import Registry
 from toolscout.serve.auth import PrincipalResolver, principal_of
 from toolscout.serve.dashboard.sessions import Sessions
 from toolscout.serve.reload import ConfigReloader
+
+if TYPE_CHECKING:
+    from toolscout.modes.smart import SmartDiscovery
 
 
 @dataclass
@@ -33,6 +37,11 @@ class Dashboard:
     reloader: ConfigReloader | None = None
     """Asked to apply the config file at once after a page wrote it."""
     sessions: Sessions = field(default_factory=Sessions)
+    smart: SmartDiscovery | None = None
+    """Smart mode's engine when it is configured (`mode: smart`, or `smartTool: true`): the Run page's
+    request box (None: no box)."""
+    mode: str = ""
+    """The configured `mode:`, marked in the Activity page's token costs."""
     config_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held while a page edits the config file: two edits never interleave."""
 

@@ -25,7 +25,7 @@ SECURITY_HEADERS = {
     # Nothing but this gateway's own script and stylesheet runs or loads: an upstream's text that
     # escaped escaping still could not run a script.
     "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src data:; "
         "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Frame-Options": "DENY",
