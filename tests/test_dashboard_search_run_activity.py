@@ -104,6 +104,10 @@ async def test_a_should_have_been_found_label_feeds_toolscout_eval(
             log_in(page)
             page.open("/dashboard/search?q=how+many+words+are+in+this+paragraph")
             page.element("#hits")
+            # Each ranker's part in the ranking, a column each, from the gateway's own explanation.
+            header = page.text("#hits thead")
+            assert all(ranker in header for ranker in ("lexical", "embeddings", "fusion")), header
+            assert "not available" not in page.text("body")
             Select(page.element("#expected")).select_by_visible_text("text.word_count")
             page.submit(".label button[type=submit]", then="#recorded")
             assert "text.word_count" in page.text("#recorded")

@@ -396,16 +396,23 @@ class Gateway:
             self.metrics.searches.observe((kind, error), time.perf_counter() - started)
 
     async def explain_search(
-        self, query: str, *, server: str | None = None, limit: int = 10, scope: Scope | None = None
+        self,
+        query: str,
+        *,
+        server: str | None = None,
+        limit: int = 10,
+        scope: Scope | None = None,
+        min_relevance: float | None = None,
     ) -> list[ExplainedHit]:
         """The hits `search` gives for `query` (same order, same scope, rules and floor), each with
         each ranker's part in it and, with smart mode on, each selection method's score.
 
-        `scope`: search as that scope sees (default: the request's, `current_scope()`)."""
+        `scope`: search as that scope sees (default: the request's, `current_scope()`);
+        `min_relevance`: the floor (default: the config's, as `search`)."""
         if scope is not None:
             with scoped(scope):
-                return await self.explain_search(query, server=server, limit=limit)
-        found = await self._index.explain(query, server=server, limit=limit)
+                return await self.explain_search(query, server=server, limit=limit, min_relevance=min_relevance)
+        found = await self._index.explain(query, server=server, limit=limit, min_relevance=min_relevance)
         self.stats.explained += 1
         smart = None
         if self.smart is not None:

@@ -12,19 +12,20 @@ interleave inside one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import anyio
 
 from toolscout.config.locations import user_log_dir
-from toolscout.errors import InvalidArguments
-from toolscout.search.base import SearchHit
+from toolscout.errors import InvalidArguments, ToolscoutError
+from toolscout.gateway.explain import ExplainedHit
 
 if TYPE_CHECKING:
     from toolscout.gateway.core import Gateway
@@ -55,28 +56,8 @@ class PlaygroundHit:
     smart: Mapping[str, float] | None = field(default=None)
 
 
-class ExplainedHitLike(Protocol):
-    """What `Gateway.explain_search` gives for each hit: the tool, its relevance and what each ranker added."""
-
-    @property
-    def server(self) -> str: ...
-    @property
-    def tool(self) -> str: ...
-    @property
-    def relevance(self) -> float: ...
-    @property
-    def contributions(self) -> Mapping[str, float]: ...
-    @property
-    def smart(self) -> Mapping[str, float] | None: ...
-
-
-def from_search(hits: Sequence[SearchHit]) -> list[PlaygroundHit]:
-    """The playground's hits from `Gateway.search` (relevance only: no contributions)."""
-    return [PlaygroundHit(h.tool.server, h.tool.name, h.relevance, (h.tool.tool.description or "")[:300]) for h in hits]
-
-
 def from_explained(
-    hits: Sequence[ExplainedHitLike], descriptions: Mapping[tuple[str, str], str] = {}
+    hits: Sequence[ExplainedHit], descriptions: Mapping[tuple[str, str], str] = {}
 ) -> list[PlaygroundHit]:
     """The playground's hits from `Gateway.explain_search`, with each ranker's contribution."""
     return [
@@ -94,12 +75,15 @@ def from_explained(
 
 async def ranked(gateway: Gateway, query: str, *, server: str | None = None, limit: int = 10) -> list[PlaygroundHit]:
     """The playground's ranking of `query`: every hit down to relevance 0, so that what the
-    configured `minRelevance` leaves out is seen too.
-
-    `Gateway.search` gives relevance only. When the gateway can explain its ranking
-    (`Gateway.explain_search`, hits with `contributions`), this adapter is where its hits go through
-    `from_explained` instead; nothing else on the page changes."""
-    return from_search(await gateway.search(query, server=server, limit=limit, min_relevance=0.0))
+    configured `minRelevance` leaves out is seen too, each with what each ranker added to it
+    (`Gateway.explain_search`) and the tool's description."""
+    explained = await gateway.explain_search(query, server=server, limit=limit, min_relevance=0.0)
+    descriptions: dict[tuple[str, str], str] = {}
+    for hit in explained:
+        with contextlib.suppress(ToolscoutError):  # gone since it was ranked: shown without one
+            tool = await gateway.tool(hit.server, hit.tool)
+            descriptions[(hit.server, hit.tool)] = (tool.tool.description or "")[:300]
+    return from_explained(explained, descriptions)
 
 
 # Labels
