@@ -38,11 +38,10 @@ over MCP, its next steps in this API's words. Every other refusal is the API's e
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -67,6 +66,7 @@ from toolscout.errors import (
     Unavailable,
 )
 from toolscout.gateway.audit import noting
+from toolscout.gateway.audit_reader import last_records, open_log
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import Surface
 from toolscout.modes.discovery import BY_NAME
@@ -324,7 +324,7 @@ class DiscoveryApi:
         }
         limit = _int(request, "limit", 100, low=1, high=MAX_AUDIT_LINES)
         own = _own_lines(principal_of(request), wanted)
-        lines = await anyio.to_thread.run_sync(_newest_lines, audit.path, audit.backups, wanted | own, limit)
+        lines = await anyio.to_thread.run_sync(_newest_lines, audit.path, wanted | own, limit)
         return JSONResponse({"entries": lines})
 
     # Calls
@@ -532,31 +532,11 @@ def _own_lines(principal: Principal, wanted: dict[str, str]) -> dict[str, str]:
     return {"label": scope.label}
 
 
-def _newest_lines(path: Path, backups: int, wanted: dict[str, str], limit: int) -> list[dict[str, Any]]:
-    """The audit lines matching every `wanted` key, newest first: the file, then its rotated copies."""
-    found: list[dict[str, Any]] = []
-    for file in [path, *(path.with_name(f"{path.name}.{i}") for i in range(1, backups + 1))]:
-        for line in _reversed_lines(file):
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(entry, dict):
-                continue
-            record = cast(dict[str, Any], entry)
-            if all(record.get(key) == value for key, value in wanted.items()):
-                found.append(record)
-                if len(found) >= limit:
-                    return found
-    return found
-
-
-def _reversed_lines(path: Path) -> Iterator[str]:
-    """The lines of `path`, last first (none when it does not exist)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            yield line
+def _newest_lines(path: Path, wanted: dict[str, str], limit: int) -> list[dict[str, Any]]:
+    """The audit lines matching every `wanted` key, newest first: the file, then its rotated copies
+    (read from the end, a bounded number of lines, as `toolscout audit tail` reads them)."""
+    handle = open_log(path)
+    if handle is None:
+        return []
+    with handle:
+        return last_records(handle, path, limit, filters=wanted)[::-1]
