@@ -19,7 +19,7 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -40,6 +40,9 @@ from toolscout.render.text import (
     tools_text,
 )
 from toolscout.upstream import Status
+
+if TYPE_CHECKING:  # the search package (numpy) is imported when the index is built, not with the modes
+    from toolscout.search.base import SearchHit
 
 # What every tool the gateway offers itself is made of: its arguments, definition and result,
 # shared by every mode. Discovery mode's five meta-tools follow.
@@ -367,27 +370,30 @@ async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallTo
     return tool_result(data, servers_text(data))
 
 
+def search_result(hit: SearchHit, *, steps: bool = False, stale: bool = False) -> dict[str, Any]:
+    """One search hit as `search_tools` (and the HTTP API's search) answer it."""
+    return {
+        "server": hit.tool.server,
+        "tool": hit.tool.name,
+        "summary": hit.tool.summary,
+        "relevance": hit.relevance,
+        "tags": list(hit.tool.tags),
+        # For a list of steps: which ones this tool answers, numbered from 1 like the list.
+        **({"steps": [step + 1 for step in hit.steps]} if steps else {}),
+        # Types only: often enough to call right away; get_tool_details adds the descriptions.
+        "signature": call_signature(hit.tool.name, hit.tool.input_schema, max_description_len=0),
+        # From the persistent catalog: the server is not connected (yet), its tools may have changed.
+        **({"stale": True} if stale else {}),
+    }
+
+
 async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToolResult:
     await gateway.settle_startup()
     hits = await gateway.search(args.query, server=args.server, limit=args.limit, min_relevance=args.min_relevance)
+    steps = isinstance(args.query, list)
     data: dict[str, Any] = {
         "query": args.query,
-        "results": [
-            {
-                "server": h.tool.server,
-                "tool": h.tool.name,
-                "summary": h.tool.summary,
-                "relevance": h.relevance,
-                "tags": list(h.tool.tags),
-                # For a list of steps: which ones this tool answers, numbered from 1 like the list.
-                **({"steps": [step + 1 for step in h.steps]} if isinstance(args.query, list) else {}),
-                # Types only: often enough to call right away; get_tool_details adds the descriptions.
-                "signature": call_signature(h.tool.name, h.tool.input_schema, max_description_len=0),
-                # From the persistent catalog: the server is not connected (yet), its tools may have changed.
-                **({"stale": True} if gateway.cached_at(h.tool.server) is not None else {}),
-            }
-            for h in hits
-        ],
+        "results": [search_result(h, steps=steps, stale=gateway.cached_at(h.tool.server) is not None) for h in hits],
     }
     # Servers whose tools are missing from the ranking (those answering from the cache are in it).
     connecting = [

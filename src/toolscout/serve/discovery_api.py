@@ -45,7 +45,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
@@ -69,7 +68,7 @@ from toolscout.gateway.audit import noting
 from toolscout.gateway.audit_reader import last_records, open_log
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import Surface
-from toolscout.modes.discovery import BY_NAME
+from toolscout.modes.discovery import BY_NAME, search_result
 from toolscout.naming import native_names
 from toolscout.render.signatures import call_signature
 from toolscout.serve.api import API_PREFIX, ApiError, json_object
@@ -243,9 +242,8 @@ class DiscoveryApi:
             entry["reason"] = upstream.error
         if upstream.retry_at is not None:
             entry["nextRetryAt"] = round(upstream.retry_at, 3)
-        identity = upstream.identity
-        if identity is not None and "protocolVersion" in entry:
-            entry["era"] = "2026-07-28" if identity.protocol_version in MODERN_PROTOCOL_VERSIONS else "handshake"
+        if upstream.era is not None and "protocolVersion" in entry:
+            entry["era"] = upstream.era
         since = upstream.connected_since
         if since is not None:
             entry["connectedSince"] = round(since, 3)
@@ -298,17 +296,7 @@ class DiscoveryApi:
             hits = await self.gateway.explain_search(query, server=server, limit=limit)
             return JSONResponse({"query": query, "results": [hit.to_dict() for hit in hits]})
         found = await self.gateway.search(query, server=server, limit=limit)
-        results = [
-            {
-                "server": h.tool.server,
-                "tool": h.tool.name,
-                "summary": h.tool.summary,
-                "relevance": h.relevance,
-                "tags": list(h.tool.tags),
-                "signature": call_signature(h.tool.name, h.tool.input_schema, max_description_len=0),
-            }
-            for h in found
-        ]
+        results = [search_result(h) for h in found]
         return JSONResponse({"query": query, "results": results})
 
     # Audit

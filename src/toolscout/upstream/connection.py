@@ -143,6 +143,13 @@ class Upstream:
         """When the next connection attempt is due (epoch seconds), while waiting for it."""
         return self._state.retry_at
 
+    @property
+    def era(self) -> str | None:
+        """The era of MCP it was last reached at: "2026-07-28" (stateless) or "handshake" (None: never reached)."""
+        if self.identity is None:
+            return None
+        return "2026-07-28" if self.identity.protocol_version in MODERN_PROTOCOL_VERSIONS else "handshake"
+
     def retry_now(self) -> bool:
         """Connect at once instead of waiting: a server waiting out its backoff tries now, an idle one
         connects. Whether it did anything (a connected or connecting server is left alone)."""

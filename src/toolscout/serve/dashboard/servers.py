@@ -9,7 +9,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -32,17 +31,10 @@ def since(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
-def era(protocol_version: str | None) -> str | None:
-    """Which era of MCP a protocol version belongs to."""
-    if protocol_version is None:
-        return None
-    return "stateless (2026-07-28)" if protocol_version in MODERN_PROTOCOL_VERSIONS else "handshake"
-
-
 def server_row(dashboard: Dashboard, upstream: Upstream) -> dict[str, Any]:
     """What the page shows of one server."""
     entry = dashboard.gateway.server_status(upstream)
-    entry["era"] = era(entry.get("protocolVersion"))
+    entry["era"] = {"2026-07-28": "stateless (2026-07-28)"}.get(upstream.era or "", upstream.era)
     entry["connectedSince"] = since(upstream.connected_since)
     entry["configured"] = dashboard.gateway.owner_of(upstream.name) == CONFIG_OWNER
     return entry
