@@ -8,16 +8,10 @@ thread. The counts start at zero when the gateway starts and are not kept across
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
-
-class CountedCache(Protocol):
-    """A cache that counts what it answered (smart mode's `TTLCache`)."""
-
-    hits: int
-    misses: int
-
-    def __len__(self) -> int: ...
+from pydantic.alias_generators import to_camel
 
 
 class DiscoveryStats:
@@ -30,7 +24,6 @@ class DiscoveryStats:
         self.smart_calls = 0
         self.smart_ran = 0
         self.selections: Counter[str] = Counter()
-        self._caches: dict[str, list[CountedCache]] = {}
 
     def searched(self, hits: int) -> None:
         """A search answered with `hits` hits."""
@@ -46,17 +39,13 @@ class DiscoveryStats:
         if method is not None:
             self.selections[method] += 1
 
-    def count_cache(self, name: str, cache: CountedCache) -> None:
-        """Report `cache` under `name` (several engines' caches of one name are added up)."""
-        self._caches.setdefault(name, []).append(cache)
-
-    def snapshot(self) -> dict[str, Any]:
-        """The counts as `GET /api/v1/discovery/stats` answers them (camelCase keys)."""
+    def snapshot(self, cache_counts: Mapping[str, tuple[int | None, int, int]]) -> dict[str, Any]:
+        """The counts as `GET /api/v1/discovery/stats` answers them (camelCase keys), with the caches'
+        `cache_counts` (entries, hits, misses by cache, as `Metrics.cache_counts` gives them)."""
         caches: dict[str, dict[str, Any]] = {}
-        for name, found in self._caches.items():
-            hits, misses = sum(c.hits for c in found), sum(c.misses for c in found)
-            caches[name] = {
-                "entries": sum(len(c) for c in found),
+        for name, (entries, hits, misses) in cache_counts.items():
+            caches[to_camel(name)] = {
+                **({"entries": entries} if entries is not None else {}),
                 "hits": hits,
                 "misses": misses,
                 "hitRate": rate(hits, hits + misses),

@@ -221,8 +221,6 @@ class SmartDiscovery:
         self.llm_answers = TTLCache[dict[tuple[str, str], LLMPick]](cache.max_llm_responses, cache.llm_response_ttl)
         gateway.metrics.add_cache("smart_tool_matches", weakref.ref(self.matches))
         gateway.metrics.add_cache("smart_llm_answers", weakref.ref(self.llm_answers))
-        gateway.stats.count_cache("smartToolMatches", self.matches)
-        gateway.stats.count_cache("smartLlmAnswers", self.llm_answers)
         gateway.llm_picks.append(self.remembered_picks)  # an explained search shows the LLM's part
         self._resting: dict[str, tuple[float, str]] = {}
         """LLM name → (until when it is not asked, why): one that timed out or was unreachable."""

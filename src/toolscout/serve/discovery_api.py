@@ -397,7 +397,7 @@ class DiscoveryApi:
     # Admin: stats, embeddings, the search settings
 
     async def stats(self, request: Request) -> Response:
-        data = self.gateway.stats.snapshot()
+        data = self.gateway.stats.snapshot(self.gateway.metrics.cache_counts())
         data["caches"]["scopedSearchIndexes"] = {"entries": self.gateway.scoped_indexes}
         return JSONResponse(data)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -220,23 +220,31 @@ class Metrics(Collector):
         """Count the hits and misses of the cache `read` finds, as `name` (summed with others of that name)."""
         self._caches.append((name, read))
 
+    def cache_counts(self) -> dict[str, tuple[int | None, int, int]]:
+        """Each cache's entries (None when it does not say), hits and misses, summed by name; the
+        caches gone for good are forgotten. `/metrics` and the HTTP API's stats both read these."""
+        totals: dict[str, tuple[int | None, int, int]] = {}
+        alive: list[tuple[str, CacheReader]] = []
+        for name, read in self._caches:
+            cache = read()
+            if cache is not None:
+                entries, hits, misses = totals.get(name, (None, 0, 0))
+                size = len(cache) if isinstance(cache, Sized) else None
+                if size is not None:
+                    entries = (entries or 0) + size
+                totals[name] = (entries, hits + cache.hits, misses + cache.misses)
+            if cache is not None or not isinstance(read, weakref.ref):  # a cache gone for good is forgotten
+                alive.append((name, read))
+        self._caches = alive
+        return totals
+
     def _cache_family(self) -> CounterMetricFamily:
         family = CounterMetricFamily(
             "toolscout_cache_requests",
             "Lookups in the gateway's caches, by cache and result (hit or miss).",
             labels=("cache", "result"),
         )
-        totals: dict[str, tuple[int, int]] = {}
-        alive: list[tuple[str, CacheReader]] = []
-        for name, read in self._caches:
-            cache = read()
-            if cache is not None:
-                hits, misses = totals.get(name, (0, 0))
-                totals[name] = (hits + cache.hits, misses + cache.misses)
-            if cache is not None or not isinstance(read, weakref.ref):  # a cache gone for good is forgotten
-                alive.append((name, read))
-        self._caches = alive
-        for name, (hits, misses) in totals.items():
+        for name, (_, hits, misses) in self.cache_counts().items():
             family.add_metric([name, "hit"], hits)
             family.add_metric([name, "miss"], misses)
         return family
