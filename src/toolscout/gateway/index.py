@@ -50,8 +50,25 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+_SEARCH_IMPORT = threading.Lock()
+
+
+def import_search_package() -> None:
+    """Import the search package (and numpy, bm25s and the text tools under it) in one thread at a time.
+
+    Python locks each module on its own while importing it. The index imports this package in a worker
+    thread so the event loop keeps answering; if the event loop's thread meanwhile imports one of its
+    submodules (smart mode's memory needs `search.text`), each thread can come to hold a lock the other
+    waits for, and Python breaks the deadlock by failing one of the imports. Whoever comes second waits
+    here for the whole package instead; once it is imported, this is an uncontended lock.
+    """
+    with _SEARCH_IMPORT:
+        import toolscout.search  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+
 def build_backend(name: str = "hybrid", model: str = "static") -> SearchBackend:
     """The search backend `name` with `model` (the search package is imported here, on first use)."""
+    import_search_package()
     from toolscout.search import make_backend
 
     return make_backend(name, model=model)

@@ -35,6 +35,7 @@ from toolscout.config.models import (
 from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
+from toolscout.gateway.index import import_search_package
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.compact import CompactSurface
 from toolscout.modes.discovery import DiscoverySurface
@@ -102,6 +103,7 @@ class SurfaceOptions:
 
     def smart_discovery(self, gateway: Gateway) -> SmartDiscovery:
         """Smart mode's engine over `gateway`, as these options say."""
+        import_search_package()  # smart.memory needs search.text, which the index may be importing in a thread
         from toolscout.smart.memory import SmartMemory  # (search.text: numpy, when smart mode is on)
 
         memory = SmartMemory(self.memory_path)

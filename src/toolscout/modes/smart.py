@@ -53,6 +53,7 @@ from toolscout.config.scopes import current_scope
 from toolscout.errors import ArgumentValidationError, InvalidArguments, LLMUnavailable, Phrasing, ToolscoutError
 from toolscout.gateway.audit import noting
 from toolscout.gateway.core import Gateway
+from toolscout.gateway.index import import_search_package
 from toolscout.gateway.store import store_path
 from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
@@ -213,6 +214,7 @@ class SmartDiscovery:
         self.config = config or SmartConfig()
         self.guard = DestructiveGuard(self.config, confirmations)
         self.open_llm = llm or llm_source(None, self.config)
+        import_search_package()  # smart.memory needs search.text, which the index may be importing in a thread
         from toolscout.smart.memory import SmartMemory, TTLCache  # (search.text: numpy, when smart mode is on)
 
         self.memory = memory if memory is not None else SmartMemory(None)
