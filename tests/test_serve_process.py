@@ -442,8 +442,12 @@ async def test_modes_over_stdio_and_http(tmp_path: Path, mode: str) -> None:
         serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
         with (tmp_path / "gateway.log").open("w") as errlog:
             params = StdioServerParameters(command=serve[0], args=serve[1:])
-            async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
-                await exercise_mode(client)
+            try:
+                async with Client(stdio_client(params, errlog=errlog), mode="auto") as client:
+                    await exercise_mode(client)
+            except BaseException as exc:  # a gateway that died says why in its log: show it with the failure
+                exc.add_note("the gateway's log:\n" + (tmp_path / "gateway.log").read_text()[-6000:])
+                raise
         assert f"{mode} mode" in (tmp_path / "gateway.log").read_text()
         async with running([*serve, "--transport", "http", "--port", "0"], ready=SERVE_READY) as gateway:
             assert f"{mode} mode" in gateway.match.string
