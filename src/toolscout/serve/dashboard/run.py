@@ -3,7 +3,8 @@
 A run goes through `Gateway.execute`, the path `execute_tool` takes: the logged-in principal's
 scope, the tool rules, the argument validation and the audit log. Type mistakes the form can see
 (a word in a number box, JSON that does not parse) are shown before anything is sent; the
-gateway's validation violations are shown next to the fields they concern (forms.py).
+gateway's validation violations are shown next to the fields they concern (forms.py). Beside the
+form, smart mode's request box (smart_box.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -19,11 +19,11 @@ from starlette.routing import BaseRoute, Route
 from toolscout.catalog import CatalogTool
 from toolscout.config.scopes import current_scope
 from toolscout.errors import ArgumentValidationError, ToolscoutError
-from toolscout.modes.smart import MAX_REQUEST_CHARS, SmartArgs
 from toolscout.serve.dashboard.forms import field_errors, form_for, parse_form, render_form
 from toolscout.serve.dashboard.render import page, url
 from toolscout.serve.dashboard.results import render_result
 from toolscout.serve.dashboard.sessions import CSRF_FIELD, csrf_token_of
+from toolscout.serve.dashboard.smart_box import Answer, ask, confirm
 
 if TYPE_CHECKING:
     from toolscout.serve.dashboard.context import Dashboard
@@ -49,15 +49,22 @@ def routes(dashboard: Dashboard) -> list[BaseRoute]:
         submitted = {key: value for key, value in form.multi_items() if isinstance(value, str)}
         return await _page(request, dashboard, submitted.get("server", ""), submitted.get("tool", ""), submitted)
 
-    async def ask(request: Request) -> Response:
+    async def ask_smart(request: Request) -> Response:
         form = await request.form()
         words = str(form.get("request") or "").strip()
-        return await _page(request, dashboard, "", "", smart_request=words)
+        return await _page(request, dashboard, "", "", smart=await ask(request, dashboard.smart, words), words=words)
+
+    async def confirm_smart(request: Request) -> Response:
+        form = await request.form()
+        sent = {key: value for key, value in form.multi_items() if isinstance(value, str)}
+        answer = await confirm(request, dashboard.smart, sent)
+        return await _page(request, dashboard, "", "", smart=answer, words=sent.get("request", ""))
 
     return [
         Route("/run", show, methods=["GET"]),
         Route("/run", submit, methods=["POST"]),
-        Route("/run/smart", ask, methods=["POST"]),
+        Route("/run/smart", ask_smart, methods=["POST"]),
+        Route("/run/smart/confirm", confirm_smart, methods=["POST"]),
     ]
 
 
@@ -68,15 +75,16 @@ async def _page(
     tool: str,
     submitted: dict[str, str] | None = None,
     *,
-    smart_request: str | None = None,
+    smart: Answer | None = None,
+    words: str = "",
 ) -> Response:
     gateway = dashboard.gateway
     values: dict[str, Any] = {"server": server, "tool": tool, "picker": picker(dashboard), "form": None}
     values.update(result=None, problem=None, entry=None, smart=dashboard.smart is not None)
-    values.update(smart_request=smart_request or "", smart_result=None)
-    if smart_request is not None:
-        values["smart_result"], status = await _smart(dashboard, smart_request)
-        return page(request, "run.html", title="Run a tool", status=status, **values)
+    values.update(smart_request=words, smart_result=None, planned=None)
+    if smart is not None:
+        values.update(smart_result=smart.shown, planned=smart.planned)
+        return page(request, "run.html", title="Run a tool", status=smart.status, **values)
     if not (server and tool):
         return page(request, "run.html", title="Run a tool", **values)
     try:
@@ -104,22 +112,6 @@ async def _page(
     html = render_form(form, action=url("/run"), hidden=hidden, values=submitted, errors=errors)
     values["form"] = Markup(html)  # escaped by forms.py
     return page(request, "run.html", title=f"Run {server}.{tool}", status=status, **values)
-
-
-async def _smart(dashboard: Dashboard, words: str) -> tuple[Markup | str, int]:
-    """Smart mode's answer to `words`, run as `smart_tool_discovery` runs a request (the scope, rules,
-    validation and audit of `Gateway.execute`; a destructive tool is held for confirmation)."""
-    if dashboard.smart is None:
-        return "Smart mode is not configured (mode: smart, or smartTool: true).", 404
-    try:
-        arguments = SmartArgs.model_validate({"request": words})
-    except ValidationError:
-        return f"Say what to do in 1 to {MAX_REQUEST_CHARS:,} characters.", 422
-    try:
-        answer = await dashboard.smart.run(arguments)
-    except ToolscoutError as exc:
-        return f"{exc.message} ({exc.code})", 422
-    return Markup(render_result(answer)), 200  # escaped by results.py
 
 
 _HINTS = {
