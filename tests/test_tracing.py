@@ -169,6 +169,8 @@ async def test_a_call_is_traced_from_the_client_through_the_gateway_to_the_upstr
     assert upstream.kind == Span.SPAN_KIND_CLIENT
     assert upstream.trace_id == trace_id
     assert attributes(upstream)["mcp.method.name"] == "tools/call"
+    assert attributes(upstream)["toolscout.server.name"] == "meta"  # which configured upstream it went to
+    assert "toolscout.server.name" not in attrs  # the gateway's own span serves a client: no upstream named
     resources = {resource.get("service.name") for resource, span in received.spans if span.trace_id == trace_id}
     assert resources == {SERVICE}
 

@@ -6,7 +6,10 @@ parent taken from the `traceparent` and `tracestate` in the request's `params._m
 for each request the gateway sends upstream, whose `params._meta` carries the trace on. Without a
 tracer provider they cost next to nothing and go nowhere; `exporting_traces` installs one that
 sends them to a collector, and the MCP face adds what only it knows (`mcp.session.id`,
-`network.transport`, serve/telemetry.py) while `tracing_active()`.
+`network.transport`, serve/telemetry.py) while `tracing_active()`. The SDK's span of an upstream
+request does not know which configured server it goes to; `naming_upstream` tells it, and the
+tracer provider's `upstream_names` processor writes it as `toolscout.server.name` on the span (the
+conventions name the remote by network address only, which a stdio server has none of).
 
 Traces are on when `telemetry.traces.enabled` says so, or, left unset, when the standard variable
 OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; OTEL_SDK_DISABLED=true
@@ -18,19 +21,61 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from toolscout.config.telemetry import TracesConfig
 from toolscout.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import Span, SpanProcessor
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_SERVICE_NAME = "toolscout"
+SERVER_NAME_ATTRIBUTE = "toolscout.server.name"
+"""The span attribute naming the configured (or registered) upstream server a request is sent to."""
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
 _exporting = 0
 """How many `exporting_traces` blocks are open in this process (the tracer provider is the process's)."""
+
+
+_naming: weakref.WeakSet[object] = weakref.WeakSet()
+"""The tracer providers `UpstreamNames` was added to (once each)."""
+_upstream: ContextVar[str | None] = ContextVar("toolscout_upstream_server", default=None)
+
+
+@contextmanager
+def naming_upstream(server: str) -> Generator[None]:
+    """Name `server` on the spans of the upstream requests sent inside (a no-op unless traces are exported)."""
+    if not tracing_active():
+        yield
+        return
+    token = _upstream.set(server)
+    try:
+        yield
+    finally:
+        _upstream.reset(token)
+
+
+def upstream_names() -> SpanProcessor:
+    """A span processor that adds `toolscout.server.name` to a client span started inside `naming_upstream`
+    (needs the `otel` extra)."""
+    from opentelemetry.sdk.trace import SpanProcessor
+    from opentelemetry.trace import SpanKind
+
+    class UpstreamNames(SpanProcessor):
+        def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+            server = _upstream.get()
+            if server is not None and span.kind == SpanKind.CLIENT:
+                span.set_attribute(SERVER_NAME_ATTRIBUTE, server)
+
+    return UpstreamNames()
 
 
 def tracing_active() -> bool:
@@ -76,6 +121,9 @@ def exporting_traces(config: TracesConfig, environ: Mapping[str, str] = os.envir
         name = config.service_name or environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
         provider = TracerProvider(resource=Resource.create({"service.name": name}))
         trace.set_tracer_provider(provider)
+    if provider not in _naming:
+        provider.add_span_processor(upstream_names())
+        _naming.add(provider)
     # Given a base URL, the path is ours to add; else the exporter reads the variables (or its default).
     endpoint = config.endpoint.rstrip("/") + "/v1/traces" if config.endpoint else None
     processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))

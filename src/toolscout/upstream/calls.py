@@ -56,6 +56,7 @@ from toolscout.errors import (
     server_unavailable,
 )
 from toolscout.telemetry.metrics import TOOL_ERROR, Histogram
+from toolscout.telemetry.tracing import naming_upstream
 from toolscout.upstream.spec import ConnectionState, Status
 
 logger = logging.getLogger(__name__)
@@ -214,11 +215,13 @@ class CallsInFlight:
         type: the failure's code, `tool_error` for a tool's `isError` result, empty when it succeeded."""
         durations = self._durations
         if durations is None:
-            return await self._send(sending, operation, limit=limit, use=use)
+            with naming_upstream(sending.server):
+                return await self._send(sending, operation, limit=limit, use=use)
         started = time.perf_counter()
         error = "cancelled"
         try:
-            result = await self._send(sending, operation, limit=limit, use=use)
+            with naming_upstream(sending.server):
+                result = await self._send(sending, operation, limit=limit, use=use)
             error = TOOL_ERROR if isinstance(result, types.CallToolResult) and result.is_error else ""
             return result
         except ToolscoutError as exc:
