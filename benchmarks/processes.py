@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -219,9 +220,15 @@ async def redis_server(directory: Path) -> AsyncGenerator[RedisServer]:
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def nginx_config(directory: Path, port: int, backends: Sequence[str], *, keepalive: int = 0) -> str:
+def nginx_config(
+    directory: Path, port: int, backends: Sequence[str], *, keepalive: int = 0, tls: tuple[Path, Path] | None = None
+) -> str:
     """nginx's configuration; `keepalive`: idle connections to the replicas kept for reuse (0: a new
-    connection for every request)."""
+    connection for every request); `tls`: a certificate and its key, to serve https and pass plain
+    http on, saying so in `X-Forwarded-Proto` (a TLS-terminating proxy)."""
+    listen = f"listen 127.0.0.1:{port}"
+    if tls is not None:
+        listen += f" ssl;\n        ssl_certificate {tls[0]};\n        ssl_certificate_key {tls[1]}"
     # A replica that refuses connections is left out for 2 s, and the request goes to the next one
     # (a request not yet sent may go elsewhere, even a POST); one sent and lost is a 502, never retried.
     servers = "\n".join(f"        server {urlsplit(url).netloc} max_fails=1 fail_timeout=2s;" for url in backends)
@@ -244,12 +251,13 @@ http {{
 {f"        keepalive {keepalive};" if keepalive else ""}
     }}
     server {{
-        listen 127.0.0.1:{port};
+        {listen};
         location / {{
             proxy_pass http://replicas;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-Proto $scheme;
             proxy_buffering off;
             proxy_request_buffering off;
             proxy_read_timeout 120s;
@@ -260,31 +268,54 @@ http {{
 """
 
 
-def _write_config(directory: Path, port: int, backends: Sequence[str], keepalive: int) -> Path:
+def trusting(certificate: Path) -> ssl.SSLContext:
+    """A client's TLS context that trusts `certificate` (a test's self-signed one) and nothing else."""
+    return ssl.create_default_context(cafile=str(certificate))
+
+
+async def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by `openssl` in `directory` (valid for a day)."""
+    await anyio.Path(directory).mkdir(parents=True, exist_ok=True)
+    certificate, key = directory / "cert.pem", directory / "key.pem"
+    command = [
+        "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        "-keyout", str(key), "-out", str(certificate),
+        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+    ]  # fmt: skip
+    await anyio.run_process(command, check=True)
+    return certificate, key
+
+
+def _write_config(
+    directory: Path, port: int, backends: Sequence[str], keepalive: int, tls: tuple[Path, Path] | None
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "nginx.conf"
-    config.write_text(nginx_config(directory, port, backends, keepalive=keepalive), encoding="utf-8")
+    config.write_text(nginx_config(directory, port, backends, keepalive=keepalive, tls=tls), encoding="utf-8")
     return config
 
 
 @asynccontextmanager
-async def balancer(directory: Path, backends: Sequence[str], *, keepalive: int = 0) -> AsyncGenerator[str]:
-    """Run nginx round-robin over `backends` (base URLs) for the block and yield its base URL.
+async def balancer(
+    directory: Path, backends: Sequence[str], *, keepalive: int = 0, tls: tuple[Path, Path] | None = None
+) -> AsyncGenerator[str]:
+    """Run nginx round-robin over `backends` (base URLs) for the block and yield its base URL (https
+    with `tls`, a certificate and its key: see `nginx_config`).
 
     Its configuration, logs and temporary files live in `directory`; it passes streamable HTTP through
     unbuffered, and `access.log` there has a line per request: the replica that answered, the status and
     the path.
     """
     port = free_port()
-    config = _write_config(directory, port, backends, keepalive)
+    config = _write_config(directory, port, backends, keepalive, tls)
     process = await anyio.open_process(
         [NGINX, "-p", str(directory), "-c", str(config), "-e", str(directory / "error.log")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    base = f"http://127.0.0.1:{port}"
+    base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     try:
-        async with httpx2.AsyncClient(timeout=5) as http:
+        async with httpx2.AsyncClient(timeout=5, verify=trusting(tls[0]) if tls else True) as http:
             with anyio.fail_after(START_WAIT):
                 while True:  # nginx has no readiness line: asked as a client would
                     try:

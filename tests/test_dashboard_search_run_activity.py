@@ -11,7 +11,14 @@ import pytest
 from selenium.webdriver.support.select import Select
 
 from tests.helpers.browser import Browser, browser
-from tests.helpers.dashboard_site import ADMIN_KEY, CLIENT_KEY, dashboard_site, mcp_client, write_dashboard_config
+from tests.helpers.dashboard_site import (
+    ADMIN_KEY,
+    CLIENT_KEY,
+    dashboard_site,
+    mcp_client,
+    wait_status,
+    write_dashboard_config,
+)
 from tests.helpers.paths import PYTHON, node_path, npm_tool
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +51,10 @@ async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(
     async with dashboard_site(tmp_path, _config(tmp_path)) as site:
         with browser(site.base_url, tmp_path / "profile") as page:
             log_in(page)
+            # The forms below need these servers connected, and smart mode picks among connected ones:
+            # wait for that state on the Servers page rather than on a form's connect timeout (which a
+            # loaded machine starting Node can outlast).
+            wait_status(page, "connected", "everything", "units")
             page.open("/dashboard/run?server=everything&tool=get-sum")
             assert [a.text for a in page.elements("nav a")][2:5] == ["Search", "Run", "Activity"]
             page.fill('input[name="arg:a"]', "2")
@@ -56,7 +67,6 @@ async def test_run_a_tool_through_its_form_with_a_validation_error_and_an_image(
             page.submit(".run-form button[type=submit]", then=".result")
             assert "5" in page.text(".result pre.text")
 
-            # Opening a tool's form waits for its server: units is connected before smart mode is asked.
             page.open("/dashboard/run?server=units&tool=convert_units")
             page.fill("#smart-request", "convert 26.2 miles to km")
             page.submit("#smart-run", then="#smart-answer")

@@ -134,3 +134,20 @@ def confirm(page: Browser, css: str, then: str) -> None:
     page.driver.switch_to.alert.accept()
     page.until(expected_conditions.staleness_of(old), "the next page")
     page.element(then)
+
+
+def server_statuses(page: Browser) -> dict[str, str]:
+    """Each server's status on the Servers page shown (its rows' `data-status`)."""
+    rows = page.elements("tr.server")
+    return {str(row.get_attribute("data-server")): str(row.get_attribute("data-status")) for row in rows}
+
+
+def wait_status(page: Browser, status: str, *servers: str) -> None:
+    """Load the Servers page again until each of `servers` shows `status` (bounded, as `Browser.until`)."""
+
+    def shown(_: object) -> bool:
+        page.open("/dashboard/servers")  # the page is the gateway's state when served: asked again
+        found = server_statuses(page)
+        return all(found.get(server) == status for server in servers)
+
+    page.until(shown, f"{', '.join(servers)} {status} on the Servers page")

@@ -204,7 +204,12 @@ async def _serve(
 ) -> None:
     from toolscout.registry.requests import open_registry, registry_location
     from toolscout.serve.auth import BearerPrincipals
+    from toolscout.telemetry.tracing import check_traces
 
+    try:  # here, not where traces start: a refusal inside the task groups would come with their traceback
+        check_traces(config.telemetry.traces)
+    except ConfigurationError as exc:
+        Output().fail(exc, EXIT_CONFIG)
     # Issued tokens, and servers and tools registered at run time (the API, or the CLI's local registry):
     # the embedded file, or Redis shared by the replicas (registry.backend).
     async with open_registry(config) as registry:

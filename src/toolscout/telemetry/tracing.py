@@ -19,6 +19,7 @@ OpenTelemetry SDK itself.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import weakref
@@ -92,6 +93,25 @@ def traces_wanted(config: TracesConfig, environ: Mapping[str, str] = os.environ)
     return any(environ.get(name) for name in ENDPOINT_VARIABLES)
 
 
+def check_traces(config: TracesConfig, environ: Mapping[str, str] = os.environ) -> None:
+    """Refuse traces that are asked for (`traces_wanted`) when they cannot be sent: said before serving starts.
+
+    Raises:
+        ConfigurationError: the `otel` extra (the OpenTelemetry SDK and its OTLP exporter) is not installed.
+    """
+    if not traces_wanted(config, environ):
+        return
+    try:
+        for module in ("opentelemetry.sdk.trace", "opentelemetry.exporter.otlp.proto.http.trace_exporter"):
+            importlib.import_module(module)
+    except ImportError:
+        raise ConfigurationError(
+            "traces are turned on (telemetry.traces or OTEL_EXPORTER_OTLP_ENDPOINT) but the OpenTelemetry SDK "
+            "is not installed: install toolscout with the otel extra (pip install 'toolscout[otel]'), or set "
+            "telemetry.traces.enabled to false."
+        ) from None
+
+
 @contextmanager
 def exporting_traces(config: TracesConfig, environ: Mapping[str, str] = os.environ) -> Generator[None]:
     """Send spans to the OTLP collector while the block runs, if asked to (`traces_wanted`); those
@@ -103,18 +123,13 @@ def exporting_traces(config: TracesConfig, environ: Mapping[str, str] = os.envir
     if not traces_wanted(config, environ):
         yield
         return
-    try:
-        from opentelemetry import trace
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError:
-        raise ConfigurationError(
-            "traces are turned on (telemetry.traces or OTEL_EXPORTER_OTLP_ENDPOINT) but the OpenTelemetry SDK "
-            "is not installed: install toolscout with the otel extra (pip install 'toolscout[otel]'), or set "
-            "telemetry.traces.enabled to false."
-        ) from None
+    check_traces(config, environ)
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
     global _exporting
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):  # a process has one provider; a second gateway adds to it
