@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, str] = {
     "cli_latency": "wall time of `toolscout` commands run as a person runs them, one process each",
     "cold_start": "launch to first search answered with 100 configured servers, one of them hanging",
     "conformance": "the official MCP conformance suite against each upstream directly and through the gateway",
+    "dashboard_overhead": "/mcp tool-call latency with the dashboard off, on, and its Activity tail followed",
     "dashboard_pages": "how long the dashboard's Tools and Servers pages take with a catalog of 10,000 tools",
     "dense_compare": "dense-only retrieval on the dev sets: all-MiniLM-L6-v2 against the static embedders",
     "hardening_load": "other clients' latency while one client attacks `serve --transport http`",
