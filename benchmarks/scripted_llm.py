@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -98,7 +98,7 @@ class ScriptedLLM:
                 if set(arguments) <= set(properties):
                     return arguments
             return {}
-        main = expected.arguments[expected.tools[0]] if expected.tools else {}
+        main: Mapping[str, Any] = expected.arguments[expected.tools[0]] if expected.tools else {}
         return {key: value for key, value in main.items() if key in properties}
 
 
@@ -126,7 +126,10 @@ async def scripted_llm(expected: Mapping[str, Expected]) -> AsyncGenerator[Scrip
 
     app = Starlette(routes=[Route("/{model}/v1/chat/completions", completions, methods=["POST"])])
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    serve: Callable[[], Any] = lambda: web.serve(sockets=[sock])
+
+    async def serve() -> None:
+        await web.serve(sockets=[sock])
+
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(serve)

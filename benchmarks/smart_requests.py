@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -189,7 +190,10 @@ def expectations(rows: Sequence[Row]) -> dict[str, Expected]:
 
 def stdio_servers(root: Path, scratch: Path) -> dict[str, Any]:
     """The npm reference servers (tools/npm's pinned Node) and mcp-server-time, as stdio servers."""
-    env = {"PATH": f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "MEMORY_FILE_PATH": str(scratch / "memory.jsonl")}
+    env = {
+        "PATH": f"{NPM_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MEMORY_FILE_PATH": str(scratch / "memory.jsonl"),
+    }
 
     def node(name: str, *args: str) -> dict[str, Any]:
         return {"command": str(NPM_BIN / name), "args": list(args), "env": env}
@@ -364,7 +368,8 @@ def report(rows: Sequence[Row], results: Mapping[str, Scores]) -> list[str]:
             },
         )
     lines += ["", "What the engine did with each request, per mode:", ""]
-    lines += [f"- {mode}: " + ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items())) for mode, s in results.items()]
+    for mode, s in results.items():
+        lines.append(f"- {mode}: " + ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items())))
     return lines
 
 
@@ -444,6 +449,7 @@ def main() -> None:
     parser.add_argument("--train-dir", type=Path, default=train_data.DEFAULT_TRAIN_DIR)
     parser.add_argument("--skip-extraction", action="store_true")
     args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per scripted-LLM answer otherwise
     rows = load_rows()
     if args.limit is not None:
         rows = rows[: args.limit]
