@@ -44,6 +44,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,8 @@ MODES: dict[str, tuple[SelectionMode, str | None]] = {
 """Each measured mode: the selection mode and the scripted LLM's model (None: no LLM)."""
 CALL_SECONDS = 60.0
 """One request's bound: a tool that waits on the client (elicitation, sampling) counts as a failure."""
+ROOT_NAME = "toolscout-requests"
+"""The filesystem server's folder, under the system's temporary folder (one run at a time uses it)."""
 FILES = {"todo.txt": "buy milk\nwater the plants\nfile taxes\n", "log.txt": "started\nworking\nstopped\n"}
 """The filesystem server's scratch folder (`{root}`): what the set's requests read."""
 
@@ -389,9 +392,12 @@ def misses(rows: Sequence[Row], outcomes: Sequence[Outcome], limit: int = 12) ->
 async def measure(rows: Sequence[Row], modes: Sequence[str], show_misses: int) -> list[str]:
     results: dict[str, Scores] = {}
     lines: list[str] = []
+    # The folder's path is part of some requests, so it is the same in every run: a random one would
+    # change what the search reads from run to run.
+    root = Path(tempfile.gettempdir()) / ROOT_NAME
+    shutil.rmtree(root, ignore_errors=True)
+    write_root(root)
     with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch) / "root"
-        write_root(root)
         filled = load_rows(DATA, str(root))
         by_id = {r.id: r for r in filled}
         rows = [by_id[r.id] for r in rows]
@@ -417,6 +423,7 @@ async def measure(rows: Sequence[Row], modes: Sequence[str], show_misses: int) -
                 print(f"[{mode}: {len(rows)} requests in {took:.0f} s]", file=sys.stderr, flush=True)
                 if show_misses:
                     lines += ["", f"First misses of {mode}:", "", *misses(rows, outcomes, show_misses)]
+    shutil.rmtree(root, ignore_errors=True)
     return report(rows, results) + lines
 
 
