@@ -82,7 +82,7 @@ MODES: dict[str, tuple[SelectionMode, str | None]] = {
 """Each measured mode: the selection mode and the scripted LLM's model (None: no LLM)."""
 CALL_SECONDS = 60.0
 """One request's bound: a tool that waits on the client (elicitation, sampling) counts as a failure."""
-ROOT_NAME = "toolscout-requests"
+ROOT_NAME = "toolscout-yardstick"
 """The filesystem server's folder, under the system's temporary folder (one run at a time uses it)."""
 FILES = {"todo.txt": "buy milk\nwater the plants\nfile taxes\n", "log.txt": "started\nworking\nstopped\n"}
 """The filesystem server's scratch folder (`{root}`): what the set's requests read."""
@@ -392,8 +392,8 @@ def misses(rows: Sequence[Row], outcomes: Sequence[Outcome], limit: int = 12) ->
 async def measure(rows: Sequence[Row], modes: Sequence[str], show_misses: int) -> list[str]:
     results: dict[str, Scores] = {}
     lines: list[str] = []
-    # The folder's path is part of some requests, so it is the same in every run: a random one would
-    # change what the search reads from run to run.
+    # The folder's path is part of some requests, so it is the same in every run (a random one would
+    # change what the search reads from run to run), and its words name no tool ("requests" would).
     root = Path(tempfile.gettempdir()) / ROOT_NAME
     shutil.rmtree(root, ignore_errors=True)
     write_root(root)
