@@ -390,13 +390,20 @@ def misses(rows: Sequence[Row], outcomes: Sequence[Outcome], limit: int = 12) ->
 
 
 async def measure(rows: Sequence[Row], modes: Sequence[str], show_misses: int) -> list[str]:
-    results: dict[str, Scores] = {}
-    lines: list[str] = []
     # The folder's path is part of some requests, so it is the same in every run (a random one would
     # change what the search reads from run to run), and its words name no tool ("requests" would).
     root = Path(tempfile.gettempdir()) / ROOT_NAME
     shutil.rmtree(root, ignore_errors=True)
     write_root(root)
+    try:
+        return await _measure(rows, modes, show_misses, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _measure(rows: Sequence[Row], modes: Sequence[str], show_misses: int, root: Path) -> list[str]:
+    results: dict[str, Scores] = {}
+    lines: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
         filled = load_rows(DATA, str(root))
         by_id = {r.id: r for r in filled}
@@ -423,7 +430,6 @@ async def measure(rows: Sequence[Row], modes: Sequence[str], show_misses: int) -
                 print(f"[{mode}: {len(rows)} requests in {took:.0f} s]", file=sys.stderr, flush=True)
                 if show_misses:
                     lines += ["", f"First misses of {mode}:", "", *misses(rows, outcomes, show_misses)]
-    shutil.rmtree(root, ignore_errors=True)
     return report(rows, results) + lines
 
 
