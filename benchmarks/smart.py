@@ -37,6 +37,10 @@
    without the LLM), mapping scores no arguments.
 
 Intervals: 95% bootstrap (2,000 resamples of the queries or rows). Nothing is fitted on the dev sets.
+
+End to end, on requests written for this project over real servers (the demo servers, the npm
+reference servers, mcp-server-time), with requests that must not run and a scripted LLM that is
+right, wrong or declines: `python -m benchmarks smart_requests` (`benchmarks.smart_requests`).
 """
 
 from __future__ import annotations
