@@ -99,7 +99,7 @@ async def test_the_endpoint_picks_the_tool_and_maps_its_arguments_and_the_tool_r
     assert data["parameter_extraction"]["source"] == "llm"
     assert data["parameter_extraction"]["status"] == "success"
     # The reasoning shows each method's part, the LLM's being its answer; smart mode's weights 30/15/55:
-    # the search's chance (its fusion of semantic and rule) counts 30 + 15, the LLM's 55, in log-odds.
+    # the search's chance (its fusion of semantic and rule) counts 30 + 15, the LLM's 55.
     found = HYBRID.fullmatch(data["discovery_reasoning"])
     assert found is not None, data["discovery_reasoning"]
     _semantic, _rule, search, llm, total = (float(part) for part in found.groups())

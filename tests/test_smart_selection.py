@@ -121,7 +121,7 @@ def test_hybrid_reasoning_shows_each_method_s_part() -> None:
     llm = {("s", "ping"): LLMPick(0.9, "pings a host")}
     best, other = choose(hits, mode="hybrid", weights=SmartWeights(), llm=llm)
     assert best.tool.name == "ping"
-    # The two chances pooled in log-odds, 45:55 (semantic + rule : llm).
+    # The two chances averaged 45:55 (semantic + rule : llm).
     total = pool({"search": search[0], "llm": 0.9}, {"search": 0.45, "llm": 0.55})
     assert best.reasoning == f"Hybrid(Semantic: 0.732, Rule: 0.550 → Search: {search[0]:.3f}, LLM: 0.900) = {total:.3f}"
     assert best.confidence == pytest.approx(total, abs=1e-4)

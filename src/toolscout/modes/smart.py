@@ -8,8 +8,8 @@ the order of a call:
    `confirmation_required` answer proposed).
 2. `SmartDiscovery` chooses the tool. The candidates come from the gateway's search within the
    request's scope (`Gateway.candidates`), each with its rule and semantic score. With an LLM (`llm:`
-   in the config, or, opted in, the client's own through sampling), `maxLlmCandidates` of them (the
-   best of each search method's ranking in turn) go to it with their signatures and it picks
+   in the config, or, opted in, the client's own through sampling), the best `maxLlmCandidates` (and
+   the caller's preferred and learnt tools) go to it with their signatures and it picks
    (smart/selection.py). The selection mode combines them (a method that declined or failed does
    not count; the LLM alone never overrules a confident search); `preferred_tools` and learning
    weigh in as the caller's evidence, and win among the tools the request could mean. Matches and
@@ -64,7 +64,7 @@ from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, ru
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, SamplingLLM, map_with_llm
-from toolscout.smart.selection import LLM_CANDIDATE_POOL, Choice, LLMPick, choose, llm_candidates, select_with_llm
+from toolscout.smart.selection import Choice, LLMPick, choose, llm_candidates, select_with_llm
 from toolscout.upstream.calls import current_relay
 
 if TYPE_CHECKING:  # the search package (numpy) is imported in a worker thread at start
@@ -195,6 +195,11 @@ def llm_source(llm: LLMConfig | None, smart: SmartConfig) -> LLMSource:
     return open_llm
 
 
+def _named_in(tool: CatalogTool, names: frozenset[str]) -> bool:
+    """Whether `names` (as `preferred_tools` gives them) names `tool`: by name or as `server/tool`."""
+    return tool.name in names or f"{tool.server}/{tool.name}" in names
+
+
 def candidate_line(tool: CatalogTool) -> str:
     """A candidate as the LLM sees it: `server/tool(signature): summary`."""
     signature = call_signature(tool.name, tool.input_schema, max_description_len=0)
@@ -323,9 +328,16 @@ class SmartDiscovery:
             return cached, Decision(self._method(mode, wants_llm), fallbacks)
         learned = self.memory.similar(args.request) if self.config.enable_learning else {}
         method = "rule" if mode == "rule_based" else "semantic" if mode == "semantic_based" else "hybrid"
-        limit = max(self.config.max_llm_candidates * (LLM_CANDIDATE_POOL if wants_llm else 1), args.max_suggestions, 10)
+        limit = max(self.config.max_llm_candidates, args.max_suggestions, 10)
         hits = await self.gateway.candidates(args.request, limit=limit, method=method, prefer=preferred)
-        picks = await self._llm_picks(llm, args, hits, fallbacks) if wants_llm and llm is not None and hits else None
+        include = {(h.tool.server, h.tool.name) for h in hits if _named_in(h.tool, preferred)} | set(learned)
+        picks = (
+            await self._llm_picks(
+                llm, args, llm_candidates(hits, self.config.max_llm_candidates, include=include), fallbacks
+            )
+            if wants_llm and llm is not None and hits
+            else None
+        )
         weights = self.config.weights
         choices = choose(hits, mode=mode, weights=weights, llm=picks, preferred=preferred, learned=learned)
         if not fallbacks and self.config.cache.enabled:
@@ -335,9 +347,8 @@ class SmartDiscovery:
     async def _llm_picks(
         self, llm: LLMProvider, args: SmartArgs, hits: Sequence[MethodHit], fallbacks: list[str]
     ) -> dict[tuple[str, str], LLMPick] | None:
-        """The LLM's picks among the best candidates (cached), or None when it gave none (said in `fallbacks`)."""
-        shown = llm_candidates(hits, self.config.max_llm_candidates)
-        lines = [((h.tool.server, h.tool.name), candidate_line(h.tool)) for h in shown]
+        """The LLM's picks among `hits` (cached), or None when it gave none (said in `fallbacks`)."""
+        lines = [((h.tool.server, h.tool.name), candidate_line(h.tool)) for h in hits]
         key = (llm.name, args.request, args.context, tuple(line for _, line in lines))
         picks = self.llm_answers.get(key) if self.config.cache.enabled else None
         if picks is None:

@@ -5,21 +5,22 @@ Smart mode has four selection modes over the candidates the gateway's search giv
 
 * `rule_based`: names and BM25 (exact and typo-tolerant names, keywords in the descriptions);
 * `semantic_based`: the embeddings' similarity;
-* `llm_based`: the LLM's pick among the best candidates (at most `max_llm_candidates`, chosen by
-  `llm_candidates`), with a confidence and a reason;
+* `llm_based`: the LLM's pick among the best candidates (at most `max_llm_candidates`, the caller's
+  preferred and learnt tools always among them: `llm_candidates`), with a confidence and a reason;
 * `hybrid`: the search and the LLM as two witnesses, each a chance that the tool is the one asked
   for. The search's is its own fusion of semantic and rule turned into that chance by a model of its
   relevance, its lead over the others and its two scores (`CONFIDENCE`, fitted on training
   requests); the LLM's is its confidence for a tool it picked, and for one it did not pick the
-  chance it gives its own best pick of being wrong. The two are pooled in log-odds, weighted by
-  `SmartWeights` (semantic + rule for the search, llm for the LLM) renormalised over the methods that
-  answered: an LLM that declined (no candidate fits), failed or was not asked counts as no evidence,
-  never as a zero, so the search alone can reach the threshold. A confident LLM so overrules a weak
+  chance it gives its own best pick of being wrong (what it leaves open for any other). The two are
+  averaged (a linear opinion pool), weighted by `SmartWeights` (semantic + rule for the search, llm
+  for the LLM) renormalised over the methods that answered: an LLM that declined (no candidate
+  fits), failed or was not asked counts as no evidence, never as a zero, so the search alone can
+  reach the threshold. A confident LLM so overrules a weak
   search, and a confident search a weak LLM pick. When the search is confident (`CONFIDENT_SEARCH`)
   and the LLM picks another tool, that tool never runs on the LLM's word alone: no tool but the
-  search's first is more likely than the search's first is wrong (1 - its chance), so the search's
+  search's first is more likely than the search's first is wrong (1 - its chance); the search's
   tool runs if the pool still supports it, else nothing does and the answer lists both.
-  The reasoning shows each part: `Hybrid(Semantic: 0.732, Rule: 0.550 → Search: 0.815, LLM: 0.900) = 0.867`.
+  The reasoning shows each part: `Hybrid(Semantic: 0.732, Rule: 0.550 → Search: 0.815, LLM: 0.900) = 0.862`.
 
 Two kinds of the caller's own evidence come after, as odds: a tool named in `preferred_tools`
 (`PREFERRED_ODDS`) and, with learning on, a tool that ran successfully for a similar request
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -52,14 +53,11 @@ PREFERRED_FLOOR = 0.05
 LEARNED_ODDS = 10.0
 """The odds of a tool that ran successfully for a similar request are multiplied by this to the power
 of the requests' similarity (this very request: the full factor, and the tool is put first)."""
-LLM_CANDIDATE_POOL = 3
-"""The search is asked for this many times `max_llm_candidates` tools, from which `llm_candidates`
-chooses the LLM's (the best of each method's ranking, in turn)."""
 CONFIDENT_SEARCH = 0.9
 """From this chance of its first tool on, the search is confident: the LLM cannot carry another tool
 past 1 - that chance (two witnesses disagreeing, the search's tool is preferred or nothing runs)."""
 _EDGE = 1e-3
-"""Chances are kept within [_EDGE, 1 - _EDGE] before they are pooled in log-odds (a 0 or 1 would decide alone)."""
+"""A chance is kept below 1 - _EDGE before its odds are multiplied (infinite odds would decide alone)."""
 
 Key = tuple[str, str]
 """A tool as `(server, tool)`."""
@@ -137,19 +135,11 @@ def hybrid_weights(weights: SmartWeights, *, llm: bool) -> dict[str, float]:
     return {"search": search / total, "llm": weights.llm / total}
 
 
-def _logit(p: float) -> float:
-    p = min(1.0 - _EDGE, max(_EDGE, p))
-    return math.log(p / (1.0 - p))
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
-
-
 def pool(chances: Mapping[str, float], shares: Mapping[str, float]) -> float:
-    """The chances of the methods that answered, pooled: their log-odds averaged by `shares`."""
+    """The chances of the methods that answered, pooled: their average weighted by `shares`
+    (a linear opinion pool), the shares renormalised over those methods."""
     total = sum(shares[name] for name in chances)
-    return _sigmoid(sum(shares[name] * _logit(p) for name, p in chances.items()) / total)
+    return sum(shares[name] * p for name, p in chances.items()) / total
 
 
 def _odds_times(p: float, factor: float) -> float:
@@ -158,30 +148,16 @@ def _odds_times(p: float, factor: float) -> float:
     return odds / (1.0 + odds)
 
 
-def llm_candidates(hits: Sequence[MethodHit], limit: int) -> list[MethodHit]:
-    """The candidates the LLM sees: the best of the search's fused ranking, of the rule scores and of
-    the semantic scores, in turn, each tool once, at most `limit` (the right tool is often first by
-    one method while the fusion puts it further down)."""
-    rankings: list[list[MethodHit]] = [
-        list(hits),
-        sorted(hits, key=lambda h: -h.rule),
-        sorted(hits, key=lambda h: -(h.semantic if h.semantic is not None else -1.0)),
-    ]
-    if all(h.semantic is None for h in hits):
-        rankings.pop()
-    chosen: list[MethodHit] = []
-    seen: set[Key] = set()
-    depth = 0
-    while len(chosen) < min(limit, len(hits)):
-        for ranking in rankings:
-            if depth < len(ranking):
-                hit = ranking[depth]
-                key = (hit.tool.server, hit.tool.name)
-                if key not in seen and len(chosen) < limit:
-                    seen.add(key)
-                    chosen.append(hit)
-        depth += 1
-    return chosen
+def llm_candidates(hits: Sequence[MethodHit], limit: int, *, include: Collection[Key] = ()) -> list[MethodHit]:
+    """The candidates the LLM sees: the search's best `limit`, with every tool of `include` (the
+    caller's preferred tools, ones learnt for the request) among them wherever the search ranks it.
+
+    The search's fused ranking is kept: taking the best of the rule and semantic rankings in turn,
+    or a few tools per server, found the right tool no more often (docs/BENCHMARKS.md)."""
+    wanted = [h for h in hits if (h.tool.server, h.tool.name) in include][:limit]
+    rest = [h for h in hits if (h.tool.server, h.tool.name) not in include]
+    shown = {id(h) for h in wanted + rest[: limit - len(wanted)]}
+    return [h for h in hits if id(h) in shown]
 
 
 def choose(
