@@ -52,6 +52,7 @@ BENCHMARKS: dict[str, str] = {
     "smart": "smart mode: tool selection, parameter mapping and the latency of one smart_tool_discovery call",
     "smart_requests": "smart mode end to end on the public request set, per mode, with and without a scripted LLM",
     "smart_extraction": "parameter mapping without an LLM: the extractor on the argument-extraction rows",
+    "smart_selection": "smart mode's fair hybrid: calibration, the LLM's candidates' recall, scripted LLMs",
     "token_cost": "tokens a catalog costs an agent exposed directly, against toolscout's five meta-tools",
     "token_modes": "tokens an agent reads in each exposure mode: tools/list and a flow that runs one tool",
 }

@@ -234,5 +234,8 @@ async def test_an_llm_pick_smart_mode_remembers_shows_in_the_explanation() -> No
     assert [(e.server, e.tool) for e in explained] == [(e.server, e.tool) for e in offline]
     scores = {f"{e.server}/{e.tool}": e.smart for e in explained}
     assert scores["units/convert_units"] is not None and scores["units/convert_units"]["llm"] == 0.9
-    assert all(s is not None and s["llm"] == 0.0 for name, s in scores.items() if name != "units/convert_units")
+    # A tool the LLM did not pick: the chance it leaves open that its own pick is wrong.
+    assert all(
+        s is not None and s["llm"] == pytest.approx(0.1) for name, s in scores.items() if name != "units/convert_units"
+    )
     assert model.selections == 1  # explaining asked the LLM nothing

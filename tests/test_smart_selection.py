@@ -29,6 +29,7 @@ from toolscout.smart.selection import (
     choose,
     hybrid_weights,
     parse_picks,
+    pool,
     search_confidence,
     select_with_llm,
 )
@@ -120,12 +121,15 @@ def test_hybrid_reasoning_shows_each_method_s_part() -> None:
     llm = {("s", "ping"): LLMPick(0.9, "pings a host")}
     best, other = choose(hits, mode="hybrid", weights=SmartWeights(), llm=llm)
     assert best.tool.name == "ping"
-    total = 0.45 * search[0] + 0.55 * 0.9
+    # The two chances averaged 45:55 (semantic + rule : llm).
+    total = pool({"search": search[0], "llm": 0.9}, {"search": 0.45, "llm": 0.55})
     assert best.reasoning == f"Hybrid(Semantic: 0.732, Rule: 0.550 → Search: {search[0]:.3f}, LLM: 0.900) = {total:.3f}"
     assert best.confidence == pytest.approx(total, abs=1e-4)
     assert best.why == "pings a host" and best.scores["llm"] == 0.9 and best.scores["search"] == search[0]
-    assert other.scores["llm"] == 0.0 and "LLM: 0.000" in other.reasoning  # asked, not picked
-    assert other.confidence == pytest.approx(0.45 * search[1], abs=1e-4)
+    # Asked, not picked: the LLM's chance that its own pick is wrong, and never above it.
+    assert other.scores["llm"] == pytest.approx(0.1) and "LLM: 0.100" in other.reasoning
+    assert other.confidence <= 0.1  # the pool of a weak search and the LLM's doubt
+    assert "contested" not in other.reasoning
     # Without an LLM answer, the search's confidence is the whole, and it orders the candidates.
     offline = choose(hits, mode="hybrid", weights=SmartWeights())
     assert [c.tool.name for c in offline] == ["ping", "http_get"]
@@ -160,15 +164,16 @@ def test_each_mode_decides_by_its_own_score() -> None:
     )
 
 
-def test_preferred_and_learned_tools_are_nudged_and_the_reasoning_says_so() -> None:
+def test_preferred_and_learned_tools_weigh_in_as_odds_and_the_reasoning_says_so() -> None:
     hits = [_hit("a", 0.6, 0.6, 0.52), _hit("b", 0.6, 0.6, 0.5)]
     b_alone = search_confidence(hits)[1]
-    nudged = choose(hits, mode="hybrid", weights=SmartWeights(), preferred=frozenset({"b"}), learned={("s", "b"): 0.5})
-    assert nudged[0].tool.name == "b"
-    assert "Preferred: +0.10" in nudged[0].reasoning and "Learned: +0.10" in nudged[0].reasoning
-    assert nudged[0].confidence == pytest.approx(b_alone + 0.2, abs=1e-3)
-    capped = choose([_hit("a", 1.0, 1.0, 0.95)], mode="hybrid", weights=SmartWeights(), preferred=frozenset({"s/a"}))
-    assert capped[0].confidence == 1.0
+    learned = choose(hits, mode="hybrid", weights=SmartWeights(), learned={("s", "b"): 0.5})
+    b = next(c for c in learned if c.tool.name == "b")
+    odds = b_alone / (1 - b_alone) * 10**0.5
+    assert b.confidence == pytest.approx(odds / (1 + odds), abs=1e-3) and "Learned ×3.162" in b.reasoning
+    nudged = choose(hits, mode="hybrid", weights=SmartWeights(), preferred=frozenset({"b"}))
+    assert nudged[0].tool.name == "b" and "Preferred ×10" in nudged[0].reasoning
+    assert nudged[0].confidence <= 1.0
 
 
 def test_an_llm_pick_is_read_by_candidate_number_and_junk_is_refused() -> None:

@@ -340,13 +340,15 @@ class LLMConfig(_Model):
 
 
 class SmartWeights(_Model):
-    """Hybrid selection: each method's share of a tool's confidence.
+    """Hybrid selection: how much each method's chance counts when they are pooled.
 
-    `semantic + rule` is the share of the search's own fusion of the two (calibrated as the chance
-    that the tool is one the request needs; within it, embeddings and BM25 count as the search's
-    fusion weights say, fitted on training data), `llm` the LLM's confidence's. A cosine and a BM25
-    share are not on one scale, so they are not added here as they stand (smart/selection.py).
-    Without an LLM answer, the search's relevance is the whole confidence."""
+    `semantic + rule` weighs the search's chance that the tool is the one asked for (its own fusion
+    of embeddings and BM25, calibrated on training data; within it, the two count as the search's
+    fusion weights say), `llm` the LLM's confidence. The chances are pooled in log-odds with these
+    weights, renormalised over the methods that answered: an LLM that declined, failed or is not
+    configured counts as nothing, not as a zero, and the search's chance is then the confidence. A
+    cosine and a BM25 share are not on one scale, so they are not added here as they stand
+    (smart/selection.py)."""
 
     semantic: float = Field(default=0.30, ge=0)
     rule: float = Field(default=0.15, ge=0)

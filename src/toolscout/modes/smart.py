@@ -8,11 +8,13 @@ the order of a call:
    `confirmation_required` answer proposed).
 2. `SmartDiscovery` chooses the tool. The candidates come from the gateway's search within the
    request's scope (`Gateway.candidates`), each with its rule and semantic score. With an LLM (`llm:`
-   in the config, or, opted in, the client's own through sampling), the best `maxLlmCandidates` go
-   to it with their signatures and it picks (smart/selection.py). The selection mode combines them;
-   learning and `preferred_tools` nudge. Matches and LLM answers are cached per scope and catalog
-   version. Below the confidence threshold nothing runs: the answer is `TOOL_NOT_FOUND` with the
-   closest tools.
+   in the config, or, opted in, the client's own through sampling), the best `maxLlmCandidates` (and
+   the caller's preferred and learnt tools) go to it with their signatures and it picks
+   (smart/selection.py). The selection mode combines them (a method that declined or failed does
+   not count; the LLM alone never overrules a confident search); `preferred_tools` and learning
+   weigh in as the caller's evidence, and win among the tools the request could mean. Matches and
+   LLM answers are cached per scope and catalog version. Below the confidence threshold nothing
+   runs: the answer is `TOOL_NOT_FOUND` with the closest tools.
 3. It maps the words to the tool's arguments: the LLM's, constrained by the schema and validated with
    one repair round (smart/llm.py), else (and when that fails) the deterministic extractor
    (smart/extraction.py). A required value the request does not give is never invented: the answer
@@ -33,6 +35,7 @@ Every LLM failure falls back to the next method, and the answer says which metho
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -61,7 +64,7 @@ from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, ru
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, SamplingLLM, map_with_llm
-from toolscout.smart.selection import Choice, LLMPick, choose, select_with_llm
+from toolscout.smart.selection import Choice, LLMPick, choose, llm_candidates, select_with_llm
 from toolscout.upstream.calls import current_relay
 
 if TYPE_CHECKING:  # the search package (numpy) is imported in a worker thread at start
@@ -190,6 +193,11 @@ def llm_source(llm: LLMConfig | None, smart: SmartConfig) -> LLMSource:
         yield SamplingLLM(relay, timeout=smart.sampling_timeout) if smart.sampling and relay is not None else None
 
     return open_llm
+
+
+def _named_in(tool: CatalogTool, names: frozenset[str]) -> bool:
+    """Whether `names` (as `preferred_tools` gives them) names `tool`: by name or as `server/tool`."""
+    return tool.name in names or f"{tool.server}/{tool.name}" in names
 
 
 def candidate_line(tool: CatalogTool) -> str:
@@ -322,7 +330,14 @@ class SmartDiscovery:
         method = "rule" if mode == "rule_based" else "semantic" if mode == "semantic_based" else "hybrid"
         limit = max(self.config.max_llm_candidates, args.max_suggestions, 10)
         hits = await self.gateway.candidates(args.request, limit=limit, method=method, prefer=preferred)
-        picks = await self._llm_picks(llm, args, hits, fallbacks) if wants_llm and llm is not None and hits else None
+        include = {(h.tool.server, h.tool.name) for h in hits if _named_in(h.tool, preferred)} | set(learned)
+        picks = (
+            await self._llm_picks(
+                llm, args, llm_candidates(hits, self.config.max_llm_candidates, include=include), fallbacks
+            )
+            if wants_llm and llm is not None and hits
+            else None
+        )
         weights = self.config.weights
         choices = choose(hits, mode=mode, weights=weights, llm=picks, preferred=preferred, learned=learned)
         if not fallbacks and self.config.cache.enabled:
@@ -332,8 +347,8 @@ class SmartDiscovery:
     async def _llm_picks(
         self, llm: LLMProvider, args: SmartArgs, hits: Sequence[MethodHit], fallbacks: list[str]
     ) -> dict[tuple[str, str], LLMPick] | None:
-        """The LLM's picks among the best candidates (cached), or None when it gave none (said in `fallbacks`)."""
-        lines = [((h.tool.server, h.tool.name), candidate_line(h.tool)) for h in hits[: self.config.max_llm_candidates]]
+        """The LLM's picks among `hits` (cached), or None when it gave none (said in `fallbacks`)."""
+        lines = [((h.tool.server, h.tool.name), candidate_line(h.tool)) for h in hits]
         key = (llm.name, args.request, args.context, tuple(line for _, line in lines))
         picks = self.llm_answers.get(key) if self.config.cache.enabled else None
         if picks is None:
@@ -455,7 +470,9 @@ class SmartDiscovery:
         except ToolscoutError as exc:
             return failed(choice, decision, arguments, exc, include_reasoning=args.include_reasoning)
         if self.config.enable_learning and not result.is_error:
-            await anyio.to_thread.run_sync(self.memory.remember, args.request, entry.server, entry.name)
+            named = decision.method == "explicit"  # the caller's own pick corrects what ran for these words
+            remember = functools.partial(self.memory.remember, named=named)
+            await anyio.to_thread.run_sync(remember, args.request, entry.server, entry.name)
         return ran(choice, decision, arguments, result, extraction, include_reasoning=args.include_reasoning)
 
 

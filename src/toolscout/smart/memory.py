@@ -3,7 +3,8 @@
 With `smart.enableLearning`, a request is kept as its normalised terms (split, stemmed, stop words
 out: `search.text.terms`), with the tool that ran successfully for it and how often. A later request
 is compared with each remembered one by the overlap of their terms (Jaccard); from `MIN_SIMILARITY`
-up, the remembered tool is nudged (`selection.LEARNED_BOOST`). The file is JSON beside the persistent
+up, the remembered tool's odds rise (`selection.LEARNED_ODDS`); for the very same words it wins (a
+tool the caller named for them replaces what else ran for them). The file is JSON beside the persistent
 catalog, replaced whole (written to a temporary file, then renamed), so a crash never leaves half of
 it; a file that cannot be read is set aside, never a reason not to serve. `toolscout smart forget`
 deletes it.
@@ -86,13 +87,18 @@ class SmartMemory:
                 found[(server, tool)] = max(found.get((server, tool), 0.0), round(similarity, 3))
         return found
 
-    def remember(self, request: str, server: str, tool: str) -> None:
-        """Note that `server/tool` ran successfully for `request`, and save."""
+    def remember(self, request: str, server: str, tool: str, *, named: bool = False) -> None:
+        """Note that `server/tool` ran successfully for `request`, and save.
+
+        `named`: the caller named the tool for these words (a call with `tool`), which corrects
+        whatever else ran for the very same words: that is forgotten."""
         self._load()
         key = normalised(request)
         if not key:
             return
         tools = self._requests.pop(key, {})  # re-inserted: most recent last
+        if named:
+            tools = {name: count for name, count in tools.items() if name == f"{server}/{tool}"}
         tools[f"{server}/{tool}"] = tools.get(f"{server}/{tool}", 0) + 1
         self._requests[key] = tools
         self.version += 1
