@@ -48,7 +48,7 @@ import mcp_types as types
 from pydantic import Field, field_validator
 
 from toolscout.catalog import CatalogTool
-from toolscout.config.models import GatewayConfig, LLMConfig, SmartConfig
+from toolscout.config.models import GatewayConfig, LLMConfig, SmartConfig, SmartFallbackConfig
 from toolscout.config.scopes import current_scope
 from toolscout.errors import ArgumentValidationError, InvalidArguments, LLMUnavailable, Phrasing, ToolscoutError
 from toolscout.gateway.audit import noting
@@ -250,10 +250,8 @@ class SmartDiscovery:
             self.gateway.stats.smart_call(decision.method, ran=chosen)
             if args.max_suggestions > 1 and choices:
                 top = choices[: args.max_suggestions]
-                from toolscout.smart.extraction import extract_arguments
-
-                extracted = [extract_arguments(self._text(args), c.tool.input_schema).arguments for c in top]
-                return suggestions(top, extracted, decision)
+                mapped = await self._suggested_arguments(args, top, llm, decision)
+                return suggestions(top, mapped, decision, include_reasoning=args.include_reasoning)
             if not choices or choices[0].confidence < threshold:
                 scope = current_scope()
                 searched = sum(self.gateway.visibility.counts(scope, u.name)[1] for u in self.gateway.upstreams)
@@ -264,6 +262,8 @@ class SmartDiscovery:
                     threshold=threshold,
                     searched=searched,
                     include_details=args.include_error_details,
+                    fallback=self.config.fallback,
+                    category=self._category_fallback(args.request, choices),
                 )
             best = choices[0]
             arguments, source, missing = await self._map(args, best.tool, llm, decision)
@@ -370,7 +370,51 @@ class SmartDiscovery:
             return "hybrid"  # without the LLM, llm_based degrades to semantic + rule
         return mode.removesuffix("_based")
 
+    def _category_fallback(self, request: str, choices: Sequence[Choice]) -> dict[str, Any] | None:
+        """The best tools of the category the request's words point at (None: off, or no category)."""
+        fallback = self.config.fallback
+        if not (fallback.enabled and fallback.category):
+            return None
+        from toolscout.smart.categories import Ranked, best_of_category, request_category
+
+        category = request_category(request)
+        if category is None:
+            return None
+        ranked = [Ranked(c.tool, c.confidence, c.why or c.reasoning) for c in choices]
+        catalog = self.gateway.visibility.tools(current_scope())  # the hidden ones too: smart mode finds them
+        best = best_of_category(category, ranked, catalog, limit=fallback.max_suggestions)
+        if not best:
+            return None
+        return {
+            "category": category.name,
+            "matched_words": list(category.words),
+            "tools": [
+                {
+                    "tool_name": f"{r.tool.server}/{r.tool.name}",
+                    "confidence": round(r.confidence, 4),
+                    "reasoning": r.reasoning,
+                }
+                for r in best
+            ],
+        }
+
     # Arguments
+
+    async def _suggested_arguments(
+        self, args: SmartArgs, top: Sequence[Choice], llm: LLMProvider | None, decision: Decision
+    ) -> list[tuple[dict[str, Any], str, list[str]]]:
+        """Each suggested tool's arguments from the request, mapped as a run would map them (the LLM's
+        when one is configured, else the extractor's), all at once."""
+        mapped: list[tuple[dict[str, Any], str, list[str]]] = [({}, "rules", []) for _ in top]
+
+        async def one(index: int, choice: Choice) -> None:
+            mapped[index] = await self._map(args, choice.tool, llm, decision)
+
+        async with anyio.create_task_group() as group:
+            for index, choice in enumerate(top):
+                group.start_soon(one, index, choice)
+        decision.fallbacks[:] = list(dict.fromkeys(decision.fallbacks))  # one line per reason, not per tool
+        return mapped
 
     async def _map(
         self, args: SmartArgs, tool: CatalogTool, llm: LLMProvider | None, decision: Decision
@@ -543,11 +587,13 @@ class DestructiveGuard:
 # The answers. A tool that ran: `discovery_reasoning`, `confidence_score`, `tool_name`
 # (`server/tool`), `parameters`, `execution_result` (the upstream's own content, structuredContent and
 # isError) and `parameter_extraction`; its text is one line, then the upstream's own content blocks.
-# With `max_suggestions` > 1: ranked `suggestions`, each with its confidence, reasoning, signature and
-# the arguments read from the request, ready for a call with `tool` and `arguments`. Not run for its
+# With `max_suggestions` > 1: ranked `result.suggestions`, each with its confidence, reasoning, signature
+# and the arguments read from the request (by the LLM when one maps arguments), ready for a call with
+# `tool` and `arguments`. Not run for its
 # arguments: `parameter_extraction` with `extracted_parameters`, `validation_results`,
 # `missing_required` and `suggestions`. Not run for want of a good enough tool: `TOOL_NOT_FOUND` with
-# `details`, `suggestions` and `fallback_options`. Not run until confirmed (a destructive tool):
+# `details`, `suggestions` and `fallback_options` (the closest tools, then the best of the category the
+# request's words point at, also as `category_fallback`). Not run until confirmed (a destructive tool):
 # `confirmation_required` with the planned call and the `confirmation_id` that runs it once, or
 # `declined` by the user.
 
@@ -651,26 +697,41 @@ def failed(
 
 
 def suggestions(
-    choices: Sequence[Choice], extracted: Sequence[Mapping[str, Any]], decision: Decision
+    choices: Sequence[Choice],
+    mapped: Sequence[tuple[Mapping[str, Any], str, Sequence[str]]],
+    decision: Decision,
+    *,
+    include_reasoning: bool = True,
 ) -> types.CallToolResult:
-    """Return the ranked tools (`max_suggestions` > 1), none run, each ready to call with `tool` and `arguments`."""
-    entries = [
-        {
-            "tool_name": choice.qualified,
-            "confidence_score": round(choice.confidence, 4),
-            "reasoning": choice.why or choice.reasoning,
-            "signature": call_signature(choice.tool.name, choice.tool.input_schema, max_description_len=0),
-            "arguments": dict(arguments),
-            **({"summary": choice.tool.summary} if choice.tool.summary else {}),
-        }
-        for choice, arguments in zip(choices, extracted, strict=True)
-    ]
-    data: dict[str, Any] = {"success": True, "method": decision.method, "suggestions": entries}
+    """Return the ranked tools (`max_suggestions` > 1) as `result.suggestions`, none run, each with the
+    arguments read from the request (`mapped`: arguments, who read them, what is missing), ready to call
+    with `tool` and `arguments`."""
+    entries: list[dict[str, Any]] = []
+    for choice, (arguments, source, missing) in zip(choices, mapped, strict=True):
+        entry: dict[str, Any] = {"tool_name": choice.qualified, "confidence_score": round(choice.confidence, 4)}
+        if include_reasoning:
+            entry["reasoning"] = choice.why or choice.reasoning
+        entry["signature"] = call_signature(choice.tool.name, choice.tool.input_schema, max_description_len=0)
+        entry["arguments"] = dict(arguments)
+        entry["arguments_source"] = source
+        if missing:
+            entry["missing_required"] = list(missing)
+        if choice.tool.summary:
+            entry["summary"] = choice.tool.summary
+        entries.append(entry)
+    # `suggestions` at the top level too: the same list where answers before `result` had it.
+    data: dict[str, Any] = {
+        "success": True,
+        "method": decision.method,
+        "result": {"suggestions": entries},
+        "suggestions": entries,
+    }
     if decision.fallbacks:
         data["fallbacks"] = decision.fallbacks
     lines = [f"{len(entries)} tools, none run; call again with tool and arguments to run one:"]
     lines += [
-        f"{n}. {e['tool_name']} {e['confidence_score']:.2f} {e['signature']}" for n, e in enumerate(entries, start=1)
+        f"{n}. {e['tool_name']} {e['confidence_score']:.2f} {e['signature']} arguments={json_text(e['arguments'])}"
+        for n, e in enumerate(entries, start=1)
     ]
     return types.CallToolResult(content=[types.TextContent(text="\n".join(lines))], structured_content=data)
 
@@ -683,13 +744,27 @@ def not_found(
     threshold: float,
     searched: int,
     include_details: bool,
+    fallback: SmartFallbackConfig | None = None,
+    category: Mapping[str, Any] | None = None,
 ) -> types.CallToolResult:
-    """Return `TOOL_NOT_FOUND`: no tool reached the threshold, so the closest ones come as fallback options."""
+    """Return `TOOL_NOT_FOUND`: no tool reached the threshold, so the closest ones come as fallback options
+    (`fallback.keyword`), then the best of the category the request's words point at (`category`)."""
+    fallback = fallback or SmartFallbackConfig()
     best = choices[0].confidence if choices else 0.0
-    options = [
-        {"tool_name": c.qualified, "confidence": round(c.confidence, 4), "reasoning": c.why or c.reasoning}
-        for c in choices[:3]
+    keyword: Sequence[Choice] = choices[: fallback.max_suggestions] if fallback.enabled and fallback.keyword else ()
+    options: list[dict[str, Any]] = [
+        {
+            "tool_name": c.qualified,
+            "confidence": round(c.confidence, 4),
+            "reasoning": c.why or c.reasoning,
+            "source": "keyword",
+        }
+        for c in keyword
     ]
+    if category is not None:
+        listed = {o["tool_name"] for o in options}
+        tools = cast(list[dict[str, Any]], category["tools"])
+        options += [{**t, "source": "category"} for t in tools if t["tool_name"] not in listed]
     hints = [
         "Say more precisely what the tool should do, or give context.",
         "Name the tool in preferred_tools, or call again with tool and arguments.",
@@ -713,10 +788,15 @@ def not_found(
         "suggestions": hints,
         "fallback_options": options,
     }
-    closest = ", ".join(f"{o['tool_name']} {o['confidence']:.2f}" for o in options) or "none"
+    closest = ", ".join(f"{o['tool_name']} {o['confidence']:.2f}" for o in options if o["source"] == "keyword")
+    kind = ""
+    if category is not None:
+        error["category_fallback"] = dict(category)
+        names = ", ".join(str(t["tool_name"]) for t in cast(list[dict[str, Any]], category["tools"]))
+        kind = f" Best {category['category']} tools: {names}."
     text = (
         f"TOOL_NOT_FOUND: no tool reached confidence {threshold:.2f} for {request[:80]!r} "
-        f"({searched} searched). Closest: {closest}. Nothing was run. {hints[1]}"
+        f"({searched} searched). Closest: {closest or 'none'}.{kind} Nothing was run. {hints[1]}"
     )
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content={"success": False, "error": error}, is_error=True
