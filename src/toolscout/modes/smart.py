@@ -33,7 +33,6 @@ Every LLM failure falls back to the next method, and the answer says which metho
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 import weakref
@@ -48,7 +47,7 @@ import mcp_types as types
 from pydantic import Field, field_validator
 
 from toolscout.catalog import CatalogTool
-from toolscout.config.models import GatewayConfig, LLMConfig, SmartConfig, SmartFallbackConfig
+from toolscout.config.models import GatewayConfig, LLMConfig, SmartConfig
 from toolscout.config.scopes import current_scope
 from toolscout.errors import ArgumentValidationError, InvalidArguments, LLMUnavailable, Phrasing, ToolscoutError
 from toolscout.gateway.audit import noting
@@ -58,6 +57,7 @@ from toolscout.gateway.store import store_path
 from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
+from toolscout.modes.smart_suggestions import category_fallback, json_text, not_found, suggestions
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, SamplingLLM, map_with_llm
@@ -254,6 +254,7 @@ class SmartDiscovery:
                 return suggestions(top, mapped, decision, include_reasoning=args.include_reasoning)
             if not choices or choices[0].confidence < threshold:
                 scope = current_scope()
+                catalog = self.gateway.visibility.tools(scope)  # the hidden ones too: smart mode finds them
                 searched = sum(self.gateway.visibility.counts(scope, u.name)[1] for u in self.gateway.upstreams)
                 return not_found(
                     args.request,
@@ -263,7 +264,7 @@ class SmartDiscovery:
                     searched=searched,
                     include_details=args.include_error_details,
                     fallback=self.config.fallback,
-                    category=self._category_fallback(args.request, choices),
+                    category=category_fallback(args.request, choices, catalog, self.config.fallback),
                 )
             best = choices[0]
             arguments, source, missing = await self._map(args, best.tool, llm, decision)
@@ -369,34 +370,6 @@ class SmartDiscovery:
         if mode == "llm_based" and not llm_answered:
             return "hybrid"  # without the LLM, llm_based degrades to semantic + rule
         return mode.removesuffix("_based")
-
-    def _category_fallback(self, request: str, choices: Sequence[Choice]) -> dict[str, Any] | None:
-        """The best tools of the category the request's words point at (None: off, or no category)."""
-        fallback = self.config.fallback
-        if not (fallback.enabled and fallback.category):
-            return None
-        from toolscout.smart.categories import Ranked, best_of_category, request_category
-
-        category = request_category(request)
-        if category is None:
-            return None
-        ranked = [Ranked(c.tool, c.confidence, c.why or c.reasoning) for c in choices]
-        catalog = self.gateway.visibility.tools(current_scope())  # the hidden ones too: smart mode finds them
-        best = best_of_category(category, ranked, catalog, limit=fallback.max_suggestions)
-        if not best:
-            return None
-        return {
-            "category": category.name,
-            "matched_words": list(category.words),
-            "tools": [
-                {
-                    "tool_name": f"{r.tool.server}/{r.tool.name}",
-                    "confidence": round(r.confidence, 4),
-                    "reasoning": r.reasoning,
-                }
-                for r in best
-            ],
-        }
 
     # Arguments
 
@@ -587,18 +560,11 @@ class DestructiveGuard:
 # The answers. A tool that ran: `discovery_reasoning`, `confidence_score`, `tool_name`
 # (`server/tool`), `parameters`, `execution_result` (the upstream's own content, structuredContent and
 # isError) and `parameter_extraction`; its text is one line, then the upstream's own content blocks.
-# With `max_suggestions` > 1: ranked `result.suggestions`, each with its confidence, reasoning, signature
-# and the arguments read from the request (by the LLM when one maps arguments), ready for a call with
-# `tool` and `arguments`. Not run for its
-# arguments: `parameter_extraction` with `extracted_parameters`, `validation_results`,
-# `missing_required` and `suggestions`. Not run for want of a good enough tool: `TOOL_NOT_FOUND` with
-# `details`, `suggestions` and `fallback_options` (the closest tools, then the best of the category the
-# request's words point at, also as `category_fallback`). Not run until confirmed (a destructive tool):
-# `confirmation_required` with the planned call and the `confirmation_id` that runs it once, or
-# `declined` by the user.
-
-TEXT_ARGUMENTS_CHARS = 300
-"""The planned arguments in an answer's text are cut here (the whole is in structuredContent)."""
+# Ranked suggestions (`max_suggestions` > 1) and `TOOL_NOT_FOUND` with its fallbacks are
+# modes/smart_suggestions.py's. Not run for its arguments: `parameter_extraction` with
+# `extracted_parameters`, `validation_results`, `missing_required` and `suggestions`. Not run until
+# confirmed (a destructive tool): `confirmation_required` with the planned call and the
+# `confirmation_id` that runs it once, or `declined` by the user.
 
 
 @dataclass
@@ -609,12 +575,6 @@ class Decision:
     method: str
     fallbacks: list[str] = field(default_factory=list[str])
     """What could not be used, and why ("llm: timeout"): the method that decided is the next one."""
-
-
-def json_text(arguments: Mapping[str, Any]) -> str:
-    """Arguments as compact JSON, cut at `TEXT_ARGUMENTS_CHARS` (for the text; the whole is in structuredContent)."""
-    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-    return text if len(text) <= TEXT_ARGUMENTS_CHARS else text[: TEXT_ARGUMENTS_CHARS - 1] + "…"
 
 
 def _head(choice: Choice, decision: Decision, include_reasoning: bool) -> dict[str, Any]:
@@ -694,113 +654,6 @@ def failed(
         f"Chose {choice.qualified}({json_text(arguments)}), but it failed: {error.code}: {error.explain(SMART_STEPS)}"
     )
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=True)
-
-
-def suggestions(
-    choices: Sequence[Choice],
-    mapped: Sequence[tuple[Mapping[str, Any], str, Sequence[str]]],
-    decision: Decision,
-    *,
-    include_reasoning: bool = True,
-) -> types.CallToolResult:
-    """Return the ranked tools (`max_suggestions` > 1) as `result.suggestions`, none run, each with the
-    arguments read from the request (`mapped`: arguments, who read them, what is missing), ready to call
-    with `tool` and `arguments`."""
-    entries: list[dict[str, Any]] = []
-    for choice, (arguments, source, missing) in zip(choices, mapped, strict=True):
-        entry: dict[str, Any] = {"tool_name": choice.qualified, "confidence_score": round(choice.confidence, 4)}
-        if include_reasoning:
-            entry["reasoning"] = choice.why or choice.reasoning
-        entry["signature"] = call_signature(choice.tool.name, choice.tool.input_schema, max_description_len=0)
-        entry["arguments"] = dict(arguments)
-        entry["arguments_source"] = source
-        if missing:
-            entry["missing_required"] = list(missing)
-        if choice.tool.summary:
-            entry["summary"] = choice.tool.summary
-        entries.append(entry)
-    # `suggestions` at the top level too: the same list where answers before `result` had it.
-    data: dict[str, Any] = {
-        "success": True,
-        "method": decision.method,
-        "result": {"suggestions": entries},
-        "suggestions": entries,
-    }
-    if decision.fallbacks:
-        data["fallbacks"] = decision.fallbacks
-    lines = [f"{len(entries)} tools, none run; call again with tool and arguments to run one:"]
-    lines += [
-        f"{n}. {e['tool_name']} {e['confidence_score']:.2f} {e['signature']} arguments={json_text(e['arguments'])}"
-        for n, e in enumerate(entries, start=1)
-    ]
-    return types.CallToolResult(content=[types.TextContent(text="\n".join(lines))], structured_content=data)
-
-
-def not_found(
-    request: str,
-    choices: Sequence[Choice],
-    decision: Decision,
-    *,
-    threshold: float,
-    searched: int,
-    include_details: bool,
-    fallback: SmartFallbackConfig | None = None,
-    category: Mapping[str, Any] | None = None,
-) -> types.CallToolResult:
-    """Return `TOOL_NOT_FOUND`: no tool reached the threshold, so the closest ones come as fallback options
-    (`fallback.keyword`), then the best of the category the request's words point at (`category`)."""
-    fallback = fallback or SmartFallbackConfig()
-    best = choices[0].confidence if choices else 0.0
-    keyword: Sequence[Choice] = choices[: fallback.max_suggestions] if fallback.enabled and fallback.keyword else ()
-    options: list[dict[str, Any]] = [
-        {
-            "tool_name": c.qualified,
-            "confidence": round(c.confidence, 4),
-            "reasoning": c.why or c.reasoning,
-            "source": "keyword",
-        }
-        for c in keyword
-    ]
-    if category is not None:
-        listed = {o["tool_name"] for o in options}
-        tools = cast(list[dict[str, Any]], category["tools"])
-        options += [{**t, "source": "category"} for t in tools if t["tool_name"] not in listed]
-    hints = [
-        "Say more precisely what the tool should do, or give context.",
-        "Name the tool in preferred_tools, or call again with tool and arguments.",
-    ]
-    if choices:
-        hints.append(f"Lower confidence_threshold (now {threshold:.2f}; the best reached {best:.2f}).")
-    details: dict[str, Any] = {
-        "search_method": decision.method,
-        "searched_tools": searched,
-        "highest_confidence": round(best, 4),
-        "threshold": threshold,
-    }
-    if decision.fallbacks:
-        details["fallbacks"] = decision.fallbacks
-    if include_details:
-        details["scores"] = {c.qualified: c.scores for c in choices[:3]}
-    error = {
-        "code": "TOOL_NOT_FOUND",
-        "message": "No suitable tool found for request",
-        "details": details,
-        "suggestions": hints,
-        "fallback_options": options,
-    }
-    closest = ", ".join(f"{o['tool_name']} {o['confidence']:.2f}" for o in options if o["source"] == "keyword")
-    kind = ""
-    if category is not None:
-        error["category_fallback"] = dict(category)
-        names = ", ".join(str(t["tool_name"]) for t in cast(list[dict[str, Any]], category["tools"]))
-        kind = f" Best {category['category']} tools: {names}."
-    text = (
-        f"TOOL_NOT_FOUND: no tool reached confidence {threshold:.2f} for {request[:80]!r} "
-        f"({searched} searched). Closest: {closest or 'none'}.{kind} Nothing was run. {hints[1]}"
-    )
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content={"success": False, "error": error}, is_error=True
-    )
 
 
 def not_run_for_arguments(
