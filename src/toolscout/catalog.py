@@ -80,6 +80,8 @@ class CatalogTool:
     unusable: str | None = None
     """Why no call can use the tool whatever the rules say (its input schema cannot be validated
     within the budget: `schema_problem`); such a tool is never enabled, searched or called."""
+    hidden: bool = False
+    """Kept out of every listing by `toolRules` (`hidden: true`), yet found by search and callable."""
 
     @property
     def name(self) -> str:
@@ -166,7 +168,13 @@ class Catalog:
         held = self._quarantined is not None and server not in self._declared and self._quarantined(server, tool)
         unusable = schema_problem(tool.input_schema)
         return CatalogTool(
-            server, tool, verdict.enabled and unusable is None, verdict.tags, quarantined=held, unusable=unusable
+            server,
+            tool,
+            verdict.enabled and unusable is None,
+            verdict.tags,
+            quarantined=held,
+            unusable=unusable,
+            hidden=verdict.hidden,
         )
 
     def order_servers(self, names: Sequence[str]) -> None:
@@ -186,10 +194,16 @@ class Catalog:
             self.changes.bump()
 
     def tools(
-        self, server: str | None = None, *, include_disabled: bool = False, include_quarantined: bool = False
+        self,
+        server: str | None = None,
+        *,
+        include_disabled: bool = False,
+        include_quarantined: bool = False,
+        include_hidden: bool = True,
     ) -> list[CatalogTool]:
         """Tools of one server, or of all, in the order the servers listed them (quarantined ones only
-        when asked: their changed definition must not reach the model)."""
+        when asked: their changed definition must not reach the model; a listing leaves out the hidden
+        ones with `include_hidden=False`, a search keeps them)."""
         groups: Sequence[dict[str, CatalogTool]] = (
             [self._servers.get(server, {})] if server is not None else list(self._servers.values())
         )
@@ -197,7 +211,9 @@ class Catalog:
             t
             for group in groups
             for t in group.values()
-            if (include_disabled or t.enabled) and (include_quarantined or not t.quarantined)
+            if (include_disabled or t.enabled)
+            and (include_quarantined or not t.quarantined)
+            and (include_hidden or not t.hidden)
         ]
 
     def get(self, server: str, name: str) -> CatalogTool | None:

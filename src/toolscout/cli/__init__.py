@@ -54,12 +54,13 @@ def make_app(command: str | None = None) -> typer.Typer:
     catalog.register(app)
     if command in CATALOG_COMMANDS:
         return app
-    from toolscout.cli import audit, config, dashboard, eval, pins, registry, setup, smart
+    from toolscout.cli import audit, config, dashboard, eval, pins, registry, setup, smart, visibility
 
     smart.register(app)
     setup.register(app)
     dashboard.register(app)
     eval.register(app)
+    visibility.register(app)
     # `--help` lists the commands first, then the groups in the order they are added here.
     app.add_typer(config.config_app)
     app.add_typer(config.rules_app)

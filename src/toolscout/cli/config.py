@@ -214,7 +214,7 @@ RuleServerOption = Annotated[str | None, typer.Option("--server", "-s", help="On
 PatternArgument = Annotated[str, typer.Argument(help="Tool name, glob (`*delete*`) or /regex/flags.")]
 
 
-def _edit(config: Any, output: Output, change: Any) -> None:
+def edit_rules(config: Any, output: Output, change: Any) -> None:
     """Load the config file for editing, apply `change(rules, servers) -> message`, validate, save with a backup."""
     gateway_config, source = load(config, output, lenient=True)
     assert source is not None
@@ -246,7 +246,7 @@ def _edit(config: Any, output: Output, change: Any) -> None:
         output.note(f"Backup of the previous version: {escape(str(backup))}")
 
 
-def _checked(output: Output, pattern: str, server: str | None) -> None:
+def checked_pattern(output: Output, pattern: str, server: str | None) -> None:
     """Exit 1 for a pattern or server glob that cannot compile."""
     try:
         check_pattern(pattern, server)
@@ -260,12 +260,12 @@ def rules_hide(
 ) -> None:
     """Disable the tools matching PATTERN."""
     output = Output(as_json)
-    _checked(output, pattern, server)
+    checked_pattern(output, pattern, server)
 
     def change(rules: list[dict[str, Any]], servers: list[str]) -> tuple[str, bool]:
         return hide(rules, pattern, server, quote=escape)
 
-    _edit(config, output, change)
+    edit_rules(config, output, change)
 
 
 @rules_app.command("show")
@@ -274,12 +274,12 @@ def rules_show(
 ) -> None:
     """Enable the tools matching PATTERN again."""
     output = Output(as_json)
-    _checked(output, pattern, server)
+    checked_pattern(output, pattern, server)
 
     def change(rules: list[dict[str, Any]], servers: list[str]) -> tuple[str, bool]:
         return show(rules, pattern, server, servers, quote=escape)
 
-    _edit(config, output, change)
+    edit_rules(config, output, change)
 
 
 @rules_app.command("status")

@@ -32,6 +32,7 @@ from toolscout.config.models import (
 )
 from toolscout.config.rules import ToolRule
 from toolscout.config.secrets import config_secrets
+from toolscout.config.smart_discovery import translate as translate_smart_discovery
 from toolscout.errors import ConfigurationError
 from toolscout.masking import remember_secrets
 from toolscout.suggestions import closest
@@ -138,6 +139,9 @@ def parse_config(text: str, fmt: str, origin: str, env: Mapping[str, str] | None
     # A server is often disabled because its secrets are not at hand: do not insist on them.
     excused = tuple(f"mcpServers.{name}." for name in _disabled_servers(raw.get("mcpServers")))
     problems = [p for p in problems if not p.startswith(excused)]
+    if problems:
+        raise ConfigurationError(_report(origin, problems))
+    data, problems = translate_smart_discovery(data)
     if problems:
         raise ConfigurationError(_report(origin, problems))
     try:

@@ -372,6 +372,19 @@ class SmartCacheConfig(_Model):
     llm_response_ttl: float = Field(default=1800.0, gt=0)
 
 
+class SmartFallbackConfig(_Model):
+    """What a `TOOL_NOT_FOUND` answer offers instead when no tool reaches the confidence threshold."""
+
+    enabled: bool = True
+    """Offer anything at all (off: the error alone, with its hints)."""
+    max_suggestions: int = Field(default=3, ge=1, le=10)
+    """How many tools the answer offers (in `fallback_options`, and per category)."""
+    keyword: bool = True
+    """Offer the closest tools by the search's own ranking of the request's words."""
+    category: bool = True
+    """Offer the best tools of the category the request's words point at (network, file, database, …)."""
+
+
 class SmartConfig(_Model):
     """How `smart_tool_discovery` chooses a tool and maps a request's words to its arguments."""
 
@@ -389,6 +402,8 @@ class SmartConfig(_Model):
     sampling_timeout: float = Field(default=60.0, gt=0)
     """Seconds the client's model (and its user, who may be asked to approve) has to answer a sampling request."""
     cache: SmartCacheConfig = Field(default_factory=SmartCacheConfig)
+    fallback: SmartFallbackConfig = Field(default_factory=SmartFallbackConfig)
+    """What a `TOOL_NOT_FOUND` answer offers instead (the closest tools, the request's category's best)."""
     enable_learning: bool = False
     """Remember which tool a request ran successfully and prefer it for similar requests
     (kept beside the persistent catalog; `toolscout smart forget` clears it)."""

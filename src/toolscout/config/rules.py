@@ -131,6 +131,10 @@ class ToolRule(BaseModel):
     server: str | None = None
     enabled: bool | None = None
     tags: list[str] = Field(default_factory=list[str])
+    hidden: bool | None = None
+    """Tools only: `true` keeps the tools out of every listing (tools/list, list_tools, the catalog in a
+    description) while search, smart mode and calls by name still find them; the first rule that sets
+    it decides, as for `enabled`."""
     kind: Literal["tool", "prompt", "resource"] | None = None
     """What the rule is about: tools (by name; the default, also when unset), prompts (by name) or
     resources (by URI, templates by their URI template). Each kind has rules, and a whitelist, of its own."""
@@ -153,6 +157,8 @@ class Verdict:
 
     enabled: bool
     tags: tuple[str, ...]
+    hidden: bool = False
+    """Listed nowhere, though found by search and callable (`ToolRule.hidden`)."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,7 @@ class _CompiledRule:
     server: Matcher | None
     enabled: bool | None
     tags: tuple[str, ...]
+    hidden: bool | None = None
 
 
 class RuleSet:
@@ -181,6 +188,7 @@ class RuleSet:
                 server=compile_pattern(rule.server) if rule.server else None,
                 enabled=rule.enabled,
                 tags=tuple(rule.tags),
+                hidden=rule.hidden,
             )
             for rule in rules
         )
@@ -201,9 +209,20 @@ class RuleSet:
                 return index
         return None
 
+    def hiding(self, server: str, tool: str) -> int | None:
+        """The index in `toolRules` of the rule that says whether `server`'s `tool` is hidden from
+        listings (None: no rule does, and it is listed)."""
+        for index, rule in enumerate(self._rules):
+            if rule.kind != "tool" or rule.hidden is None:
+                continue
+            if (rule.server is None or rule.server(server)) and rule.patterns.matches(tool):
+                return index
+        return None
+
     def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
         """Return what the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
         enabled: bool | None = None
+        hidden: bool | None = None
         tags: dict[str, None] = {}
         for rule in self._rules:
             if rule.kind != kind:
@@ -214,7 +233,9 @@ class RuleSet:
                 continue
             if enabled is None and rule.enabled is not None:
                 enabled = rule.enabled
+            if hidden is None and rule.hidden is not None:
+                hidden = rule.hidden
             tags.update(dict.fromkeys(rule.tags))
         if enabled is None:
             enabled = kind not in self._whitelists
-        return Verdict(enabled=enabled, tags=tuple(tags))
+        return Verdict(enabled=enabled, tags=tuple(tags), hidden=bool(hidden))

@@ -448,10 +448,15 @@ class Gateway:
         candidates = self._index.by_method(query, limit=limit, method=method, prefer=prefer)
         return await self._timed("smart", candidates)
 
-    async def tools(self, server: str, *, include_disabled: bool = False) -> list[CatalogTool]:
-        """The tools of one server (waiting for it if it is still connecting and has no stored catalog)."""
+    async def tools(
+        self, server: str, *, include_disabled: bool = False, include_hidden: bool = False
+    ) -> list[CatalogTool]:
+        """The tools of one server as a listing shows them, the hidden ones left out unless asked
+        (waiting for it if it is still connecting and has no stored catalog)."""
         await self._catalog_ready(self.upstream(server))
-        return self.visibility.tools(current_scope(), server, include_disabled=include_disabled)
+        return self.visibility.tools(
+            current_scope(), server, include_disabled=include_disabled, include_hidden=include_hidden
+        )
 
     async def tool(self, server: str, name: str, *, include_disabled: bool = False) -> CatalogTool:
         """One enabled tool (or any, with `include_disabled`), or the error saying why it cannot be used."""

@@ -99,9 +99,12 @@ class Visibility:
             return None
         return lambda entry: self.sees(scope, entry.server, entry.name)
 
-    def tools(self, scope: Scope, server: str | None = None, *, include_disabled: bool = False) -> list[CatalogTool]:
-        """The catalog's tools `scope` sees (of one server, or of all), in the catalog's order."""
-        tools = self._catalog.tools(server, include_disabled=include_disabled)
+    def tools(
+        self, scope: Scope, server: str | None = None, *, include_disabled: bool = False, include_hidden: bool = True
+    ) -> list[CatalogTool]:
+        """The catalog's tools `scope` sees (of one server, or of all), in the catalog's order (a listing
+        leaves out the hidden ones with `include_hidden=False`)."""
+        tools = self._catalog.tools(server, include_disabled=include_disabled, include_hidden=include_hidden)
         visible = self.tool_filter(scope)
         return tools if visible is None else [t for t in tools if visible(t)]
 

@@ -90,7 +90,7 @@ class CompactSurface:
             if upstream.status is not Status.CONNECTED:
                 head += f" [{upstream.status.value}]"
             lines.append(head)
-            for tool in self.gateway.visibility.tools(current_scope(), upstream.name):
+            for tool in self.gateway.visibility.tools(current_scope(), upstream.name, include_hidden=False):
                 lines.append(f"    - {tool.name}: {tool.summary}" if tool.summary else f"    - {tool.name}")
         return "\n".join(lines)
 

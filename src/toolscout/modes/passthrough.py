@@ -138,7 +138,7 @@ class PassthroughSurface:
         # tools/list held the event loop.
         catalog = self.gateway.catalog
         if self._exposed_version != catalog.version:
-            self._entries = catalog.tools()
+            self._entries = catalog.tools(include_hidden=False)  # a hidden tool is called by name, never listed
             self._exposed = [self.names.expose(e) for e in self._entries]
             self._exposed_version = catalog.version
         scope = current_scope()

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import time
 import weakref
@@ -61,6 +60,7 @@ from toolscout.gateway.store import store_path
 from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
+from toolscout.modes.smart_suggestions import category_fallback, json_text, not_found, suggestions
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, SamplingLLM, map_with_llm
@@ -258,12 +258,11 @@ class SmartDiscovery:
             self.gateway.stats.smart_call(decision.method, ran=chosen)
             if args.max_suggestions > 1 and choices:
                 top = choices[: args.max_suggestions]
-                from toolscout.smart.extraction import extract_arguments
-
-                extracted = [extract_arguments(self._text(args), c.tool.input_schema).arguments for c in top]
-                return suggestions(top, extracted, decision)
+                mapped = await self._suggested_arguments(args, top, llm, decision)
+                return suggestions(top, mapped, decision, include_reasoning=args.include_reasoning)
             if not choices or choices[0].confidence < threshold:
                 scope = current_scope()
+                catalog = self.gateway.visibility.tools(scope)  # the hidden ones too: smart mode finds them
                 searched = sum(self.gateway.visibility.counts(scope, u.name)[1] for u in self.gateway.upstreams)
                 return not_found(
                     args.request,
@@ -272,6 +271,8 @@ class SmartDiscovery:
                     threshold=threshold,
                     searched=searched,
                     include_details=args.include_error_details,
+                    fallback=self.config.fallback,
+                    category=category_fallback(args.request, choices, catalog, self.config.fallback),
                 )
             best = choices[0]
             arguments, source, missing = await self._map(args, best.tool, llm, decision)
@@ -386,6 +387,22 @@ class SmartDiscovery:
         return mode.removesuffix("_based")
 
     # Arguments
+
+    async def _suggested_arguments(
+        self, args: SmartArgs, top: Sequence[Choice], llm: LLMProvider | None, decision: Decision
+    ) -> list[tuple[dict[str, Any], str, list[str]]]:
+        """Each suggested tool's arguments from the request, mapped as a run would map them (the LLM's
+        when one is configured, else the extractor's), all at once."""
+        mapped: list[tuple[dict[str, Any], str, list[str]]] = [({}, "rules", []) for _ in top]
+
+        async def one(index: int, choice: Choice) -> None:
+            mapped[index] = await self._map(args, choice.tool, llm, decision)
+
+        async with anyio.create_task_group() as group:
+            for index, choice in enumerate(top):
+                group.start_soon(one, index, choice)
+        decision.fallbacks[:] = list(dict.fromkeys(decision.fallbacks))  # one line per reason, not per tool
+        return mapped
 
     async def _map(
         self, args: SmartArgs, tool: CatalogTool, llm: LLMProvider | None, decision: Decision
@@ -560,16 +577,11 @@ class DestructiveGuard:
 # The answers. A tool that ran: `discovery_reasoning`, `confidence_score`, `tool_name`
 # (`server/tool`), `parameters`, `execution_result` (the upstream's own content, structuredContent and
 # isError) and `parameter_extraction`; its text is one line, then the upstream's own content blocks.
-# With `max_suggestions` > 1: ranked `suggestions`, each with its confidence, reasoning, signature and
-# the arguments read from the request, ready for a call with `tool` and `arguments`. Not run for its
-# arguments: `parameter_extraction` with `extracted_parameters`, `validation_results`,
-# `missing_required` and `suggestions`. Not run for want of a good enough tool: `TOOL_NOT_FOUND` with
-# `details`, `suggestions` and `fallback_options`. Not run until confirmed (a destructive tool):
-# `confirmation_required` with the planned call and the `confirmation_id` that runs it once, or
-# `declined` by the user.
-
-TEXT_ARGUMENTS_CHARS = 300
-"""The planned arguments in an answer's text are cut here (the whole is in structuredContent)."""
+# Ranked suggestions (`max_suggestions` > 1) and `TOOL_NOT_FOUND` with its fallbacks are
+# modes/smart_suggestions.py's. Not run for its arguments: `parameter_extraction` with
+# `extracted_parameters`, `validation_results`, `missing_required` and `suggestions`. Not run until
+# confirmed (a destructive tool): `confirmation_required` with the planned call and the
+# `confirmation_id` that runs it once, or `declined` by the user.
 
 
 @dataclass
@@ -580,12 +592,6 @@ class Decision:
     method: str
     fallbacks: list[str] = field(default_factory=list[str])
     """What could not be used, and why ("llm: timeout"): the method that decided is the next one."""
-
-
-def json_text(arguments: Mapping[str, Any]) -> str:
-    """Arguments as compact JSON, cut at `TEXT_ARGUMENTS_CHARS` (for the text; the whole is in structuredContent)."""
-    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-    return text if len(text) <= TEXT_ARGUMENTS_CHARS else text[: TEXT_ARGUMENTS_CHARS - 1] + "…"
 
 
 def _head(choice: Choice, decision: Decision, include_reasoning: bool) -> dict[str, Any]:
@@ -665,79 +671,6 @@ def failed(
         f"Chose {choice.qualified}({json_text(arguments)}), but it failed: {error.code}: {error.explain(SMART_STEPS)}"
     )
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=True)
-
-
-def suggestions(
-    choices: Sequence[Choice], extracted: Sequence[Mapping[str, Any]], decision: Decision
-) -> types.CallToolResult:
-    """Return the ranked tools (`max_suggestions` > 1), none run, each ready to call with `tool` and `arguments`."""
-    entries = [
-        {
-            "tool_name": choice.qualified,
-            "confidence_score": round(choice.confidence, 4),
-            "reasoning": choice.why or choice.reasoning,
-            "signature": call_signature(choice.tool.name, choice.tool.input_schema, max_description_len=0),
-            "arguments": dict(arguments),
-            **({"summary": choice.tool.summary} if choice.tool.summary else {}),
-        }
-        for choice, arguments in zip(choices, extracted, strict=True)
-    ]
-    data: dict[str, Any] = {"success": True, "method": decision.method, "suggestions": entries}
-    if decision.fallbacks:
-        data["fallbacks"] = decision.fallbacks
-    lines = [f"{len(entries)} tools, none run; call again with tool and arguments to run one:"]
-    lines += [
-        f"{n}. {e['tool_name']} {e['confidence_score']:.2f} {e['signature']}" for n, e in enumerate(entries, start=1)
-    ]
-    return types.CallToolResult(content=[types.TextContent(text="\n".join(lines))], structured_content=data)
-
-
-def not_found(
-    request: str,
-    choices: Sequence[Choice],
-    decision: Decision,
-    *,
-    threshold: float,
-    searched: int,
-    include_details: bool,
-) -> types.CallToolResult:
-    """Return `TOOL_NOT_FOUND`: no tool reached the threshold, so the closest ones come as fallback options."""
-    best = choices[0].confidence if choices else 0.0
-    options = [
-        {"tool_name": c.qualified, "confidence": round(c.confidence, 4), "reasoning": c.why or c.reasoning}
-        for c in choices[:3]
-    ]
-    hints = [
-        "Say more precisely what the tool should do, or give context.",
-        "Name the tool in preferred_tools, or call again with tool and arguments.",
-    ]
-    if choices:
-        hints.append(f"Lower confidence_threshold (now {threshold:.2f}; the best reached {best:.2f}).")
-    details: dict[str, Any] = {
-        "search_method": decision.method,
-        "searched_tools": searched,
-        "highest_confidence": round(best, 4),
-        "threshold": threshold,
-    }
-    if decision.fallbacks:
-        details["fallbacks"] = decision.fallbacks
-    if include_details:
-        details["scores"] = {c.qualified: c.scores for c in choices[:3]}
-    error = {
-        "code": "TOOL_NOT_FOUND",
-        "message": "No suitable tool found for request",
-        "details": details,
-        "suggestions": hints,
-        "fallback_options": options,
-    }
-    closest = ", ".join(f"{o['tool_name']} {o['confidence']:.2f}" for o in options) or "none"
-    text = (
-        f"TOOL_NOT_FOUND: no tool reached confidence {threshold:.2f} for {request[:80]!r} "
-        f"({searched} searched). Closest: {closest}. Nothing was run. {hints[1]}"
-    )
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content={"success": False, "error": error}, is_error=True
-    )
 
 
 def not_run_for_arguments(
