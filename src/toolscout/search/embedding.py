@@ -235,7 +235,9 @@ class DenseBackend:
         missing = [k for k in text_of if k not in known]
         absent = set(missing)
         self._needing = frozenset(
-            f"{t.server}/{t.name}" for t, full, short in zip(tools, keys, keys[len(tools) :]) if {full, short} & absent
+            f"{t.server}/{t.name}"
+            for t, full, short in zip(tools, keys[: len(tools)], keys[len(tools) :], strict=True)
+            if {full, short} & absent
         )
         fresh: dict[str, Vectors] = {}
         if missing:
