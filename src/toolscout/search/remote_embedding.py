@@ -56,8 +56,7 @@ class RemoteEmbedder:
         self.timeout = config.timeout
         self.batch_size = config.batch_size
         key = config.api_key()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx2.Client(headers=headers, timeout=config.timeout)
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         # The provider and model name the vectors; the URL and length asked for tell two setups apart.
         digest = hashlib.sha256(f"{self.url}\n{self.model}\n{self.dimensions}".encode()).hexdigest()[:10]
         self._model_id = f"{self.provider}-{_safe(self.model)}-{digest}"
@@ -89,9 +88,6 @@ class RemoteEmbedder:
             self._fallback_model = self._fallback()
         return self._fallback_model
 
-    def close(self) -> None:
-        self._client.close()
-
     def encode(self, texts: Sequence[str]) -> Vectors:
         """One L2-normalised row per text; `EmbeddingUnavailable` when the provider gives none usable."""
         now = self.clock()
@@ -105,10 +101,13 @@ class RemoteEmbedder:
                     rows[i] = kept[1]
                 else:
                     asked.append(i)
-        for begin in range(0, len(asked), self.batch_size):
-            batch = asked[begin : begin + self.batch_size]
-            for i, vector in zip(batch, self._ask([texts[i] for i in batch]), strict=True):
-                rows[i] = vector
+        if asked:
+            # A client per call, closed with it: the index lives on no event loop, and asks seldom.
+            with httpx2.Client(headers=self._headers, timeout=self.timeout) as client:
+                for begin in range(0, len(asked), self.batch_size):
+                    batch = asked[begin : begin + self.batch_size]
+                    for i, vector in zip(batch, self._ask(client, [texts[i] for i in batch]), strict=True):
+                        rows[i] = vector
         with self._lock:
             for i in asked:
                 self._recent[texts[i]] = (now + QUERY_TTL, rows[i])
@@ -127,9 +126,9 @@ class RemoteEmbedder:
             body["truncate"] = True  # a long description is cut, not refused
         return body
 
-    def _ask(self, texts: Sequence[str]) -> list[Vectors]:
+    def _ask(self, client: httpx2.Client, texts: Sequence[str]) -> list[Vectors]:
         try:
-            response = self._client.post(self.url, json=self._body(texts))
+            response = client.post(self.url, json=self._body(texts))
         except httpx2.TimeoutException:
             raise self._failure(f"did not answer within {self.timeout:g} s", "timeout") from None
         except httpx2.TransportError as exc:
