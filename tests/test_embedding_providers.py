@@ -9,6 +9,7 @@ packaged static model, said once; a query it cannot embed is ranked lexically, s
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,9 @@ import mcp_types as types
 import pytest
 
 from tests.helpers.callback_site import CallbackSite, callback_site
+from tests.helpers.cli_sandbox import make_sandbox
 from tests.helpers.embedding_site import ScriptedEmbeddings
+from tests.helpers.paths import PYTHON
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import EmbeddingsConfig, GatewayConfig
 from toolscout.search import HybridBackend, SearchBackend, make_backend
@@ -213,3 +216,33 @@ def test_the_embeddings_config_names_its_provider_and_defaults() -> None:
         GatewayConfig.model_validate({"search": {"embeddings": {"provider": "cohere", "model": "x"}}})
     with pytest.raises(ValueError, match="http"):
         EmbeddingsConfig.model_validate({"provider": "ollama", "model": "x", "baseUrl": "localhost:11434"})
+
+
+async def test_the_sync_command_embeds_once_across_runs_and_reports_a_failing_provider(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path)
+    scripted = ScriptedEmbeddings()
+    async with callback_site(scripted.answer) as site:
+
+        def sync(model: str, expect: int = 0) -> Any:
+            config = {
+                "mcpServers": {"units": {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]}},
+                "catalogCache": False,
+                "search": {"embeddings": {"provider": "openai", "baseUrl": site.url("/v1"), "model": model}},
+            }
+            path = sandbox.write("work/toolscout.json", json.dumps(config))
+            return sandbox.json("embeddings", "sync", "--config", str(path), expect=expect)
+
+        first = await anyio.to_thread.run_sync(sync, "embed-small")
+        asked = len(scripted.texts)
+        second = await anyio.to_thread.run_sync(sync, "embed-small")  # a new process: the vectors are on disk
+        scripted.failure = (500, b'{"error": "down"}')
+        failing = await anyio.to_thread.run_sync(lambda: sync("embed-other", expect=3))
+    tools = first["toolsEmbedded"]
+    assert tools > 1 and asked > 0
+    assert (first["created"], first["updated"], first["unchanged"], first["failed"]) == (tools, 0, 0, 0)
+    assert first["model"].startswith("openai-embed-small-") and first["fallback"] is None
+    assert (second["created"], second["unchanged"], second["failed"]) == (0, tools, 0)
+    assert len(scripted.texts) > asked  # only the failing run asked again
+    assert failing["failed"] == tools and failing["model"].startswith("static-minilm-")
+    assert failing["configuredModel"].startswith("openai-embed-other-")
+    assert "answered HTTP 500" in failing["fallback"]
