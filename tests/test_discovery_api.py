@@ -265,15 +265,30 @@ async def test_admin_routes_refuse_client_keys_and_answer_at_the_spec_paths(sand
             "status": "ok",
             "backend": "hybrid",
             "model": health["model"],
+            "configuredModel": health["model"],
+            "fallback": None,
             "dimensions": 256,
             "toolsEmbedded": 8,  # the enabled tools: delete_note is not searched
             "staleEmbeddings": 0,
         }
         assert health["model"].startswith("static-minilm-256d-")
         status, synced = await send(http, "POST", "/v1/embeddings/sync", ADMIN, {})
+        # Embedded when the gateway started: new to this cache, or found in it.
+        assert synced["created"] + synced["unchanged"] == 8
         assert (status, synced) == (
             200,
-            {"synced": False, "staleBefore": 0, "toolsEmbedded": 8, "staleEmbeddings": 0, "model": health["model"]},
+            {
+                "synced": False,
+                "staleBefore": 0,
+                "toolsEmbedded": 8,
+                "staleEmbeddings": 0,
+                "model": health["model"],
+                "created": synced["created"],
+                "updated": 0,
+                "unchanged": synced["unchanged"],
+                "failed": 0,
+                "fallback": None,
+            },
         )
 
 
@@ -288,6 +303,7 @@ async def test_semantic_settings_change_the_running_gateway_and_the_file(sandbox
                 "minRelevance": 0.0,
                 "maxQueryChars": settings["search"]["maxQueryChars"],
                 "maxQuerySteps": settings["search"]["maxQuerySteps"],
+                "embeddings": None,
             },
             "applied": False,
             "written": None,

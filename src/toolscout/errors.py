@@ -29,6 +29,7 @@ into MCP errors, `isError` results or exit codes.
     │   ├── ServerUnavailable      SERVER_UNAVAILABLE
     │   ├── CallTimeout            TIMEOUT
     │   ├── LLMUnavailable         LLM_UNAVAILABLE      (smart mode's LLM failed: the next method decides)
+    │   ├── EmbeddingUnavailable   EMBEDDING_UNAVAILABLE (the embedding provider failed: the packaged model embeds)
     │   └── RegistryUnavailable    REGISTRY_UNAVAILABLE (the shared registry, Redis, cannot be reached)
     └── UpstreamError              UPSTREAM_ERROR       (a read, get or listing failed upstream)
         ├── ToolExecutionError     TOOL_EXECUTION_ERROR (a tool call failed upstream)
@@ -248,6 +249,17 @@ class LLMUnavailable(Unavailable):
     bad_answer, unreachable); the caller falls back to the next method, so smart mode degrades gracefully."""
 
     code = "LLM_UNAVAILABLE"
+
+    def __init__(self, message: str, *, reason: str, **details: Any) -> None:
+        super().__init__(message, reason=reason, **details)
+        self.reason = reason
+
+
+class EmbeddingUnavailable(Unavailable):
+    """The configured embedding provider gave no usable vectors (`reason`: timeout, http, unreachable,
+    bad_answer, dimensions); tools are embedded by the packaged model instead, a query ranked lexically."""
+
+    code = "EMBEDDING_UNAVAILABLE"
 
     def __init__(self, message: str, *, reason: str, **details: Any) -> None:
         super().__init__(message, reason=reason, **details)

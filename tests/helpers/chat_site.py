@@ -1,4 +1,5 @@
-"""Scripted answers of an OpenAI-compatible chat-completions endpoint, for `callback_site` to serve.
+"""Scripted answers of an LLM's chat API, for `callback_site` to serve: OpenAI-compatible chat
+completions, Anthropic's Messages API and Ollama's `/api/chat`.
 
 The LLM is the one outside party the tests cannot run: a real HTTP server on loopback answers in
 its place, each answer written by the test (a JSON object, malformed text, a refusal, an error).
@@ -41,3 +42,24 @@ def scripted(answers: Sequence[tuple[int, bytes]]) -> Answer:
         return answers[min(given, len(answers)) - 1]
 
     return answer
+
+
+def anthropic_message(text: str | None, *, stop_reason: str = "end_turn") -> tuple[int, bytes]:
+    """A 200 answer of Anthropic's Messages API whose one text block says `text` (none: no blocks)."""
+    content = [] if text is None else [{"type": "text", "text": text}]
+    body = {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop_reason,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    return 200, json.dumps(body).encode()
+
+
+def ollama_chat(text: str | None) -> tuple[int, bytes]:
+    """A 200 answer of Ollama's `/api/chat` (not streamed) whose message says `text`."""
+    body = {"model": "m", "message": {"role": "assistant", "content": text}, "done": True}
+    return 200, json.dumps(body).encode()

@@ -2,8 +2,9 @@
 find the number of the tool it picks (so the tests do not depend on the search's ranking), and gives
 scripted argument answers to the mapping prompts, in order.
 
-The same model answers over HTTP (`chat`, an `Answer` for `callback_site`: a real OpenAI-compatible
-endpoint on loopback) and through MCP sampling (`sample`, an SDK `sampling_callback`).
+The same model answers over HTTP (`chat`, `anthropic` and `ollama`, `Answer`s for `callback_site`: a
+real OpenAI-compatible, Anthropic Messages or Ollama chat endpoint on loopback) and through MCP sampling
+(`sample`, an SDK `sampling_callback`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, cast
 
 import mcp_types as types
 
-from tests.helpers.chat_site import completion
+from tests.helpers.chat_site import anthropic_message, completion, ollama_chat
 from toolscout.smart.selection import SELECT_SYSTEM
 
 _CANDIDATE = re.compile(r"^(\d+)\. ([^\s(/]+/[^\s(]+)\(", re.MULTILINE)
@@ -76,6 +77,16 @@ class ScriptedModel:
         """An `Answer` for `callback_site`: the chat completion of a chat-completions request."""
         messages = messages_of(body)
         return completion(self.answer(str(messages[0]["content"]), str(messages[-1]["content"])))
+
+    def anthropic(self, body: Any) -> tuple[int, bytes]:
+        """An `Answer` for `callback_site` as Anthropic's Messages API: the system prompt is a field of its own."""
+        messages = messages_of(body)
+        return anthropic_message(self.answer(str(body["system"]), str(messages[-1]["content"])))
+
+    def ollama(self, body: Any) -> tuple[int, bytes]:
+        """An `Answer` for `callback_site` as Ollama's `/api/chat`."""
+        messages = messages_of(body)
+        return ollama_chat(self.answer(str(messages[0]["content"]), str(messages[-1]["content"])))
 
     async def sample(self, context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         """A `sampling_callback`: the client's model answers the gateway's question."""

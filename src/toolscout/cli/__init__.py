@@ -54,7 +54,7 @@ def make_app(command: str | None = None) -> typer.Typer:
     catalog.register(app)
     if command in CATALOG_COMMANDS:
         return app
-    from toolscout.cli import audit, config, dashboard, eval, pins, registry, setup, smart, visibility
+    from toolscout.cli import audit, config, dashboard, embeddings, eval, pins, registry, setup, smart, visibility
 
     smart.register(app)
     setup.register(app)
@@ -69,6 +69,7 @@ def make_app(command: str | None = None) -> typer.Typer:
     app.add_typer(registry.token_app)
     app.add_typer(registry.registry_app)
     app.add_typer(pins.pins_app)
+    app.add_typer(embeddings.embeddings_app)
     return app
 
 

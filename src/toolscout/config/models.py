@@ -12,10 +12,14 @@ Smart mode's sections read like this in a file:
 
 ```yaml
 mode: smart                 # or discovery with smartTool: true
-llm:                        # optional: any OpenAI-compatible chat-completions endpoint
+llm:                        # optional: openai (any chat-completions endpoint) | anthropic | ollama
+  provider: openai
   baseUrl: http://localhost:11434/v1
   model: llama3.1
   apiKeyEnv: OPENAI_API_KEY # the key is read from this variable, never written in the file
+  mapping:                  # optional: another LLM for argument mapping (`selection`: for choosing)
+    provider: ollama
+    model: qwen2.5:7b
 smart:
   toolSelectionMode: hybrid # rule_based | semantic_based | llm_based | hybrid
   confidenceThreshold: 0.5
@@ -197,6 +201,59 @@ DEFAULT_MAX_QUERY_STEPS = 16
 training query needs."""
 
 
+EmbeddingProvider = Literal["openai", "ollama"]
+"""Who embeds: any OpenAI-compatible `POST {baseUrl}/embeddings` (OpenAI, vLLM, LM Studio, llama.cpp,
+LiteLLM), or Ollama's own `POST {baseUrl}/api/embed`."""
+
+
+def _default_ollama_url() -> str:
+    """`OLLAMA_BASE_URL` when set (as Ollama's own tools read it), else Ollama's local port."""
+    return os.environ.get("OLLAMA_BASE_URL") or "http://localhost:11434"
+
+
+def _checked_url(url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
+    return url
+
+
+class EmbeddingsConfig(_Model):
+    """An embedding provider for search and smart mode (`search.embeddings`).
+
+    Tool vectors are kept on disk by the hash of their text, the provider and the model, so a restart
+    or a changed tool embeds only what changed; a query's vector is kept a few minutes."""
+
+    provider: EmbeddingProvider
+    base_url: str | None = None
+    """Up to `/embeddings` (openai, default `https://api.openai.com/v1`) or `/api/embed` (ollama, default
+    `$OLLAMA_BASE_URL`, else `http://localhost:11434`)."""
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    """The environment variable holding the API key, sent as a bearer token (unset: no key)."""
+    dimensions: int | None = Field(default=None, ge=1, le=65_536)
+    """Asked of the provider (OpenAI's `dimensions`) and checked on every answer: vectors of another
+    length are a failure, never mixed into the index."""
+    timeout: float = Field(default=30.0, gt=0)
+    """Seconds one request may take."""
+    batch_size: int = Field(default=64, ge=1, le=2048)
+    """Texts sent in one request."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        return None if url is None else _checked_url(url)
+
+    def url(self) -> str:
+        """The base URL, or the provider's default."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        return "https://api.openai.com/v1" if self.provider == "openai" else _default_ollama_url().rstrip("/")
+
+    def api_key(self) -> str | None:
+        """The key from `apiKeyEnv` (None when unset or empty)."""
+        return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
+
+
 class SearchConfig(_Model):
     """How `search_tools` ranks tools."""
 
@@ -212,6 +269,9 @@ class SearchConfig(_Model):
     refused with an error saying the limit (every path: search_tools, `toolscout search`)."""
     max_query_steps: int = Field(default=DEFAULT_MAX_QUERY_STEPS, ge=1)
     """The most steps in a query given as a list."""
+    embeddings: EmbeddingsConfig | None = None
+    """Embeddings from a provider (an OpenAI-compatible endpoint or Ollama) instead of `model`; unset:
+    `model` embeds. An unreachable provider falls back to the packaged static model."""
 
 
 DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024
@@ -314,29 +374,72 @@ SelectionMode = Literal["rule_based", "semantic_based", "llm_based", "hybrid"]
 """How `smart_tool_discovery` picks a tool: lexical and name matching, embeddings, the LLM, or all three."""
 
 
-class LLMConfig(_Model):
-    """An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp)."""
+LLMProviderName = Literal["openai", "anthropic", "ollama"]
+"""The API an LLM is asked through: OpenAI-compatible chat completions (OpenAI, vLLM, LM Studio,
+llama.cpp, Ollama's `/v1`), Anthropic's Messages API, or Ollama's own `/api/chat`."""
 
-    base_url: str
-    """Up to the `/chat/completions` part, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`."""
+DEFAULT_LLM_URLS: dict[str, str] = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+DEFAULT_KEY_ENVS: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY"}
+
+
+class LLMConfig(_Model):
+    """The LLM smart mode asks to choose a tool and to map a request to its arguments.
+
+    `selection` and `mapping`, when given, are whole LLMs of their own for one of the two jobs (a
+    small local model to map arguments, a larger one to choose, say); the rest goes to this one."""
+
+    provider: LLMProviderName = "openai"
+    base_url: str | None = None
+    """openai: up to `/chat/completions` (default `https://api.openai.com/v1`; Ollama's is
+    `http://localhost:11434/v1`); anthropic: up to `/v1/messages` (default `https://api.anthropic.com`);
+    ollama: up to `/api/chat` (default `$OLLAMA_BASE_URL`, else `http://localhost:11434`)."""
     model: str = Field(min_length=1)
     api_key_env: str | None = None
-    """The environment variable holding the API key (unset: no key, as local servers need none)."""
+    """The environment variable holding the API key (unset: `ANTHROPIC_API_KEY` for anthropic, else
+    no key, as local servers need none)."""
     timeout: float = Field(default=20.0, gt=0)
     """Seconds one attempt may take."""
     max_retries: int = Field(default=1, ge=0, le=10)
-    """Attempts after the first, on timeouts, refused connections and busy statuses (408, 429, 5xx)."""
+    """Attempts after the first, on timeouts, refused connections and busy statuses (408, 429, 5xx, 529)."""
+    max_tokens: int = Field(default=1024, ge=16, le=100_000)
+    """The longest answer asked for (Anthropic requires one; the others are sent it too)."""
+    selection: LLMConfig | None = None
+    """Another LLM for choosing the tool (unset: this one)."""
+    mapping: LLMConfig | None = None
+    """Another LLM for mapping a request to the tool's arguments (unset: this one)."""
 
     @field_validator("base_url")
     @classmethod
-    def _http_url(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
-        return url
+    def _http_url(cls, url: str | None) -> str | None:
+        return None if url is None else _checked_url(url)
+
+    @model_validator(mode="after")
+    def _one_level(self) -> LLMConfig:
+        for role in (self.selection, self.mapping):
+            if role is not None and (role.selection is not None or role.mapping is not None):
+                raise ValueError("llm.selection and llm.mapping cannot have a selection or mapping of their own")
+        return self
+
+    def url(self) -> str:
+        """The base URL, or the provider's default."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        if self.provider == "ollama":
+            return _default_ollama_url().rstrip("/")
+        return DEFAULT_LLM_URLS[self.provider]
 
     def api_key(self) -> str | None:
-        """The key from `apiKeyEnv` (None when unset or empty)."""
-        return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
+        """The key from `apiKeyEnv` (or the provider's usual variable; None when unset or empty)."""
+        env = self.api_key_env or DEFAULT_KEY_ENVS.get(self.provider)
+        return (os.environ.get(env) or None) if env else None
+
+    def for_selection(self) -> LLMConfig:
+        """The LLM that chooses tools."""
+        return self.selection or self
+
+    def for_mapping(self) -> LLMConfig:
+        """The LLM that maps a request to arguments."""
+        return self.mapping or self
 
 
 class SmartWeights(_Model):
@@ -459,7 +562,7 @@ class GatewayConfig(_Model):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     """Admin and client keys of `serve --transport http` (config/http.py)."""
     llm: LLMConfig | None = None
-    """An OpenAI-compatible endpoint for `smart` mode (`LLMConfig`); unset: offline methods only."""
+    """The LLM of `smart` mode (`LLMConfig`: OpenAI-compatible, Anthropic or Ollama); unset: offline methods only."""
     smart: SmartConfig = Field(default_factory=SmartConfig)
     """How `smart_tool_discovery` selects a tool and maps arguments."""
     smart_tool: bool = False

@@ -435,8 +435,9 @@ class Gateway:
         """Search by `config` from the next search on. Another backend or model is built first (in a
         worker thread): one that cannot be loaded raises its `ConfigurationError` and nothing changes."""
         factory: Callable[[], SearchBackend] | None = None
-        if (config.backend, config.model) != (self.search_config.backend, self.search_config.model):
-            backend = await anyio.to_thread.run_sync(build_backend, config.backend, config.model)
+        now = self.search_config
+        if (config.backend, config.model, config.embeddings) != (now.backend, now.model, now.embeddings):
+            backend = await anyio.to_thread.run_sync(build_backend, config.backend, config.model, config.embeddings)
             factory = functools.partial(_built, backend)
         self._index.configure(config, factory)
         self.search_config = config

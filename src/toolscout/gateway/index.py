@@ -32,6 +32,7 @@ from toolscout.config.models import (
     DEFAULT_MAX_QUERY_CHARS,
     DEFAULT_MAX_QUERY_STEPS,
     DEFAULT_MIN_RELEVANCE,
+    EmbeddingsConfig,
     SearchConfig,
 )
 from toolscout.config.scopes import Scope, current_scope
@@ -66,23 +67,26 @@ def import_search_package() -> None:
         import toolscout.search  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
 
-def build_backend(name: str = "hybrid", model: str = "static") -> SearchBackend:
-    """The search backend `name` with `model` (the search package is imported here, on first use)."""
+def build_backend(
+    name: str = "hybrid", model: str = "static", embeddings: EmbeddingsConfig | None = None
+) -> SearchBackend:
+    """The search backend `name` with `model`, or `embeddings`' provider (the search package is imported
+    here, on first use)."""
     import_search_package()
     from toolscout.search import make_backend
 
-    return make_backend(name, model=model)
+    return make_backend(name, model=model, embeddings=embeddings)
 
 
 def search_settings(config: SearchConfig, given: Mapping[str, Any]) -> dict[str, Any]:
     """The `Gateway` arguments `config` gives the search, those in `given` (a caller's own) left out."""
-    build = functools.partial(build_backend, config.backend, config.model)
+    build = functools.partial(build_backend, config.backend, config.model, config.embeddings)
     settings: dict[str, Any] = {
         "min_relevance": config.min_relevance,
         "max_query_chars": config.max_query_chars,
         "max_query_steps": config.max_query_steps,
     }
-    if config.model == "minilm":
+    if config.model == "minilm" and config.embeddings is None:
         # Built here, as ever: a missing extra must stop `serve` at once with its config error.
         settings["search"] = build() if "search" not in given else None
     elif "search" not in given:
@@ -256,6 +260,9 @@ class SearchIndex:
 
         async with self._index_lock:
             backend = self._search or await anyio.to_thread.run_sync(self._backend)
+            dense = backend.dense if isinstance(backend, HybridBackend) else backend
+            if sync and isinstance(dense, DenseBackend) and dense.fallback_reason is not None:
+                self._indexed_version = -1  # a sync asks a provider that failed again
             before = self._indexed_version
             if sync:
                 backend = await self._indexed()
@@ -269,12 +276,19 @@ class SearchIndex:
 
             indexed, current = await anyio.to_thread.run_sync(compared)
             stale = len(current - indexed) + len(indexed - current)  # to embed, and to drop
+            changes = dense.take_changes() if sync else None
             return SemanticState(
-                dense.embedder.model_id,
+                dense.space.model_id,
                 dense.dimensions,
                 len(indexed & current),
                 stale,
                 rebuilt=sync and before != self._indexed_version,
+                configured=dense.embedder.model_id,
+                fallback=dense.fallback_reason,
+                created=changes.created if changes else 0,
+                updated=changes.updated if changes else 0,
+                unchanged=changes.unchanged if changes else 0,
+                failed=changes.failed if changes else 0,
             )
 
     @property
@@ -314,6 +328,18 @@ class SemanticState:
     embedded: int
     stale: int
     rebuilt: bool = False
+    configured: str | None = None
+    """The model configured (`model` differs while a provider's packaged fallback embeds)."""
+    fallback: str | None = None
+    """Why the configured provider is not embedding just now (None: it is)."""
+    created: int = 0
+    """With a sync, tools embedded for the first time since the last sync (or, after a restart, ever)."""
+    updated: int = 0
+    """Tools embedded again because their text changed."""
+    unchanged: int = 0
+    """Tools whose vectors were kept (from memory or the disk cache)."""
+    failed: int = 0
+    """Tools the configured provider could not embed (the packaged model did)."""
 
 
 EMBED_AFRESH_UP_TO = 1_000

@@ -63,7 +63,7 @@ from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, ru
 from toolscout.modes.smart_suggestions import category_fallback, json_text, not_found, suggestions
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
-from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, SamplingLLM, map_with_llm
+from toolscout.smart.llm import LLMMapping, LLMProvider, SamplingLLM, definition_hash, map_with_llm
 from toolscout.smart.selection import Choice, LLMPick, choose, llm_candidates, select_with_llm
 from toolscout.upstream.calls import current_relay
 
@@ -184,9 +184,9 @@ def llm_source(llm: LLMConfig | None, smart: SmartConfig) -> LLMSource:
     @contextlib.asynccontextmanager
     async def open_llm() -> AsyncGenerator[LLMProvider | None]:
         if llm is not None:
-            async with OpenAICompatibleLLM(
-                llm.base_url, llm.model, api_key=llm.api_key(), timeout=llm.timeout, max_retries=llm.max_retries
-            ) as provider:
+            from toolscout.smart.providers import open_llm as open_configured
+
+            async with open_configured(llm) as provider:
                 yield provider
             return
         relay = current_relay()
@@ -229,8 +229,10 @@ class SmartDiscovery:
         cache = self.config.cache
         self.matches = TTLCache[list[Choice]](cache.max_tool_matches, cache.tool_match_ttl)
         self.llm_answers = TTLCache[dict[tuple[str, str], LLMPick]](cache.max_llm_responses, cache.llm_response_ttl)
+        self.llm_mappings = TTLCache[LLMMapping](cache.max_llm_responses, cache.llm_response_ttl)
         gateway.metrics.add_cache("smart_tool_matches", weakref.ref(self.matches))
         gateway.metrics.add_cache("smart_llm_answers", weakref.ref(self.llm_answers))
+        gateway.metrics.add_cache("smart_llm_mappings", weakref.ref(self.llm_mappings))
         gateway.llm_picks.append(self.remembered_picks)  # an explained search shows the LLM's part
         self._resting: dict[str, tuple[float, str]] = {}
         """LLM name → (until when it is not asked, why): one that timed out or was unreachable."""
@@ -409,18 +411,27 @@ class SmartDiscovery:
     ) -> tuple[dict[str, Any], str, list[str]]:
         """The arguments for `tool` from the request: the LLM's when it answers, else the extractor's."""
         # An LLM that did not answer the choice (timed out, unreachable) is not waited for again in this call.
+        from toolscout.smart.providers import mapping_llm
+
+        mapper = None if llm is None else mapping_llm(llm)
+        # An LLM that did not answer the choice (timed out, unreachable) is not waited for again in this call.
         unanswered = next((f for f in decision.fallbacks if f in _UNANSWERED), None)
-        if unanswered is not None and llm is not None and self.config.llm_mapping:
+        if unanswered is not None and mapper is llm and mapper is not None and self.config.llm_mapping:
             decision.fallbacks.append(f"llm parameter mapping: {unanswered.removeprefix('llm: ')}")
-        elif llm is not None and self.config.llm_mapping:
+        elif mapper is not None and self.config.llm_mapping:
             server, name = tool.server, tool.name
 
             def validate(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
                 self.gateway.validator.validate(schema, arguments, server=server, tool=name)
 
+            # Cached by the tool's definition and the words: a changed tool is asked about afresh.
+            key = (mapper.name, definition_hash(tool), args.request, args.context)
+            cached = self.llm_mappings.get(key) if self.config.cache.enabled else None
+            if cached is not None:
+                return dict(cached.arguments), "llm", list(cached.missing_required)
             try:
                 mapped = await map_with_llm(
-                    llm,
+                    mapper,
                     args.request,
                     tool=name,
                     description=tool.description or "",
@@ -428,10 +439,12 @@ class SmartDiscovery:
                     validate=validate,
                     context=args.context,
                 )
-                return mapped.arguments, "llm", mapped.missing_required
+                if self.config.cache.enabled:
+                    self.llm_mappings.put(key, mapped)
+                return dict(mapped.arguments), "llm", list(mapped.missing_required)
             except LLMUnavailable as exc:
                 decision.fallbacks.append(f"llm parameter mapping: {exc.reason}")
-                self._rest_if_down(llm, exc)
+                self._rest_if_down(mapper, exc)
         from toolscout.smart.extraction import extract_arguments  # (search.text: numpy, at first use)
 
         found = extract_arguments(self._text(args), tool.input_schema)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolscout.errors import ConfigurationError
 from toolscout.search.base import SearchBackend, SearchHit
@@ -13,17 +14,26 @@ from toolscout.search.hybrid import MINILM_WEIGHTS, HybridBackend
 BACKENDS = ("hybrid", "bm25", "dense")
 MODELS = ("static", "minilm")
 
+if TYPE_CHECKING:
+    from toolscout.config.models import EmbeddingsConfig
+
 log = logging.getLogger(__name__)
 
 __all__ = ["BACKENDS", "MODELS", "BM25Backend", "HybridBackend", "SearchBackend", "SearchHit", "make_backend"]
 
 
 def make_backend(
-    name: str = "hybrid", *, model: str = "static", cache_dir: Path | None = None, use_cache: bool = True
+    name: str = "hybrid",
+    *,
+    model: str = "static",
+    embeddings: EmbeddingsConfig | None = None,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
 ) -> SearchBackend:
     """A search backend by name: `hybrid` (default), `bm25` (lexical only) or `dense` (embeddings only).
 
-    `model` is the embedding model: `static` (packaged, no torch) or `minilm` (the `minilm` extra).
+    `model` is the embedding model: `static` (packaged, no torch) or `minilm` (the `minilm` extra);
+    `embeddings`, when given, a provider that embeds instead (the static model its fallback).
     Tool vectors are cached under `cache_dir` (default: the user cache directory) unless `use_cache` is off.
     """
     if name == "bm25":
@@ -36,6 +46,13 @@ def make_backend(
     from toolscout.search.embedding import DenseBackend, StaticEmbedder, VectorCache
 
     directory = (cache_dir or user_cache_dir() / "embeddings") if use_cache else None
+    if embeddings is not None:
+        from toolscout.search.remote_embedding import RemoteEmbedder
+
+        # Nothing is asked of the provider here: the first rebuild does, and falls back if it must.
+        remote = DenseBackend(RemoteEmbedder(embeddings, fallback=StaticEmbedder.load), VectorCache(directory))
+        # A provider's cosines run on a scale of their own: fused as MiniLM's are, divided by the best.
+        return remote if name == "dense" else HybridBackend(remote, MINILM_WEIGHTS)
     if model == "minilm":
         from toolscout.search.embedding import MiniLMEmbedder
 

@@ -25,14 +25,15 @@ import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from toolscout.catalog import CatalogTool
-from toolscout.errors import ConfigurationError
+from toolscout.errors import ConfigurationError, EmbeddingUnavailable
 from toolscout.search.base import SearchHit, top_hits
 from toolscout.search.text import with_implied_words
 
@@ -68,7 +69,12 @@ def summary_text(tool: CatalogTool) -> str:
 
 
 class VectorCache:
-    """Tool vectors on disk, keyed by a hash of the text and the model, so a restart embeds nothing twice."""
+    """Tool vectors on disk, one file per model, keyed by a hash of the text, so a restart embeds nothing twice.
+
+    A model's id names its file: the packaged models' ids hash their weights, a provider's its name,
+    model and URL (search/remote_embedding.py), so vectors of two models never mix. Beside the
+    vectors, the file keeps which tool had which texts when it was written (`tool_key`), so that a
+    sync after a restart can tell a changed tool from a new one."""
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
@@ -81,19 +87,33 @@ class VectorCache:
         return None if self.directory is None else self.directory / f"{model_id}.npz"
 
     def load(self, model_id: str) -> dict[str, Vectors]:
+        return self.load_all(model_id)[0]
+
+    def load_all(self, model_id: str) -> tuple[dict[str, Vectors], dict[str, str]]:
+        """The vectors by text hash, and the tools they were last written for (`server/name` -> `tool_key`)."""
         path = self._file(model_id)
         if path is None or not path.is_file():
-            return {}
+            return {}, {}
         try:
             with np.load(path, allow_pickle=False) as data:
                 keys = [str(k) for k in data["keys"]]
                 vectors = np.asarray(data["vectors"], dtype=np.float32)
+                names = [str(n) for n in data["tool_names"]] if "tool_names" in data else []
+                tool_keys = [str(k) for k in data["tool_keys"]] if "tool_keys" in data else []
         except (OSError, ValueError, KeyError) as exc:
             log.warning("ignoring the unreadable embedding cache %s: %s", path, exc)
-            return {}
-        return {k: vectors[i] for i, k in enumerate(keys)} if len(keys) == len(vectors) else {}
+            return {}, {}
+        if len(keys) != len(vectors):
+            return {}, {}
+        return {k: vectors[i] for i, k in enumerate(keys)}, dict(zip(names, tool_keys, strict=False))
 
-    def save(self, model_id: str, current: Mapping[str, Vectors], older: Mapping[str, Vectors]) -> None:
+    def save(
+        self,
+        model_id: str,
+        current: Mapping[str, Vectors],
+        older: Mapping[str, Vectors],
+        tools: Mapping[str, str] | None = None,
+    ) -> None:
         path = self._file(model_id)
         if path is None:
             return
@@ -102,12 +122,21 @@ class VectorCache:
             if len(merged) >= CACHE_LIMIT:
                 break
             merged.setdefault(key, vector)
+        names = dict(tools or {})
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # Written aside and renamed: a reader never sees half a file, whoever writes at once.
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp.npz")
             with os.fdopen(fd, "wb") as out:
-                np.savez(out, keys=np.array(list(merged)), vectors=np.stack(list(merged.values())).astype(np.float16))
+                np.savez(
+                    out,
+                    keys=np.array(list(merged)),
+                    vectors=np.stack(list(merged.values())).astype(np.float16)
+                    if merged
+                    else np.zeros((0, 0), np.float16),
+                    tool_names=np.array(list(names), dtype=str),
+                    tool_keys=np.array(list(names.values()), dtype=str),
+                )
             os.replace(tmp, path)
         except OSError as exc:
             log.warning("could not write the embedding cache %s: %s", path, exc)
@@ -122,6 +151,31 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+@runtime_checkable
+class FallingBack(Protocol):
+    """An embedder that can fail (a provider over the network), with a packaged model behind it."""
+
+    said_down: bool
+    said_query_down: bool
+
+    @property
+    def name(self) -> str: ...
+
+    def fallback(self) -> Embedder | None: ...
+
+
+@dataclass(frozen=True)
+class EmbeddingChanges:
+    """What embedding the catalog did since it was last asked: tools embedded for the first time,
+    embedded again because their text changed, kept as they were, and ones the configured provider
+    could not embed (the packaged model did)."""
+
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    failed: int = 0
+
+
 class DenseBackend:
     """Ranks tools by the cosine of their vector with the query's; relevance is that cosine, clipped to [0, 1].
 
@@ -129,6 +183,11 @@ class DenseBackend:
     renormalised: an average of token vectors drowns what a tool does in the details of a long
     description ("convert miles": `convert_units`, with a paragraph of supported units, fell below
     `list_units`), while the summary alone loses the words only the details carry.
+
+    `embedder` is the one configured; `space` the one whose vectors the index holds: the same, unless
+    a provider failed while the tools were embedded and its packaged fallback embedded them instead
+    (`fallback_reason` says why; the next rebuild asks the provider again). Queries are embedded in the
+    index's space; one the provider cannot embed is ranked lexically (its cosines all 0).
     """
 
     ranks_by = "semantic"
@@ -136,34 +195,97 @@ class DenseBackend:
 
     def __init__(self, embedder: Embedder, cache: VectorCache | None = None) -> None:
         self.embedder = embedder
+        self.space: Embedder = embedder
+        self.fallback_reason: str | None = None
         self.cache = cache or VectorCache(None)
         self._tools: list[CatalogTool] = []
         self._matrix: Vectors = np.zeros((0, 0), dtype=np.float32)
+        self._known: dict[str, str] = {}
+        """`server/name` -> `tool_key` of every tool embedded before (here, or in the cache's file)."""
+        self._changes: dict[str, str] = {}
+        """`server/name` -> created, updated or failed, since `take_changes` was last asked."""
+        self._needing: frozenset[str] = frozenset()
+        """The tools whose texts the last embedding had to ask its model for (`server/name`)."""
 
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
-        texts = [tool_text(t) for t in self._tools] + [summary_text(t) for t in self._tools]
+        try:
+            self._embed(self.embedder)
+            self.space, self.fallback_reason = self.embedder, None
+            if isinstance(self.embedder, FallingBack) and self.embedder.said_down:
+                self.embedder.said_down = False
+                log.warning("the embedding provider %s answers again: tools are embedded by it", self.embedder.name)
+        except EmbeddingUnavailable as exc:
+            fallback = self.embedder.fallback() if isinstance(self.embedder, FallingBack) else None
+            if fallback is None or not isinstance(self.embedder, FallingBack):
+                raise
+            if not self.embedder.said_down:  # said once, until the provider answers again
+                self.embedder.said_down = True
+                log.warning("tools are embedded by the packaged model instead: %s", exc.message)
+            self.space, self.fallback_reason = fallback, exc.message
+            self._embed(fallback, failed=self._needing)
+
+    def _embed(self, embedder: Embedder, *, failed: frozenset[str] = frozenset()) -> None:
+        tools = self._tools
+        texts = [tool_text(t) for t in tools] + [summary_text(t) for t in tools]
         keys = [_key(text) for text in texts]
         text_of = dict(zip(keys, texts, strict=True))  # a one-sentence description: one text, one vector
-        model = self.embedder.model_id
-        known = self.cache.load(model)
+        model = embedder.model_id
+        known, names = self.cache.load_all(model)
         missing = [k for k in text_of if k not in known]
-        self.cache.hits += len(text_of) - len(missing)
-        self.cache.misses += len(missing)
+        absent = set(missing)
+        self._needing = frozenset(
+            f"{t.server}/{t.name}"
+            for t, full, short in zip(tools, keys[: len(tools)], keys[len(tools) :], strict=True)
+            if {full, short} & absent
+        )
         fresh: dict[str, Vectors] = {}
         if missing:
-            encoded = self.embedder.encode([text_of[k] for k in missing])
+            encoded = embedder.encode([text_of[k] for k in missing])
             fresh = {k: encoded[i] for i, k in enumerate(missing)}
+        self.cache.hits += len(text_of) - len(missing)
+        self.cache.misses += len(missing)
         vectors = {**known, **fresh}
-        if self._tools:
+        if tools:
             both = np.stack([vectors[k] for k in keys]).astype(np.float32)
-            mixed = both[: len(self._tools)] + both[len(self._tools) :]
+            mixed = both[: len(tools)] + both[len(tools) :]
             norms = np.linalg.norm(mixed, axis=1, keepdims=True)
             self._matrix = (mixed / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
         else:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
-        if fresh:
-            self.cache.save(model, {k: vectors[k] for k in text_of}, known)
+        now = {f"{t.server}/{t.name}": tool_key(t) for t in tools}
+        self._count(now, set(fresh), {**names, **self._known}, failed=failed)
+        if fresh or any(names.get(name) != key for name, key in now.items()):
+            self.cache.save(model, {k: vectors[k] for k in text_of}, known, {**names, **now})
+        self._known.update(now)
+
+    def _count(
+        self, now: Mapping[str, str], fresh: set[str], before: Mapping[str, str], *, failed: frozenset[str]
+    ) -> None:
+        for tool in self._tools:
+            name = f"{tool.server}/{tool.name}"
+            embedded = {_key(tool_text(tool)), _key(summary_text(tool))} & fresh
+            if name in failed:
+                self._changes[name] = "failed"
+            elif embedded:
+                self._changes[name] = "updated" if name in before and before[name] != now[name] else "created"
+            elif name not in before:
+                self._changes.setdefault(name, "created")  # its texts were cached for another tool
+            elif self._changes.get(name) == "failed":
+                del self._changes[name]  # the provider embedded it since
+
+    def take_changes(self) -> EmbeddingChanges:
+        """What embedding did since this was last asked (and forget it)."""
+        current = {f"{t.server}/{t.name}" for t in self._tools}
+        counted = {name: what for name, what in self._changes.items() if name in current}
+        self._changes.clear()
+        values = list(counted.values())
+        return EmbeddingChanges(
+            created=values.count("created"),
+            updated=values.count("updated"),
+            unchanged=len(current) - len(counted),
+            failed=values.count("failed"),
+        )
 
     @property
     def dimensions(self) -> int | None:
@@ -174,6 +296,20 @@ class DenseBackend:
         """The tools embedded, each as `tool_key` says."""
         return {tool_key(t) for t in self._tools}
 
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        """Texts embedded in the index's space; rows of zeros when its provider cannot (said once)."""
+        try:
+            vectors = self.space.encode(texts)
+        except EmbeddingUnavailable as exc:
+            if isinstance(self.space, FallingBack) and not self.space.said_query_down:
+                self.space.said_query_down = True
+                log.warning("queries are ranked lexically until the provider answers again: %s", exc.message)
+            return np.zeros((len(texts), self.dimensions or 0), dtype=np.float32)
+        if isinstance(self.space, FallingBack) and self.space.said_query_down:
+            self.space.said_query_down = False
+            log.warning("the embedding provider %s answers queries again", self.space.name)
+        return vectors
+
     def scores(self, query: str) -> Vectors:
         """The cosine of every indexed tool with the query."""
         return self.scores_many([query])[0]
@@ -183,7 +319,7 @@ class DenseBackend:
         if not self._tools:
             return np.zeros((len(queries), 0), dtype=np.float32)
         # The words a query implies ("what time is it": current) are embedded with it.
-        return self.embedder.encode([with_implied_words(q) for q in queries]) @ self._matrix.T
+        return self.encode([with_implied_words(q) for q in queries]) @ self._matrix.T
 
     def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
         scores = np.clip(self.scores(query), 0.0, 1.0)

@@ -145,7 +145,7 @@ class HybridBackend:
             self._servers = ServerIndex.build(self._tools, servers)
             self._name_terms = [frozenset(terms(f"{t.name} {t.title or ''}")) for t in self._tools]
             if self.dense is not None and self._servers.documents:
-                self._server_vectors = self.dense.embedder.encode(self._servers.documents)
+                self._server_vectors = self.dense.encode(self._servers.documents)
 
     def signals(self, query: str) -> tuple[Signals, bool]:
         """What the rankers say about every tool for `query` and its steps, and whether anything matched."""
@@ -157,7 +157,7 @@ class HybridBackend:
             dense = np.clip(self.dense.scores_many(texts), 0.0, None).astype(np.float32)
             matched = matched or (dense.size > 0 and float(dense.max()) >= self.weights.dense_floor)
             if self._server_vectors.size:
-                vector = self.dense.embedder.encode([with_implied_words(query)])[0]
+                vector = self.dense.encode([with_implied_words(query)])[0]
                 server_dense = np.clip(self._server_vectors @ vector, 0.0, None).astype(np.float32)
         found = Signals(
             lexical,

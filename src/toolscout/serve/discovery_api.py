@@ -110,10 +110,15 @@ class SemanticHealth(_Body):
     """`GET /api/v1/health/semantic`: the embeddings against the catalog."""
 
     status: str
-    """`ok`; `degraded` when tools wait to be embedded, or the embeddings cannot be used; `off` with
-    `search.backend: bm25`."""
+    """`ok`; `degraded` when tools wait to be embedded, the embeddings cannot be used, or the configured
+    provider failed and the packaged model embeds instead; `off` with `search.backend: bm25`."""
     backend: str
     model: str | None
+    """The model whose vectors the index holds."""
+    configured_model: str | None = None
+    """The model configured (differs from `model` while a provider's fallback embeds)."""
+    fallback: str | None = None
+    """Why the configured provider is not embedding (None: it is)."""
     dimensions: int | None
     tools_embedded: int
     stale_embeddings: int
@@ -128,6 +133,15 @@ class SyncAnswer(_Body):
     tools_embedded: int
     stale_embeddings: int
     model: str | None
+    created: int = 0
+    """Tools embedded for the first time since the last sync (after a restart: not in the disk cache)."""
+    updated: int = 0
+    """Tools embedded again because their name, title or description changed."""
+    unchanged: int = 0
+    """Tools whose vectors were kept."""
+    failed: int = 0
+    """Tools the configured provider could not embed (the packaged model embedded them; `fallback` says why)."""
+    fallback: str | None = None
 
 
 class SemanticSettings(_Body):
@@ -403,7 +417,7 @@ class DiscoveryApi:
 
     async def semantic_health(self, request: Request) -> Response:
         state = await self.gateway.semantic_state()
-        fresh = state.model is not None and state.stale == 0
+        fresh = state.model is not None and state.stale == 0 and state.fallback is None
         # BM25 alone has no embeddings, as configured: off, not degraded.
         status = "off" if self.gateway.search_config.backend == "bm25" else "ok" if fresh else "degraded"
         return _json(
@@ -411,6 +425,8 @@ class DiscoveryApi:
                 status=status,
                 backend=self.gateway.search_config.backend,
                 model=state.model,
+                configured_model=state.configured,
+                fallback=state.fallback,
                 dimensions=state.dimensions,
                 tools_embedded=state.embedded,
                 stale_embeddings=state.stale,
@@ -427,6 +443,11 @@ class DiscoveryApi:
                 tools_embedded=after.embedded,
                 stale_embeddings=after.stale,
                 model=after.model,
+                created=after.created,
+                updated=after.updated,
+                unchanged=after.unchanged,
+                failed=after.failed,
+                fallback=after.fallback,
             )
         )
 

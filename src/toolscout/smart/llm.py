@@ -2,7 +2,8 @@
 
 Smart mode can use an LLM to choose a tool and to map a request's words to its arguments. The model
 may be any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LM Studio, llama.cpp),
-the calling client's own model through MCP sampling, or none at all (the offline methods). Whatever
+Anthropic's Messages API or Ollama's own chat API (smart/providers.py), the calling client's own
+model through MCP sampling, or none at all (the offline methods). Whatever
 the source, a failure is an `LLMUnavailable` with a `reason`, so that the caller can fall back to the
 next method and say why.
 
@@ -22,6 +23,7 @@ arguments too: those are reported in `missing_required`, never filled in by the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ import anyio
 import httpx2
 import mcp_types as types
 
+from toolscout.catalog import CatalogTool
 from toolscout.errors import ArgumentValidationError, LLMUnavailable
 from toolscout.upstream.calls import Relay, SamplingResult
 
@@ -54,36 +57,41 @@ class LLMProvider(Protocol):
         ...
 
 
-# Statuses worth asking again: the endpoint is busy or briefly broken, not the request wrong.
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+# Statuses worth asking again: the endpoint is busy or briefly broken, not the request wrong (529:
+# Anthropic's "overloaded").
+_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 
-class OpenAICompatibleLLM:
-    """An LLM behind `POST {base_url}/chat/completions`, asked at temperature 0, its answer fitting a JSON schema.
+class ChatOverHTTP:
+    """An LLM asked over HTTP at temperature 0, its answer fitting a JSON schema: the retries, the
+    timeouts and the failures every provider shares (`smart/providers.py` has the others).
 
     An async context manager owning its HTTP client. Each attempt is bounded by `timeout` seconds;
     a timeout, a refused connection or a retryable status is tried again up to `max_retries`
-    times, after 0.25, 0.5, 1... s; anything else fails at once.
+    times, after 0.25, 0.5, 1... s; anything else fails at once. A provider says its `url`, its
+    headers, its request `_body` and how to read its answer's `_text`.
     """
 
     def __init__(
         self,
-        base_url: str,
+        url: str,
         model: str,
         *,
-        api_key: str | None = None,
+        name: str,
+        headers: Mapping[str, str],
         timeout: float = 20.0,
         max_retries: int = 1,
         backoff: float = 0.25,
+        max_tokens: int = 1024,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = url
         self.model = model
-        self.name = f"openai-compatible:{model}"
+        self.name = name
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx2.AsyncClient(headers=headers, timeout=timeout)
+        self.max_tokens = max_tokens
+        self._client = httpx2.AsyncClient(headers=dict(headers), timeout=timeout)
 
     async def __aenter__(self) -> Self:
         return self
@@ -94,13 +102,10 @@ class OpenAICompatibleLLM:
         await self._client.aclose()
 
     def _body(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages), "temperature": 0}
-        if json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "answer", "schema": dict(json_schema), "strict": False},
-            }
-        return body
+        raise NotImplementedError
+
+    def _text(self, response: httpx2.Response) -> str:
+        raise NotImplementedError
 
     async def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None) -> str:
         body = self._body(messages, json_schema)
@@ -130,6 +135,51 @@ class OpenAICompatibleLLM:
 
     def _failure(self, what: str, reason: str, **details: Any) -> LLMUnavailable:
         return LLMUnavailable(f"The LLM at {self.url} {what}.", reason=reason, model=self.model, **details)
+
+    def _payload(self, response: httpx2.Response) -> dict[str, Any]:
+        """The answer's JSON object; one that is none is a failure."""
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise self._failure(f"answered no JSON ({type(exc).__name__})", "bad_answer") from None
+        if not isinstance(payload, dict):
+            raise self._failure("answered JSON that is not an object", "bad_answer")
+        return cast(dict[str, Any], payload)
+
+
+class OpenAICompatibleLLM(ChatOverHTTP):
+    """An LLM behind `POST {base_url}/chat/completions` (OpenAI, vLLM, LM Studio, llama.cpp, Ollama's `/v1`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 20.0,
+        max_retries: int = 1,
+        backoff: float = 0.25,
+        max_tokens: int = 1024,
+    ) -> None:
+        super().__init__(
+            base_url.rstrip("/") + "/chat/completions",
+            model,
+            name=f"openai-compatible:{model}",
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_tokens=max_tokens,
+        )
+
+    def _body(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages), "temperature": 0}
+        if json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": dict(json_schema), "strict": False},
+            }
+        return body
 
     def _text(self, response: httpx2.Response) -> str:
         """The first choice's text; a refusal, a filtered or an empty answer is a failure."""
@@ -230,6 +280,13 @@ class LLMMapping:
     repaired: bool
     """Whether the first answer was invalid and the second, after the violations were shown, was used."""
     model: str
+
+
+def definition_hash(tool: CatalogTool) -> str:
+    """A hash of what the LLM is shown of a tool when mapping its arguments: a cache key that a
+    changed definition changes."""
+    shown = [tool.server, tool.name, tool.description or "", tool.input_schema]
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _answer_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
