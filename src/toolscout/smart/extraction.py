@@ -18,9 +18,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, cast
 
 from toolscout.search.text import STOPWORDS, split_identifier, stem
+from toolscout.smart.readers import readings, spec_of
 
 _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|“([^”\n]{1,400})”|'([^'\n]{1,400})'(?![a-z])|`([^`\n]{1,400})`")
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s<>\"'`]+", re.I)
@@ -106,6 +108,7 @@ class Span:
     flag: bool | None = None
     key: str | None = None
     enum_value: Any = None
+    weight: float = 0.0
 
 
 def _strip_tail(text: str) -> str:
@@ -263,21 +266,18 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
     needed = {str(r) for r in cast(list[Any], required)} if isinstance(required, list) else set[str]()
     found: list[_Param] = []
     for name, raw in cast(dict[str, Any], properties).items():
-        spec = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
-        kind = spec.get("type")
-        if isinstance(kind, list):
-            kind = next((k for k in cast(list[Any], kind) if k != "null"), "string")
+        spec = spec_of(str(name), raw)
+        kind = spec.type
         name_words = words_of(name)
-        described = words_of(str(spec.get("description") or ""))
+        described = words_of(spec.description)
         cues = {cue for cue, signs in _CUES.items() if name_words & signs}
         if name_words and name_words <= _MAIL_FIELDS:  # `to`, `cc`: e-mail's own field names
             cues.add("email")
-        fmt = _FORMATS.get(str(spec.get("format") or ""))
+        fmt = _FORMATS.get(spec.format)
         if fmt:
             cues.add(fmt)
         # The description speaks too, more softly ("destination": a host by name, a path by description).
         described_cues = {cue for cue, signs in _CUES.items() if described & signs and cue != "time"} - cues
-        enum = spec.get("enum")
         found.append(
             _Param(
                 str(name),
@@ -286,7 +286,7 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
                 described - STOPWORDS,
                 frozenset(cues),
                 frozenset(described_cues),
-                tuple(cast(list[Any], enum)) if isinstance(enum, list) else (),
+                spec.enum,
                 str(name) in needed,
             )
         )
@@ -295,6 +295,8 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
 
 def _value(param: _Param, span: Span) -> Any | None:
     """The argument a span gives a parameter without an enum: a `key=value`'s text read as the type."""
+    if span.kind == "read":
+        return span.enum_value
     return _keyvalue(param, span) if span.kind == "keyvalue" else _coerce(param, span)
 
 
@@ -333,6 +335,8 @@ def _described_near(param: _Param, span: Span, words: Sequence[tuple[int, str]])
 
 def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float:
     """How well `span` fits `param`: 1 for `param=value`, 0 for a span it cannot take."""
+    if span.kind == "read":  # a reader's value for one parameter, weighed by the reader
+        return span.weight if span.key == param.name else 0.0
     if span.kind in ("unit", "after"):
         if param.type != "string" or param.enum or param.cues & set(TYPED):
             return 0.0
@@ -380,11 +384,32 @@ def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float
     return 0.0
 
 
-def extract_arguments(request: str, schema: Mapping[str, Any] | None) -> Extraction:
-    """The arguments `request` states for a tool with this input schema, and the required ones it does not."""
+def extract_arguments(request: str, schema: Mapping[str, Any] | None, *, today: date | None = None) -> Extraction:
+    """The arguments `request` states for a tool with this input schema, and the required ones it does not.
+
+    `today`: the day relative dates ("tomorrow", "next Friday") count from; the local date by default."""
     params = _params(schema or {})
     enums = {p.name: p.enum for p in params if p.enum}
     spans = find_spans(request, enums)
+    properties = (schema or {}).get("properties")
+    specs = (
+        [spec_of(str(n), raw) for n, raw in cast(dict[str, Any], properties).items()]
+        if isinstance(properties, dict)
+        else []
+    )
+    for read in readings(request, specs, today or date.today()):
+        spans.append(
+            Span(
+                "read",
+                read.text,
+                read.start,
+                read.end,
+                value=None,
+                key=read.param,
+                enum_value=read.value,
+                weight=read.weight,
+            )
+        )
     words = [(m.end(), stem(m.group(0).lower())) for m in re.finditer(r"[A-Za-z][A-Za-z0-9]*", request)]
     pairs: list[tuple[float, int, int]] = []
     for i, param in enumerate(params):
@@ -447,6 +472,8 @@ def _overlaps(a: Span, b: Span) -> bool:
 
 
 def _enum_value(param: _Param, span: Span) -> Any | None:
+    if span.kind == "read":
+        return span.enum_value
     if span.kind == "keyvalue":
         wanted = (span.value or "").lower()
         return next((v for v in param.enum if str(v).lower() == wanted), None)
