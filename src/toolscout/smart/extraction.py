@@ -22,6 +22,7 @@ from datetime import date
 from typing import Any, cast
 
 from toolscout.search.text import STOPWORDS, split_identifier, stem
+from toolscout.smart.moments import form_of
 from toolscout.smart.readers import readings, spec_of
 
 _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|“([^”\n]{1,400})”|'([^'\n]{1,400})'(?![a-z])|`([^`\n]{1,400})`")
@@ -256,6 +257,8 @@ class _Param:
     described_cues: frozenset[str]
     enum: tuple[Any, ...]
     required: bool
+    # The parameter asks for a date or time in a set form: only a reading in that form fits it.
+    formed: bool = False
 
 
 def _params(schema: Mapping[str, Any]) -> list[_Param]:
@@ -288,6 +291,7 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
                 frozenset(described_cues),
                 spec.enum,
                 str(name) in needed,
+                kind == "string" and form_of(spec.format, spec.description) is not None,
             )
         )
     return found
@@ -337,6 +341,8 @@ def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float
     """How well `span` fits `param`: 1 for `param=value`, 0 for a span it cannot take."""
     if span.kind == "read":  # a reader's value for one parameter, weighed by the reader
         return span.weight if span.key == param.name else 0.0
+    if param.formed and span.kind in ("date", "time", "quoted", "named", "after"):
+        return 0.0  # "tomorrow" is no `date-time`: left missing rather than given in the wrong form
     if span.kind in ("unit", "after"):
         if param.type != "string" or param.enum or param.cues & set(TYPED):
             return 0.0
