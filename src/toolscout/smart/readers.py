@@ -125,12 +125,11 @@ _TARGET = frozenset({"to", "target", "destination", "dest", "output", "into", "e
 
 
 def _is_zone(param: ParamSpec) -> bool:
+    """A time-zone parameter: named so (`timezone`, `tz`, a time `zone`) or described as an IANA zone."""
     described = param.description.lower()
-    return (
-        param.type == "string"
-        and not param.enum
-        and (bool({"timezone", "tz", "zone"} & set(param.words)) or "iana" in described or "time zone" in described)
-    )
+    words = set(param.words)
+    named = bool(words & {"timezone", "tz"}) or ("zone" in words and ("time" in words or "time" in described))
+    return param.type == "string" and not param.enum and (named or "iana" in described or "time zone" in described)
 
 
 def _direction(param: ParamSpec) -> str:
@@ -281,7 +280,7 @@ def _moments(request: str, param: ParamSpec, form: str, today: date) -> list[Rea
     dated = form in ("date", "YYYY-MM-DD", "MM/DD/YYYY", "DD/MM/YYYY", "YYYYMMDD")
     spans = [m for m in (None if timed else day_match, None if dated else time_match) if m is not None]
     start, end = min(m.start() for m in spans), max(m.end() for m in spans)
-    return [Reading(param.name, start, end, request[start:end], value, 0.85)]
+    return [Reading(param.name, start, end, request[start:end], value, 0.95)]
 
 
 # --- record ids -------------------------------------------------------------------------------------
@@ -354,14 +353,28 @@ _CLAUSE_END = re.compile(
 )
 
 
+# A quoted text, closed by the mark that opened it ("Son's" inside backticks stays whole).
+_QUOTE_AT = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|'([^'\n]+)'(?!\w)|`([^`\n]+)`")
+# What a search is for when it is no term: "search for them", "look for this user".
+_NO_TERM = re.compile(r"(?:this|that|these|those|them|him|her|it|me|us|one|something|anything)\b", re.I)
+
+
+def _quoted_at(request: str, start: int) -> tuple[str, int] | None:
+    m = _QUOTE_AT.match(request, start)
+    return (next(g for g in m.groups() if g is not None), m.end()) if m else None
+
+
 def _search_terms(request: str, param: ParamSpec) -> list[Reading]:
     found: list[Reading] = []
+    has_quotes = _QUOTE_AT.search(request) is not None
     for m in _AFTER_VERB.finditer(request):
         start = m.end()
-        quoted = re.match(r"[\"“'`]([^\"”'`]+)[\"”'`]", request[start:])
+        quoted = _quoted_at(request, start)
         if quoted:
-            found.append(Reading(param.name, start, start + quoted.end(), quoted.group(1), quoted.group(1), 0.86))
+            found.append(Reading(param.name, start, quoted[1], quoted[0], quoted[0], 0.86))
             continue
+        if has_quotes or _NO_TERM.match(request, start):
+            continue  # a quoted text elsewhere is likelier the term than these words
         stop = _CLAUSE_END.search(request, start)
         end = stop.start() if stop else len(request)
         text = request[start:end].strip().rstrip(".,;:!?")
@@ -380,7 +393,7 @@ def _search_terms(request: str, param: ParamSpec) -> list[Reading]:
 # Words that label a text parameter besides its own name: "titled X" for `title`, "saying X" for `body`.
 _LABEL_WORDS: dict[str, tuple[str, ...]] = {
     "title": ("titled", "entitled", "called", "named", "title"),
-    "name": ("named", "called", "name"),
+    "name": ("named", "called", "titled", "name"),
     "body": ("body", "content", "contents", "saying", "text"),
     "content": ("content", "contents", "body", "saying", "text"),
     "text": ("text", "string", "phrase", "words"),
@@ -425,9 +438,9 @@ def _labelled(request: str, param: ParamSpec, labels: Mapping[str, tuple[str, ..
     other = _alternatives(others)
     for m in re.finditer(rf"\b(?:{label})\b{_SEPARATOR}", request, re.I):
         start = m.end()
-        quoted = re.match(r"[\"“'`]([^\"”'`\n]+)[\"”'`]", request[start:])
+        quoted = _quoted_at(request, start)
         if quoted:
-            found.append(Reading(param.name, start, start + quoted.end(), quoted.group(1), quoted.group(1), 0.9))
+            found.append(Reading(param.name, start, quoted[1], quoted[0], quoted[0], 0.9))
             continue
         if re.match(
             r"(?:in|on|for|from|with|by|at|into|of|and|or|the|a|an|my|your|this|that|it)\b", request[start:], re.I
