@@ -292,3 +292,17 @@ async def test_plain_requests_run_through_smart_mode_with_the_arguments_read_fro
         with anyio.fail_after(30):
             note = structured(await client.call_tool(SMART, {"request": "show me note 1"}))
     assert "Groceries" in str(note["execution_result"])
+
+
+def test_operands_go_in_order_only_when_each_has_its_number() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "number", "description": "First number"},
+            "b": {"type": "number", "description": "Second number"},
+        },
+        "required": ["a", "b"],
+    }
+    assert extract_arguments("add 3 and 4", schema).arguments == {"a": 3, "b": 4}
+    one = extract_arguments("add 3 to something", schema)
+    assert (one.arguments, one.missing_required) == ({}, ["a", "b"])

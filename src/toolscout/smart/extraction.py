@@ -462,6 +462,14 @@ def _only_choice(
     numbers = [j for j, s in enumerate(spans) if s.kind == "number" and not _counts_other(s, params)]
     if len(numeric) == 1 and len(numbers) == 1 and _coerce(params[numeric[0]], spans[numbers[0]]) is not None:
         found.append((THRESHOLD + 0.05, numeric[0], numbers[0]))
+    # Operands: as many numbers as required numeric parameters, none tied to a name, go in order
+    # ("add 3 and 4" for `a` and `b`, described as the first and the second number).
+    operands = [i for i in numeric if params[i].required]
+    plain = [j for j in numbers if spans[j].unit is None]
+    if 1 < len(operands) == len(numeric) == len(plain) and all(
+        _coerce(params[i], spans[j]) is not None for i, j in zip(operands, plain, strict=True)
+    ):
+        found.extend((THRESHOLD, i, j) for i, j in zip(operands, plain, strict=True))
     return found
 
 

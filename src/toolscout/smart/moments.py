@@ -47,6 +47,10 @@ def read_time(text: str) -> tuple[int, int, int] | None:
         return None  # a bare number is no time
     hour, minute, second = int(m.group("h")), int(m.group("m") or 0), int(m.group("s") or 0)
     ap = (m.group("ap") or "").lower()
+    if not ap and re.search(r"\b(?:afternoon|evening|night)\b", text, re.I):
+        ap = "p"  # "4:30 in the afternoon"
+    elif not ap and re.search(r"\bmorning\b", text, re.I):
+        ap = "a"
     if ap and not 1 <= hour <= 12:
         return None
     if ap == "p" and hour != 12:

@@ -113,8 +113,10 @@ def _quoted_after_name(request: str, param: ParamSpec) -> list[Reading]:
         return []
     name = r"\s+".join(re.escape(w) for w in param.words)
     found: list[Reading] = []
-    for m in re.finditer(rf"\b{name}s?{_SEPARATOR}[\"“'`]([^\"”'`\n]+)[\"”'`]", request, re.I):
-        found.append(Reading(param.name, m.start(1) - 1, m.end(1) + 1, m.group(1), m.group(1), 0.9))
+    for m in re.finditer(rf"\b{name}s?{_SEPARATOR}", request, re.I):
+        quoted = _quoted_at(request, m.end())
+        if quoted:
+            found.append(Reading(param.name, m.end(), quoted[1], quoted[0], quoted[0], 0.9))
     return found
 
 
@@ -261,7 +263,7 @@ _DATE_WORDS = re.compile(
     re.I,
 )
 _TIME_WORDS = re.compile(
-    r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?(?!\w)|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)|\b(?:noon|midday|midnight)\b",
+    r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?|\s+in\s+the\s+(?:morning|afternoon|evening)|\s+at\s+night)?(?!\w)|\b\d{1,2}\s?[ap]\.?m\.?(?!\w)|\b(?:noon|midday|midnight)\b",
     re.I,
 )
 
@@ -270,7 +272,9 @@ def _moments(request: str, param: ParamSpec, form: str, today: date) -> list[Rea
     # A date with its year written out says more than a weekday beside it ("next Monday 2023.10.2").
     days = sorted(_DATE_WORDS.finditer(request), key=lambda m: (not re.search(r"\d{4}", m.group(0)), m.start()))
     day_match = days[0] if days else None
-    time_match = next(iter(_TIME_WORDS.finditer(request)), None)
+    # A clock time in digits says more than "midnight" beside it ("the midnight show at 23:00").
+    times = sorted(_TIME_WORDS.finditer(request), key=lambda m: (not re.search(r"\d", m.group(0)), m.start()))
+    time_match = times[0] if times else None
     day = moments.read_date(day_match.group(0), today) if day_match else None
     clock = moments.read_time(time_match.group(0)) if time_match else None
     value = moments.written(form, day, clock)
@@ -290,7 +294,8 @@ _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 
 def _is_id(param: ParamSpec) -> bool:
     words = set(param.words)
-    return bool(words & {"id", "identifier", "index", "number", "num", "no"}) and param.type in (
+    # Not `index`: a position may count from 0, and which is not ours to guess.
+    return bool(words & {"id", "identifier", "number", "num", "no"}) and param.type in (
         "string",
         "integer",
         "number",
@@ -354,7 +359,7 @@ _CLAUSE_END = re.compile(
 
 
 # A quoted text, closed by the mark that opened it ("Son's" inside backticks stays whole).
-_QUOTE_AT = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|'([^'\n]+)'(?!\w)|`([^`\n]+)`")
+_QUOTE_AT = re.compile(r"\"([^\"\n]+)\"|“([^”\n]+)”|'((?:[^'\n]|'(?=\w))+)'(?!\w)|`([^`\n]+)`")
 # What a search is for when it is no term: "search for them", "look for this user".
 _NO_TERM = re.compile(r"(?:this|that|these|those|them|him|her|it|me|us|one|something|anything)\b", re.I)
 
