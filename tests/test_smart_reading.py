@@ -121,6 +121,8 @@ SEARCHES = [
     ("search_notes", "find notes about pancakes", {"text": "pancakes"}),
     ("search_notes", "search for eggs in my notes", {"text": "eggs"}),
     ("search_notes", "look for 'olive oil' in my notes", {"text": "olive oil"}),
+    ("search_notes", "which notes mention pancakes", {"text": "pancakes"}),
+    ("list_notes", "list notes tagged work", {"tag": "work"}),
 ]
 
 
@@ -154,6 +156,8 @@ EXPRESSIONS = [
     ("what's 2 plus 3 times 4", "2 + 3 * 4"),
     ("compute sqrt(2) * pi", "sqrt(2) * pi"),
     ("what is 2 to the power of 10", "2 ** 10"),  # the description asks for Python syntax
+    ("evaluate (1+2)/3", "(1+2)/3"),
+    ("what is 15% of 80", "15 / 100 * 80"),
 ]
 
 

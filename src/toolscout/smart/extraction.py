@@ -62,7 +62,7 @@ _DATE = re.compile(
     re.I,
 )
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?\b|\b\d{1,2}\s?[ap]\.?m\.?(?![a-z])", re.I)
-_NUMBER = re.compile(r"(?<![\w.])(?P<n>-?\d+(?:,\d{3})*(?:\.\d+)?)(?![\w.]*\d)(?:\s?(%|[A-Za-z]{1,12}))?")
+_NUMBER = re.compile(r"(?<![\w.{\\])(?P<n>-?\d+(?:,\d{3})*(?:\.\d+)?)(?![\w.]*\d)(?:\s?(%|[A-Za-z]{1,12}))?")
 _KEYVALUE = re.compile(r"\b([A-Za-z_][\w-]{0,40})\s?(?:=|:)\s?(\"[^\"]*\"|'[^']*'|\[[^\]\n]*\]|[^\s,;]+)")
 _BOOLEAN = re.compile(r"\b(true|false|yes|no|on|off|enabled?|disabled?)\b", re.I)
 # A proper name: capitalised words, inner dots kept ("U.S.A", not a sentence's closing stop), a

@@ -348,7 +348,7 @@ def _is_query(param: ParamSpec) -> bool:
 
 _AFTER_VERB = re.compile(
     r"\b(?:search(?:ing)?|look(?:ing)?|find|grep|query|hunt)\b[^\"'.?!]*?\b(?:for|about|mentioning|containing|matching|with)\s+"
-    r"|\b(?:mentioning|containing|matching|that\s+(?:mention|contain)s?)\s+"
+    r"|\b(?:mentioning|containing|matching|mentions?|contains?|that\s+(?:mention|contain)s?)\s+"
     r"|\b(?:look\s+up|search(?:\s+for)?|grep(?:\s+for)?|query)\s+(?!(?:my|the|your|our|all|for|this|that|these|those|it|them|some|any|a|an|function|tool|engine)\b)",
     re.I,
 )
@@ -480,13 +480,14 @@ def _is_expression(param: ParamSpec) -> bool:
 
 
 _SPOKEN = (
+    (r"%\s*of\b", "/ 100 *"),
     (r"\bmultiplied\s+by\b|\btimes\b", "*"),
     (r"\bdivided\s+by\b|\bover\b", "/"),
     (r"\bplus\b", "+"),
     (r"\bminus\b", "-"),
     (r"\bmodulo\b|\bmod\b", "%"),
 )
-_FORMULA = re.compile(r"(?:[A-Za-z_]\w*\s*\(|[\d(.])[\w\s.+\-*/%^(),]*[\d)a-zA-Z]")
+_FORMULA = re.compile(r"(?:[A-Za-z_]\w*\(|[\d(.])[\w\s.+\-*/%^(),]*[\d)a-zA-Z]")
 
 
 def _expressions(request: str, param: ParamSpec) -> list[Reading]:
