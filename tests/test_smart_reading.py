@@ -228,6 +228,7 @@ def test_enum_values_are_read_by_their_words(
 
 NOTHING_TO_READ = [
     ("convert_units", "convert 5 miles", ["to_unit"]),  # no target unit said
+    ("convert_units", "convert miles", ["value", "from_unit", "to_unit"]),  # no number, no direction
     ("get_note", "show me my latest note", ["id"]),  # "latest" is no id
     ("get_current_time", "what time is it", ["timezone"]),  # no place: the server's default is not ours to pick
     ("get_current_time", "what time is it in the US", ["timezone"]),  # a country of many zones

@@ -210,8 +210,9 @@ def _units(request: str, params: Sequence[ParamSpec]) -> list[Reading]:
             said = "to" if into else "from" if after_number or mention.before == "from" else ""
             if way and said:
                 weight = 0.92 if way == said else 0.0
-            elif way:
-                weight = 0.6 if (way == "from") == (i == 0) else 0.55
+            elif way:  # "convert miles to km": the unit before the target is the source; "convert miles" says none
+                targets = [m for m in named[i + 1 :] if m.before in ("to", "into", "in", "as")]
+                weight = 0.6 if way == "from" and targets else 0.0
             else:  # one unit parameter: "in Celsius" says it, a quantity's own unit only maybe
                 weight = 0.85 if into else 0.6 if after_number else 0.0
             if weight:
