@@ -18,9 +18,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, cast
 
 from toolscout.search.text import STOPWORDS, split_identifier, stem
+from toolscout.smart.moments import form_of
+from toolscout.smart.readers import readings, spec_of
 
 _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|“([^”\n]{1,400})”|'([^'\n]{1,400})'(?![a-z])|`([^`\n]{1,400})`")
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s<>\"'`]+", re.I)
@@ -59,7 +62,7 @@ _DATE = re.compile(
     re.I,
 )
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?\b|\b\d{1,2}\s?[ap]\.?m\.?(?![a-z])", re.I)
-_NUMBER = re.compile(r"(?<![\w.])(?P<n>-?\d+(?:,\d{3})*(?:\.\d+)?)(?![\w.]*\d)(?:\s?(%|[A-Za-z]{1,12}))?")
+_NUMBER = re.compile(r"(?<![\w.{\\])(?P<n>-?\d+(?:,\d{3})*(?:\.\d+)?)(?![\w.]*\d)(?:\s?(%|[A-Za-z]{1,12}))?")
 _KEYVALUE = re.compile(r"\b([A-Za-z_][\w-]{0,40})\s?(?:=|:)\s?(\"[^\"]*\"|'[^']*'|\[[^\]\n]*\]|[^\s,;]+)")
 _BOOLEAN = re.compile(r"\b(true|false|yes|no|on|off|enabled?|disabled?)\b", re.I)
 # A proper name: capitalised words, inner dots kept ("U.S.A", not a sentence's closing stop), a
@@ -106,6 +109,7 @@ class Span:
     flag: bool | None = None
     key: str | None = None
     enum_value: Any = None
+    weight: float = 0.0
 
 
 def _strip_tail(text: str) -> str:
@@ -253,6 +257,8 @@ class _Param:
     described_cues: frozenset[str]
     enum: tuple[Any, ...]
     required: bool
+    # The parameter asks for a date or time in a set form: only a reading in that form fits it.
+    formed: bool = False
 
 
 def _params(schema: Mapping[str, Any]) -> list[_Param]:
@@ -263,21 +269,18 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
     needed = {str(r) for r in cast(list[Any], required)} if isinstance(required, list) else set[str]()
     found: list[_Param] = []
     for name, raw in cast(dict[str, Any], properties).items():
-        spec = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
-        kind = spec.get("type")
-        if isinstance(kind, list):
-            kind = next((k for k in cast(list[Any], kind) if k != "null"), "string")
+        spec = spec_of(str(name), raw)
+        kind = spec.type
         name_words = words_of(name)
-        described = words_of(str(spec.get("description") or ""))
+        described = words_of(spec.description)
         cues = {cue for cue, signs in _CUES.items() if name_words & signs}
         if name_words and name_words <= _MAIL_FIELDS:  # `to`, `cc`: e-mail's own field names
             cues.add("email")
-        fmt = _FORMATS.get(str(spec.get("format") or ""))
+        fmt = _FORMATS.get(spec.format)
         if fmt:
             cues.add(fmt)
         # The description speaks too, more softly ("destination": a host by name, a path by description).
         described_cues = {cue for cue, signs in _CUES.items() if described & signs and cue != "time"} - cues
-        enum = spec.get("enum")
         found.append(
             _Param(
                 str(name),
@@ -286,8 +289,9 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
                 described - STOPWORDS,
                 frozenset(cues),
                 frozenset(described_cues),
-                tuple(cast(list[Any], enum)) if isinstance(enum, list) else (),
+                spec.enum,
                 str(name) in needed,
+                kind == "string" and form_of(spec.format, spec.description) is not None,
             )
         )
     return found
@@ -295,6 +299,8 @@ def _params(schema: Mapping[str, Any]) -> list[_Param]:
 
 def _value(param: _Param, span: Span) -> Any | None:
     """The argument a span gives a parameter without an enum: a `key=value`'s text read as the type."""
+    if span.kind == "read":
+        return span.enum_value
     return _keyvalue(param, span) if span.kind == "keyvalue" else _coerce(param, span)
 
 
@@ -333,6 +339,10 @@ def _described_near(param: _Param, span: Span, words: Sequence[tuple[int, str]])
 
 def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float:
     """How well `span` fits `param`: 1 for `param=value`, 0 for a span it cannot take."""
+    if span.kind == "read":  # a reader's value for one parameter, weighed by the reader
+        return span.weight if span.key == param.name else 0.0
+    if param.formed and span.kind in ("date", "time", "quoted", "named", "after"):
+        return 0.0  # "tomorrow" is no `date-time`: left missing rather than given in the wrong form
     if span.kind in ("unit", "after"):
         if param.type != "string" or param.enum or param.cues & set(TYPED):
             return 0.0
@@ -380,11 +390,32 @@ def _score(param: _Param, span: Span, words: Sequence[tuple[int, str]]) -> float
     return 0.0
 
 
-def extract_arguments(request: str, schema: Mapping[str, Any] | None) -> Extraction:
-    """The arguments `request` states for a tool with this input schema, and the required ones it does not."""
+def extract_arguments(request: str, schema: Mapping[str, Any] | None, *, today: date | None = None) -> Extraction:
+    """The arguments `request` states for a tool with this input schema, and the required ones it does not.
+
+    `today`: the day relative dates ("tomorrow", "next Friday") count from; the local date by default."""
     params = _params(schema or {})
     enums = {p.name: p.enum for p in params if p.enum}
     spans = find_spans(request, enums)
+    properties = (schema or {}).get("properties")
+    specs = (
+        [spec_of(str(n), raw) for n, raw in cast(dict[str, Any], properties).items()]
+        if isinstance(properties, dict)
+        else []
+    )
+    for read in readings(request, specs, today or date.today()):
+        spans.append(
+            Span(
+                "read",
+                read.text,
+                read.start,
+                read.end,
+                value=None,
+                key=read.param,
+                enum_value=read.value,
+                weight=read.weight,
+            )
+        )
     words = [(m.end(), stem(m.group(0).lower())) for m in re.finditer(r"[A-Za-z][A-Za-z0-9]*", request)]
     pairs: list[tuple[float, int, int]] = []
     for i, param in enumerate(params):
@@ -431,6 +462,14 @@ def _only_choice(
     numbers = [j for j, s in enumerate(spans) if s.kind == "number" and not _counts_other(s, params)]
     if len(numeric) == 1 and len(numbers) == 1 and _coerce(params[numeric[0]], spans[numbers[0]]) is not None:
         found.append((THRESHOLD + 0.05, numeric[0], numbers[0]))
+    # Operands: as many numbers as required numeric parameters, none tied to a name, go in order
+    # ("add 3 and 4" for `a` and `b`, described as the first and the second number).
+    operands = [i for i in numeric if params[i].required]
+    plain = [j for j in numbers if spans[j].unit is None]
+    if 1 < len(operands) == len(numeric) == len(plain) and all(
+        _coerce(params[i], spans[j]) is not None for i, j in zip(operands, plain, strict=True)
+    ):
+        found.extend((THRESHOLD, i, j) for i, j in zip(operands, plain, strict=True))
     return found
 
 
@@ -447,6 +486,8 @@ def _overlaps(a: Span, b: Span) -> bool:
 
 
 def _enum_value(param: _Param, span: Span) -> Any | None:
+    if span.kind == "read":
+        return span.enum_value
     if span.kind == "keyvalue":
         wanted = (span.value or "").lower()
         return next((v for v in param.enum if str(v).lower() == wanted), None)
