@@ -155,8 +155,9 @@ async def test_a_tool_that_ran_for_these_very_words_wins_next_time(tmp_path: Pat
             taught = await ask(client, UPPER, tool="text/change_case", arguments=UPPERED)
             assert not taught.is_error, text(taught)
             after = structured(await ask(client, UPPER))
-            # The caller's own preference says otherwise: the learnt tool does not win then.
-            overruled = structured(await ask(client, UPPER, preferred_tools=["text/slugify"]))
+            # The caller's own preference says otherwise: the learnt tool does not win then. (Asked for
+            # suggestions, so that nothing runs: a run would itself be learnt for these words.)
+            overruled = structured(await ask(client, UPPER, max_suggestions=3, preferred_tools=["text/slugify"]))
         # A new gateway with the same file remembers.
         async with smart_client(gateway, "auto", smart=learning, memory_path=path) as client:
             again = structured(await ask(client, UPPER))
@@ -164,7 +165,7 @@ async def test_a_tool_that_ran_for_these_very_words_wins_next_time(tmp_path: Pat
     assert after["tool_name"] == "text/change_case"
     assert "Learned ×10" in cast(str, after["discovery_reasoning"])
     assert after["confidence_score"] >= before["confidence_score"]
-    assert overruled["tool_name"] == "text/slugify"
+    assert overruled["suggestions"][0]["tool_name"] == "text/slugify"
     assert again["tool_name"] == "text/change_case"
 
 
