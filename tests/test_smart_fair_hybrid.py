@@ -181,3 +181,13 @@ async def test_the_llm_sees_the_preferred_tool_wherever_the_search_ranks_it() ->
     data = ran(result)
     assert data["tool_name"] == "text/change_case"
     assert "text/change_case(" in model.prompts[0] and "text/slugify(" not in model.prompts[0]
+
+
+async def test_required_arguments_the_llm_left_out_are_read_from_the_words() -> None:
+    # The LLM picks right but maps only the number: the units come from the words, not from nowhere.
+    model = ScriptedModel("units/convert_units", 0.9, [{"value": 5}])
+    result, _ = await with_llm(model, CONVERT)
+    data = ran(result)
+    assert data["parameters"]["value"] == 5
+    assert {"from_unit", "to_unit"} <= set(data["parameters"])
+    assert data["execution_result"]["structuredContent"]["to_unit"] == "km"

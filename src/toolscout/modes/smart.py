@@ -409,8 +409,10 @@ class SmartDiscovery:
     async def _map(
         self, args: SmartArgs, tool: CatalogTool, llm: LLMProvider | None, decision: Decision
     ) -> tuple[dict[str, Any], str, list[str]]:
-        """The arguments for `tool` from the request: the LLM's when it answers, else the extractor's."""
-        # An LLM that did not answer the choice (timed out, unreachable) is not waited for again in this call.
+        """The arguments for `tool` from the request: the LLM's when it answers, else the extractor's.
+
+        Required arguments the LLM left out are read from the words by the extractor (which never
+        invents one), so an LLM that declines to map does not leave less than no LLM at all."""
         from toolscout.smart.providers import mapping_llm
 
         mapper = None if llm is None else mapping_llm(llm)
@@ -428,7 +430,7 @@ class SmartDiscovery:
             key = (mapper.name, definition_hash(tool), args.request, args.context)
             cached = self.llm_mappings.get(key) if self.config.cache.enabled else None
             if cached is not None:
-                return dict(cached.arguments), "llm", list(cached.missing_required)
+                return self._completed(args, tool, dict(cached.arguments), list(cached.missing_required))
             try:
                 mapped = await map_with_llm(
                     mapper,
@@ -441,7 +443,7 @@ class SmartDiscovery:
                 )
                 if self.config.cache.enabled:
                     self.llm_mappings.put(key, mapped)
-                return dict(mapped.arguments), "llm", list(mapped.missing_required)
+                return self._completed(args, tool, dict(mapped.arguments), list(mapped.missing_required))
             except LLMUnavailable as exc:
                 decision.fallbacks.append(f"llm parameter mapping: {exc.reason}")
                 self._rest_if_down(mapper, exc)
@@ -449,6 +451,20 @@ class SmartDiscovery:
 
         found = extract_arguments(self._text(args), tool.input_schema)
         return found.arguments, "rules", found.missing_required
+
+    def _completed(
+        self, args: SmartArgs, tool: CatalogTool, arguments: dict[str, Any], missing: list[str]
+    ) -> tuple[dict[str, Any], str, list[str]]:
+        """The LLM's `arguments`, with the required ones it left out (`missing`) read by the extractor."""
+        if not missing:
+            return arguments, "llm", missing
+        from toolscout.smart.extraction import extract_arguments
+
+        found = extract_arguments(self._text(args), tool.input_schema)
+        added = {name: found.arguments[name] for name in missing if name in found.arguments}
+        if not added:
+            return arguments, "llm", missing
+        return {**arguments, **added}, "llm+rules", [name for name in missing if name not in added]
 
     async def _checked(
         self,

@@ -18,7 +18,8 @@ goes on without an LLM.
 schema, validates it, and, when it is not valid, sends it back once with the violations. A second
 bad answer (or no answer) is an `LLMUnavailable`, and the caller falls back to the deterministic
 extractor (extraction.py). The model may leave out what the request does not state, required
-arguments too: those are reported in `missing_required`, never filled in by the gateway.
+arguments too: those are reported in `missing_required`; smart mode then reads them from the words
+with the extractor where it can, and never invents one.
 """
 
 from __future__ import annotations
