@@ -366,3 +366,35 @@ async def test_without_a_registry_or_credentials_the_discovery_routes_answer() -
         assert status == 403 and data["error"]["code"] == "FORBIDDEN"
         status, data = await get(http, "/api/v1/audit", "alpha-token")
         assert (status, data["error"]["code"]) == (404, "AUDIT_OFF")
+
+
+async def test_a_confirmation_id_from_the_api_runs_only_for_the_key_it_was_proposed_to(sandbox: Sandbox) -> None:
+    request = 'update note with id "1" and title "Weekend groceries"'
+    async with served(sandbox) as base, httpx2.AsyncClient(base_url=base, timeout=30) as http:
+        status, held = await send(http, "POST", "/api/v1/mcp/call", NOTES, {"request": request})
+        assert status == 200, held
+        answer = held["structuredContent"]
+        assert answer["status"] == "confirmation_required", answer
+        planned = answer["planned_call"]
+        confirm = {
+            "request": request,
+            "tool": planned["tool"],
+            "arguments": planned["arguments"],
+            "confirm": True,
+            "confirmation_id": planned["confirmation_id"],
+        }
+        # Another key (the admin's, which sees the notes server too) cannot spend the id.
+        status, stolen = await send(http, "POST", "/api/v1/mcp/call", ADMIN, confirm)
+        assert status == 200
+        assert stolen.get("isError") is True or stolen["structuredContent"].get("status") == "confirmation_required"
+        status, note = await send(
+            http, "POST", "/api/v1/mcp/call", NOTES, {"server": "notes", "tool": "get_note", "arguments": {"id": "1"}}
+        )
+        assert note["structuredContent"]["title"] != "Weekend groceries"
+        # The key it was proposed to can.
+        status, ran = await send(http, "POST", "/api/v1/mcp/call", NOTES, confirm)
+        assert status == 200 and ran.get("isError") is not True, ran
+        status, note = await send(
+            http, "POST", "/api/v1/mcp/call", NOTES, {"server": "notes", "tool": "get_note", "arguments": {"id": "1"}}
+        )
+        assert note["structuredContent"]["title"] == "Weekend groceries"

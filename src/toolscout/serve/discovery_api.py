@@ -75,6 +75,7 @@ from toolscout.serve.api import API_PREFIX, ApiError, json_object
 from toolscout.serve.auth import Principal, error_response, principal_of
 from toolscout.serve.server import GatewayServer, call_result
 from toolscout.upstream import Upstream
+from toolscout.upstream.calls import HttpRequestRelay, relaying
 
 logger = logging.getLogger(__name__)
 
@@ -334,7 +335,7 @@ class DiscoveryApi:
     async def call(self, request: Request) -> Response:
         body = await json_object(request)
         if "request" in body:
-            result = await self._smart(body)
+            result = await self._smart(request, body)
         else:
             result = await call_result(
                 lambda: self._execute(body),
@@ -384,7 +385,7 @@ class DiscoveryApi:
             "GET /api/v1/search?q=... finds one."
         )
 
-    async def _smart(self, body: dict[str, Any]) -> types.CallToolResult:
+    async def _smart(self, request: Request, body: dict[str, Any]) -> types.CallToolResult:
         client = ApiClient()
         surface = self.server.surface
         if SMART_TOOL not in {tool.name for tool in await surface.tools(client)}:
@@ -394,7 +395,10 @@ class DiscoveryApi:
                 "a request in plain words needs smart_tool_discovery: set mode: smart, or smartTool: true "
                 "in discovery mode; or call a tool by server and tool",
             )
-        with noting(client=API_CLIENT):  # the tool it runs is audited as this API's call
+        # The tool it runs is audited as this API's call, and a confirmation id it proposes is bound
+        # to the request's key: another key cannot use it.
+        relay = HttpRequestRelay(principal_of(request).subject, API_CLIENT)
+        with noting(client=API_CLIENT), relaying(relay):
             return await self._smart_call(surface, client, body)
 
     async def _smart_call(self, surface: Surface, client: ApiClient, body: dict[str, Any]) -> types.CallToolResult:

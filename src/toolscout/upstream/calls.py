@@ -486,6 +486,45 @@ class Relay(Protocol):
         ...
 
 
+class HttpRequestRelay:
+    """The way back to a plain HTTP request (a dashboard page, the JSON API): it cannot be asked anything.
+
+    Sampling and elicitation are refused while the call runs (a destructive tool is confirmed with
+    its confirmation id in a second request instead); progress and log messages are dropped.
+    `caller` binds a confirmation id to the request's principal (`subject`) and `client`, so an id
+    proposed to one key runs nothing for another."""
+
+    def __init__(self, subject: str | None, client: str) -> None:
+        self._client = client
+        self._caller = repr((subject, client))
+
+    @property
+    def client(self) -> str | None:
+        return self._client
+
+    @property
+    def origin(self) -> object:
+        return self
+
+    @property
+    def caller(self) -> str:
+        return self._caller
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        return None
+
+    async def sample(self, params: types.CreateMessageRequestParams) -> SamplingResult:
+        return types.ErrorData(code=types.METHOD_NOT_FOUND, message="A plain HTTP request has no model to sample.")
+
+    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        return types.ErrorData(
+            code=types.METHOD_NOT_FOUND, message="A plain HTTP request confirms with its confirmation id."
+        )
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        return None
+
+
 _current: ContextVar[Relay | None] = ContextVar("toolscout_relay", default=None)
 
 

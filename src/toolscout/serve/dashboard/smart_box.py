@@ -7,7 +7,7 @@ held: the answer is `confirmation_required` with the planned call and a confirma
 page shows with a Confirm button. Confirming sends the planned call back (`tool`, `arguments`,
 `confirm: true` and the id) as an agent's second round does, through the same CSRF-checked form
 post as every dashboard change. The id is bound to the caller: here the logged-in principal on the
-dashboard (`DashboardRelay.caller`), so an id shown to one key's session runs nothing for another's.
+dashboard (`HttpRequestRelay.caller`), so an id shown to one key's session runs nothing for another's.
 """
 
 from __future__ import annotations
@@ -25,48 +25,13 @@ from toolscout.errors import ToolscoutError
 from toolscout.modes.smart import MAX_REQUEST_CHARS, SmartArgs
 from toolscout.serve.auth import principal_of
 from toolscout.serve.dashboard.results import render_result
-from toolscout.upstream.calls import SamplingResult, relaying
+from toolscout.upstream.calls import HttpRequestRelay, relaying
 
 if TYPE_CHECKING:
     from toolscout.modes.smart import SmartDiscovery
 
 CLIENT = "dashboard"
 """The client the audit log names for a smart request from this page."""
-
-
-class DashboardRelay:
-    """The way back from a smart request's upstream call to the dashboard page that made it.
-
-    A page cannot be asked anything while the call runs, so sampling and elicitation are refused (a
-    destructive tool is confirmed with the page's own Confirm button instead); progress and log
-    messages are dropped. `caller` binds a confirmation id to the logged-in principal."""
-
-    def __init__(self, subject: str | None) -> None:
-        self._caller = repr((subject, CLIENT))
-
-    @property
-    def client(self) -> str | None:
-        return CLIENT
-
-    @property
-    def origin(self) -> object:
-        return self
-
-    @property
-    def caller(self) -> str:
-        return self._caller
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        return None
-
-    async def sample(self, params: types.CreateMessageRequestParams) -> SamplingResult:
-        return types.ErrorData(code=types.METHOD_NOT_FOUND, message="The dashboard has no model to sample.")
-
-    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-        return types.ErrorData(code=types.METHOD_NOT_FOUND, message="The dashboard confirms with its own button.")
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -122,7 +87,7 @@ async def _run(request: Request, smart: SmartDiscovery | None, body: dict[str, A
     except ValidationError:
         return Answer(f"Say what to do in 1 to {MAX_REQUEST_CHARS:,} characters.", 422)
     try:
-        with relaying(DashboardRelay(principal_of(request).subject)):
+        with relaying(HttpRequestRelay(principal_of(request).subject, CLIENT)):
             result = await smart.run(arguments)
     except ToolscoutError as exc:
         return Answer(f"{exc.message} ({exc.code})", 422)
