@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self, TypedDict, cast
+from typing import Any, ClassVar, Literal, Protocol, Self, TypedDict, cast
 
 import anyio
 import httpx2
@@ -69,30 +69,32 @@ class ChatOverHTTP:
 
     An async context manager owning its HTTP client. Each attempt is bounded by `timeout` seconds;
     a timeout, a refused connection or a retryable status is tried again up to `max_retries`
-    times, after 0.25, 0.5, 1... s; anything else fails at once. A provider says its `url`, its
-    headers, its request `_body` and how to read its answer's `_text`.
+    times, after 0.25, 0.5, 1... s; anything else fails at once. A provider says its `_endpoint`
+    under the base URL, its `_headers`, its request `_body` and how to read its answer's `_text`.
     """
+
+    provider: ClassVar[str]
+    """The provider's name, the first part of `name` (e.g. `anthropic:claude-…`)."""
 
     def __init__(
         self,
-        url: str,
+        base_url: str,
         model: str,
         *,
-        name: str,
-        headers: Mapping[str, str],
+        api_key: str | None = None,
         timeout: float = 20.0,
         max_retries: int = 1,
         backoff: float = 0.25,
         max_tokens: int = 1024,
     ) -> None:
-        self.url = url
+        self.url = self._endpoint(base_url.rstrip("/"))
         self.model = model
-        self.name = name
+        self.name = f"{self.provider}:{model}"
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_tokens = max_tokens
-        self._client = httpx2.AsyncClient(headers=dict(headers), timeout=timeout)
+        self._client = httpx2.AsyncClient(headers=self._headers(api_key), timeout=timeout)
 
     async def __aenter__(self) -> Self:
         return self
@@ -101,6 +103,12 @@ class ChatOverHTTP:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         await self._client.aclose()
+
+    def _endpoint(self, base_url: str) -> str:
+        raise NotImplementedError
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        raise NotImplementedError
 
     def _body(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
         raise NotImplementedError
@@ -151,27 +159,13 @@ class ChatOverHTTP:
 class OpenAICompatibleLLM(ChatOverHTTP):
     """An LLM behind `POST {base_url}/chat/completions` (OpenAI, vLLM, LM Studio, llama.cpp, Ollama's `/v1`)."""
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 20.0,
-        max_retries: int = 1,
-        backoff: float = 0.25,
-        max_tokens: int = 1024,
-    ) -> None:
-        super().__init__(
-            base_url.rstrip("/") + "/chat/completions",
-            model,
-            name=f"openai-compatible:{model}",
-            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            max_tokens=max_tokens,
-        )
+    provider = "openai-compatible"
+
+    def _endpoint(self, base_url: str) -> str:
+        return base_url + "/chat/completions"
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def _body(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": list(messages), "temperature": 0}

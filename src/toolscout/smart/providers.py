@@ -39,29 +39,13 @@ def _schema_instructions(json_schema: Mapping[str, Any] | None) -> str:
 class AnthropicLLM(ChatOverHTTP):
     """Claude through Anthropic's Messages API; the JSON schema goes into the system prompt."""
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 20.0,
-        max_retries: int = 1,
-        backoff: float = 0.25,
-        max_tokens: int = 1024,
-    ) -> None:
-        base = base_url.rstrip("/")
-        headers = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": api_key} if api_key else {})}
-        super().__init__(
-            base + ("/messages" if base.endswith("/v1") else "/v1/messages"),
-            model,
-            name=f"anthropic:{model}",
-            headers=headers,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            max_tokens=max_tokens,
-        )
+    provider = "anthropic"
+
+    def _endpoint(self, base_url: str) -> str:
+        return base_url + ("/messages" if base_url.endswith("/v1") else "/v1/messages")
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        return {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": api_key} if api_key else {})}
 
     def _body(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") + _schema_instructions(
@@ -93,27 +77,13 @@ class AnthropicLLM(ChatOverHTTP):
 class OllamaLLM(ChatOverHTTP):
     """A model served by Ollama, through its own chat API (its structured outputs take the JSON schema)."""
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 20.0,
-        max_retries: int = 1,
-        backoff: float = 0.25,
-        max_tokens: int = 1024,
-    ) -> None:
-        super().__init__(
-            base_url.rstrip("/") + "/api/chat",
-            model,
-            name=f"ollama:{model}",
-            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            max_tokens=max_tokens,
-        )
+    provider = "ollama"
+
+    def _endpoint(self, base_url: str) -> str:
+        return base_url + "/api/chat"
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def _body(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
         body: dict[str, Any] = {
