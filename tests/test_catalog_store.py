@@ -25,14 +25,19 @@ from tests.servers.library import Library
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config import GatewayConfig
 from toolscout.config.locations import user_cache_dir
-from toolscout.config.models import CatalogCacheConfig, HttpServerConfig, SseServerConfig, StdioServerConfig
+from toolscout.config.models import (
+    CatalogCacheConfig,
+    HttpServerConfig,
+    SseServerConfig,
+    StdioServerConfig,
+    config_hash,
+)
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway import runtime
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import VERSIONS_PER_SERVER, CatalogStore, Failure
 from toolscout.search.bm25 import BM25Backend
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
-from toolscout.upstream.spec import config_hash
 
 pytestmark = pytest.mark.anyio
 

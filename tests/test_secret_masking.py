@@ -361,8 +361,8 @@ async def test_an_upstream_error_quoting_a_configured_credential_reaches_the_cli
 
 def test_a_failure_stored_in_clear_by_an_older_toolscout_is_listed_masked(tmp_path: Path) -> None:
     from toolscout.config import load_config
+    from toolscout.config.models import config_hash
     from toolscout.gateway.store import CatalogStore, Failure
-    from toolscout.upstream.spec import config_hash
 
     sandbox = make_sandbox(tmp_path)
     url = f"http://127.0.0.1:{free_port()}/mcp"

@@ -6,10 +6,11 @@ import functools
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
+from pydantic import BaseModel
 
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolDisabled, ToolNotFound, ToolUnusable, tool_quarantined
@@ -17,6 +18,16 @@ from toolscout.schemas import schema_problem
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
 
 SUMMARY_LIMIT = 160
+
+ListName = Literal["resources", "resource_templates", "prompts"]
+"""The lists the gateway keeps of every upstream (tools are the catalog's)."""
+LIST_NAMES: tuple[ListName, ...] = ("resources", "resource_templates", "prompts")
+LIST_ITEMS: dict[ListName, type[BaseModel]] = {
+    "resources": types.Resource,
+    "resource_templates": types.ResourceTemplate,
+    "prompts": types.Prompt,
+}
+"""What each list holds (the persistent catalog reads a stored list back as these)."""
 
 
 class Changes:

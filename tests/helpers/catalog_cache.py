@@ -11,10 +11,10 @@ import mcp_types as types
 
 from tests.helpers.paths import PYTHON
 from toolscout.config import GatewayConfig
+from toolscout.config.models import config_hash
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.store import CatalogStore, ServerSnapshot
 from toolscout.modes.discovery import BY_NAME, run_meta_tool
-from toolscout.upstream.spec import config_hash
 
 # A stdio "server" that starts and never says a word: its handshake never finishes.
 HANGING = {"command": PYTHON, "args": ["-c", "import time; time.sleep(3600)"]}

@@ -43,11 +43,14 @@ class Sandbox:
             **{name: value for name, value in os.environ.items() if name.startswith("COVERAGE_")},
         }
 
-    def run(self, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `toolscout` with `args` in the sandbox (`env` adds variables to its environment)."""
         return subprocess.run(
             [PYTHON, "-m", "toolscout", *args],
             cwd=self.cwd,
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             input=stdin,
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,

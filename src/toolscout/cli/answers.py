@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.cli.common import Output, connected, iso_utc
 from toolscout.config import GatewayConfig
+from toolscout.config.models import config_hash
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolDisabled, ToolExecutionError, ToolscoutError, error_from_dict, server_unavailable
 from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, store_path
 from toolscout.masking import mask_text
 from toolscout.suggestions import server_not_found
-from toolscout.upstream.spec import config_hash
 
 if TYPE_CHECKING:
     import mcp_types as types

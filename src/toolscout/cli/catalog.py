@@ -4,6 +4,10 @@ They are the commands cli/__init__.py loads without the set-up commands, registe
 `toolscout --help` lists them. The first four read the catalog (cli/answers.py says from where);
 `execute` runs one tool, through a running `serve` of the config or a connection of its own; and
 `tokens` measures what the catalog costs an agent, exposed directly and through toolscout's modes.
+
+Each command imports cli/answers.py when it runs, not when it is registered: every command of the
+command line is registered beside these, and the catalog's models would be a third of the start of
+one that never reads the catalog (`config validate`, `rules status`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolscout.cli.answers import META_SEARCH_LIMIT, ViewAnswers, answers, serve_answers
 from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, JsonOption, Output, connected, load, run
 from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
 from toolscout.render.signatures import example_arguments
@@ -92,6 +95,8 @@ def list_servers(
     as_json: JsonOption = False,
 ) -> None:
     """List the configured servers with their status and tool counts (exit 3 when one is in error)."""
+    from toolscout.cli.answers import answers
+
     output = Output(as_json)
     gateway_config, source = load(config, output)
 
@@ -173,6 +178,8 @@ def search(
     as_json: JsonOption = False,
 ) -> None:
     """Search tools across all servers (exit 2 when nothing matches)."""
+    from toolscout.cli.answers import META_SEARCH_LIMIT, ViewAnswers, answers
+
     output = Output(as_json)
     gateway_config, source = load(config, output)
 
@@ -276,6 +283,8 @@ def tools(
     as_json: JsonOption = False,
 ) -> None:
     """List one server's tools (exit 2 when the server does not exist)."""
+    from toolscout.cli.answers import answers
+
     output = Output(as_json)
     gateway_config, source = load(config, output)
 
@@ -316,6 +325,8 @@ def inspect(
     as_json: JsonOption = False,
 ) -> None:
     """Show a tool's description, parameters and hints (exit 2 when the server or tool does not exist)."""
+    from toolscout.cli.answers import answers
+
     output = Output(as_json)
     gateway_config, source = load(config, output)
 
@@ -445,6 +456,8 @@ def execute(
     as_json: JsonOption = False,
 ) -> None:
     """Run a tool (exit 3 when it fails, 4 when toolRules disable it, 2 when it does not exist)."""
+    from toolscout.cli.answers import serve_answers
+
     output = Output(as_json)
     gateway_config, source = load(config, output)
 

@@ -373,7 +373,7 @@ def _store(gateway_config: GatewayConfig | None) -> CatalogStore:
 @cache_app.command("show")
 def cache_show(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Cached servers: tool counts, when each was listed, and whether it still matches the config."""
-    from toolscout.upstream.spec import config_hash
+    from toolscout.config.models import config_hash
 
     output = Output(as_json)
     gateway_config = _config(config, output, strict=True)

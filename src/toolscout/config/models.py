@@ -39,6 +39,8 @@ gateway the same way, under their own owner ("registry").
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Collection, Mapping
@@ -585,6 +587,19 @@ class GatewayConfig(_Model):
 
 
 AnyServerConfig = StdioServerConfig | HttpServerConfig | SseServerConfig
+
+
+def config_hash(config: AnyServerConfig) -> str:
+    """A stable key for one server's configuration entry: sha256 of its canonical JSON.
+
+    Defaults are left out, so a toolscout upgrade that adds a key with a default keeps the key
+    of every existing entry; the transport kind is always in, so an HTTP and an SSE entry for
+    one URL differ. The persistent catalog files what a server listed under this key.
+    """
+    data = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    data["kind"] = config.kind
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 class ServerSource(Protocol):

@@ -2,7 +2,7 @@
 once listed), kept in SQLite across restarts, and shared through Redis by a gateway's replicas.
 
 Entries are keyed by the server's name and a hash of its configuration entry
-(`toolscout.upstream.spec.config_hash`), so an entry is only ever served to the very configuration that listed it:
+(`toolscout.config.models.config_hash`), so an entry is only ever served to the very configuration that listed it:
 change a server's command, arguments, URL, environment or headers and its old catalog is
 never shown again. The gateway reads the matching entries before it starts connecting, lists
 them (marked stale) until each server's live list replaces them, and saves every live list.
@@ -40,9 +40,9 @@ from typing import Any, Protocol, TypeVar, cast
 import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
+from toolscout.catalog import LIST_ITEMS, LIST_NAMES
 from toolscout.config.locations import user_cache_dir
 from toolscout.config.models import CatalogCacheConfig, GatewayConfig
-from toolscout.resources.lists import LIST_ITEMS, LIST_NAMES
 
 logger = logging.getLogger(__name__)
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import mcp_types as types
 import quicktok  # pyright: ignore[reportMissingTypeStubs]
 import toon_format
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 STALE_NOTE = " (cached: the server is not connected)"
 INSTRUCTIONS_LIMIT = 300

@@ -52,7 +52,7 @@ import mcp_types as types
 from mcp import Client
 from pydantic import BaseModel
 
-from toolscout.catalog import Changes
+from toolscout.catalog import Changes, ListName
 from toolscout.config.rules import RuleKind, RuleSet
 from toolscout.errors import (
     PromptDisabled,
@@ -64,7 +64,7 @@ from toolscout.errors import (
     ToolscoutError,
 )
 from toolscout.naming import native_names, only_owner
-from toolscout.resources.lists import ItemT, ListedCallback, ListName, UpstreamLists, Upstreams, in_scope
+from toolscout.resources.lists import ItemT, ListedCallback, UpstreamLists, Upstreams, in_scope
 from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Upstream
 from toolscout.upstream.calls import without_hop_metadata

@@ -1,6 +1,6 @@
 """The resource, resource template and prompt lists of every upstream: kept, fetched, told apart.
 
-The lists have one set of names (`ListName`, first below): the mirror, the MCP server in serve/
+The lists have one set of names (`ListName`, in catalog.py): the mirror, the MCP server in serve/
 (which notice tells a client each list changed) and the catalog store (which stored lists it reads
 back) all name them by these. `Upstreams` is what the lists and the mirror need of the upstreams:
 the gateway (`gateway/core.py`) is today's one implementation, and neither imports it, so both can
@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar, TypeVarTuple, cast
+from typing import Any, Generic, Protocol, TypeVar, TypeVarTuple, cast
 
 import anyio
 import mcp_types as types
 from mcp import Client
 from pydantic import BaseModel
 
-from toolscout.catalog import Changes
+from toolscout.catalog import Changes, ListName
 from toolscout.config.rules import RuleKind, RuleSet
 from toolscout.config.scopes import current_scope
 from toolscout.errors import ToolscoutError, UpstreamError
@@ -38,16 +38,6 @@ from toolscout.upstream.calls import MAX_PAGES, paginate
 from toolscout.upstream.connection import ListKind
 
 logger = logging.getLogger(__name__)
-
-ListName = Literal["resources", "resource_templates", "prompts"]
-"""The lists the mirror keeps of every upstream (tools are the catalog's)."""
-LIST_NAMES: tuple[ListName, ...] = ("resources", "resource_templates", "prompts")
-LIST_ITEMS: dict[ListName, type[BaseModel]] = {
-    "resources": types.Resource,
-    "resource_templates": types.ResourceTemplate,
-    "prompts": types.Prompt,
-}
-"""What each list holds (the catalog store reads a stored list back as these)."""
 
 
 Ts = TypeVarTuple("Ts")

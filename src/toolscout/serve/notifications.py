@@ -30,6 +30,7 @@ import anyio
 import mcp_types as types
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 
+from toolscout.catalog import LIST_NAMES, ListName
 from toolscout.config.scopes import Scope, scoped
 from toolscout.errors import ToolscoutError
 from toolscout.gateway.core import Gateway
@@ -37,7 +38,6 @@ from toolscout.gateway.visibility import scope_key, unscoped
 from toolscout.modes.base import Surface
 from toolscout.modes.client import digest_off_loop
 from toolscout.resources.core import Mirror
-from toolscout.resources.lists import LIST_NAMES, ListName
 from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScope, Context, ListChanged
 
 logger = logging.getLogger(__name__)

@@ -49,6 +49,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
+from toolscout.catalog import ListName
 from toolscout.config.models import ModeName
 from toolscout.config.scopes import UNSCOPED, scoped
 from toolscout.errors import (
@@ -72,7 +73,6 @@ from toolscout.naming import call_target
 from toolscout.registry.base import SharedClientState, SharedConfirmations
 from toolscout.render.text import error_text, tool_tokens
 from toolscout.resources.core import complete
-from toolscout.resources.lists import ListName
 from toolscout.serve.auth import principal_of
 from toolscout.serve.notifications import UNSUBSCRIBE_WAIT, ResourceSubscriptions, watching_changes
 from toolscout.serve.rounds import Rounds

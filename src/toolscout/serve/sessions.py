@@ -136,7 +136,7 @@ class ClientState:
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
     """Events for this client's `subscriptions/listen` streams (2026-07-28 era)."""
     listed: dict[str, str] = field(default_factory=dict[str, str])
-    """Digest of each list this client fetched: "tools", or one of `resources.lists.LIST_NAMES`."""
+    """Digest of each list this client fetched: "tools", or one of `catalog.LIST_NAMES`."""
     announced: dict[str, str] = field(default_factory=dict[str, str])
     """Digest of each list it was last told changed, so that one change is told once."""
     session: ServerSession | None = None

@@ -2,7 +2,7 @@
 of its configuration entry, its status, and the one place that status changes.
 
 Nothing here holds a connection; `connection.py` runs one from an `UpstreamSpec`, and the persistent
-catalog (gateway/store.py) files what a server listed under `config_hash` of its entry.
+catalog (gateway/store.py) files what a server listed under `config_hash` of its entry (config/models.py).
 
 The status is what users see (`Status`); `ConnectionState.move` is the only way it changes, and it
 sets or clears what belongs to the status entered:
@@ -24,8 +24,6 @@ attempt winds down to ERROR) and `stopping` (the gateway stops it: the status st
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
@@ -40,6 +38,7 @@ from toolscout.config.models import (
     DEFAULT_CONNECT_TIMEOUT,
     AnyServerConfig,
     StdioServerConfig,
+    config_hash,
 )
 from toolscout.upstream.stdio_child import StdioUpstream
 from toolscout.upstream.transport import RemoteUpstream, UpstreamTransport
@@ -48,19 +47,6 @@ logger = logging.getLogger(__name__)
 
 ListKind = Literal["resources", "prompts"]
 """The lists besides tools whose changes an upstream announces (resources/ follows them)."""
-
-
-def config_hash(config: AnyServerConfig) -> str:
-    """A stable key for one server's configuration entry: sha256 of its canonical JSON.
-
-    Defaults are left out, so a toolscout upgrade that adds a key with a default keeps the key
-    of every existing entry; the transport kind is always in, so an HTTP and an SSE entry for
-    one URL differ.
-    """
-    data = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    data["kind"] = config.kind
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def transport_for(name: str, config: AnyServerConfig) -> UpstreamTransport:
