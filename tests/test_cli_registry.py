@@ -57,15 +57,20 @@ def test_add_list_and_remove_in_the_local_registry(sandbox: Sandbox, tmp_path: P
     assert sandbox.json("registry", "list") == {"servers": [], "tools": []}
 
 
-def test_mistakes_are_one_line_and_an_exit_code(sandbox: Sandbox) -> None:
-    url = "http://127.0.0.1:9001/mcp"
-    refused(sandbox.run("registry", "add", "x", url), 1, "name the namespace (--namespace NS), or --global")
-    refused(sandbox.run("registry", "add", "x", url, "-n", "a", "--global"), 1, "name the namespace")
+URL = "http://127.0.0.1:9001/mcp"
+
+
+def test_mistakes_in_a_server_are_one_line_and_an_exit_code(sandbox: Sandbox) -> None:
+    refused(sandbox.run("registry", "add", "x", URL), 1, "name the namespace (--namespace NS), or --global")
+    refused(sandbox.run("registry", "add", "x", URL, "-n", "a", "--global"), 1, "name the namespace")
     refused(sandbox.run("registry", "add", "x", "ftp://h/mcp", "-n", "a"), 1, '"url" must be an http:// or https://')
-    refused(sandbox.run("registry", "add", "x", url, "-n", "a", "-H", "nocolon"), 1, "--header must be NAME: VALUE")
-    refused(sandbox.run("registry", "add", "a.b", url, "-n", "a"), 1, '"name" must be 1-64 letters')
-    refused(sandbox.run("registry", "add", "notes", url, "--global"), 1, "'notes' is the name of a configured server")
-    assert sandbox.run("registry", "add", "lookup", url, "-n", "a").returncode == 0
+    refused(sandbox.run("registry", "add", "x", URL, "-n", "a", "-H", "nocolon"), 1, "--header must be NAME: VALUE")
+    refused(sandbox.run("registry", "add", "a.b", URL, "-n", "a"), 1, '"name" must be 1-64 letters')
+    refused(sandbox.run("registry", "add", "notes", URL, "--global"), 1, "'notes' is the name of a configured server")
+
+
+def test_mistakes_in_a_tool_are_one_line_and_an_exit_code(sandbox: Sandbox) -> None:
+    assert sandbox.run("registry", "add", "lookup", URL, "-n", "a").returncode == 0
     tool = ["registry", "add-tool", "lookup", "-n", "a", "--callback-url", "http://h/cb", "--description", "d"]
     refused(sandbox.run(*tool), 1, "'a.lookup' is already registered as a server")
     refused(sandbox.run(*tool, "--input-schema", "{nope"), 1, "--input-schema is not JSON")
@@ -74,6 +79,9 @@ def test_mistakes_are_one_line_and_an_exit_code(sandbox: Sandbox) -> None:
     bomb = sandbox.write("bomb.json", json.dumps(bomb_schema()))
     refused(sandbox.run(*tool, "--input-schema", f"@{bomb}"), 1, "more than 1,000 subschema evaluations")
     refused(sandbox.run(*tool, "--input-schema", json.dumps(CYCLE_SCHEMA)), 1, "$ref cycle")
+
+
+def test_mistakes_in_a_listing_are_one_line_and_an_exit_code(sandbox: Sandbox) -> None:
     refused(sandbox.run("registry", "list", "-n", "a.b"), 1, "--namespace must be 1-64 letters")
     gateway = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     refused(sandbox.run("registry", "list", "--url", gateway), 3, "Cannot reach the gateway at")

@@ -293,7 +293,7 @@ mcpServers:
 """
 
 
-def test_rules_hide_show_status_edit_the_file_in_place(sandbox: Sandbox) -> None:
+def test_rules_hide_edits_the_file_in_place_and_status_shows_it(sandbox: Sandbox) -> None:
     path = sandbox.write("work/toolscout.yaml", YAML_CONFIG.format(python=PYTHON))
     hidden = sandbox.run("rules", "hide", "delete_*")
     assert hidden.returncode == 0, hidden.stderr
@@ -306,6 +306,10 @@ def test_rules_hide_show_status_edit_the_file_in_place(sandbox: Sandbox) -> None
     notes = next(s for s in status["servers"] if s["server"] == "notes")
     assert [t["name"] for t in notes["tools"] if not t["enabled"]] == ["delete_note"]
 
+
+def test_rules_show_removes_a_plain_hide_and_puts_a_glob_first(sandbox: Sandbox) -> None:
+    sandbox.write("work/toolscout.yaml", YAML_CONFIG.format(python=PYTHON))
+    sandbox.run("rules", "hide", "delete_*")
     sandbox.run("rules", "hide", "calculate", "--server", "units")
     # A plain name is checked against the remaining rules: removing its hide rule is enough.
     sandbox.run("rules", "hide", "get_note")
@@ -325,6 +329,10 @@ def test_rules_hide_show_status_edit_the_file_in_place(sandbox: Sandbox) -> None
     assert "units (connected): 2 visible, 1 hidden" in human.stdout
     assert "✗ calculate" in human.stdout
 
+
+def test_rules_show_under_a_broader_hide_keeps_the_rest_visible(sandbox: Sandbox) -> None:
+    sandbox.write("work/toolscout.yaml", YAML_CONFIG.format(python=PYTHON))
+    sandbox.run("rules", "hide", "calculate", "--server", "units")
     # Showing a tool that a broader rule hides puts a show rule first, and keeps the rest visible.
     sandbox.run("rules", "hide", "*_note")
     sandbox.run("rules", "show", "get_note")
@@ -335,6 +343,9 @@ def test_rules_hide_show_status_edit_the_file_in_place(sandbox: Sandbox) -> None
     units = next(s for s in status["servers"] if s["server"] == "units")
     assert {t["name"] for t in units["tools"] if t["enabled"]} == {"convert_units", "list_units"}
 
+
+def test_rules_hide_twice_changes_nothing_and_a_bad_pattern_is_refused(sandbox: Sandbox) -> None:
+    path = sandbox.write("work/toolscout.yaml", YAML_CONFIG.format(python=PYTHON))
     first = sandbox.json("rules", "hide", "zz_*")
     assert first["changed"] is True and first["rules"][0] == {"pattern": ["zz_*"], "enabled": False}
     again = sandbox.json("rules", "hide", "zz_*")
