@@ -32,7 +32,11 @@ CONFIG = """{
     "units": {"command": "%(python)s", "args": ["-m", "toolscout.demo.units"]},
     "notes": {"command": "%(python)s", "args": ["-m", "toolscout.demo.notes"]}
   },
-  "toolRules": [{"pattern": ["delete_*"], "enabled": false, "tags": ["dangerous"]}],
+  "toolRules": [
+    {"pattern": ["delete_*"], "enabled": false, "tags": ["dangerous"]},
+    // In no MCP listing, still searched and callable.
+    {"pattern": ["list_notes"], "hidden": true}
+  ],
   "smartTool": true,
   "search": {
     // Kept low so that every match shows.
@@ -103,6 +107,7 @@ async def test_servers_and_tools_within_each_credentials_scope(sandbox: Sandbox)
         }
         assert isinstance(units["connectedSince"], float)
         assert servers["notes"]["toolCount"] == 6 and servers["notes"]["enabledCount"] == 5
+        assert servers["notes"]["hiddenCount"] == 1 and "hiddenCount" not in units
 
         # A client key sees its servers only, and the same entry an admin sees for them.
         status, data = await get(http, "/api/v1/servers", UNITS)
@@ -123,6 +128,8 @@ async def test_servers_and_tools_within_each_credentials_scope(sandbox: Sandbox)
             "hiddenBy": "toolRules[0]",
         }
         assert tools["create_note"]["enabled"] is True and "hiddenBy" not in tools["create_note"]
+        assert "listed" not in tools["create_note"]
+        assert tools["list_notes"]["enabled"] is True and tools["list_notes"]["listed"] is False
 
         # Another namespace's server is not found for a client key, as one that does not exist.
         status, data = await get(http, "/api/v1/tools", UNITS, server="notes")

@@ -37,12 +37,19 @@ async def call(client: Any, name: str, arguments: dict[str, Any]) -> Any:
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_hidden_tool_is_listed_nowhere_but_searched_and_called(era: str) -> None:
     async with smart_gateway(rules=HIDDEN) as gateway, smart_client(gateway, era, mode="discovery") as client:
-        listed = structured(await call(client, "list_tools", {"server": "units", "includeDisabled": True}))
+        listed_result = await call(client, "list_tools", {"server": "units", "includeDisabled": True})
+        listed = structured(listed_result)
+        servers = structured(await call(client, "list_mcp_servers", {}))
         found = structured(await call(client, "search_tools", {"query": "convert 5 miles to km"}))
         ran = await call(client, "execute_tool", {"server": "units", "tool": "convert_units", "arguments": MILES})
         details = await call(client, "get_tool_details", {"server": "units", "tool": "convert_units"})
     names = [t["name"] for t in listed["tools"]]
     assert "convert_units" not in names and "calculate" in names
+    # The listings say how many they leave out, so an agent knows search finds more.
+    assert listed["hiddenCount"] == 1 and "+1 hidden tool: found by search_tools only" in text(listed_result)
+    units = next(s for s in servers["servers"] if s["name"] == "units")
+    assert units["hiddenCount"] == 1 and units["enabledCount"] == units["toolCount"]
+    assert not any("hiddenCount" in s for s in servers["servers"] if s["name"] != "units")
     hits = [(h["server"], h["tool"]) for h in found["results"]]
     assert ("units", "convert_units") in hits
     assert not ran.is_error, text(ran)
@@ -154,6 +161,16 @@ def test_hide_tool_and_show_tool_edit_the_file_and_status_shows_it(sandbox: Sand
     assert (row["hidden"], row["disabled"]) == (1, 1)
     hidden_entry = next(t for t in row["tools"] if t["name"] == "convert_units")
     assert hidden_entry["rule"] == "toolRules[0]"
+
+    # `toolscout tools` and `list` leave it out as list_tools does, and say so.
+    tools = sandbox.run("tools", "units")
+    assert tools.returncode == 0, tools.stderr
+    assert "✓ list_units" in tools.stdout and "✓ convert_units" not in tools.stdout
+    assert "1 more tool hidden from listings" in tools.stdout
+    listed = sandbox.json("list", "--tools")
+    units = next(s for s in listed["servers"] if s["name"] == "units")
+    assert units["hiddenCount"] == 1 and "convert_units" not in units["tools"]
+    assert "1 hidden from listings" in sandbox.run("list").stdout
 
     detailed = sandbox.run("status", "--detailed")
     assert detailed.returncode == 0, detailed.stderr

@@ -267,6 +267,10 @@ class Catalog:
         entries = self._servers.get(server, {})
         return len(entries), sum(1 for t in entries.values() if t.enabled and not t.quarantined)
 
+    def hidden_count(self, server: str) -> int:
+        """How many of `server`'s enabled tools are hidden: in no listing, though found by search."""
+        return sum(1 for t in self._servers.get(server, {}).values() if t.hidden and t.enabled and not t.quarantined)
+
     def servers_with_tool(self, name: str) -> list[str]:
         return [server for server, entries in self._servers.items() if name in entries]
 

@@ -113,7 +113,8 @@ class ViewAnswers:
     async def tools(self, server: str) -> dict[str, Any]:
         entries = self.view.tools(server)
         listed = [{"name": t.name, "summary": t.summary, "enabled": t.enabled, "tags": list(t.tags)} for t in entries]
-        return {"server": server, "tools": listed, **self._stale(server)}
+        hidden = self.view.catalog.hidden_count(server)
+        return {"server": server, "tools": listed, **({"hiddenCount": hidden} if hidden else {}), **self._stale(server)}
 
     async def details(self, server: str, tool: str) -> dict[str, Any]:
         return {**tool_details(self.view.tool(server, tool)), **self._stale(server)}
@@ -397,6 +398,9 @@ class CatalogView:
             "toolCount": total,
             "enabledCount": enabled,
         }
+        hidden = self.catalog.hidden_count(server.name)
+        if hidden:
+            row["hiddenCount"] = hidden
         if server.cached_at is not None:
             row.update(catalog="cached", cachedAt=iso_utc(server.cached_at), stale=True)
         if server.error:
@@ -410,7 +414,7 @@ class CatalogView:
             row["transport"] = server.transport
         if server.instructions:
             row["instructions"] = server.instructions
-        row["tools"] = [t.name for t in self.catalog.tools(server.name)]
+        row["tools"] = [t.name for t in self.catalog.tools(server.name, include_hidden=False)]
         return row
 
     def _answering(self, name: str) -> None:
@@ -466,9 +470,10 @@ class CatalogView:
         return backend, floor
 
     def tools(self, server: str) -> list[CatalogTool]:
-        """Every tool of `server`, those the rules disable too."""
+        """Every tool of `server` a listing shows, those the rules disable too (as `list_tools` does,
+        the hidden ones are left out)."""
         self._answering(server)
-        return self.catalog.tools(server, include_disabled=True)
+        return self.catalog.tools(server, include_disabled=True, include_hidden=False)
 
     def tool(self, server: str, name: str) -> CatalogTool:
         """One tool of `server` (enabled or not), or `ToolNotFound` with suggestions."""

@@ -29,7 +29,7 @@ from rich.table import Table
 from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, JsonOption, Output, connected, load, run
 from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
 from toolscout.render.signatures import example_arguments
-from toolscout.render.text import hint_labels
+from toolscout.render.text import counted, hint_labels
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -125,9 +125,12 @@ def list_servers(
 def _print_servers(output: Output, rows: list[dict[str, Any]], *, status: bool, show_tools: bool) -> None:
     output.print(f"MCP Servers ({len(rows)} configured):")
     for row in rows:
-        counts = f" ({row['enabledCount']} tools" + (
-            f", {row['toolCount'] - row['enabledCount']} disabled)" if row["toolCount"] != row["enabledCount"] else ")"
-        )
+        notes = [f"{row['enabledCount']} tools"]
+        if row["toolCount"] != row["enabledCount"]:
+            notes.append(f"{row['toolCount'] - row['enabledCount']} disabled")
+        if row.get("hiddenCount"):
+            notes.append(f"{row['hiddenCount']} hidden from listings")
+        counts = f" ({', '.join(notes)})"
         output.print(f"\n{_STATUS_MARK.get(row['status'], '·')} [bold]{escape(row['name'])}[/bold]{counts}")
         if row["description"]:
             output.print(f"  {escape(row['description'])}")
@@ -310,6 +313,8 @@ def tools(
                 output.print(f"  {escape(t['summary'])}")
             if show_tags and t["tags"]:
                 output.print(f"  Tags: {escape(', '.join(t['tags']))}")
+        if listed.get("hiddenCount"):
+            output.print(f"\n{counted(listed['hiddenCount'], 'more tool')} hidden from listings: found by search only.")
         if "cachedAt" in listed:
             output.print("\n" + _stale_note({server: listed["cachedAt"]}))
 

@@ -332,6 +332,9 @@ class Gateway:
         total, enabled = self.visibility.counts(current_scope(), upstream.name)
         entry: dict[str, Any] = {"name": upstream.name, "description": upstream.description}
         entry |= {"status": upstream.status.value, "toolCount": total, "enabledCount": enabled}
+        hidden = self.visibility.hidden_count(current_scope(), upstream.name)
+        if hidden:  # enabled, and found by search_tools, yet left out of list_tools
+            entry["hiddenCount"] = hidden
         cached_at = self.cached_at(upstream.name)
         if cached_at is not None:
             entry["catalog"] = "cached"

@@ -140,6 +140,12 @@ class Visibility:
         tools = self.tools(scope, server, include_disabled=True)
         return len(tools), sum(1 for t in tools if t.enabled)
 
+    def hidden_count(self, scope: Scope, server: str) -> int:
+        """Count the enabled tools of `server` that `scope` sees and no listing shows (`hidden: true`)."""
+        if not narrows(scope):
+            return self._catalog.hidden_count(server)
+        return sum(1 for t in self.tools(scope, server) if t.hidden)
+
 
 class ScopedCache(Generic[T]):
     """Something derived per scope (a tool list, a description), kept while `version` stays the same,

@@ -25,6 +25,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolscout.config.models import ListingFormat
+from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, InvalidArguments, Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.modes.client import SurfaceClient
@@ -428,6 +429,9 @@ async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolRes
             for t in shown
         ],
     }
+    hidden = gateway.visibility.hidden_count(current_scope(), args.server)
+    if hidden:  # (`hidden: true` in toolRules: in no listing, yet found by search_tools and callable)
+        data["hiddenCount"] = hidden
     if gateway.cached_at(args.server) is not None:
         data["stale"] = True
     return tool_result(data, tools_text(data))

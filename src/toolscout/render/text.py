@@ -53,6 +53,8 @@ def servers_text(data: Mapping[str, Any]) -> str:
         if s["status"] == "connected" or cached:
             disabled = s["toolCount"] - s["enabledCount"]
             head += f" {s['enabledCount']} tools" + (f" (+{disabled} disabled)" if disabled else "")
+            if s.get("hiddenCount"):
+                head += f", {s['hiddenCount']} of them found by search_tools only"
             head += " (cached)" if cached else ""
         if s.get("description"):
             head += f": {s['description']}"
@@ -101,6 +103,8 @@ def tools_text(data: Mapping[str, Any]) -> str:
         flag = f" (unusable: {t['unusable']})" if t.get("unusable") else "" if t["enabled"] else " (disabled)"
         tags = f" [{', '.join(t['tags'])}]" if t["tags"] else ""
         lines.append(f"- {t['name']}{flag}{tags}: {t['summary']}")
+    if data.get("hiddenCount"):
+        lines.append(f"(+{counted(data['hiddenCount'], 'hidden tool')}: found by search_tools only)")
     return "\n".join(lines)
 
 

@@ -277,6 +277,8 @@ class DiscoveryApi:
             "tags": list(entry.tags),
             "enabled": entry.enabled,
         }
+        if entry.hidden:  # `hidden: true`: in no MCP listing, yet found by search and callable
+            data["listed"] = False
         annotations = entry.tool.annotations
         data["annotations"] = annotations.model_dump(by_alias=True, exclude_none=True) if annotations else {}
         if entry.quarantined:
