@@ -310,6 +310,7 @@ async def test_semantic_settings_change_the_running_gateway_and_the_file(sandbox
                 "minRelevance": 0.0,
                 "maxQueryChars": settings["search"]["maxQueryChars"],
                 "maxQuerySteps": settings["search"]["maxQuerySteps"],
+                "fuzzyNames": True,
                 "embeddings": None,
             },
             "applied": False,

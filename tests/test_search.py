@@ -6,7 +6,7 @@ import mcp_types as types
 import pytest
 
 from toolscout.catalog import Catalog, CatalogTool, summarize
-from toolscout.search import BM25Backend, bm25
+from toolscout.search import BM25Backend, bm25, make_backend
 from toolscout.search.text import split_identifier, terms
 
 
@@ -143,6 +143,24 @@ def test_names_match_in_any_spelling_and_with_typos() -> None:
     # Naming a server lifts all its tools a little.
     lifted = matcher.scores("something on weather")
     assert 0 < lifted[by_name["forecast"]] < 1
+
+
+def test_names_match_with_typos_only_while_fuzzy_names_is_on() -> None:
+    tools = _catalog_tools()
+    index = next(i for i, t in enumerate(tools) if t.name == "get_file_info")
+    exact = NameMatcher(fuzzy=False)
+    exact.rebuild(tools)
+    assert exact.scores("get_fiel_info")[index] == 0.0
+    assert exact.scores("GetFileInfo")[index] == 1.0  # an exact name in another spelling still counts
+    # The setting reaches the backend from the config's `search.fuzzyNames`.
+    off = make_backend("hybrid", use_cache=False, fuzzy_names=False)
+    assert isinstance(off, HybridBackend) and off.names.fuzzy is False
+    off.rebuild(tools)
+    on = make_backend("hybrid", use_cache=False)
+    on.rebuild(tools)
+    with_typos, without = on.search("get_fiel_info"), off.search("get_fiel_info")
+    assert with_typos[0].tool.name == "get_file_info" and with_typos[0].relevance >= 0.85
+    assert not without or without[0].relevance < with_typos[0].relevance
 
 
 def test_named_tool_goes_first_in_hybrid_search() -> None:

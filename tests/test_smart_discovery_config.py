@@ -105,12 +105,18 @@ def test_the_block_is_the_same_as_toolscouts_spelling() -> None:
     assert spec == own
 
 
+def test_use_fuzzy_matching_is_the_search_setting_for_names_with_typos() -> None:
+    spec = parsed(yaml.safe_dump({**SERVERS, "smart_discovery": {"use_fuzzy_matching": False}}))
+    assert spec.search.fuzzy_names is False
+    assert spec == parsed(yaml.safe_dump({**SERVERS, "search": {"fuzzyNames": False}}))
+    assert parsed(yaml.safe_dump({**SERVERS, "smart_discovery": {"use_fuzzy_matching": True}})).search.fuzzy_names
+
+
 @pytest.mark.parametrize(
     ("block", "named"),
     [
         ({"high_quality_threshold": 0.95}, "high_quality_threshold"),
         ({"max_high_quality_matches": 5}, "max_high_quality_matches"),
-        ({"use_fuzzy_matching": False}, "use_fuzzy_matching"),
         ({"llm_tool_selection": {"model": "m", "batch_size": 15}}, "batch_size"),
         ({"llm_tool_selection": {"model": "m", "max_context_tokens": 4000}}, "max_context_tokens"),
         ({"cache": {"registry_ttl": 300}}, "registry_ttl"),

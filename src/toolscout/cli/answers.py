@@ -463,7 +463,7 @@ class CatalogView:
         check_queries(query, limit, floor, max_chars=search.max_query_chars, max_steps=search.max_query_steps)
         if server is not None:
             self.server(server)
-        backend = make_backend(search.backend, model=search.model)
+        backend = make_backend(search.backend, model=search.model, fuzzy_names=search.fuzzy_names)
         backend.rebuild(
             self.catalog.tools(), {s.name: server_context(s.description, s.instructions) for s in self.servers}
         )

@@ -271,6 +271,10 @@ class SearchConfig(_Model):
     refused with an error saying the limit (every path: search_tools, `toolscout search`)."""
     max_query_steps: int = Field(default=DEFAULT_MAX_QUERY_STEPS, ge=1)
     """The most steps in a query given as a list."""
+    fuzzy_names: bool = True
+    """A short query close to a tool's name (a typo: `get_wether`) counts as naming it, as one signal
+    among the search's others; false: a name counts only when written exactly (any case, with `-`,
+    `_`, spaces or camel case). For search_tools and smart mode alike."""
     embeddings: EmbeddingsConfig | None = None
     """Embeddings from a provider (an OpenAI-compatible endpoint or Ollama) instead of `model`; unset:
     `model` embeds. An unreachable provider falls back to the packaged static model."""

@@ -38,6 +38,7 @@ MINILM_NAMES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-
 MAPPED: dict[Path, Path] = {
     ("tool_selection_mode",): ("smart", "toolSelectionMode"),
     ("default_confidence_threshold",): ("smart", "confidenceThreshold"),
+    ("use_fuzzy_matching",): ("search", "fuzzyNames"),
     ("max_tools_to_consider",): ("smart", "maxLlmCandidates"),
     ("llm_tool_selection", "model"): ("llm", "model"),
     ("llm_tool_selection", "base_url"): ("llm", "baseUrl"),
@@ -92,7 +93,6 @@ REFUSED: dict[Path, str] = {
 DECIDED_BY_VALUE: frozenset[Path] = frozenset(
     {
         ("enabled",),
-        ("use_fuzzy_matching",),
         ("llm_tool_selection", "enabled"),
         ("llm_tool_selection", "provider"),
         ("llm_mapper", "provider"),
@@ -273,15 +273,6 @@ def _enabled(t: _Translation, path: Path, value: Any) -> None:
         )
 
 
-def _fuzzy(t: _Translation, path: Path, value: Any) -> None:
-    if value is not True:
-        t.refuse(
-            path,
-            "toolscout always matches tool names with typos as one signal among the search's others "
-            "and cannot turn that off; remove the key (true is what toolscout does)",
-        )
-
-
 def _partial(t: _Translation, path: Path, value: Any) -> None:
     if value is not True:
         t.refuse(
@@ -342,7 +333,6 @@ def _model_name(t: _Translation, path: Path, value: Any) -> None:
 
 DECIDERS: dict[Path, Callable[[_Translation, Path, Any], None]] = {
     ("enabled",): _enabled,
-    ("use_fuzzy_matching",): _fuzzy,
     ("llm_tool_selection", "enabled"): _selection_enabled,
     ("llm_tool_selection", "provider"): _provider,
     ("llm_mapper", "provider"): _provider,

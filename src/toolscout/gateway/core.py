@@ -439,8 +439,9 @@ class Gateway:
         worker thread): one that cannot be loaded raises its `ConfigurationError` and nothing changes."""
         factory: Callable[[], SearchBackend] | None = None
         now = self.search_config
-        if (config.backend, config.model, config.embeddings) != (now.backend, now.model, now.embeddings):
-            backend = await anyio.to_thread.run_sync(build_backend, config.backend, config.model, config.embeddings)
+        built_by = (config.backend, config.model, config.embeddings, config.fuzzy_names)
+        if built_by != (now.backend, now.model, now.embeddings, now.fuzzy_names):
+            backend = await anyio.to_thread.run_sync(build_backend, *built_by)
             factory = functools.partial(_built, backend)
         self._index.configure(config, factory)
         self.search_config = config

@@ -68,19 +68,19 @@ def import_search_package() -> None:
 
 
 def build_backend(
-    name: str = "hybrid", model: str = "static", embeddings: EmbeddingsConfig | None = None
+    name: str = "hybrid", model: str = "static", embeddings: EmbeddingsConfig | None = None, fuzzy_names: bool = True
 ) -> SearchBackend:
     """The search backend `name` with `model`, or `embeddings`' provider (the search package is imported
     here, on first use)."""
     import_search_package()
     from toolscout.search import make_backend
 
-    return make_backend(name, model=model, embeddings=embeddings)
+    return make_backend(name, model=model, embeddings=embeddings, fuzzy_names=fuzzy_names)
 
 
 def search_settings(config: SearchConfig, given: Mapping[str, Any]) -> dict[str, Any]:
     """The `Gateway` arguments `config` gives the search, those in `given` (a caller's own) left out."""
-    build = functools.partial(build_backend, config.backend, config.model, config.embeddings)
+    build = functools.partial(build_backend, config.backend, config.model, config.embeddings, config.fuzzy_names)
     settings: dict[str, Any] = {
         "min_relevance": config.min_relevance,
         "max_query_chars": config.max_query_chars,

@@ -29,13 +29,24 @@ def make_backend(
     embeddings: EmbeddingsConfig | None = None,
     cache_dir: Path | None = None,
     use_cache: bool = True,
+    fuzzy_names: bool = True,
 ) -> SearchBackend:
     """A search backend by name: `hybrid` (default), `bm25` (lexical only) or `dense` (embeddings only).
 
     `model` is the embedding model: `static` (packaged, no torch) or `minilm` (the `minilm` extra);
     `embeddings`, when given, a provider that embeds instead (the static model its fallback).
     Tool vectors are cached under `cache_dir` (default: the user cache directory) unless `use_cache` is off.
+    `fuzzy_names` off, a hybrid backend's names count only when written exactly (`search.fuzzyNames`).
     """
+    backend = _backend(name, model=model, embeddings=embeddings, cache_dir=cache_dir, use_cache=use_cache)
+    if isinstance(backend, HybridBackend):
+        backend.names.fuzzy = fuzzy_names
+    return backend
+
+
+def _backend(
+    name: str, *, model: str, embeddings: EmbeddingsConfig | None, cache_dir: Path | None, use_cache: bool
+) -> SearchBackend:
     if name == "bm25":
         return BM25Backend()
     if name not in BACKENDS:

@@ -175,10 +175,11 @@ class NameMatcher:
     """The scores in [0, 1] that a query's names give each tool.
 
     A query naming the tool exactly (any case, `-`/`_`/space/camel spelling) scores 1, a short query
-    close to a name its typo-tolerant similarity, and a query naming a server gives that server's
-    tools a smaller boost."""
+    close to a name its typo-tolerant similarity (unless `fuzzy` is off: `search.fuzzyNames`), and a
+    query naming a server gives that server's tools a smaller boost."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fuzzy: bool = True) -> None:
+        self.fuzzy = fuzzy
         self._tools: list[CatalogTool] = []
         self._names: list[str] = []
         self._by_name: dict[str, list[int]] = {}
@@ -222,7 +223,7 @@ class NameMatcher:
                     out[i] = 1.0
                 for i in self._by_qualified.get(gram, ()):
                     out[i] = 1.0
-        if len(words) <= FUZZY_MAX_WORDS and float(out.max()) < 1.0:
+        if self.fuzzy and len(words) <= FUZZY_MAX_WORDS and float(out.max()) < 1.0:
             for _, score, i in process.extract(
                 whole, self._names, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=5
             ):
