@@ -10,6 +10,7 @@ each `--runs` times, `toolscout search "convert miles to kilometers"` unless sai
   answers (as `sleep 1000` would; default connect timeout, 30 s), the catalog filled the same way
   (the hanging server's failure with it, where remembered);
 * `tools units` and `execute units convert_units` with the warm catalog;
+* `config validate`, which reads the config file alone;
 * via a running serve: `catalogCache: false` (nothing stored: the command needs live lists) and a
   `toolscout serve --transport http` of the same config file running;
 * cold: nothing stored, no serve (a fresh cache directory every run).
@@ -159,6 +160,7 @@ def measure(runs: int, compare: Path | None, importtime: bool) -> None:
         scenario("warm catalog", search, plain, warm)
         scenario("warm catalog + hanging server", search, hanging, warm_hang)
         scenario("warm catalog: tools units", ["tools", "units"], plain, warm)
+        scenario("the config file alone: config validate", ["config", "validate"], plain, warm)
         execute = ["execute", "units", "convert_units", "--args", '{"value": 26.2, "from_unit": "mi", "to_unit": "km"}']
         scenario("warm catalog: execute units", execute, plain, warm)
         uncached = bench.write_config("serve", cache=False)

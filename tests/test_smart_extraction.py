@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolscout.smart.extraction import extract_arguments
+from toolscout.smart.extraction import extract_arguments, search_text
 
 
 def schema(required: list[str] | None = None, **properties: dict[str, Any]) -> dict[str, Any]:
@@ -167,3 +167,12 @@ def test_a_bare_number_names_an_enum_value_only_beside_the_parameters_words() ->
     assert extract_arguments("find me 3 rooms in Paris", schema([], star_rating=stars)).arguments == {}
     found = extract_arguments("a hotel in Paris with a star rating of 4", schema([], star_rating=stars))
     assert found.arguments == {"star_rating": "4"}
+
+
+def test_a_tool_search_reads_what_a_value_is_not_its_words() -> None:
+    assert search_text("move /srv/app/log.txt to /srv/app/old-log.txt") == "move file to file"
+    assert search_text("fetch https://example.com/logs?day=1 and mail bob@example.com") == (
+        "fetch url and mail email address"
+    )
+    assert search_text("list the directory /srv/app").strip() == "list the directory"
+    assert search_text("convert 5 km to miles") == "convert 5 km to miles"  # units are the task's words

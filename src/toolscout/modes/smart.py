@@ -332,7 +332,9 @@ class SmartDiscovery:
         learned = self.memory.similar(args.request) if self.config.enable_learning else {}
         method = "rule" if mode == "rule_based" else "semantic" if mode == "semantic_based" else "hybrid"
         limit = max(self.config.max_llm_candidates, args.max_suggestions, 10)
-        hits = await self.gateway.candidates(args.request, limit=limit, method=method, prefer=preferred)
+        from toolscout.smart.extraction import search_text  # (search.text: numpy, imported by now)
+
+        hits = await self.gateway.candidates(search_text(args.request), limit=limit, method=method, prefer=preferred)
         include = {(h.tool.server, h.tool.name) for h in hits if _named_in(h.tool, preferred)} | set(learned)
         picks = (
             await self._llm_picks(

@@ -37,6 +37,7 @@ _PATH = re.compile(
     rf"(?<![\w/.@-])[\w\-]+(?:/[\w.\-]+)*\.(?:{_FILE_EXT})\b",
     re.I,
 )
+_EXTENSION = re.compile(rf"\.(?:{_FILE_EXT})$", re.I)
 _IPV4 = r"(?:\d{1,3}\.){3}\d{1,3}"
 # Hosts end in a common top-level domain: "time.will" or "e.g" are not hosts.
 _TLD = (
@@ -114,6 +115,29 @@ class Span:
 
 def _strip_tail(text: str) -> str:
     return text.rstrip(".,;:!?)]}'\"")
+
+
+# What a tool search reads in place of a value: the kind of thing it is, not its own words (a path
+# with an extension names a file, one without names a folder as often as a file: no word for it).
+_SEARCH_WORDS = {"url": "url", "email": "email address", "path": "file"}
+
+
+def search_text(request: str) -> str:
+    """The request as a tool search should read it: each URL, email address and file path replaced by
+    the words for what it is. Their own words are arguments, not the task: in "move /srv/log.txt to
+    /srv/old-log.txt", `log` twice would outweigh `move` and find a logging tool."""
+    spans = sorted((span for span in find_spans(request) if span.kind in _SEARCH_WORDS), key=lambda span: span.start)
+    parts: list[str] = []
+    at = 0
+    for span in spans:
+        if span.start < at:  # (inside one already replaced)
+            continue
+        word = _SEARCH_WORDS[span.kind]
+        if span.kind == "path" and not _EXTENSION.search(span.text):
+            word = ""
+        parts += [request[at : span.start], word]
+        at = span.end
+    return "".join([*parts, request[at:]])
 
 
 def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -> list[Span]:
