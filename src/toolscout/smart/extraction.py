@@ -126,7 +126,8 @@ def search_text(request: str) -> str:
     """The request as a tool search should read it: each URL, email address and file path replaced by
     the words for what it is. Their own words are arguments, not the task: in "move /srv/log.txt to
     /srv/old-log.txt", `log` twice would outweigh `move` and find a logging tool."""
-    spans = sorted((span for span in find_spans(request) if span.kind in _SEARCH_WORDS), key=lambda span: span.start)
+    # (Only these three kinds: the whole of `find_spans` would cost a smart request far more.)
+    spans = sorted(_address_spans(request), key=lambda span: span.start)
     parts: list[str] = []
     at = 0
     for span in spans:
@@ -140,8 +141,9 @@ def search_text(request: str) -> str:
     return "".join([*parts, request[at:]])
 
 
-def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -> list[Span]:
-    """Every typed span of `request`, and each value of `enums` (parameter -> values) that it names."""
+def _address_spans(request: str) -> list[Span]:
+    """The URLs, email addresses and file paths of `request` (a path inside a URL or an address is
+    theirs), by kind."""
     spans: list[Span] = []
     for m in _URL.finditer(request):
         text = _strip_tail(m.group(0))
@@ -152,6 +154,12 @@ def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -
         text = _strip_tail(m.group(0))
         if len(text) > 1 and not _inside(spans, m.start(), m.start() + len(text), ("url", "email")):
             spans.append(Span("path", text, m.start(), m.start() + len(text), value=text))
+    return spans
+
+
+def find_spans(request: str, enums: Mapping[str, Sequence[Any]] | None = None) -> list[Span]:
+    """Every typed span of `request`, and each value of `enums` (parameter -> values) that it names."""
+    spans = _address_spans(request)
     for m in _HOST.finditer(request):
         if (not _inside(spans, m.start(), m.end(), ("url", "email", "path")) and not m.group(0)[0].isdigit()) or (
             re.fullmatch(rf"{_IPV4}(?::\d+)?", m.group(0)) and not _inside(spans, m.start(), m.end(), ("url",))
