@@ -18,6 +18,7 @@ from tests.helpers.paths import PYTHON, ROOT
 from tests.servers.kitchen import Kitchen
 from toolscout.config import StdioServerConfig
 from toolscout.gateway.core import Gateway
+from toolscout.serve.dashboard.playground import ranked
 from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -122,3 +123,24 @@ async def test_a_lazy_server_with_known_tools_is_not_waited_for(tmp_path: Path) 
             found = await meta(gateway, "search_tools", {"query": "convert miles to kilometers"})
         assert gateway.upstream("lazy").status is Status.IDLE
     assert found["results"][0]["tool"] == "convert_units"
+
+
+async def test_the_dashboards_search_waits_as_search_tools_does_and_names_a_server_still_retrying(
+    tmp_path: Path,
+) -> None:
+    # The Search page's ranking (the playground) is a catalog question too: opened just after the
+    # gateway starts, it must not miss a server that is slow to start, and it must say which
+    # servers are still missing once it answers.
+    slow = stdio("slow", "-m", "tests.servers.sluggish", "--start-after", "1")
+    flaky = stdio(
+        "flaky", "-m", "tests.servers.sluggish", "--fail-first", str(tmp_path / "started"), connect_timeout=600
+    )
+    async with Gateway([slow, flaky]) as gateway:
+        with anyio.fail_after(BOUND):
+            hits = await ranked(gateway, "says it is up")
+            upstream = gateway.upstream("flaky")
+            while upstream.status is not Status.CONNECTING:  # its retry, after a backoff of at most a second
+                await upstream.wait_changed()
+        assert gateway.upstream("slow").status is Status.CONNECTED
+        assert gateway.connecting() == ["flaky"]
+    assert [(h.server, h.tool) for h in hits] == [("slow", "hello")]

@@ -327,6 +327,11 @@ class Gateway:
         (while the server is not connected); None when its catalog is live, declared, or absent."""
         return self._snapshots.cached_at(server)
 
+    def connecting(self) -> list[str]:
+        """The servers the request's scope sees whose tools are missing from a catalog answer now:
+        still connecting, with no stored catalog answering for them."""
+        return [u.name for u in self.upstreams if u.status is Status.CONNECTING and self.cached_at(u.name) is None]
+
     def server_status(self, upstream: Upstream) -> dict[str, Any]:
         """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready)."""
         total, enabled = self.visibility.counts(current_scope(), upstream.name)

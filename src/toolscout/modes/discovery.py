@@ -40,7 +40,6 @@ from toolscout.render.text import (
     servers_text,
     tools_text,
 )
-from toolscout.upstream import Status
 
 if TYPE_CHECKING:  # the search package (numpy) is imported when the index is built, not with the modes
     from toolscout.search.base import SearchHit
@@ -397,10 +396,7 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
         "results": [search_result(h, steps=steps, stale=gateway.cached_at(h.tool.server) is not None) for h in hits],
     }
     # Servers whose tools are missing from the ranking (those answering from the cache are in it).
-    connecting = [
-        u.name for u in gateway.upstreams if u.status is Status.CONNECTING and gateway.cached_at(u.name) is None
-    ]
-    if connecting:
+    if connecting := gateway.connecting():
         data["connecting"] = connecting
     floor = gateway.min_relevance if args.min_relevance is None else args.min_relevance
     if floor > 0:

@@ -76,7 +76,11 @@ def from_explained(
 async def ranked(gateway: Gateway, query: str, *, server: str | None = None, limit: int = 10) -> list[PlaygroundHit]:
     """The playground's ranking of `query`: every hit down to relevance 0, so that what the
     configured `minRelevance` leaves out is seen too, each with what each ranker added to it
-    (`Gateway.explain_search`) and the tool's description."""
+    (`Gateway.explain_search`) and the tool's description.
+
+    As `search_tools`, it first waits for the servers still on their first attempt to connect, so
+    a search just after the gateway starts is not missing their tools."""
+    await gateway.settle_startup()
     explained = await gateway.explain_search(query, server=server, limit=limit, min_relevance=0.0)
     descriptions: dict[tuple[str, str], str] = {}
     for hit in explained:

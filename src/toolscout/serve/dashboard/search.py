@@ -44,7 +44,7 @@ def routes(dashboard: Dashboard) -> list[BaseRoute]:
         query = request.query_params.get("q", "")
         server = request.query_params.get("server", "")
         values: dict[str, Any] = {"query_form": Markup(query_form(query, url("/search"), server))}
-        values.update(hits=None, problem=None, label=None, recorded=request.query_params.get("recorded"))
+        values.update(hits=None, connecting=[], problem=None, label=None, recorded=request.query_params.get("recorded"))
         status = 200
         if query.strip():
             try:
@@ -53,6 +53,7 @@ def routes(dashboard: Dashboard) -> list[BaseRoute]:
                 values["problem"], status = f"{exc.message} ({exc.code})", 400
             else:
                 values["hits"] = Markup(hits_table(hits, run_link=url("/run")))
+                values["connecting"] = dashboard.gateway.connecting()
                 if principal_of(request).admin:
                     tools = [(s, t) for s, names in picker(dashboard) for t in names]
                     hidden = {CSRF_FIELD: csrf_token_of(request)}
