@@ -175,4 +175,18 @@ def test_a_tool_search_reads_what_a_value_is_not_its_words() -> None:
         "fetch url and mail email address"
     )
     assert search_text("list the directory /srv/app").strip() == "list the directory"
-    assert search_text("convert 5 km to miles") == "convert 5 km to miles"  # units are the task's words
+
+
+def test_a_tool_search_reads_the_kinds_of_value_a_request_carries() -> None:
+    # Two units of one dimension are a conversion: the dimension is what a converter's description names.
+    assert search_text("turn 37 celsius into fahrenheit") == "turn 37 celsius into fahrenheit temperature units"
+    assert search_text("convert 5 km to miles") == "convert 5 km to miles length units"
+    assert search_text("show the first 200 bytes of notes.md") == "show the first 200 bytes of file"  # a limit
+    assert search_text("what's the time in Asia/Tokyo") == "what's the time in Asia/Tokyo timezone"
+    assert search_text("what's the time in Tokyo") == "what's the time in Tokyo"  # a city is not a zone's name
+    assert search_text("what is (3 + 4) * 12") == "what is (3 + 4) * 12 arithmetic expression"
+    assert search_text("evaluate 144 / 12 - 3").endswith("arithmetic expression")
+    assert search_text("what does sqrt(2) come to").endswith("arithmetic expression")
+    # Dates and ranges are not formulas.
+    assert search_text("meetings on 2026-11-28 or 11/29") == "meetings on 2026-11-28 or 11/29"
+    assert search_text("pages 3-4 of the report") == "pages 3-4 of the report"

@@ -23,7 +23,9 @@ from typing import Any, cast
 
 from toolscout.search.text import STOPWORDS, split_identifier, stem
 from toolscout.smart.moments import form_of
+from toolscout.smart.places import names_a_zone
 from toolscout.smart.readers import readings, spec_of
+from toolscout.smart.units import mentions
 
 _QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|“([^”\n]{1,400})”|'([^'\n]{1,400})'(?![a-z])|`([^`\n]{1,400})`")
 _URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s<>\"'`]+", re.I)
@@ -124,8 +126,9 @@ _SEARCH_WORDS = {"url": "url", "email": "email address", "path": "file"}
 
 def search_text(request: str) -> str:
     """The request as a tool search should read it: each URL, email address and file path replaced by
-    the words for what it is. Their own words are arguments, not the task: in "move /srv/log.txt to
-    /srv/old-log.txt", `log` twice would outweigh `move` and find a logging tool."""
+    the words for what it is, and words added for the kinds of value a tool's description names
+    but the request may not (`_kind_words`). A value's own words are arguments, not the task: in
+    "move /srv/log.txt to /srv/old-log.txt", `log` twice would outweigh `move` and find a logging tool."""
     # (Only these three kinds: the whole of `find_spans` would cost a smart request far more.)
     spans = sorted(_address_spans(request), key=lambda span: span.start)
     parts: list[str] = []
@@ -138,7 +141,32 @@ def search_text(request: str) -> str:
             word = ""
         parts += [request[at : span.start], word]
         at = span.end
-    return "".join([*parts, request[at:]])
+    text = "".join([*parts, request[at:]])
+    return text + _kind_words(request)
+
+
+# A formula: `*`, `+`, `^` or `%` between operands, `-` or `/` spaced between them (unspaced, they
+# are dates: 2026-11-28, 11/28), or a function applied.
+_ARITHMETIC = re.compile(r"[\d)]\s*[*+^%]\s*[\d(]|[\d)]\s+[-/]\s+[\d(]|\b(?:sqrt|log|sin|cos|tan|exp)\s*\(", re.I)
+
+
+def _kind_words(request: str) -> str:
+    """Words for the kinds of value the request carries that its own words may not say: the
+    dimension of two units it converts between ("celsius into fahrenheit": temperature units),
+    "timezone" for an IANA zone name, "arithmetic expression" for a formula."""
+    named: dict[str, set[str]] = {}
+    for mention in mentions(request):
+        named.setdefault(mention.unit.dimension, set()).add(mention.unit.key)
+    # Two units of one dimension are a conversion; one alone is as often a size or a limit ("the
+    # first 200 bytes"), where the dimension's word would mislead.
+    words = [dimension for dimension, keys in named.items() if len(keys) > 1]
+    if words:
+        words.append("units")
+    if names_a_zone(request):
+        words.append("timezone")
+    if _ARITHMETIC.search(request):
+        words.append("arithmetic expression")
+    return (" " + " ".join(words)) if words else ""
 
 
 def _address_spans(request: str) -> list[Span]:

@@ -125,6 +125,12 @@ def _pattern() -> re.Pattern[str]:
 _ZONE_NAME = re.compile(r"(?<![\w/])[A-Z][A-Za-z_+-]*(?:/[A-Za-z0-9_+-]+){1,2}(?![\w/])")
 
 
+def names_a_zone(request: str) -> bool:
+    """Whether `request` writes an IANA zone name ("Asia/Tokyo"), not a place in words."""
+    known = zones()
+    return any(m.group(0) in known for m in _ZONE_NAME.finditer(request))
+
+
 @dataclass(frozen=True)
 class Place:
     """A place the request names, with the zone it reads as and the word just before it ("in", "from")."""
