@@ -191,3 +191,12 @@ async def test_required_arguments_the_llm_left_out_are_read_from_the_words() -> 
     assert data["parameters"]["value"] == 5
     assert {"from_unit", "to_unit"} <= set(data["parameters"])
     assert data["execution_result"]["structuredContent"]["to_unit"] == "km"
+
+
+async def test_an_llm_that_maps_no_arguments_leaves_the_whole_reading_to_the_words() -> None:
+    # It picks right and maps nothing: the limit the request names is read too, not only the path.
+    model = ScriptedModel("files/read_file", 0.9, [{}])
+    result, _ = await with_llm(model, "show the first 200 bytes of data/cities.csv from the sample files")
+    data = ran(result)
+    assert data["parameters"] == {"path": "data/cities.csv", "max_bytes": 200}
+    assert data["parameter_extraction"]["source"] == "rules"

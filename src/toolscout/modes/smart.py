@@ -457,12 +457,18 @@ class SmartDiscovery:
     def _completed(
         self, args: SmartArgs, tool: CatalogTool, arguments: dict[str, Any], missing: list[str]
     ) -> tuple[dict[str, Any], str, list[str]]:
-        """The LLM's `arguments`, with the required ones it left out (`missing`) read by the extractor."""
-        if not missing:
+        """The LLM's `arguments`, with the required ones it left out (`missing`) read by the extractor.
+
+        An LLM that mapped nothing at all said nothing of the arguments: the extractor's whole
+        reading stands, as without an LLM (an empty mapping is right only for a tool whose
+        parameters the request does not speak of, and then the extractor reads none either)."""
+        if not missing and arguments:
             return arguments, "llm", missing
         from toolscout.smart.extraction import extract_arguments
 
         found = extract_arguments(self._text(args), tool.input_schema)
+        if not arguments:
+            return found.arguments, "rules", found.missing_required
         added = {name: found.arguments[name] for name in missing if name in found.arguments}
         if not added:
             return arguments, "llm", missing
