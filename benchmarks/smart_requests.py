@@ -29,9 +29,10 @@ Per mode, with 95% bootstrap intervals (2,000 resamples of the requests):
   (the tool's own answer is not judged);
 * held back: nothing was executed, over the must-not-run requests; and how many of those ran
   (target 0);
-* wrong runs: a call was executed that is not the expected one; for the wrong LLM, also those
-  where hybrid search without the LLM had committed to the right tool (the LLM overrode a
-  confident search).
+* wrong runs: a call was executed that is not the expected one; for a mode with an LLM, also
+  those where hybrid search without the LLM had committed to the right tool (the LLM overrode the
+  search), and in brackets those where it had done so with at least `CONFIDENT_SEARCH` (the
+  search was confident: the target is none).
 
 Then (unless `--skip-extraction`) the extractor alone on the MIT and Apache-2.0 rows of
 `../shared/train/argument_extraction.jsonl`: the share of rows whose arguments are exactly right,
@@ -66,6 +67,7 @@ from toolscout.demo import files, notes, text, units
 from toolscout.gateway.core import Gateway
 from toolscout.modes.smart import SmartArgs, SmartDiscovery, llm_source
 from toolscout.search.evaluation import bootstrap_interval
+from toolscout.smart.selection import CONFIDENT_SEARCH
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 DATA = Path(__file__).resolve().parent / "data" / "smart_requests.jsonl"
@@ -259,6 +261,8 @@ class Outcome:
     executed: list[tuple[str, dict[str, Any]]]
     status: str
     """ran, confirmation_required, arguments, not_found, failed, timeout."""
+    confidence: float | None = None
+    """The `confidence_score` of the tool it committed to."""
 
 
 def outcome_of(result: types.CallToolResult | None, executed: list[tuple[str, dict[str, Any]]]) -> Outcome:
@@ -277,7 +281,9 @@ def outcome_of(result: types.CallToolResult | None, executed: list[tuple[str, di
         status = "not_found"
     else:
         status = "failed"
-    return Outcome(str(chosen) if chosen else None, planned, executed, status)
+    confidence = data.get("confidence_score")
+    score = float(confidence) if isinstance(confidence, int | float) else None
+    return Outcome(str(chosen) if chosen else None, planned, executed, status, score)
 
 
 async def run_one(smart: SmartDiscovery, gateway: RecordingGateway, request: str) -> Outcome:
@@ -310,6 +316,7 @@ class Scores:
     held: list[float] = field(default_factory=list[float])
     wrong_runs: list[float] = field(default_factory=list[float])
     overrode: int = 0
+    overrode_confident: int = 0
     statuses: dict[str, int] = field(default_factory=dict[str, int])
 
 
@@ -331,6 +338,7 @@ def score(rows: Sequence[Row], outcomes: Sequence[Outcome], baseline: Sequence[O
             s.held.append(float(not out.executed))
         if wrong and baseline is not None and row.right_tool(baseline[index].chosen):
             s.overrode += 1
+            s.overrode_confident += (baseline[index].confidence or 0.0) >= CONFIDENT_SEARCH
     return s
 
 
@@ -347,12 +355,12 @@ def report(rows: Sequence[Row], results: Mapping[str, Scores]) -> list[str]:
         f"{len(rows)} requests: " + ", ".join(f"{kind} {n}" for kind, n in counts.items()),
         "",
         "| mode | right tool | right tool and arguments | ran correctly | held back when it should "
-        "| must-not-run requests that ran | wrong runs | wrong runs where search was confident |",
+        "| must-not-run requests that ran | wrong runs | wrong runs over the search's right pick (confident) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for mode, s in results.items():
         ran_anyway = sum(1 for h in s.held if not h)
-        overrode = str(s.overrode) if "LLM" in mode else "—"
+        overrode = f"{s.overrode} ({s.overrode_confident})" if "LLM" in mode else "—"
         lines.append(
             f"| {mode} | {_mean(s.right_tool)} | {_mean(s.right_call)} | {_mean(s.ran_right)} | {_mean(s.held)} "
             f"| {ran_anyway} of {len(s.held)} | {int(sum(s.wrong_runs))} | {overrode} |"
@@ -367,6 +375,7 @@ def report(rows: Sequence[Row], results: Mapping[str, Scores]) -> list[str]:
                 "must_not_run_ran": ran_anyway,
                 "wrong_runs": int(sum(s.wrong_runs)),
                 "overrode": s.overrode,
+                "overrode_confident": s.overrode_confident,
                 "statuses": s.statuses,
             },
         )
