@@ -182,6 +182,8 @@ def test_a_tool_search_reads_the_kinds_of_value_a_request_carries() -> None:
     assert search_text("turn 37 celsius into fahrenheit") == "turn 37 celsius into fahrenheit temperature units"
     assert search_text("convert 5 km to miles") == "convert 5 km to miles length units"
     assert search_text("show the first 200 bytes of notes.md") == "show the first 200 bytes of file"  # a limit
+    assert search_text("the hour and minute hands at 6:30") == "the hour and minute hands at 6:30"  # no quantity
+    assert search_text("convert 150 euros to dollars") == "convert 150 euros to dollars currency"  # money
     assert search_text("what's the time in Asia/Tokyo") == "what's the time in Asia/Tokyo timezone"
     assert search_text("what's the time in Tokyo") == "what's the time in Tokyo"  # a city is not a zone's name
     assert search_text("what is (3 + 4) * 12") == "what is (3 + 4) * 12 arithmetic expression"

@@ -155,13 +155,19 @@ def _kind_words(request: str) -> str:
     dimension of two units it converts between ("celsius into fahrenheit": temperature units),
     "timezone" for an IANA zone name, "arithmetic expression" for a formula."""
     named: dict[str, set[str]] = {}
+    counted: set[str] = set()
     for mention in mentions(request):
         named.setdefault(mention.unit.dimension, set()).add(mention.unit.key)
-    # Two units of one dimension are a conversion; one alone is as often a size or a limit ("the
-    # first 200 bytes"), where the dimension's word would mislead.
-    words = [dimension for dimension, keys in named.items() if len(keys) > 1]
+        if re.search(r"\d\s?$", request[: mention.start]):
+            counted.add(mention.unit.dimension)
+    # Two units of one dimension, one of them a number's, are a conversion; a unit alone is as
+    # often a size or a limit ("the first 200 bytes"), and unit words alone ("the hour and minute
+    # hands") are no quantity: there the dimension's word would mislead. Money is a currency, not a unit.
+    dimensions = [d for d, keys in named.items() if len(keys) > 1 and d in counted]
+    words = [d for d in dimensions if d != "currency"]
     if words:
         words.append("units")
+    words += [d for d in dimensions if d == "currency"]
     if names_a_zone(request):
         words.append("timezone")
     if _ARITHMETIC.search(request):
