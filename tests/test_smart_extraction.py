@@ -192,3 +192,14 @@ def test_a_tool_search_reads_the_kinds_of_value_a_request_carries() -> None:
     # Dates and ranges are not formulas.
     assert search_text("meetings on 2026-11-28 or 11/29") == "meetings on 2026-11-28 or 11/29"
     assert search_text("pages 3-4 of the report") == "pages 3-4 of the report"
+
+
+def test_as_many_quoted_texts_as_required_strings_go_in_order() -> None:
+    diff = schema(["before", "after"], before=STRING, after=STRING, context_lines={"type": "integer"})
+    found = extract_arguments('what changed between "red green blue" and "red yellow blue"', diff)
+    assert found.arguments == {"before": "red green blue", "after": "red yellow blue"}
+    # Not when another string parameter could take one of them: no order decides then.
+    other = schema(["before", "after"], before=STRING, after=STRING, label=STRING)
+    assert extract_arguments('diff "apples" against "oranges"', other).arguments == {}
+    # Nor when the counts differ.
+    assert extract_arguments('diff "apples" against pears', diff).missing_required == ["before", "after"]

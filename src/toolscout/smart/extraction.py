@@ -522,6 +522,11 @@ def _only_choice(
     plain = [j for j, s in enumerate(spans) if s.kind == "quoted"]
     if len(open_strings) == 1 and len(plain) == 1:
         found.append((THRESHOLD, open_strings[0], plain[0]))
+    # As many quoted texts as open required strings, and every string parameter open: they go in
+    # order ('diff "apples" against "oranges"' for `before` and `after`).
+    strings = [i for i, p in enumerate(params) if p.type == "string" and not p.enum]
+    if 1 < len(open_strings) == len(plain) and len(strings) == len(open_strings):
+        found.extend((THRESHOLD, i, j) for i, j in zip(open_strings, plain, strict=True))
     # The lone number of a request goes to the lone numeric parameter.
     numeric = [i for i, p in enumerate(params) if p.type in ("integer", "number") and i not in taken]
     # A number counting something else ("3 baths") is not the lone number of a `number_of_beds`.
