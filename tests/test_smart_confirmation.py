@@ -167,3 +167,13 @@ async def test_replicas_sharing_redis_honour_each_others_confirmation_once(era: 
         assert not ran.is_error, text(ran)
         held_because(await ask(on_first, request=PURGE, **planned), "was used already")
     assert purged == [ARCHIVE]
+
+
+async def test_a_destructive_request_in_other_words_is_found_and_held() -> None:
+    # "get rid of" says delete without the word: the destructive tool is found, and held.
+    purged: list[dict[str, Any]] = []
+    async with smart_gateway(purged=purged) as gateway, smart_client(gateway, ERAS[-1]) as client:
+        data = structured(await ask(client, request="get rid of the notes in folder 'archive'"))
+    assert data["status"] == "confirmation_required", data
+    assert data["tool_name"] == "vault/purge_notes" and data["planned_call"]["arguments"] == ARCHIVE
+    assert purged == []

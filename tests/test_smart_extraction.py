@@ -189,6 +189,9 @@ def test_a_tool_search_reads_the_kinds_of_value_a_request_carries() -> None:
     assert search_text("what is (3 + 4) * 12") == "what is (3 + 4) * 12 arithmetic expression"
     assert search_text("evaluate 144 / 12 - 3").endswith("arithmetic expression")
     assert search_text("what does sqrt(2) come to").endswith("arithmetic expression")
+    # A destructive request is read by the word the destructive tool's description uses.
+    assert search_text("get rid of note 42") == "delete note 42"
+    assert search_text("please throw away the old drafts") == "please delete the old drafts"
     # Dates and ranges are not formulas.
     assert search_text("meetings on 2026-11-28 or 11/29") == "meetings on 2026-11-28 or 11/29"
     assert search_text("pages 3-4 of the report") == "pages 3-4 of the report"

@@ -126,9 +126,10 @@ _SEARCH_WORDS = {"url": "url", "email": "email address", "path": "file"}
 
 def search_text(request: str) -> str:
     """The request as a tool search should read it: each URL, email address and file path replaced by
-    the words for what it is, and words added for the kinds of value a tool's description names
-    but the request may not (`_kind_words`). A value's own words are arguments, not the task: in
-    "move /srv/log.txt to /srv/old-log.txt", `log` twice would outweigh `move` and find a logging tool."""
+    the words for what it is, a phrase for deleting by the word "delete" (`_IDIOMS`), and words
+    added for the kinds of value a tool's description names but the request may not (`_kind_words`).
+    A value's own words are arguments, not the task: in "move /srv/log.txt to /srv/old-log.txt",
+    `log` twice would outweigh `move` and find a logging tool."""
     # (Only these three kinds: the whole of `find_spans` would cost a smart request far more.)
     spans = sorted(_address_spans(request), key=lambda span: span.start)
     parts: list[str] = []
@@ -141,8 +142,13 @@ def search_text(request: str) -> str:
             word = ""
         parts += [request[at : span.start], word]
         at = span.end
-    text = "".join([*parts, request[at:]])
+    text = _IDIOMS.sub("delete", "".join([*parts, request[at:]]))
     return text + _kind_words(request)
+
+
+# Phrases that mean "delete" in words no tool's description uses ("get rid of" would otherwise
+# read as "get"): a destructive request must find the destructive tool, which is then confirmed.
+_IDIOMS = re.compile(r"\b(?:get(?:ting)? rid of|throw(?:ing)? (?:away|out)|do(?:ing)? away with|wipe out)\b", re.I)
 
 
 # A formula: `*`, `+`, `^` or `%` between operands, `-` or `/` spaced between them (unspaced, they
