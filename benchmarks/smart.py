@@ -83,6 +83,7 @@ from toolscout.search.evaluation import (
     load_servers_file,
     servers_beside,
 )
+from toolscout.smart.extraction import search_text
 from toolscout.smart.llm import LLMProvider, OpenAICompatibleLLM, map_with_llm
 from toolscout.smart.selection import Choice, LLMPick, choose, select_with_llm
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
@@ -155,8 +156,10 @@ def offline_choices(
     out: dict[str, tuple[list[Key], float]] = {}
     plain = backend.search(query, limit=3)
     out[SEARCH] = ([(h.tool.server, h.tool.name) for h in plain], plain[0].relevance if plain else 0.0)
+    # Smart mode searches the request as `search_text` reads it (`SmartDiscovery._select`).
+    searched = search_text(query)
     for mode, method in MODES:
-        hits = method_hits(backend, query, limit=CANDIDATES, method=method)
+        hits = method_hits(backend, searched, limit=CANDIDATES, method=method)
         choices = choose(hits, mode=mode, weights=CONFIG.weights)
         out[mode] = (_keys(choices), _top(choices))
         if mode == "hybrid":
