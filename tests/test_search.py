@@ -172,6 +172,22 @@ def test_named_tool_goes_first_in_hybrid_search() -> None:
     assert backend.search("read_file")[0].relevance == 1.0
 
 
+def test_a_query_naming_server_and_tool_puts_that_servers_tool_first() -> None:
+    catalog = Catalog()
+    catalog.set_server_tools("files", [_tool("read_file", "Read a file of the sample folder.")])
+    catalog.set_server_tools("filesystem", [_tool("read_file", "Read the complete contents of a file.")])
+    catalog.set_server_tools("notes", [_tool("get_note", "Read one note.")])
+    backend = HybridBackend(None)
+    backend.rebuild(catalog.tools())
+    for query in ("filesystem/read_file", "filesystem.read_file", "Filesystem ReadFile", "files/read_file"):
+        hits = backend.search(query, limit=3)
+        server = query.split("/")[0].split(".")[0].split()[0].lower()
+        assert [h.tool.server for h in hits[:2]] == [server, "files" if server == "filesystem" else "filesystem"]
+        assert hits[0].relevance == 1.0 and hits[1].relevance < 1.0, query
+    # Without a server, both are named alike.
+    assert [h.relevance for h in backend.search("read_file", limit=2)] == [1.0, 1.0]
+
+
 def test_long_tasks_are_split_into_steps() -> None:
     assert split_steps("Read the config file. Then create an issue on GitHub about it.", 2) == [
         "Read the config file.",

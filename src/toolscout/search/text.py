@@ -169,6 +169,8 @@ FUZZY_MAX_WORDS = 6
 # rapidfuzz ratio (0-100) from which a name counts as meant: one typo in an 8-letter name is ~88.
 FUZZY_CUTOFF = 85.0
 SERVER_BOOST = 0.3
+OTHER_SERVERS_NAME = 0.9
+"""The name score of a tool named without its server when the query names the same tool of another server."""
 
 
 class NameMatcher:
@@ -214,6 +216,7 @@ class NameMatcher:
             for n in range(1, min(self._longest, len(words)) + 1)
             for i in range(len(words) - n + 1)
         }
+        qualified: set[int] = set()
         for gram in grams:
             for i in self._by_server.get(gram, ()):
                 out[i] = max(out[i], SERVER_BOOST)
@@ -223,6 +226,13 @@ class NameMatcher:
                     out[i] = 1.0
                 for i in self._by_qualified.get(gram, ()):
                     out[i] = 1.0
+                    qualified.add(i)
+        # "filesystem/read_file" names one server's tool: another server's `read_file` is named
+        # too, but less (it still comes before the tools not named at all).
+        named = {self._names[i] for i in qualified}
+        for i in np.flatnonzero(out >= 1.0):
+            if i not in qualified and self._names[i] in named:
+                out[i] = OTHER_SERVERS_NAME
         if self.fuzzy and len(words) <= FUZZY_MAX_WORDS and float(out.max()) < 1.0:
             for _, score, i in process.extract(
                 whole, self._names, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=5
