@@ -76,6 +76,22 @@ async def test_search_ranks_filters_and_limits(era: str) -> None:
         assert "No tools match" in text(nothing)
 
 
+async def test_search_tools_teaches_short_queries_one_per_step() -> None:
+    async with connected(ERAS[-1]) as (client, _):
+        listed = await client.list_tools()
+        search = next(t for t in listed.tools if t.name == "search_tools")
+        assert "one per step" in search.input_schema["properties"]["query"]["description"]
+        # A pasted request is answered, and told how to ask better; a short query is not lectured.
+        pasted = "hi, could you please look up for me what the weather is like right now over in Paris, thanks"
+        long = await client.call_tool("search_tools", {"query": pasted})
+        assert structured(long)["results"][0]["tool"] == "get_weather"
+        assert "verb and an object" in structured(long)["hint"] and "verb and an object" in text(long)
+        short = await client.call_tool("search_tools", {"query": "weather in a city"})
+        assert "hint" not in structured(short) and "verb and an object" not in text(short)
+        steps = await client.call_tool("search_tools", {"query": ["get the weather in Paris", "add a note about it"]})
+        assert "hint" not in structured(steps)
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_disabled_tools_hidden_unless_asked_and_never_executed(era: str) -> None:
     rules = [ToolRule(pattern=["delete_*"], enabled=False, tags=["dangerous"])]

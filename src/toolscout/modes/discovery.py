@@ -323,7 +323,7 @@ class ListServersArgs(ArgsModel):
 
 
 class SearchToolsArgs(ArgsModel):
-    query: str | list[str] = Field(description="The task in plain words, or its steps.")
+    query: str | list[str] = Field(description="Verb and object ('read file'), or one per step.")
     server: str | None = Field(None, description="Only this server.")
     # The bounds go unsaid to keep the meta-tools within 350 tokens: a call past them is refused
     # with a message that states them (`parse_arguments`).
@@ -387,6 +387,13 @@ def search_result(hit: SearchHit, *, steps: bool = False, stale: bool = False) -
     }
 
 
+LONG_QUERY_WORDS = 12
+"""A query of more words than this is a pasted request, not an agent's query: the answer says how to ask."""
+LONG_QUERY_HINT = "Shorter queries find tools better: a verb and an object ('read file'), and a list, one per step."
+"""Agent-written action-object queries beat pasted user requests by a wide margin in published LiveMCPBench
+runs; the tool's own description says the same in fewer words."""
+
+
 async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToolResult:
     await gateway.settle_startup()
     hits = await gateway.search(args.query, server=args.server, limit=args.limit, min_relevance=args.min_relevance)
@@ -395,6 +402,8 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
         "query": args.query,
         "results": [search_result(h, steps=steps, stale=gateway.cached_at(h.tool.server) is not None) for h in hits],
     }
+    if isinstance(args.query, str) and len(args.query.split()) > LONG_QUERY_WORDS:
+        data["hint"] = LONG_QUERY_HINT
     # Servers whose tools are missing from the ranking (those answering from the cache are in it).
     if connecting := gateway.connecting():
         data["connecting"] = connecting
@@ -471,7 +480,7 @@ META_TOOLS: tuple[MetaTool, ...] = (
     ),
     MetaTool(
         "search_tools",
-        "Find tools for a task across all servers, ranked. Start here.",
+        "Find tools across all servers, ranked. Start here.",
         SearchToolsArgs,
         handler=search_tools,
     ),

@@ -74,15 +74,16 @@ def search_text(data: Mapping[str, Any]) -> str:
     note = f" Still connecting: {', '.join(pending)}." if pending else ""
     query: Any = data["query"]
     asked = repr(query) if isinstance(query, str) else " + ".join(repr(q) for q in cast(list[str], query))
+    hint = f" {data['hint']}" if data.get("hint") else ""
     if not results:
         closest = cast(Mapping[str, Any] | None, data.get("closest"))
         if closest is not None:
             return (
                 f"No tools match {asked} above relevance {data['minRelevance']}; the closest is "
                 f"{closest['server']} / {closest['tool']} ({closest['relevance']:.3f}), and minRelevance: 0 "
-                f"lists the weaker matches.{note} Or try other words, or list_tools(server)."
+                f"lists the weaker matches.{note} Or try other words, or list_tools(server).{hint}"
             )
-        return f"No tools match {asked}.{note} Try other words, or list_tools(server)."
+        return f"No tools match {asked}.{note} Try other words, or list_tools(server).{hint}"
     lines = [f"{counted(len(results), 'tool')} for {asked}:"]
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
@@ -92,7 +93,7 @@ def search_text(data: Mapping[str, Any]) -> str:
         lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
         if r.get("signature"):
             lines.append(f"  {r['signature']}")
-    lines.append("Next: get_tool_details(server, tool), then execute_tool." + note)
+    lines.append("Next: get_tool_details(server, tool), then execute_tool." + note + hint)
     return "\n".join(lines)
 
 
