@@ -311,6 +311,7 @@ async def test_semantic_settings_change_the_running_gateway_and_the_file(sandbox
                 "maxQueryChars": settings["search"]["maxQueryChars"],
                 "maxQuerySteps": settings["search"]["maxQuerySteps"],
                 "fuzzyNames": True,
+                "nothingFitsBelow": 0.1,
                 "embeddings": None,
             },
             "applied": False,

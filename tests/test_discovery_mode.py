@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 import mcp_types as types
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, connected, error_of, structured, text
 from tests.servers.kitchen import TINY_PNG, Kitchen
 from toolscout.config import ToolRule
+from toolscout.config.models import SearchConfig
+from toolscout.demo import notes, units
+from toolscout.demo import text as text_server
 from toolscout.gateway.core import Gateway
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -90,6 +96,27 @@ async def test_search_tools_teaches_short_queries_one_per_step() -> None:
         assert "hint" not in structured(short) and "verb and an object" not in text(short)
         steps = await client.call_tool("search_tools", {"query": ["get the weather in Paris", "add a note about it"]})
         assert "hint" not in structured(steps)
+
+
+async def test_search_tools_says_when_nothing_fits_and_still_shows_the_closest(tmp_path: Path) -> None:
+    specs = [
+        UpstreamSpec("units", InProcessUpstream(units.build_server())),
+        UpstreamSpec("text", InProcessUpstream(text_server.build_server())),
+        UpstreamSpec("notes", InProcessUpstream(notes.build_server(tmp_path / "notes.json"))),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway), mode=ERAS[-1]) as client:
+            flight = await client.call_tool("search_tools", {"query": "book me a flight to Lisbon"})
+            assert structured(flight)["nothingFits"] is True and structured(flight)["results"]
+            assert text(flight).startswith("Nothing fits 'book me a flight to Lisbon' well")
+            convert = await client.call_tool("search_tools", {"query": "convert miles to kilometers"})
+            assert "nothingFits" not in structured(convert) and "Nothing fits" not in text(convert)
+            # `search.nothingFitsBelow: 0` never says so.
+            await gateway.configure_search(SearchConfig(nothing_fits_below=0.0))
+            again = await client.call_tool("search_tools", {"query": "book me a flight to Lisbon"})
+            assert "nothingFits" not in structured(again)
 
 
 @pytest.mark.parametrize("era", ERAS)

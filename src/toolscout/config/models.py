@@ -193,6 +193,10 @@ DEFAULT_MIN_RELEVANCE = 0.005
 """Hits below this relevance are left out unless asked. It is the highest floor that leaves out almost
 none of the relevant tools of a top 10 on the dev sets, while it cuts the near-zero tail that pads a
 small catalog's list (docs/BENCHMARKS.md, "Relevance floor")."""
+DEFAULT_NOTHING_FITS_BELOW = 0.1
+"""Below this relevance of its best hit, a search says nothing fits well. Chosen on the training
+pairs' validation split, searched with and without the right server: the highest value that flags
+no more than 3% of the answerable requests (docs/BENCHMARKS.md, "Saying when nothing fits")."""
 
 DEFAULT_MAX_QUERY_CHARS = 2000
 """The longest search query, in characters (a task's steps counted together). Scoring costs time in
@@ -266,6 +270,9 @@ class SearchConfig(_Model):
     min_relevance: float = Field(default=DEFAULT_MIN_RELEVANCE, ge=0.0, le=1.0)
     """Hits below this relevance are not returned (0 keeps everything); `search_tools(minRelevance)`
     and `toolscout search --min-relevance` ask otherwise for one search."""
+    nothing_fits_below: float = Field(default=DEFAULT_NOTHING_FITS_BELOW, ge=0.0, le=1.0)
+    """When the best hit's relevance is below this, `search_tools` says nothing fits well (`nothingFits`)
+    and suggests other words: the task may need a tool no server offers. 0 never says so."""
     max_query_chars: int = Field(default=DEFAULT_MAX_QUERY_CHARS, ge=100)
     """The longest query searched, in characters, a list's steps counted together; a longer one is
     refused with an error saying the limit (every path: search_tools, `toolscout search`)."""

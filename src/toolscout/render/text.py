@@ -85,6 +85,11 @@ def search_text(data: Mapping[str, Any]) -> str:
             )
         return f"No tools match {asked}.{note} Try other words, or list_tools(server).{hint}"
     lines = [f"{counted(len(results), 'tool')} for {asked}:"]
+    if data.get("nothingFits"):
+        lines[0] = (
+            f"Nothing fits {asked} well: the task may need a tool no server offers, or other words. "
+            f"The closest {counted(len(results), 'tool')}:"
+        )
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         stale = ", cached" if r.get("stale") else ""
