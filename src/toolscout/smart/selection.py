@@ -93,13 +93,14 @@ class Choice:
         return f"{self.tool.server}/{self.tool.name}"
 
 
-CONFIDENCE = (-1.4035, 8.1694, 0.9077, 4.1944, -2.6772)
+CONFIDENCE = (-1.3126, 6.6147, 2.2031, 7.2217, -4.9916)
 """The weights of `confidence_features` in the logistic model of the chance that a candidate is the
 tool the request needs, fitted by scripts/fit_smart_confidence.py on the argument-extraction
 requests of ../shared/train (MIT/Apache sources; requests that carry their values, as smart ones
-do) in small and large catalogs, with the packaged static embeddings' cosines. On its held-out
-source it runs the top tool for far more requests than the search's relevance at the same
-threshold, at the same precision (docs/BENCHMARKS.md, "Smart mode")."""
+do), searched as smart mode searches them, in a large catalog, a small one, and a small one that
+lacks the right tool (where a lone weak match leads by far yet is wrong). On its held-out source it
+runs the top tool for far more requests than the search's relevance at the same threshold, at the
+same precision (docs/BENCHMARKS.md, "Smart mode")."""
 
 
 def confidence_features(hits: Sequence[MethodHit]) -> list[list[float]]:
