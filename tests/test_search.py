@@ -172,6 +172,26 @@ def test_named_tool_goes_first_in_hybrid_search() -> None:
     assert backend.search("read_file")[0].relevance == 1.0
 
 
+def test_enum_values_are_words_a_search_matches() -> None:
+    mode = {"type": "string", "enum": ["eco", "turbo", "silent"], "description": "The mode to set."}
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "fan",
+        [
+            types.Tool(
+                name="set_mode",
+                description="Set the fan.",
+                input_schema={"type": "object", "properties": {"mode": mode}},
+            ),
+            _tool("get_status", "Status of the fan: speed and temperature."),
+        ],
+    )
+    backend = BM25Backend()
+    backend.rebuild(catalog.tools())
+    assert [h.tool.name for h in backend.search("switch the fan to turbo")][:1] == ["set_mode"]
+    assert "turbo" in bm25.parameter_text({"properties": {"mode": mode}}).split()
+
+
 def test_a_query_naming_server_and_tool_puts_that_servers_tool_first() -> None:
     catalog = Catalog()
     catalog.set_server_tools("files", [_tool("read_file", "Read a file of the sample folder.")])

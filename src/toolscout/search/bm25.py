@@ -41,8 +41,13 @@ class FieldWeights:
     server_context: int = 0
 
 
+ENUM_VALUES_INDEXED = 20
+"""The most of one parameter's enum values indexed (a long list is data, not words a task uses)."""
+
+
 def parameter_text(schema: Mapping[str, Any]) -> str:
-    """Top-level parameter names and descriptions of an input schema, as one string."""
+    """Top-level parameter names, descriptions and string enum values of an input schema, as one
+    string. The values are words a request uses ("upper case", "kebab") that a description may not."""
     properties: Any = schema.get("properties")
     if not isinstance(properties, dict):
         return ""
@@ -50,9 +55,13 @@ def parameter_text(schema: Mapping[str, Any]) -> str:
     for name, spec in cast(dict[str, Any], properties).items():
         parts.append(name)
         if isinstance(spec, dict):
-            description: Any = cast(dict[str, Any], spec).get("description")
+            fields = cast(dict[str, Any], spec)
+            description: Any = fields.get("description")
             if isinstance(description, str):
                 parts.append(description)
+            values: Any = fields.get("enum")
+            if isinstance(values, list):
+                parts.extend(v for v in cast(list[Any], values)[:ENUM_VALUES_INDEXED] if isinstance(v, str))
     return " ".join(parts)
 
 
