@@ -119,6 +119,29 @@ async def test_search_tools_says_when_nothing_fits_and_still_shows_the_closest(t
             assert "nothingFits" not in structured(again)
 
 
+async def test_a_long_request_is_read_as_its_steps_and_each_step_gets_its_tool(tmp_path: Path) -> None:
+    specs = [
+        UpstreamSpec("units", InProcessUpstream(units.build_server())),
+        UpstreamSpec("text", InProcessUpstream(text_server.build_server())),
+        UpstreamSpec("notes", InProcessUpstream(notes.build_server(tmp_path / "notes.json"))),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway), mode=ERAS[-1]) as client:
+            request = "Convert the marathon distance from miles to kilometres, then create a new note with the result."
+            result = await client.call_tool("search_tools", {"query": request, "limit": 1})
+    data = structured(result)
+    assert data["steps"] == [
+        "Convert the marathon distance from miles to kilometres",
+        "create a new note with the result.",
+    ]
+    tools = {(r["server"], r["tool"]): r["steps"] for r in data["results"]}
+    # The whole request's best, and each step's best even past `limit`, each saying its step.
+    assert tools[("units", "convert_units")] == [1] and tools[("notes", "create_note")] == [2]
+    assert "Steps read: 1. Convert the marathon distance" in text(result)
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_disabled_tools_hidden_unless_asked_and_never_executed(era: str) -> None:
     rules = [ToolRule(pattern=["delete_*"], enabled=False, tags=["dangerous"])]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import mcp_types as types
@@ -398,8 +398,12 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
     await gateway.settle_startup()
     hits = await gateway.search(args.query, server=args.server, limit=args.limit, min_relevance=args.min_relevance)
     steps = isinstance(args.query, list)
+    parts = _steps_of(args.query)
+    if parts:
+        hits, steps = await _with_steps(gateway, hits, parts, args), True
     data: dict[str, Any] = {
         "query": args.query,
+        **({"steps": parts} if parts else {}),
         "results": [search_result(h, steps=steps, stale=gateway.cached_at(h.tool.server) is not None) for h in hits],
     }
     if isinstance(args.query, str) and len(args.query.split()) > LONG_QUERY_WORDS:
@@ -423,6 +427,42 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
                     "relevance": weaker[0].relevance,
                 }
     return tool_result(data, search_text(data))
+
+
+def _steps_of(query: str | list[str]) -> list[str]:
+    """The steps of one long request ("read the report, then open an issue about it"), as the search
+    splits it; [] for a query that is one step or already a list."""
+    if not isinstance(query, str):
+        return []
+    from toolscout.search.hybrid import FusionWeights, split_steps  # (numpy: loaded by the search by now)
+
+    return split_steps(query, FusionWeights().min_step_terms)
+
+
+STEP_TOP = 3
+"""A tool answers a step of a long request when it is among that step's own best this many."""
+
+
+async def _with_steps(
+    gateway: Gateway, hits: list[SearchHit], parts: list[str], args: SearchToolsArgs
+) -> list[SearchHit]:
+    """The ranking of the whole request, each hit tagged with the steps whose own best `STEP_TOP` it is
+    among, and every step's best tool in the answer (after the others when the ranking left it out)."""
+    answers: dict[tuple[str, str], list[int]] = {}
+    bests: list[SearchHit] = []
+    for step, part in enumerate(parts):
+        ranking = await gateway.search(part, server=args.server, limit=STEP_TOP, min_relevance=args.min_relevance)
+        for hit in ranking:
+            answers.setdefault((hit.tool.server, hit.tool.name), []).append(step)
+        bests += ranking[:1]
+    tagged = [replace(h, steps=tuple(answers.get((h.tool.server, h.tool.name), ()))) for h in hits]
+    present = {(h.tool.server, h.tool.name) for h in hits}
+    for best in bests:
+        key = (best.tool.server, best.tool.name)
+        if key not in present:
+            tagged.append(replace(best, steps=tuple(answers[key])))
+            present.add(key)
+    return tagged
 
 
 async def list_tools(gateway: Gateway, args: ListToolsArgs) -> types.CallToolResult:

@@ -98,6 +98,9 @@ def search_text(data: Mapping[str, Any]) -> str:
         lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
         if r.get("signature"):
             lines.append(f"  {r['signature']}")
+    parts = cast(Sequence[str], data.get("steps", ()))
+    if parts:
+        lines.append("Steps read: " + "; ".join(f"{n}. {part}" for n, part in enumerate(parts, 1)))
     lines.append("Next: get_tool_details(server, tool), then execute_tool." + note + hint)
     return "\n".join(lines)
 
