@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -98,7 +100,9 @@ async def test_search_tools_teaches_short_queries_one_per_step() -> None:
         assert "hint" not in structured(steps)
 
 
-async def test_search_tools_says_when_nothing_fits_and_still_shows_the_closest(tmp_path: Path) -> None:
+@asynccontextmanager
+async def demo_gateway(tmp_path: Path) -> AsyncGenerator[tuple[Gateway, Client]]:
+    """The demo units, text and notes servers in process behind a gateway, and an SDK client of it."""
     specs = [
         UpstreamSpec("units", InProcessUpstream(units.build_server())),
         UpstreamSpec("text", InProcessUpstream(text_server.build_server())),
@@ -108,29 +112,26 @@ async def test_search_tools_says_when_nothing_fits_and_still_shows_the_closest(t
         with anyio.fail_after(10):
             await gateway.settle()
         async with Client(build_server(gateway), mode=ERAS[-1]) as client:
-            flight = await client.call_tool("search_tools", {"query": "book me a flight to Lisbon"})
-            assert structured(flight)["nothingFits"] is True and structured(flight)["results"]
-            assert text(flight).startswith("Nothing fits 'book me a flight to Lisbon' well")
-            convert = await client.call_tool("search_tools", {"query": "convert miles to kilometers"})
-            assert "nothingFits" not in structured(convert) and "Nothing fits" not in text(convert)
-            # `search.nothingFitsBelow: 0` never says so.
-            await gateway.configure_search(SearchConfig(nothing_fits_below=0.0))
-            again = await client.call_tool("search_tools", {"query": "book me a flight to Lisbon"})
-            assert "nothingFits" not in structured(again)
+            yield gateway, client
+
+
+async def test_search_tools_says_when_nothing_fits_and_still_shows_the_closest(tmp_path: Path) -> None:
+    async with demo_gateway(tmp_path) as (gateway, client):
+        flight = await client.call_tool("search_tools", {"query": "book me a flight to Lisbon"})
+        assert structured(flight)["nothingFits"] is True and structured(flight)["results"]
+        assert text(flight).startswith("Nothing fits 'book me a flight to Lisbon' well")
+        convert = await client.call_tool("search_tools", {"query": "convert miles to kilometers"})
+        assert "nothingFits" not in structured(convert) and "Nothing fits" not in text(convert)
+        # `search.nothingFitsBelow: 0` never says so.
+        await gateway.configure_search(SearchConfig(nothing_fits_below=0.0))
+        again = await client.call_tool("search_tools", {"query": "book me a flight to Lisbon"})
+        assert "nothingFits" not in structured(again)
 
 
 async def test_a_long_request_is_read_as_its_steps_and_each_step_gets_its_tool(tmp_path: Path) -> None:
-    specs = [
-        UpstreamSpec("units", InProcessUpstream(units.build_server())),
-        UpstreamSpec("text", InProcessUpstream(text_server.build_server())),
-        UpstreamSpec("notes", InProcessUpstream(notes.build_server(tmp_path / "notes.json"))),
-    ]
-    async with Gateway(specs) as gateway:
-        with anyio.fail_after(10):
-            await gateway.settle()
-        async with Client(build_server(gateway), mode=ERAS[-1]) as client:
-            request = "Convert the marathon distance from miles to kilometres, then create a new note with the result."
-            result = await client.call_tool("search_tools", {"query": request, "limit": 1})
+    async with demo_gateway(tmp_path) as (_, client):
+        request = "Convert the marathon distance from miles to kilometres, then create a new note with the result."
+        result = await client.call_tool("search_tools", {"query": request, "limit": 1})
     data = structured(result)
     assert data["steps"] == [
         "Convert the marathon distance from miles to kilometres",
