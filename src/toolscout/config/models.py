@@ -196,7 +196,7 @@ small catalog's list (docs/BENCHMARKS.md, "Relevance floor")."""
 DEFAULT_NOTHING_FITS_BELOW = 0.1
 """Below this relevance of its best hit, a search says nothing fits well. Chosen on the training
 pairs' validation split, searched with and without the right server: the highest value that flags
-no more than 3% of the answerable requests (docs/BENCHMARKS.md, "Saying when nothing fits")."""
+almost none of the answerable requests (docs/BENCHMARKS.md, "Saying when nothing fits")."""
 
 DEFAULT_MAX_QUERY_CHARS = 2000
 """The longest search query, in characters (a task's steps counted together). Scoring costs time in
