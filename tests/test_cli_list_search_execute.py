@@ -86,6 +86,12 @@ def test_search_ranks_and_exits_2_when_nothing_matches(sandbox: Sandbox) -> None
     assert 'Search results for "convert kilometers to miles" (' in done.stdout
     assert "1. units:convert_units (" in done.stdout and "% match)" in done.stdout
     assert "broken" not in done.stderr  # a failing server is not the search's business
+    assert "Nothing fits well" not in done.stdout
+
+    # No server knows stock prices: the closest tools are shown, said to fit none too well.
+    weak = sandbox.run("search", "get the stock price", "--limit", "3")
+    assert weak.returncode == 0 and "Nothing fits well: the task may need a tool no server offers" in weak.stdout
+    assert sandbox.json("search", "get the stock price")["nothingFits"] is True
 
     data = sandbox.json("search", "tiny image", "--server", "everything")
     assert data["results"][0]["tool"] == "get-tiny-image"

@@ -147,7 +147,7 @@ async def test_search_explained_is_the_search_in_its_order(sandbox: Sandbox) -> 
     async with served(sandbox) as base, httpx2.AsyncClient(base_url=base, timeout=30) as http:
         for query in ("convert miles to km", "create_note", "find my notes about groceries"):
             status, plain = await get(http, "/api/v1/search", ADMIN, q=query)
-            assert status == 200 and plain["results"], query
+            assert status == 200 and plain["results"] and "nothingFits" not in plain, query
             status, explained = await get(http, "/api/v1/search", ADMIN, q=query, explain="true")
             assert status == 200
             order = [(r["server"], r["tool"], r["relevance"]) for r in plain["results"]]
@@ -161,6 +161,8 @@ async def test_search_explained_is_the_search_in_its_order(sandbox: Sandbox) -> 
                 )
                 # smartTool is on: each selection method's score, and the combined one.
                 assert set(result["smart"]) == {"rule_based", "semantic_based", "combined"}
+        status, weak = await get(http, "/api/v1/search", ADMIN, q="get the stock price")
+        assert status == 200 and weak["results"] and weak["nothingFits"] is True  # as search_tools says it
         status, named = await get(http, "/api/v1/search", ADMIN, q="create_note", explain="true")
         first = named["results"][0]
         assert (first["server"], first["tool"], first["relevance"]) == ("notes", "create_note", 1.0)

@@ -216,8 +216,10 @@ def search(
                 if found_parts is not None:
                     row["contributions"] = found_parts.contributions
                     row["smart"] = found_parts.smart
+        # As search_tools says it: the closest tools are shown, but none is a good match.
+        weak = bool(results) and max(r["relevance"] for r in results) < gateway_config.search.nothing_fits_below
         if as_json:
-            output.data({"query": query, "results": results})
+            output.data({"query": query, "results": results} | ({"nothingFits": True} if weak else {}))
         elif results and parts:
             output.print(f'Search results for "{escape(query)}" ({len(results)} found), each ranker\'s part:')
             for table in explain_tables(parts):
@@ -234,6 +236,8 @@ def search(
             cached = {r["server"]: r["cachedAt"] for r in results if "cachedAt" in r}
             if cached:
                 output.print("\n" + _stale_note(cached))
+            if weak:
+                output.print("\nNothing fits well: the task may need a tool no server offers, or other words.")
         else:
             closest = f"{escape(weaker[0]['server'])}:{escape(weaker[0]['tool'])}" if weaker else ""
             below = (

@@ -313,8 +313,10 @@ class DiscoveryApi:
             hits = await self.gateway.explain_search(query, server=server, limit=limit)
             return JSONResponse({"query": query, "results": [hit.to_dict() for hit in hits]})
         found = await self.gateway.search(query, server=server, limit=limit)
-        results = [search_result(h) for h in found]
-        return JSONResponse({"query": query, "results": results})
+        answer: dict[str, Any] = {"query": query, "results": [search_result(h) for h in found]}
+        if found and max(h.relevance for h in found) < self.gateway.search_config.nothing_fits_below:
+            answer["nothingFits"] = True  # as search_tools says it
+        return JSONResponse(answer)
 
     # Audit
 
