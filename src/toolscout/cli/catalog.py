@@ -217,7 +217,7 @@ def search(
                     row["contributions"] = found_parts.contributions
                     row["smart"] = found_parts.smart
         # As search_tools says it: the closest tools are shown, but none is a good match.
-        weak = bool(results) and max(r["relevance"] for r in results) < gateway_config.search.nothing_fits_below
+        weak = gateway_config.search.nothing_fits(r["relevance"] for r in results)
         if as_json:
             output.data({"query": query, "results": results} | ({"nothingFits": True} if weak else {}))
         elif results and parts:

@@ -43,7 +43,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import urlsplit
@@ -285,6 +285,12 @@ class SearchConfig(_Model):
     embeddings: EmbeddingsConfig | None = None
     """Embeddings from a provider (an OpenAI-compatible endpoint or Ollama) instead of `model`; unset:
     `model` embeds. An unreachable provider falls back to the packaged static model."""
+
+    def nothing_fits(self, relevances: Iterable[float]) -> bool:
+        """Whether a search that found hits of these `relevances` should say nothing fits well: it
+        found some, and even the best is below `nothing_fits_below` (every search path asks this)."""
+        best = max(relevances, default=None)
+        return best is not None and best < self.nothing_fits_below
 
 
 DEFAULT_AUDIT_MAX_BYTES = 10 * 1024 * 1024

@@ -409,7 +409,7 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
     if isinstance(args.query, str) and len(args.query.split()) > LONG_QUERY_WORDS:
         data["hint"] = LONG_QUERY_HINT
     # The results stay (the agent may know better), but a weak best match is said to be one.
-    if hits and max(h.relevance for h in hits) < gateway.search_config.nothing_fits_below:
+    if gateway.search_config.nothing_fits(h.relevance for h in hits):
         data["nothingFits"] = True
     # Servers whose tools are missing from the ranking (those answering from the cache are in it).
     if connecting := gateway.connecting():

@@ -314,7 +314,7 @@ class DiscoveryApi:
             return JSONResponse({"query": query, "results": [hit.to_dict() for hit in hits]})
         found = await self.gateway.search(query, server=server, limit=limit)
         answer: dict[str, Any] = {"query": query, "results": [search_result(h) for h in found]}
-        if found and max(h.relevance for h in found) < self.gateway.search_config.nothing_fits_below:
+        if self.gateway.search_config.nothing_fits(h.relevance for h in found):
             answer["nothingFits"] = True  # as search_tools says it
         return JSONResponse(answer)
 
