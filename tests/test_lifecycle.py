@@ -17,6 +17,7 @@ from tests.helpers.paths import PYTHON, ROOT
 from toolscout.config import GatewayConfig, StdioServerConfig
 from toolscout.errors import ServerUnavailable
 from toolscout.gateway.core import Gateway
+from toolscout.modes.compact import CompactSurface
 from toolscout.upstream import InProcessUpstream, Status, StdioUpstream, Upstream, UpstreamSpec
 
 pytestmark = pytest.mark.anyio
@@ -56,6 +57,8 @@ async def test_a_lazy_server_with_known_tools_starts_only_when_called(tmp_path: 
         await until(chatty, Status.IDLE)
         assert not pid_file.exists()  # no process yet
         assert [hit.tool.name for hit in await gateway.search("let go")] == ["release"]
+        # Its tools are called as any others: compact mode does not mark it as one that cannot answer.
+        assert "Server: chatty\n    - release: Let go." in CompactSurface(gateway).description()
         result = await gateway.execute("chatty", "release", {})
         assert not result.is_error and chatty.status is Status.CONNECTED
         assert pid_file.exists()

@@ -87,7 +87,9 @@ class CompactSurface:
             about = upstream.identity.instructions if upstream.identity and upstream.identity.instructions else None
             about = cut_text(about or upstream.description, INSTRUCTIONS_LIMIT)
             head = f"  Server: {upstream.name}" + (f" - {about}" if about else "")
-            if upstream.status is not Status.CONNECTED:
+            # An idle server's tools are called as any others (it connects for the call): only a
+            # server that cannot answer now is marked, so that the model knows before it calls.
+            if upstream.status not in (Status.CONNECTED, Status.IDLE):
                 head += f" [{upstream.status.value}]"
             lines.append(head)
             for tool in self.gateway.visibility.tools(current_scope(), upstream.name, include_hidden=False):
