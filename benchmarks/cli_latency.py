@@ -9,7 +9,8 @@ each `--runs` times, `toolscout search "convert miles to kilometers"` unless sai
 * warm catalog + a hanging server: the same config plus a stdio server that starts and never
   answers (as `sleep 1000` would; default connect timeout, 30 s), the catalog filled the same way
   (the hanging server's failure with it, where remembered);
-* `tools units` and `execute units convert_units` with the warm catalog;
+* `tools units`, `execute units convert_units`, `tokens`, `smart "convert 26.2 miles to km"
+  --suggestions 3` and the same request run (`smart` chooses and runs the tool) with the warm catalog;
 * `config validate`, which reads the config file alone;
 * via a running serve: `catalogCache: false` (nothing stored: the command needs live lists) and a
   `toolscout serve --transport http` of the same config file running;
@@ -44,6 +45,7 @@ from benchmarks import harness
 from benchmarks.upstreams import HANG, PYTHON, reap
 
 QUERY = "convert miles to kilometers"
+SMART_REQUEST = "convert 26.2 miles to km"
 DEMOS = ("notes", "units", "text", "files")
 SERVE_READY = re.compile(r"serving streamable HTTP at (http://\S+/mcp)")
 TARGET_SECONDS = 0.5
@@ -163,6 +165,9 @@ def measure(runs: int, compare: Path | None, importtime: bool) -> None:
         scenario("the config file alone: config validate", ["config", "validate"], plain, warm)
         execute = ["execute", "units", "convert_units", "--args", '{"value": 26.2, "from_unit": "mi", "to_unit": "km"}']
         scenario("warm catalog: execute units", execute, plain, warm)
+        scenario("warm catalog: tokens", ["tokens"], plain, warm)
+        scenario("warm catalog: smart --suggestions 3", ["smart", SMART_REQUEST, "--suggestions", "3"], plain, warm)
+        scenario("warm catalog: smart (runs the tool)", ["smart", SMART_REQUEST], plain, warm)
         uncached = bench.write_config("serve", cache=False)
         serve = subprocess.Popen(
             [PYTHON, "-m", "toolscout", "serve", "--config", str(uncached), "--transport", "http", "--port", "0"],

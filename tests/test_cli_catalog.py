@@ -1,5 +1,6 @@
-"""`list`, `search`, `tools` and `inspect` answer from the persistent catalog without starting a
-server; `execute` starts only its own; a hanging server is tried once and remembered.
+"""`list`, `search`, `tools`, `inspect` and `tokens` answer from the persistent catalog without
+starting a server; `execute` and `smart` start only the server of the tool that runs; a hanging
+server is tried once and remembered.
 
 Every server here is a real demo server (or a process that never answers) started through
 tests/fixtures/counted_server.py, which records each start: the tests count what a command started.
@@ -72,6 +73,44 @@ def test_catalog_questions_are_answered_from_the_store_without_starting_a_server
     assert typo.returncode == 2 and "Did you mean 'convert_units'" in typo.stderr
     assert sandbox.run("tools", "nowhere").returncode == 2
     assert (starts(units), starts(notes)) == (3, 2)
+
+
+def test_tokens_and_smart_start_only_the_server_of_the_tool_that_runs(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path)
+    units, notes = tmp_path / "units.log", tmp_path / "notes.log"
+    configure(
+        sandbox, {"units": counted(units, "toolscout.demo.units"), "notes": counted(notes, "toolscout.demo.notes")}
+    )
+
+    # Nothing stored yet: --tool starts its own server only, and what it listed is stored.
+    ran = sandbox.json("smart", "x", "--tool", "units/convert_units", "--arguments", CONVERT)
+    assert ran["execution_result"]["structuredContent"]["result"] == 2000
+    assert (starts(units), starts(notes)) == (1, 0)
+    assert {s["name"]: s["status"] for s in sandbox.json("list")["servers"]} == {"units": "idle", "notes": "connected"}
+    assert (starts(units), starts(notes)) == (1, 1)
+
+    stored = sandbox.json("tokens")
+    assert {row["server"]: row["status"] for row in stored["servers"]} == {"units": "idle", "notes": "idle"}
+    assert all(row["cachedAt"] for row in stored["servers"])
+    people = sandbox.run("tokens")
+    assert people.returncode == 0 and "from the stored catalog; --refresh asks the servers" in people.stdout
+    ranked = sandbox.json("smart", "convert 5 miles to km", "--suggestions", "3")
+    assert ranked["suggestions"][0]["tool_name"] == "units/convert_units"
+    assert (starts(units), starts(notes)) == (1, 1)  # neither measuring nor ranking started a server
+
+    chosen = sandbox.json("smart", "convert 5 miles to km")
+    assert chosen["tool_name"] == "units/convert_units" and "execution_result" in chosen
+    assert (starts(units), starts(notes)) == (2, 1)  # the server of the tool that ran, alone
+
+    live = sandbox.json("tokens", "--refresh")
+    assert (starts(units), starts(notes)) == (3, 2)
+    assert {row["server"]: row["status"] for row in live["servers"]} == {"units": "connected", "notes": "connected"}
+    assert not any("cachedAt" in row for row in live["servers"])
+    # The stored catalog is what the servers list: the same figures either way.
+    assert [(r["tools"], r["tokens"]) for r in live["servers"]] == [
+        (r["tools"], r["tokens"]) for r in stored["servers"]
+    ]
+    assert live["modes"] == stored["modes"]
 
 
 def test_a_hanging_server_is_waited_for_once_and_its_failure_remembered(tmp_path: Path) -> None:

@@ -26,7 +26,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolscout.cli.common import EXIT_FAILED, EXIT_NO_RESULTS, ConfigOption, JsonOption, Output, connected, load, run
+from toolscout.cli.common import (
+    EXIT_FAILED,
+    EXIT_NO_RESULTS,
+    ConfigOption,
+    JsonOption,
+    Output,
+    connected,
+    iso_utc,
+    load,
+    run,
+)
 from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
 from toolscout.render.signatures import example_arguments
 from toolscout.render.text import counted, hint_labels
@@ -45,6 +55,15 @@ RefreshOption = Annotated[
         "--refresh",
         help="Connect to the servers and list their tools now, instead of answering from the catalog "
         "stored when they were last listed (a running `toolscout serve` of this config answers live anyway).",
+    ),
+]
+
+StartAllOption = Annotated[
+    bool,
+    typer.Option(
+        "--refresh",
+        help="Start every server and list its tools now, instead of using the catalog stored when they were "
+        "last listed.",
     ),
 ]
 
@@ -507,9 +526,14 @@ def _error_text(result: types.CallToolResult) -> str:
 def tokens(
     config: ConfigOption = None,
     demo: Annotated[bool, typer.Option(help="Measure the bundled demo servers instead of a config file.")] = False,
+    refresh: StartAllOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode."""
+    """What the catalog costs an agent exposed directly, and toolscout's `tools/list` in every mode.
+
+    A server whose tools are stored (from an earlier command or serve) is measured from the stored
+    catalog without being started; `--refresh` starts every server and measures what it lists now.
+    """
     from toolscout.modes.base import SurfaceOptions
     from toolscout.modes.discovery import META_TOOLS
     from toolscout.render.text import ENCODING, tool_tokens
@@ -519,8 +543,12 @@ def tokens(
     gateway_config, _ = load(config, output, demo=demo)
 
     async def body() -> None:
-        async with connected(gateway_config, output) as gateway:
+        async with connected(gateway_config, output, from_stored=not refresh, searched=False) as gateway:
             per_server = [cost.to_dict() for cost in server_costs(gateway)]
+            for row in per_server:
+                cached_at = gateway.cached_at(row["server"])
+                if cached_at is not None:
+                    row["cachedAt"] = iso_utc(cached_at)
             measured = await mode_tokens(gateway, options=SurfaceOptions.from_config(gateway_config))
             modes = [cost.to_dict() for cost in measured]
         meta = tool_tokens([t.definition() for t in META_TOOLS])
@@ -564,5 +592,8 @@ def tokens(
         output.out.print(by_mode)
         if total:
             output.print(f"In discovery mode toolscout saves {summary['saved']:.0%} of the tool definition tokens.")
+        cached = {row["server"]: row["cachedAt"] for row in per_server if "cachedAt" in row}
+        if cached:
+            output.print(_stale_note(cached))
 
     run(body)

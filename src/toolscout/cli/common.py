@@ -182,7 +182,13 @@ def _progress(gateway: Gateway) -> Table:
 
 @asynccontextmanager
 async def connected(
-    config: GatewayConfig, output: Output, *, only: Collection[str] | None = None, live: bool = False
+    config: GatewayConfig,
+    output: Output,
+    *,
+    only: Collection[str] | None = None,
+    live: bool = False,
+    from_stored: bool = False,
+    searched: bool = True,
 ) -> AsyncGenerator[Gateway]:
     """A gateway whose upstreams (all, or `only` these) have connected or failed, each tried once.
 
@@ -190,6 +196,12 @@ async def connected(
     for its search index); their live lists are saved to it, and their failures remembered
     (gateway/store.py's `Failure`); the gateway is not searched (it builds no index). While they
     connect, a terminal on stderr shows one live line per server.
+
+    `from_stored`: a server whose catalog is stored is not started: its tools are the stored ones,
+    and it connects only when a call needs it (its status stays `idle` until then). Starting servers
+    is most of what a command costs, and the store is what `list` and `search` answer from too.
+
+    `searched=False`: the command never searches the gateway, which then builds no search index.
     """
     # Imported here: the SDK and the search index are the slow part of starting the CLI,
     # and commands that never connect should not pay for them.
@@ -202,11 +214,13 @@ async def connected(
         if name not in config.mcp_servers:
             raise server_not_found(name, list(config.mcp_servers))
     store = CatalogStore(store_path(config.catalog_cache)) if live and config.catalog_cache.enabled else None
-    options: dict[str, Any] = {"search": _NotSearched()} if live else {}
+    options: dict[str, Any] = {"search": _NotSearched()} if live or not searched else {}
     if store is not None:
         options["catalog_store"] = LiveListsOnly(store)
     try:
-        gateway_context = Gateway.from_config(config, only=only, reconnect=False, **options)
+        gateway_context = Gateway.from_config(
+            config, only=only, reconnect=False, lazy=True if from_stored and not live else None, **options
+        )
     except ToolscoutError as exc:  # e.g. a search model whose extra is not installed
         output.fail(exc)
     async with gateway_context as gateway:
@@ -223,9 +237,9 @@ async def connected(
 
 
 class _NotSearched:
-    """The search backend of a gateway a command does not search (it runs one tool, or hands its
-    servers' lists to the catalog view): building the real one would only compete with the servers
-    starting."""
+    """The search backend of a gateway a command does not search (it runs one tool, counts tokens,
+    or hands its servers' lists to the catalog view): building the real one would only compete with
+    the servers starting."""
 
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         pass  # nothing to index: nothing will be searched

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 from rich.markup import escape
 
-from toolscout.cli.catalog import read_args, render_result
+from toolscout.cli.catalog import StartAllOption, read_args, render_result
 from toolscout.cli.common import (
     CLI_STEPS,
     EXIT_FAILED,
@@ -102,6 +102,7 @@ def smart(
         typer.Option("--mode", help="How to choose the tool (default: smart.toolSelectionMode)."),
     ] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Use the bundled demo servers, not a config file.")] = False,
+    refresh: StartAllOption = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -110,6 +111,10 @@ def smart(
     Shows the tool chosen and why (method, confidence, reasoning), the arguments and where they came
     from, then the tool's result. With --json: the answer of the smart_tool_discovery tool
     (its structuredContent). Without an `llm:` in the config, it works offline.
+
+    Tools are chosen from the catalog stored when the servers were last listed, as `search` does,
+    and only the server of the tool that runs is started (--refresh starts every server and lists
+    its tools now). With --tool, only that tool's server is started.
 
     Exit codes: 0 the tool ran and succeeded (or --suggestions ranked tools); 3 the tool failed or
     its server is unavailable, 4 toolRules disable it; 2 no tool was good enough (TOOL_NOT_FOUND),
@@ -156,7 +161,8 @@ def smart(
 
         memory = SmartMemory(memory_path(gateway_config) if smart_config.enable_learning else None)
         try:
-            async with connected(gateway_config, output) as gateway:
+            only = _tool_server(tool, gateway_config.mcp_servers)
+            async with connected(gateway_config, output, only=only, from_stored=not refresh) as gateway:
                 discovery = SmartDiscovery(
                     gateway, smart_config, llm=llm_source(gateway_config.llm, smart_config), memory=memory
                 )
@@ -174,6 +180,17 @@ def smart(
     code = exit_code(data)
     if code:
         raise typer.Exit(code)
+
+
+def _tool_server(tool: str | None, servers: Collection[str]) -> list[str] | None:
+    """The configured server `--tool` names (as server/tool or server__tool, as smart mode reads it),
+    the only one the command needs; None when there is no --tool or its server is not one of them
+    (smart mode then says what is wrong with the name)."""
+    for separator in ("/", "__"):
+        server, found, name = (tool or "").partition(separator)
+        if found and server and name and server in servers:
+            return [server]
+    return None
 
 
 def _smart_args(

@@ -167,6 +167,7 @@ class Gateway:
         *,
         only: Collection[str] | None = None,
         reconnect: bool | None = None,
+        lazy: bool | None = None,
         source: ServerSource | None = None,
         **kwargs: Any,
     ) -> Gateway:
@@ -175,13 +176,16 @@ class Gateway:
         `source`: where the upstream servers come from (default: the config's `mcpServers`, the
         `ServerSource` seam's one implementation today). `reconnect=False`: one connection attempt
         per server, whatever the config says (for a command that ends once it has its answer, a
-        server trying again would only be waited for).
+        server trying again would only be waited for). `lazy=True`: every server whose tools are
+        known (stored or declared) waits for a call before it connects, as `connect: lazy` does.
         """
         remember_secrets(config_secrets(config))  # a config built in code, not read by load_config
         servers = (source or ConfiguredServers(config, only)).servers()
         specs = [UpstreamSpec.from_config(name, server) for name, server in servers.items()]
         if reconnect is not None:
             specs = [dataclasses.replace(spec, reconnect=reconnect) for spec in specs]
+        if lazy is not None:
+            specs = [dataclasses.replace(spec, lazy=lazy) for spec in specs]
         kwargs.update(search_settings(config.search, kwargs))
         kwargs.setdefault("max_output_chars", config.max_output_chars)
         kwargs.setdefault("max_result_bytes", config.max_result_bytes)
