@@ -16,8 +16,10 @@ rebuilt when what it sees changed (a change elsewhere in the catalog costs it no
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import logging
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -237,7 +239,12 @@ class SearchIndex:
         backend = self._search or await anyio.to_thread.run_sync(self._backend, abandon_on_cancel=abandon_on_cancel)
         if self._indexed_version != self._catalog.version:
             version, tools, context = self._catalog.version, self._catalog.tools(), self.server_context()
-            await anyio.to_thread.run_sync(backend.rebuild, tools, context, abandon_on_cancel=abandon_on_cancel)
+
+            def rebuilt() -> None:
+                backend.rebuild(tools, context)
+                release_freed_memory()
+
+            await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=abandon_on_cancel)
             self._indexed_version = version
         return backend
 
@@ -453,3 +460,29 @@ class ScopedIndexes:
     def clear(self) -> None:
         """Forget every scope's index (the gateway's own backend changed)."""
         self._entries.clear()
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim`, or None where the C library is another (musl, macOS, Windows)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def release_freed_memory() -> None:
+    """Give the memory an index build freed back to the system.
+
+    A build runs in a worker thread, and glibc keeps what a thread frees in that thread's own
+    arena, for the next allocation there. After a large catalog's build that is tens of MiB the
+    process holds and never uses again (docs/BENCHMARKS.md, "Memory and start-up"); `malloc_trim(0)`
+    returns the free pages of every arena. Without glibc it does nothing.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
