@@ -543,6 +543,9 @@ class SmartConfig(_Model):
         return {"enabled": value} if isinstance(value, bool) else value
 
 
+DEFAULT_MAX_CONNECTING = 32
+"""Enough for every server of a usual config at once; with hundreds, the first ones connect without
+waiting for the rest (each connection costs the gateway CPU, and stdio servers a process each)."""
 DEFAULT_MAX_RESULT_BYTES = 1_000_000
 """The MCP SDK's client refuses a server-sent event over 1 MiB (`DEFAULT_MAX_SSE_EVENT_SIZE`, 1,048,576
 bytes): a result of at most 1,000,000 bytes leaves room for the JSON-RPC envelope and the event's own lines."""
@@ -561,6 +564,9 @@ class GatewayConfig(_Model):
     max_result_bytes: int | None = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024)
     """The most bytes of JSON one tool result may be: text beyond it is cut with a notice, and a result
     over it in images, resources or structuredContent is an error result; null: no limit."""
+    max_connecting: int = Field(default=DEFAULT_MAX_CONNECTING, ge=1)
+    """The most servers connecting at once (handshake and first tool list); the others wait their turn in
+    the config's order, so that the first servers answer early when there are many."""
     max_loaded_tools: int = Field(default=DEFAULT_MAX_LOADED_TOOLS, ge=1, le=500)
     """Dynamic mode: how many tools one client may have loaded into its tool list at once."""
     tool_names: ToolNaming = "auto"

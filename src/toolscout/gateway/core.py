@@ -31,6 +31,7 @@ import mcp_types as types
 
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.config.models import (
+    DEFAULT_MAX_CONNECTING,
     DEFAULT_MAX_QUERY_CHARS,
     DEFAULT_MAX_QUERY_STEPS,
     DEFAULT_MAX_RESULT_BYTES,
@@ -99,6 +100,7 @@ class Gateway:
         catalog_store: SnapshotStore | None = None,
         pins: ToolPins | None = None,
         metrics: Metrics | None = None,
+        max_connecting: int | None = DEFAULT_MAX_CONNECTING,
     ) -> None:
         install_log_masking()  # whoever runs a gateway, its log masks secrets (toolscout.masking)
         names = [s.name for s in specs]
@@ -113,6 +115,8 @@ class Gateway:
         """Tool definitions pinned on first sight (`toolPinning`): a changed one is reported, or quarantined."""
         self.catalog = Catalog(self.rules, quarantined=self.pins.quarantined)
         self.pins.on_changed = self.catalog.rules_changed  # approved or reset elsewhere: judged again
+        self._connecting = anyio.CapacityLimiter(max_connecting) if max_connecting is not None else None
+        """The places of the servers connecting at once (`maxConnecting`; None: no limit)."""
         # An upstream reports to the gateway's methods below, which hand on to the parts built
         # after it; it runs (and reports) only once the gateway is entered, all parts built.
         self._upstreams = UpstreamRegistry(self._new_upstream(spec) for spec in specs)
@@ -189,6 +193,7 @@ class Gateway:
         kwargs.update(search_settings(config.search, kwargs))
         kwargs.setdefault("max_output_chars", config.max_output_chars)
         kwargs.setdefault("max_result_bytes", config.max_result_bytes)
+        kwargs.setdefault("max_connecting", config.max_connecting)
         if config.audit.enabled:
             kwargs.setdefault("audit", AuditLog.from_config(config.audit))
         if config.catalog_cache.enabled:
@@ -280,6 +285,7 @@ class Gateway:
             on_list_changed=lists,
             on_resource_updated=updated,
             durations=durations,
+            connecting=self._connecting,
         )
 
     # What the upstreams report (while the gateway runs)

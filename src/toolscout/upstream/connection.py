@@ -79,8 +79,12 @@ class Upstream:
         on_list_changed: Callable[[Upstream, ListKind], None] | None = None,
         on_resource_updated: Callable[[Upstream, str], Awaitable[None]] | None = None,
         durations: Histogram | None = None,
+        connecting: anyio.CapacityLimiter | None = None,
     ) -> None:
         self.spec = spec
+        self._connecting = connecting
+        """Shared by the gateway's upstreams: a connection attempt holds one of its places from the
+        start of the handshake until the tools are listed (or the attempt fails)."""
         self.name = spec.name
         self._state = ConnectionState(spec.name, disabled=spec.disabled)
         self.identity: ServerIdentity | None = None
@@ -115,6 +119,8 @@ class Upstream:
         """The era asked for when connecting (`legacy-first`: `auto` once `initialize` is refused, for as
         long as the server is then reached at 2026-07-28; the handshake first again otherwise)."""
         self._fell_back = False
+        self._turn = False
+        """Whether this attempt holds a place in `_connecting`."""
         self._connected_since: float | None = None
         self.reconnects = 0
         """Attempts to connect again after a failure or a lost connection (a metric)."""
@@ -232,6 +238,36 @@ class Upstream:
         """One connection: connect (within connectTimeout), list tools, serve until it ends.
 
         True when it ended because it was idle (no failure), False otherwise."""
+        if not await self._take_turn():
+            return False
+        try:
+            return await self._attempt()
+        finally:
+            self._end_turn()
+
+    async def _take_turn(self) -> bool:
+        """Wait for a place among the servers connecting at once (`maxConnecting`); False when
+        stopped meanwhile. The wait is not part of `connectTimeout`: it counts from the handshake."""
+        self._turn = False
+        if self._connecting is None:
+            return not self._state.stopping
+        with anyio.CancelScope() as waiting:
+            self._scope = waiting
+            if not self._state.stopping:
+                await self._connecting.acquire()
+                self._turn = True
+        if self._state.stopping:
+            self._end_turn()
+            return False
+        return self._turn
+
+    def _end_turn(self) -> None:
+        """Give the place back (at once when connected: serving holds none)."""
+        if self._turn and self._connecting is not None:
+            self._turn = False
+            self._connecting.release()
+
+    async def _attempt(self) -> bool:
         state = self._state
         state.begin_attempt()
         self._connected_since = None
@@ -259,6 +295,7 @@ class Upstream:
                         tools = await self._tools.fetch(client)
                         # Connected: from here on only stop() or a lost connection ends this.
                         scope.deadline = math.inf
+                        self._end_turn()
                         self._on_connected(client, tools)
                         tg.start_soon(self._endpoint.watch, client, tools)
                         self._connected_since = anyio.current_time()
