@@ -96,6 +96,8 @@ def test_tokens_and_smart_start_only_the_server_of_the_tool_that_runs(tmp_path: 
     assert people.returncode == 0 and "from the stored catalog; --refresh asks the servers" in people.stdout
     ranked = sandbox.json("smart", "convert 5 miles to km", "--suggestions", "3")
     assert ranked["suggestions"][0]["tool_name"] == "units/convert_units"
+    shown = sandbox.run("smart", "convert 5 miles to km", "--suggestions", "3")
+    assert shown.returncode == 0 and "from the stored catalog; --refresh asks the servers" in shown.stdout
     assert (starts(units), starts(notes)) == (1, 1)  # neither measuring nor ranking started a server
 
     chosen = sandbox.json("smart", "convert 5 miles to km")

@@ -95,7 +95,7 @@ def _age(iso: str) -> str:
     return ago(datetime.fromisoformat(iso).timestamp())
 
 
-def _stale_note(cached: dict[str, str]) -> str:
+def stale_note(cached: dict[str, str]) -> str:
     """Return the note under stored answers, such as
     `[dim](units, notes: as listed 12 min ago; --refresh asks the servers)[/dim]`."""
     by_age: dict[str, list[str]] = {}
@@ -254,7 +254,7 @@ def search(
                     output.print(f"   Tags: {escape(', '.join(r['tags']))}")
             cached = {r["server"]: r["cachedAt"] for r in results if "cachedAt" in r}
             if cached:
-                output.print("\n" + _stale_note(cached))
+                output.print("\n" + stale_note(cached))
             if weak:
                 output.print("\nNothing fits well: the task may need a tool no server offers, or other words.")
         else:
@@ -339,7 +339,7 @@ def tools(
         if listed.get("hiddenCount"):
             output.print(f"\n{counted(listed['hiddenCount'], 'more tool')} hidden from listings: found by search only.")
         if "cachedAt" in listed:
-            output.print("\n" + _stale_note({server: listed["cachedAt"]}))
+            output.print("\n" + stale_note({server: listed["cachedAt"]}))
 
     run(body)
 
@@ -398,7 +398,7 @@ def inspect(
             output.print("\nExamples:\n  Required arguments:")
             output.print(f"    toolscout execute {escape(server)} {escape(tool)} --args '{escape(arguments)}'")
         if "cachedAt" in data:
-            output.print("\n" + _stale_note({server: data["cachedAt"]}))
+            output.print("\n" + stale_note({server: data["cachedAt"]}))
 
     run(body)
 
@@ -594,6 +594,6 @@ def tokens(
             output.print(f"In discovery mode toolscout saves {summary['saved']:.0%} of the tool definition tokens.")
         cached = {row["server"]: row["cachedAt"] for row in per_server if "cachedAt" in row}
         if cached:
-            output.print(_stale_note(cached))
+            output.print(stale_note(cached))
 
     run(body)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 from rich.markup import escape
 
-from toolscout.cli.catalog import StartAllOption, read_args, render_result
+from toolscout.cli.catalog import StartAllOption, read_args, render_result, stale_note
 from toolscout.cli.common import (
     CLI_STEPS,
     EXIT_FAILED,
@@ -38,6 +38,7 @@ from toolscout.cli.common import (
     Output,
     connected,
     exit_code_for,
+    iso_utc,
     load,
     run,
 )
@@ -155,6 +156,10 @@ def smart(
     if mode is not None:
         smart_config = smart_config.model_copy(update={"tool_selection_mode": mode})
 
+    stored: dict[str, str] = {}
+    """The servers whose stored lists the choice was made from (not connected by this command), and when
+    those lists were taken."""
+
     async def body() -> types.CallToolResult:
         from toolscout.modes.smart import SmartDiscovery, llm_source, memory_path
         from toolscout.smart.memory import SmartMemory
@@ -167,7 +172,12 @@ def smart(
                     gateway, smart_config, llm=llm_source(gateway_config.llm, smart_config), memory=memory
                 )
                 # The user at this terminal typed --confirm with --tool: their own answer, as through elicitation.
-                return await discovery.run(args, user_confirmed=confirm)
+                answer = await discovery.run(args, user_confirmed=confirm)
+                for upstream in gateway.upstreams:
+                    cached_at = gateway.cached_at(upstream.name)
+                    if cached_at is not None:
+                        stored[upstream.name] = iso_utc(cached_at)
+                return answer
         except ToolscoutError as exc:
             output.fail(exc)
 
@@ -177,6 +187,11 @@ def smart(
         output.data(data)
     else:
         show(output, args, result, Rerun(args.request, config=source.path if source else None, demo=demo))
+        if stored and _kind(data) == "suggestions":
+            # What was ranked is what the servers listed when last asked: say so, and how to ask again.
+            output.print(stale_note(stored))
+        elif stored and _kind(data) == "not_found":
+            output.note(stale_note(stored))  # beside the answer, on stderr
     code = exit_code(data)
     if code:
         raise typer.Exit(code)
