@@ -33,9 +33,9 @@ from toolscout.cli.common import (
     JsonOption,
     Output,
     connected,
-    iso_utc,
     load,
     run,
+    stored_lists,
 )
 from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
 from toolscout.render.signatures import example_arguments
@@ -545,10 +545,10 @@ def tokens(
     async def body() -> None:
         async with connected(gateway_config, output, from_stored=not refresh, searched=False) as gateway:
             per_server = [cost.to_dict() for cost in server_costs(gateway)]
+            stored = stored_lists(gateway)
             for row in per_server:
-                cached_at = gateway.cached_at(row["server"])
-                if cached_at is not None:
-                    row["cachedAt"] = iso_utc(cached_at)
+                if row["server"] in stored:
+                    row["cachedAt"] = stored[row["server"]]
             measured = await mode_tokens(gateway, options=SurfaceOptions.from_config(gateway_config))
             modes = [cost.to_dict() for cost in measured]
         meta = tool_tokens([t.definition() for t in META_TOOLS])
@@ -592,8 +592,7 @@ def tokens(
         output.out.print(by_mode)
         if total:
             output.print(f"In discovery mode toolscout saves {summary['saved']:.0%} of the tool definition tokens.")
-        cached = {row["server"]: row["cachedAt"] for row in per_server if "cachedAt" in row}
-        if cached:
-            output.print(stale_note(cached))
+        if stored:
+            output.print(stale_note(stored))
 
     run(body)

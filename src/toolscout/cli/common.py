@@ -236,6 +236,13 @@ async def connected(
         yield gateway
 
 
+def stored_lists(gateway: Gateway) -> dict[str, str]:
+    """The servers a command's gateway answers for from their stored lists (not connected by it),
+    each with when its list was taken (`cachedAt`)."""
+    found = {u.name: gateway.cached_at(u.name) for u in gateway.upstreams}
+    return {name: iso_utc(at) for name, at in found.items() if at is not None}
+
+
 class _NotSearched:
     """The search backend of a gateway a command does not search (it runs one tool, counts tokens,
     or hands its servers' lists to the catalog view): building the real one would only compete with

@@ -38,9 +38,9 @@ from toolscout.cli.common import (
     Output,
     connected,
     exit_code_for,
-    iso_utc,
     load,
     run,
+    stored_lists,
 )
 from toolscout.config.models import SelectionMode
 from toolscout.errors import InvalidArguments, ToolscoutError, error_from_dict
@@ -173,10 +173,7 @@ def smart(
                 )
                 # The user at this terminal typed --confirm with --tool: their own answer, as through elicitation.
                 answer = await discovery.run(args, user_confirmed=confirm)
-                for upstream in gateway.upstreams:
-                    cached_at = gateway.cached_at(upstream.name)
-                    if cached_at is not None:
-                        stored[upstream.name] = iso_utc(cached_at)
+                stored.update(stored_lists(gateway))
                 return answer
         except ToolscoutError as exc:
             output.fail(exc)
