@@ -286,6 +286,32 @@ def test_a_query_brings_in_the_other_verbs_of_its_action_and_what_it_implies() -
     assert with_implied_words("read a file") == "read a file"
 
 
+def test_saving_to_a_path_implies_writing_a_file() -> None:
+    for query in (
+        "save it to ~/reports/q3.md",
+        "write the list into notes.txt",
+        "export the table as /tmp/out.csv",
+        "then save the summary to a file named report.md",
+    ):
+        assert implied_words(query) == ["write file"], query
+    for query in ("save the results", "store the key in the vault", "write to the database at db.example.com"):
+        assert implied_words(query) == [], query
+    # The step never says "file", yet its tool writes one: it is found beside the research tool.
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "tools",
+        [
+            _tool("research_topic", "Research a topic on the web and summarise what is known about it."),
+            _tool("write_file", "Create a new file or overwrite an existing one with the given content."),
+            _tool("get_weather", "Current weather for a city."),
+        ],
+    )
+    backend = BM25Backend()
+    backend.rebuild(catalog.tools())
+    found = [h.tool.name for h in backend.search("research solar panels and save the summary to ~/reports/solar.md")]
+    assert found[:2] == ["research_topic", "write_file"] or found[:2] == ["write_file", "research_topic"]
+
+
 def test_synonyms_count_less_than_the_query_s_own_words() -> None:
     catalog = Catalog()
     catalog.set_server_tools(

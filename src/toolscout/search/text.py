@@ -115,6 +115,17 @@ _PRESENT = re.compile(
 )
 PRESENT_WORD = "current"
 
+# Keeping a result somewhere named by its path: "save it to ~/reports/q3.md", "write the list into
+# notes.txt", "export the table as /tmp/out.csv". The step needs a tool that writes a file, though
+# the request never says "file".
+_SAVE_TO_PATH = re.compile(
+    r"\b(?:save|saving|saved|write|writing|store|storing|export|exporting|output)\b[^.!?;\n]{0,80}?"
+    r"\b(?:to|into|as|in|under|at)\s+(?:(?:a|the|new|local)\s+)*"
+    r"(?:files?\b|~?/[\w.~-]+(?:/[\w.~-]+)*|[\w-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,4}\b)",
+    re.IGNORECASE,
+)
+SAVE_WORDS = "write file"
+
 
 def _synonym_table() -> dict[str, frozenset[str]]:
     table: dict[str, set[str]] = {}
@@ -138,8 +149,12 @@ class Expansion:
 
 
 def implied_words(query: str) -> list[str]:
-    """Words the query means but does not say ("what time is it" -> ["current"])."""
-    return [PRESENT_WORD] if _PRESENT.search(query) else []
+    """Words the query means but does not say ("what time is it" -> ["current"], "save it to
+    ~/out.md" -> ["write file"])."""
+    found = [PRESENT_WORD] if _PRESENT.search(query) else []
+    if _SAVE_TO_PATH.search(query):
+        found.append(SAVE_WORDS)
+    return found
 
 
 def expand(query: str) -> Expansion:
