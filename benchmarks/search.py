@@ -295,6 +295,7 @@ def main() -> None:
             "|---|---|" + "---|" * len(METRICS),
             *compared,
         ]
+        print("\n".join(lines[-len(compared) - 5 :]), flush=True)
     lines += [
         "",
         f"Relevance floor (`search.minRelevance`), {SHIPPED}: of the top 10 of every query, the share of",
