@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import toon_format
 
-from toolscout.render.text import compact_json, count_tokens, model_text, tabular
+from toolscout.render.text import compact_json, count_tokens, model_text, search_text, tabular
 
 ROWS = {
     "results": [
@@ -72,3 +72,31 @@ def test_tabular_makes_listing_rows_one_table() -> None:
 def test_tabular_leaves_nested_objects_and_plain_lists_as_they_are() -> None:
     data: dict[str, Any] = {"servers": [{"name": "a", "serverInfo": {"name": "x"}}], "names": ["a", "b"]}
     assert tabular(data) == data
+
+
+def _hit(server: str, tool: str, relevance: float) -> dict[str, Any]:
+    return {"server": server, "tool": tool, "summary": f"{tool} things.", "relevance": relevance, "tags": []}
+
+
+def test_a_search_answer_names_each_server_once_per_run_and_repeats_long_queries_cut_short() -> None:
+    query = "please read the quarterly report from the shared drive and then mail a summary to Ada"
+    data = {
+        "query": query,
+        "results": [
+            _hit("files", "read_file", 0.9) | {"signature": "read_file({path: string})"},
+            _hit("files", "list_directory", 0.5),
+            _hit("mail", "send_mail", 0.4),
+            _hit("files", "write_file", 0.2),
+        ],
+        "steps": ["please read the quarterly report from the shared drive", "mail a summary to Ada"],
+    }
+    answer = search_text(data)
+    lines = answer.splitlines()
+    assert lines[0] == "4 tools for 'please read the quarterly report from…':"
+    assert [line for line in lines if line.startswith("server ")] == ["server files:", "server mail:", "server files:"]
+    assert "- read_file({path: string}) (0.90): read_file things." in lines
+    assert "- list_directory (0.50): list_directory things." in lines  # no signature: the name
+    assert "Steps read: 1. please read the quarterly report from…; 2. mail a summary to Ada" in answer
+    assert query not in answer
+    assert count_tokens(answer) < count_tokens(json.dumps(data))
+

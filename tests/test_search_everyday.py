@@ -179,7 +179,8 @@ async def test_every_step_gets_its_best_tool_even_with_more_steps_than_the_limit
         ("files/read_file", [5]),
     ]
     said = text(await agent.call_tool("search_tools", {"query": steps, "limit": 3}))
-    assert "- notes / create_note (" in said and ", step 2): Create a new note" in said, said
+    note = "server notes:\n- create_note({title: string, body: string, tags?: string[] | null}) ("
+    assert note in said and ", step 2): Create a new note" in said, said
 
     # With room to spare, the rest is filled round-robin from every step, still labelled.
     roomy = await search(agent, query=steps[:2], limit=4)

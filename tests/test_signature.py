@@ -88,6 +88,27 @@ def test_descriptions_are_cut_or_dropped_and_cannot_close_the_comment() -> None:
     assert call_signature("search", schema, max_description_len=0) == "search({q?: string})"
 
 
+def test_a_brief_signature_leaves_out_defaults_and_most_of_a_long_enum() -> None:
+    champions = [f"C{i}" for i in range(170)]
+    schema = obj(
+        {
+            "champion": {"type": "string", "enum": champions},
+            "position": {"type": "string", "enum": ["TOP", "MID", "ADC"]},
+            "limit": {"type": "integer", "default": 10, "description": "How many"},
+        },
+        ["champion"],
+    )
+    full = signature(schema, max_description_len=0)
+    assert '"C169"' in full and "= 10" in full
+    brief = signature(schema, max_description_len=0, brief=True)
+    assert brief == (
+        '{champion: "C0"|"C1"|"C2"|"C3"|"C4"|"C5"|… (170 values), position?: "TOP" | "MID" | "ADC", limit?: number}'
+    )
+    # Seven values cost no more than six and a count: all are shown.
+    seven = obj({"day": {"type": "string", "enum": list("MTWTFSS")}})
+    assert signature(seven, brief=True) == signature(seven)
+
+
 def test_depth_is_bounded() -> None:
     schema: dict[str, Any] = {"type": "string"}
     for _ in range(MAX_DEPTH + 5):

@@ -380,8 +380,9 @@ def search_result(hit: SearchHit, *, steps: bool = False, stale: bool = False) -
         "tags": list(hit.tool.tags),
         # For a list of steps: which ones this tool answers, numbered from 1 like the list.
         **({"steps": [step + 1 for step in hit.steps]} if steps else {}),
-        # Types only: often enough to call right away; get_tool_details adds the descriptions.
-        "signature": call_signature(hit.tool.name, hit.tool.input_schema, max_description_len=0),
+        # Types only, brief: often enough to call right away, in few tokens; get_tool_details adds
+        # the descriptions, the defaults and every value of a long enum.
+        "signature": call_signature(hit.tool.name, hit.tool.input_schema, max_description_len=0, brief=True),
         # From the persistent catalog: the server is not connected (yet), its tools may have changed.
         **({"stale": True} if stale else {}),
     }
@@ -389,7 +390,7 @@ def search_result(hit: SearchHit, *, steps: bool = False, stale: bool = False) -
 
 LONG_QUERY_WORDS = 12
 """A query of more words than this is a pasted request, not an agent's query: the answer says how to ask."""
-LONG_QUERY_HINT = "Shorter queries find tools better: a verb and an object ('read file'), and a list, one per step."
+LONG_QUERY_HINT = "Short queries find tools better: a verb and an object ('read file'), one per step."
 """Agent-written action-object queries beat pasted user requests by a wide margin in published LiveMCPBench
 runs; the tool's own description says the same in fewer words."""
 

@@ -4,7 +4,9 @@ and example arguments.
 A signature is TypeScript-like: what a model needs to call a tool, in few tokens.
 `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}` becomes
 `{path: string}`. Optional properties get `?`, defaults `= value`, descriptions a `/* ... */`
-comment cut to `max_description_len` characters (0 drops them). Local `$ref`s are resolved, a
+comment cut to `max_description_len` characters (0 drops them). A `brief` signature, for a listing
+that only needs to say how to call the tool, leaves the defaults out and names only the first
+`BRIEF_ENUM_VALUES` values of a long enum, with how many there are. Local `$ref`s are resolved, a
 reference to a schema already being expanded prints its name instead (recursive schemas), and
 nesting deeper than `MAX_DEPTH` prints `object`. It never raises: whatever a server sends as a
 schema, the agent gets a readable signature.
@@ -19,22 +21,25 @@ from typing import Any, TypedDict, cast
 
 MAX_DEPTH = 6
 DEFAULT_DESCRIPTION_LEN = 60
+BRIEF_ENUM_VALUES = 6
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _PRIMITIVES = {"string": "string", "number": "number", "integer": "number", "boolean": "boolean", "null": "null"}
 
 
-def signature(schema: Any, *, max_description_len: int = DEFAULT_DESCRIPTION_LEN) -> str:
+def signature(schema: Any, *, max_description_len: int = DEFAULT_DESCRIPTION_LEN, brief: bool = False) -> str:
     """The signature of a schema, e.g. `{path: string, tail?: number /* last N lines */}`."""
     root: Mapping[str, Any] = cast(Mapping[str, Any], schema) if isinstance(schema, Mapping) else {}
     try:
-        return _Printer(root, max_description_len).type_of(schema, 0, ())
+        return _Printer(root, max_description_len, brief).type_of(schema, 0, ())
     except RecursionError:  # pathological nesting outside MAX_DEPTH's reach (e.g. huge unions)
         return "object"
 
 
-def call_signature(name: str, schema: Any, *, max_description_len: int = DEFAULT_DESCRIPTION_LEN) -> str:
+def call_signature(
+    name: str, schema: Any, *, max_description_len: int = DEFAULT_DESCRIPTION_LEN, brief: bool = False
+) -> str:
     """A tool call as a model would write it: `read_file({path: string})`."""
-    return f"{name}({signature(schema, max_description_len=max_description_len)})"
+    return f"{name}({signature(schema, max_description_len=max_description_len, brief=brief)})"
 
 
 def _literal(value: Any) -> str:
@@ -54,9 +59,10 @@ def _comment(text: Any, limit: int) -> str:
 
 
 class _Printer:
-    def __init__(self, root: Mapping[str, Any], description_len: int) -> None:
+    def __init__(self, root: Mapping[str, Any], description_len: int, brief: bool = False) -> None:
         self.root = root
         self.description_len = description_len
+        self.brief = brief
 
     def resolve(self, ref: str) -> Mapping[str, Any] | None:
         if not ref.startswith("#"):
@@ -92,6 +98,8 @@ class _Printer:
             return _literal(schema["const"])
         if isinstance(schema.get("enum"), list) and schema["enum"]:
             values = [_literal(v) for v in cast(list[Any], schema["enum"])]
+            if self.brief and len(values) > BRIEF_ENUM_VALUES + 1:
+                return "|".join(values[:BRIEF_ENUM_VALUES]) + f"|… ({len(values)} values)"
             # Long enums (regions, model names...) cost fewer tokens packed: `"KR"|"BR"|...`.
             return ("|" if len(values) > 6 else " | ").join(values)
         for key, joiner in (("anyOf", " | "), ("oneOf", " | "), ("allOf", " & ")):
@@ -151,7 +159,7 @@ class _Printer:
             key = name if _IDENTIFIER.match(name) else _literal(name)
             optional = "" if name in required else "?"
             text = f"{key}{optional}: {self.type_of(prop, depth + 1, expanding)}"
-            if optional and isinstance(prop, Mapping) and "default" in prop:
+            if optional and not self.brief and isinstance(prop, Mapping) and "default" in prop:
                 default = _literal(cast(Mapping[str, Any], prop)["default"])
                 text += f" = {default if len(default) <= 40 else default[:37] + '...'}"
             if isinstance(prop, Mapping):

@@ -68,12 +68,24 @@ def servers_text(data: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+ECHO_WORDS = 6
+"""How many words of a long query or step an answer repeats: enough to say which one, since the agent
+has the whole text already."""
+
+
+def _echo(text: str) -> str:
+    words = text.split()
+    return repr(text if len(words) <= ECHO_WORDS else " ".join(words[:ECHO_WORDS]) + "…")
+
+
 def search_text(data: Mapping[str, Any]) -> str:
+    """A search answer: each hit under its server's name (said once for hits of one server in a row),
+    as its call signature, relevance and summary; long queries and steps are repeated cut short."""
     results = cast(Sequence[Mapping[str, Any]], data["results"])
     pending = cast(Sequence[str], data.get("connecting", []))
     note = f" Still connecting: {', '.join(pending)}." if pending else ""
     query: Any = data["query"]
-    asked = repr(query) if isinstance(query, str) else " + ".join(repr(q) for q in cast(list[str], query))
+    asked = _echo(query) if isinstance(query, str) else " + ".join(_echo(q) for q in cast(list[str], query))
     hint = f" {data['hint']}" if data.get("hint") else ""
     if not results:
         closest = cast(Mapping[str, Any] | None, data.get("closest"))
@@ -90,17 +102,21 @@ def search_text(data: Mapping[str, Any]) -> str:
             f"Nothing fits {asked} well: the task may need a tool no server offers, or other words. "
             f"The closest {counted(len(results), 'tool')}:"
         )
+    server: str | None = None
     for r in results:
+        if r["server"] != server:
+            server = str(r["server"])
+            lines.append(f"server {server}:")
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         stale = ", cached" if r.get("stale") else ""
         steps = cast(Sequence[int], r.get("steps", ()))
         step = f", step {'+'.join(str(n) for n in steps)}" if steps else ""
-        lines.append(f"- {r['server']} / {r['tool']} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
-        if r.get("signature"):
-            lines.append(f"  {r['signature']}")
+        # The call signature starts with the tool's name: it stands in for the name, said once.
+        called = r.get("signature") or r["tool"]
+        lines.append(f"- {called} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
     parts = cast(Sequence[str], data.get("steps", ()))
     if parts:
-        lines.append("Steps read: " + "; ".join(f"{n}. {part}" for n, part in enumerate(parts, 1)))
+        lines.append("Steps read: " + "; ".join(f"{n}. {_echo(part)[1:-1]}" for n, part in enumerate(parts, 1)))
     lines.append("Next: get_tool_details(server, tool), then execute_tool." + note + hint)
     return "\n".join(lines)
 
