@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import toon_format
 
-from toolscout.render.text import compact_json, count_tokens, model_text, search_text, tabular
+from toolscout.render.signatures import call_signature, parameters
+from toolscout.render.text import compact_json, count_tokens, details_text, model_text, search_text, tabular
 
 ROWS = {
     "results": [
@@ -100,3 +101,25 @@ def test_a_search_answer_names_each_server_once_per_run_and_repeats_long_queries
     assert query not in answer
     assert count_tokens(answer) < count_tokens(json.dumps(data))
 
+
+def test_tool_details_add_in_full_only_the_descriptions_the_call_line_cut() -> None:
+    long = "The path of the file to read, relative to the server's root folder, with forward slashes."
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": long}, "tail": {"type": "integer"}},
+        "required": ["path"],
+    }
+    data = {
+        "server": "files",
+        "tool": "read_file",
+        "description": "Read a file.",
+        "signature": call_signature("read_file", schema),
+        "parameters": parameters(schema),
+        "inputSchema": schema,
+    }
+    flat = details_text(data, include_schema=False)
+    assert flat.splitlines()[-2:] == ["In full:", f"- path: {long}"]
+    assert "tail" not in flat.split("In full:")[1]
+    # A nested schema's call line is not enough: the list and the schema stay.
+    nested = details_text(data, include_schema=True)
+    assert "Parameters:\n- path (string, required): " in nested and "Input schema: " in nested

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import quicktok  # pyright: ignore[reportMissingTypeStubs]
 import toon_format
 
+from toolscout.render.signatures import DEFAULT_DESCRIPTION_LEN
+
 if TYPE_CHECKING:
     import mcp_types as types
 
@@ -141,7 +143,14 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
     if data.get("signature"):
         lines.append(f"Call: {data['signature']}")
     params = cast(Sequence[Mapping[str, Any]], data["parameters"])
-    if params:
+    if params and not include_schema and data.get("signature"):
+        # A flat schema's call line already gives every parameter's type, whether it is required,
+        # its default and its description cut short: only the descriptions it cut are added.
+        cut = [p for p in params if len(" ".join(str(p.get("description") or "").split())) > DEFAULT_DESCRIPTION_LEN]
+        if cut:
+            lines.append("In full:")
+            lines += [f"- {p['name']}: {p['description']}" for p in cut]
+    elif params:
         lines.append("Parameters:")
         for p in params:
             need = "required" if p["required"] else "optional"
