@@ -26,6 +26,7 @@ from typing import Any, TextIO, cast
 from benchmarks import harness
 
 BENCHMARKS: dict[str, str] = {
+    "answer_tokens": "tokens the model reads in search_tools and get_tool_details answers, short and long queries",
     "auth_overhead": "added latency of bearer-token authentication and scopes per search and tool call",
     "call_profile": "what the gateway itself spends on one tool call, with a cProfile of the gateway",
     "cli_latency": "wall time of `toolscout` commands run as a person runs them, one process each",
