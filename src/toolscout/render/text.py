@@ -75,9 +75,13 @@ ECHO_WORDS = 6
 has the whole text already."""
 
 
-def _echo(text: str) -> str:
+def _shortened(text: str) -> str:
     words = text.split()
-    return repr(text if len(words) <= ECHO_WORDS else " ".join(words[:ECHO_WORDS]) + "…")
+    return text if len(words) <= ECHO_WORDS else " ".join(words[:ECHO_WORDS]) + "…"
+
+
+def _echo(text: str) -> str:
+    return repr(_shortened(text))
 
 
 def search_text(data: Mapping[str, Any]) -> str:
@@ -118,7 +122,7 @@ def search_text(data: Mapping[str, Any]) -> str:
         lines.append(f"- {called} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
     parts = cast(Sequence[str], data.get("steps", ()))
     if parts:
-        lines.append("Steps read: " + "; ".join(f"{n}. {_echo(part)[1:-1]}" for n, part in enumerate(parts, 1)))
+        lines.append("Steps read: " + "; ".join(f"{n}. {_shortened(part)}" for n, part in enumerate(parts, 1)))
     lines.append("Next: get_tool_details(server, tool), then execute_tool." + note + hint)
     return "\n".join(lines)
 
