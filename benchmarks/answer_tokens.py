@@ -72,7 +72,8 @@ async def measure(servers: dict[str, list[types.Tool]], queries: dict[str, list[
                         counts[f"search {limit}"].append(count_tokens(_text(found)))
                         if limit != 5:
                             continue
-                        results = cast(list[dict[str, Any]], (found.structured_content or {}).get("results") or [])
+                        content = cast(dict[str, Any], found.structured_content or {})
+                        results = cast(list[dict[str, Any]], content.get("results") or [])
                         for hit in results[:2]:
                             details = await client.call_tool(
                                 "get_tool_details", {"server": hit["server"], "tool": hit["tool"]}
