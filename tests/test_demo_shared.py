@@ -30,7 +30,7 @@ def test_the_readme_pipeline_runs_end_to_end() -> None:
     out = done.stdout
     first, other = out.split("# list_mcp_servers")[1:3]
     assert "run-1.units-demo [connected]" in first and "run-1.ip-reputation [connected]" in first
-    assert "run-1.units-demo / convert_units" in first
+    assert "server run-1.units-demo:\n- convert_units(" in first
     assert "5 mi = 8.04672 km" in first and "9.9.9.9: abuse confidence" in first
     assert "0 servers" in other and "No tools match" in other and "run-1" not in other.split("# audit log")[0]
     audit = [json.loads(line) for line in out.split("# audit log\n")[1].splitlines() if line.strip()]
