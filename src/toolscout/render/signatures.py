@@ -49,10 +49,20 @@ def _literal(value: Any) -> str:
         return "unknown"
 
 
+def _flat(text: str) -> str:
+    # One line, and no "*/" that would end the comment early.
+    return " ".join(text.split()).replace("*/", "* /")
+
+
+def description_cut(text: Any, limit: int = DEFAULT_DESCRIPTION_LEN) -> bool:
+    """Whether a signature with descriptions up to `limit` characters shows `text` cut short."""
+    return isinstance(text, str) and len(_flat(text)) > limit
+
+
 def _comment(text: Any, limit: int) -> str:
     if limit <= 0 or not isinstance(text, str) or not text.strip():
         return ""
-    flat = " ".join(text.split()).replace("*/", "* /")
+    flat = _flat(text)
     if len(flat) > limit:
         flat = flat[: max(limit - 3, 1)].rstrip() + "..."
     return f" /* {flat} */"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import quicktok  # pyright: ignore[reportMissingTypeStubs]
 import toon_format
 
-from toolscout.render.signatures import DEFAULT_DESCRIPTION_LEN
+from toolscout.render.signatures import description_cut
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -150,7 +150,7 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
     if params and not include_schema and data.get("signature"):
         # A flat schema's call line already gives every parameter's type, whether it is required,
         # its default and its description cut short: only the descriptions it cut are added.
-        cut = [p for p in params if len(" ".join(str(p.get("description") or "").split())) > DEFAULT_DESCRIPTION_LEN]
+        cut = [p for p in params if description_cut(p.get("description"))]
         if cut:
             lines.append("In full:")
             lines += [f"- {p['name']}: {p['description']}" for p in cut]
