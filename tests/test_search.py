@@ -312,6 +312,35 @@ def test_saving_to_a_path_implies_writing_a_file() -> None:
     assert found[:2] == ["research_topic", "write_file"] or found[:2] == ["write_file", "research_topic"]
 
 
+def test_reading_a_web_address_implies_fetching_a_page() -> None:
+    for query in (
+        "summarize the article at https://example.com/post",
+        "read www.python.org/downloads and tell me the latest version",
+        "what does https://example.com/changelog say about 2.0",
+        "extract the text from https://example.com/page",
+    ):
+        assert implied_words(query) == ["fetch web page"], query
+    # An address handed to a tool as its argument implies nothing.
+    for query in ("shorten https://example.com/a/long/path", "get the whois record for www.baidu.com"):
+        assert implied_words(query) == [], query
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "tools",
+        [
+            _tool("fetch", "Fetches a URL from the internet and extracts its contents as markdown."),
+            _tool("summarize_text", "Summarize a piece of text in a few sentences."),
+            _tool("shorten_url", "Shorten a long URL."),
+            _tool("get_weather", "Current weather for a city."),
+        ],
+    )
+    backend = BM25Backend()
+    backend.rebuild(catalog.tools())
+    # The request names only the address, yet the step needs the page: the fetcher is found beside
+    # the summarizer, and the address alone does not bring in the URL shortener ahead of it.
+    found = [h.tool.name for h in backend.search("summarize https://example.com/blog/post")]
+    assert set(found[:2]) == {"fetch", "summarize_text"}, found
+
+
 def test_synonyms_count_less_than_the_query_s_own_words() -> None:
     catalog = Catalog()
     catalog.set_server_tools(

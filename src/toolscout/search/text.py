@@ -126,6 +126,18 @@ _SAVE_TO_PATH = re.compile(
 )
 SAVE_WORDS = "write file"
 
+# Reading what a web address holds: "summarize https://example.com/post", "read www.python.org/about",
+# "what does https://... say". The step needs a tool that fetches a page, though the request names
+# only the address. A URL handed to a tool as its argument ("shorten https://...", "the whois of
+# www.example.com") implies nothing: only verbs of reading count.
+_READ_URL = re.compile(
+    r"\b(?:read|reading|visit|visiting|fetch|fetching|summari[sz]e|summari[sz]ing|scrape|"
+    r"scraping|browse|browsing|look\s+at|what\s+does|extract\s+(?:the\s+)?(?:text|contents?)\s+(?:of|from))\b"
+    r"[^.!?;\n]{0,60}?(?:https?://|www\.)",
+    re.IGNORECASE,
+)
+READ_URL_WORDS = "fetch web page"
+
 
 def _synonym_table() -> dict[str, frozenset[str]]:
     table: dict[str, set[str]] = {}
@@ -150,10 +162,12 @@ class Expansion:
 
 def implied_words(query: str) -> list[str]:
     """Words the query means but does not say ("what time is it" -> ["current"], "save it to
-    ~/out.md" -> ["write file"])."""
+    ~/out.md" -> ["write file"], "summarize https://example.com/post" -> ["fetch web page"])."""
     found = [PRESENT_WORD] if _PRESENT.search(query) else []
     if _SAVE_TO_PATH.search(query):
         found.append(SAVE_WORDS)
+    if _READ_URL.search(query):
+        found.append(READ_URL_WORDS)
     return found
 
 
