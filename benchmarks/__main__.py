@@ -49,6 +49,7 @@ BENCHMARKS: dict[str, str] = {
     "replicas": "throughput and latency of replicas sharing one registry in Redis, alone and behind nginx",
     "scoped_search": "search within a token's scope against search over the whole catalog",
     "search": "search quality (recall, nDCG, MRR, with intervals) and speed on every dev set, beside plain bm25s",
+    "search_expansion": "tools' documents expanded with query words learned from the training pairs (not shipped)",
     "search_loso": "leave one source out: search fitted without each training group, measured on it",
     "search_train": "search quality on the training pairs, the set search settings are tuned on",
     "smart": "smart mode: tool selection, parameter mapping and the latency of one smart_tool_discovery call",

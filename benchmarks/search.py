@@ -126,7 +126,7 @@ def _evaluate(
     return evaluate(backend, tools, queries)
 
 
-def _datasets(
+def datasets(
     eval_dir: Path, train_dir: Path
 ) -> dict[str, tuple[list[CatalogTool], list[LabelledQuery], dict[str, str]]]:
     """Each dev set (with its servers' descriptions, as `toolscout eval` reads them) and the train
@@ -252,7 +252,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     with tempfile.TemporaryDirectory() as scratch:
-        for dataset, (tools, queries, servers) in _datasets(eval_dir, args.train_dir).items():
+        for dataset, (tools, queries, servers) in datasets(eval_dir, args.train_dir).items():
             for label, build in setups:
                 report = _evaluate(build(Path(scratch) / f"{label}-{dataset}"), tools, queries, servers)
                 lines.append(_row(dataset, label, report))
