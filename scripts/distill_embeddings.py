@@ -194,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
             "command": command,
         },
         "embeddings_sha256": _sha256(out / "embeddings.npy"),
+        "tokenizer_sha256": _sha256(out / "tokenizer.json"),
     }
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     (out / "README.md").write_text(_readme(config, command), encoding="utf-8")

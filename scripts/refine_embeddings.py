@@ -175,6 +175,7 @@ def main() -> None:
         "command": "scripts/refine_embeddings.py",
     }
     config["embeddings_sha256"] = hashlib.sha256(raw).hexdigest()
+    config["tokenizer_sha256"] = hashlib.sha256((args.out / "tokenizer.json").read_bytes()).hexdigest()
     (args.out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
 

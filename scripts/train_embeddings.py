@@ -352,7 +352,12 @@ def write_model(base: Path, out: Path, vectors: Array, config: dict[str, Any], r
     (tmp / "embeddings.npy").write_bytes(raw)
     for name in ("tokenizer.json", "LICENSE"):
         shutil.copyfile(base / name, tmp / name)
-    config = {**config, "fine_tuning": record, "embeddings_sha256": hashlib.sha256(raw).hexdigest()}
+    config = {
+        **config,
+        "fine_tuning": record,
+        "embeddings_sha256": hashlib.sha256(raw).hexdigest(),
+        "tokenizer_sha256": hashlib.sha256((tmp / "tokenizer.json").read_bytes()).hexdigest(),
+    }
     (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     # The packaged model's card is kept: it is written by hand, with the dev figures.
     readme = out / "README.md" if out == DEFAULT_MODEL_DIR.resolve() else None

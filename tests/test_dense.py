@@ -91,7 +91,7 @@ def test_the_packaged_vectors_stay_half_precision_and_encode_as_widened_once(
     model = StaticEmbedder.load()
     texts = ["will it rain tomorrow", "", "convert 26.2 miles to kilometers", "x", "a longer text than a chunk"]
     widened = StaticEmbedder(
-        model._tokenizer,  # pyright: ignore[reportPrivateUsage]
+        model.tokenizer,
         model.vectors,
         normalize=True,
         max_length=512,
@@ -145,6 +145,71 @@ def test_unreadable_cache_is_ignored_and_rewritten(tmp_path: Path, caplog: pytes
     again = CountingEmbedder()
     DenseBackend(again, VectorCache(tmp_path)).rebuild(_tools())
     assert again.texts == []
+
+
+def _resident_kib(path: Path) -> int:
+    """How much of the file mapped at `path` is resident in this process (from /proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            inside = fields[-1] == str(path)
+        elif inside and fields[0] == "Rss:":
+            total += int(fields[1])
+    return total
+
+
+def test_the_weights_are_mapped_and_only_used_rows_stay_resident() -> None:
+    path = (DEFAULT_MODEL_DIR / "embeddings.npy").resolve()
+    model = StaticEmbedder.load()
+    size_kib = path.stat().st_size // 1024
+    # The load hashed every page and handed them back: a mapping, not a copy, and little of it resident.
+    assert str(path) in Path("/proc/self/maps").read_text()
+    assert _resident_kib(path) < size_kib // 4
+    assert model._ready is None  # pyright: ignore[reportPrivateUsage]  # made on first use
+    model.encode(["convert miles to kilometers"])
+    assert model._ready is not None  # pyright: ignore[reportPrivateUsage]
+    # A catalog's worth of texts touches most rows; afterwards they are handed back again.
+    vocab = json.loads((DEFAULT_MODEL_DIR / "tokenizer.json").read_text())["model"]["vocab"]
+    words = [word for word in list(vocab)[999:] if word.isalpha()]
+    catalog = [" ".join(words[i : i + 60]) for i in range(0, 60 * 300, 60)]
+    assert len(catalog) >= embedding_module.RELEASE_AFTER_TEXTS
+    vectors = model.encode(catalog)
+    assert _resident_kib(path) < size_kib // 4
+    assert np.array_equal(vectors, model.encode(catalog))  # pages mapped again read the same rows
+
+
+def test_a_backend_with_no_tools_never_makes_the_tokenizer() -> None:
+    backend = make_backend("hybrid", use_cache=False)
+    assert isinstance(backend, HybridBackend) and backend.dense is not None
+    embedder = backend.dense.embedder
+    assert isinstance(embedder, StaticEmbedder)
+    backend.rebuild([])
+    assert backend.search("convert miles", limit=3) == []
+    assert embedder._ready is None  # pyright: ignore[reportPrivateUsage]
+    backend.rebuild(_tools())
+    assert embedder._ready is not None  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_damaged_tokenizer_is_found_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tmp_path / "model"
+    shutil.copytree(embedding_module.DEFAULT_MODEL_DIR, broken)
+    (broken / "tokenizer.json").write_text('{"version": "1.0", "model": {}}')
+    with pytest.raises(ValueError, match=r"tokenizer\.json: sha256 .* does not match config\.json"):
+        StaticEmbedder.load(broken)
+    monkeypatch.setattr(embedding_module, "DEFAULT_MODEL_DIR", broken)
+    with caplog.at_level(logging.WARNING):
+        backend = make_backend("hybrid", cache_dir=tmp_path / "cache")
+    assert isinstance(backend, HybridBackend) and backend.dense is None
+    assert "lexical only" in caplog.text
+    # A model directory whose config records no tokenizer hash still fails at load, not at first use.
+    config = json.loads((broken / "config.json").read_text())
+    del config["tokenizer_sha256"]
+    (broken / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"tokenizer\.json: data did not match"):
+        StaticEmbedder.load(broken)
 
 
 def test_missing_model_falls_back_to_lexical_search(

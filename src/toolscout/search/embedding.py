@@ -22,9 +22,11 @@ import importlib
 import io
 import json
 import logging
+import mmap
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -227,6 +229,11 @@ class DenseBackend:
 
     def _embed(self, embedder: Embedder, *, failed: frozenset[str] = frozenset()) -> None:
         tools = self._tools
+        if not tools:
+            # Nothing to embed: the model and the cache file stay unread (an idle gateway's memory).
+            self._matrix = np.zeros((0, 0), dtype=np.float32)
+            self._needing = frozenset()
+            return
         texts = [tool_text(t) for t in tools] + [summary_text(t) for t in tools]
         keys = [_key(text) for text in texts]
         text_of = dict(zip(keys, texts, strict=True))  # a one-sentence description: one text, one vector
@@ -330,63 +337,124 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "model"
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
 CHUNK_TOKENS = 1 << 15
 """Tokens whose vectors are gathered at once when encoding (a longer text goes alone)."""
+RELEASE_AFTER_TEXTS = 256
+"""Texts in one `encode` call from which the weights' pages are handed back afterwards (a catalog's, not a query's)."""
+NPY_HEADER_MAX = 1 << 16
+"""An .npy header is at most this long (format 2.0 allows more; no packaged model needs it)."""
 
 
 class StaticEmbedder:
-    """Token-vector lookup + mean pooling; `encode` returns float32 rows."""
+    """Token-vector lookup + mean pooling; `encode` returns float32 rows.
+
+    `tokenizer` is a tokenizer, or a function that makes one: then it is made on the first text
+    to encode, so a gateway with nothing to embed (no servers yet) never holds it (about 15 MiB
+    with the `tokenizers` import).
+    """
 
     def __init__(
         self,
-        tokenizer: Tokenizer,
+        tokenizer: Tokenizer | Callable[[], Tokenizer],
         vectors: npt.NDArray[np.floating[Any]],
         *,
         normalize: bool,
         max_length: int | None,
         model_id: str,
+        release: Callable[[], None] | None = None,
     ) -> None:
-        if vectors.ndim != 2 or vectors.shape[0] != tokenizer.get_vocab_size():
-            raise ValueError(f"{vectors.shape} vectors for a vocabulary of {tokenizer.get_vocab_size()} tokens")
-        self._tokenizer = tokenizer
+        if vectors.ndim != 2:
+            raise ValueError(f"{vectors.shape} vectors: one row per token expected")
         self._vectors = vectors
         self._normalize = normalize
         self._max_length = max_length
         self._model_id = model_id
-        self._tokenizer.no_padding()
-        if max_length is None:
-            self._tokenizer.no_truncation()
+        self._release = release
+        self._ready: Tokenizer | None = None
+        self._make: Callable[[], Tokenizer] | None = None
+        self._lock = threading.Lock()
+        self._max_chars: int | None = None
+        self._unk_id: int | None = None
+        if callable(tokenizer):
+            self._make = tokenizer
         else:
-            cast(Any, self._tokenizer).enable_truncation(max_length)  # stub has untyped **kwargs
+            self._prepare(tokenizer)
+
+    def _prepare(self, tokenizer: Tokenizer) -> None:
+        if self._vectors.shape[0] != tokenizer.get_vocab_size():
+            raise ValueError(f"{self._vectors.shape} vectors for a vocabulary of {tokenizer.get_vocab_size()} tokens")
+        tokenizer.no_padding()
+        if self._max_length is None:
+            tokenizer.no_truncation()
+        else:
+            cast(Any, tokenizer).enable_truncation(self._max_length)  # stub has untyped **kwargs
         lengths = [len(token) for token in tokenizer.get_vocab()]
-        self._max_chars = None if max_length is None else max_length * int(np.median(lengths))
+        self._max_chars = None if self._max_length is None else self._max_length * int(np.median(lengths))
         unk = getattr(tokenizer.model, "unk_token", None)  # WordPiece/BPE/WordLevel name one
-        self._unk_id: int | None = tokenizer.token_to_id(unk) if isinstance(unk, str) else None
+        self._unk_id = tokenizer.token_to_id(unk) if isinstance(unk, str) else None
+        self._ready = tokenizer
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer, made now if it was not yet (by one thread; the others wait for it)."""
+        if self._ready is None:
+            with self._lock:
+                if self._ready is None:
+                    assert self._make is not None
+                    self._prepare(self._make())
+        assert self._ready is not None
+        return self._ready
 
     @classmethod
     def load(cls, path: Path | None = None) -> StaticEmbedder:
-        """Load a model directory (default: the one packaged with toolscout)."""
+        """Load a model directory (default: the one packaged with toolscout).
+
+        The weights are memory-mapped, not read: the pages are the file's, shared by every gateway
+        on the machine (each MCP client starts its own), and only the rows of the tokens a text uses
+        are resident. Both files are checked against the hashes `config.json` records, so a damaged
+        model is found here, not at the first search; the tokenizer is then made on first use.
+        """
         directory = DEFAULT_MODEL_DIR if path is None else path
         config = cast(dict[str, Any], json.loads((directory / "config.json").read_text(encoding="utf-8")))
-        raw = (directory / "embeddings.npy").read_bytes()
-        weights_sha = hashlib.sha256(raw).hexdigest()
+        weights = directory / "embeddings.npy"
+        with weights.open("rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        weights_sha = hashlib.sha256(mapped).hexdigest()
         expected = config.get("embeddings_sha256")
         if expected is not None and expected != weights_sha:
-            raise ValueError(f"{directory / 'embeddings.npy'}: sha256 {weights_sha} does not match config.json")
+            raise ValueError(f"{weights}: sha256 {weights_sha} does not match config.json")
         # Kept as stored (float16 packaged): only the rows a text uses are widened, in `encode`;
         # widening them all at load would slow every start.
-        vectors = npy_view(raw)
+        vectors = npy_view(mapped)
         if not np.issubdtype(vectors.dtype, np.floating):
-            raise ValueError(f"{directory / 'embeddings.npy'}: {vectors.dtype} vectors, not floating point")
-        tokenizer_bytes = (directory / "tokenizer.json").read_bytes()
-        from tokenizers import Tokenizer
+            raise ValueError(f"{weights}: {vectors.dtype} vectors, not floating point")
+        vocab_size = config.get("vocab_size")
+        if isinstance(vocab_size, int) and vectors.shape[0] != vocab_size:
+            raise ValueError(f"{weights}: {vectors.shape[0]} rows for a vocabulary of {vocab_size} tokens")
+        tokenizer_file = directory / "tokenizer.json"
+        tokenizer_bytes = tokenizer_file.read_bytes()
+        tokenizer_sha = hashlib.sha256(tokenizer_bytes).hexdigest()
+        recorded = config.get("tokenizer_sha256")
+        if recorded is not None and recorded != tokenizer_sha:
+            raise ValueError(f"{tokenizer_file}: sha256 {tokenizer_sha} does not match config.json")
 
-        tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
+        def make_tokenizer() -> Tokenizer:
+            from tokenizers import Tokenizer
+
+            try:
+                return Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
+            except Exception as exc:  # tokenizers raises a bare Exception for a file it cannot read
+                raise ValueError(f"{tokenizer_file}: {exc}") from None
+
         normalize = bool(config.get("normalize", False))
         max_length = cast(int | None, config.get("max_length", DEFAULT_MAX_LENGTH))
         key = hashlib.sha256()
-        for part in (weights_sha, hashlib.sha256(tokenizer_bytes).hexdigest(), str(normalize), str(max_length)):
+        for part in (weights_sha, tokenizer_sha, str(normalize), str(max_length)):
             key.update(part.encode())
         model_id = f"static-minilm-{vectors.shape[1]}d-{key.hexdigest()[:12]}"
-        return cls(tokenizer, vectors, normalize=normalize, max_length=max_length, model_id=model_id)
+        release = _releaser(mapped)
+        release()  # the hash read every page: hand them back until a text needs them
+        # Without a recorded hash, a tokenizer file that cannot be read must fail here, as before.
+        tokenizer = make_tokenizer if recorded is not None else make_tokenizer()
+        return cls(tokenizer, vectors, normalize=normalize, max_length=max_length, model_id=model_id, release=release)
 
     @property
     def model_id(self) -> str:
@@ -404,9 +472,10 @@ class StaticEmbedder:
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids per text, as model2vec's `StaticModel.tokenize` (unknown tokens dropped)."""
+        tokenizer = self.tokenizer
         if self._max_chars is not None:
             texts = [text[: self._max_chars] for text in texts]
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
         if self._unk_id is None:
             return [encoding.ids for encoding in encodings]
         return [[i for i in encoding.ids if i != self._unk_id] for encoding in encodings]
@@ -428,6 +497,10 @@ class StaticEmbedder:
         if self._normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             out /= np.maximum(norms, np.float32(1e-32))
+        if self._release is not None and len(ids) >= RELEASE_AFTER_TEXTS:
+            # A catalog's texts touch most of the vocabulary; a query, a few rows. Hand the pages
+            # back after a catalog, so a gateway keeps resident only what its queries use.
+            self._release()
         return out
 
     def _mean_into(self, ids: Sequence[Sequence[int]], out: npt.NDArray[np.float32]) -> None:
@@ -440,16 +513,26 @@ class StaticEmbedder:
             out[filled] = sums / lengths[filled, None].astype(np.float32)
 
 
-def npy_view(raw: bytes) -> npt.NDArray[Any]:
-    """Return the array of an .npy file's bytes, read-only and without a copy (`np.load` copies the whole file)."""
-    header = io.BytesIO(raw)
+def _releaser(mapped: mmap.mmap) -> Callable[[], None]:
+    """A function that drops a read-only file mapping's pages from this process (the file keeps
+    them: the next read maps them again from the page cache); a no-op where madvise is missing."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is None or not hasattr(mapped, "madvise"):
+        return lambda: None
+    return lambda: mapped.madvise(advice)
+
+
+def npy_view(raw: bytes | mmap.mmap) -> npt.NDArray[Any]:
+    """Return the array of an .npy file's bytes (or its mapping), read-only and without a copy
+    (`np.load` copies the whole file)."""
+    header = io.BytesIO(raw[:NPY_HEADER_MAX])
     version = np.lib.format.read_magic(header)
     if version == (1, 0):
         shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(header)
     elif version == (2, 0):
         shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(header)
     else:
-        return np.load(io.BytesIO(raw), allow_pickle=False)
+        return np.load(io.BytesIO(raw[:]), allow_pickle=False)
     if dtype.hasobject:
         raise ValueError("object arrays are not model weights")
     count = int(np.prod(shape, dtype=np.int64))
