@@ -117,8 +117,11 @@ async def test_a_changed_tool_is_quarantined_until_approved_in_the_running_gatew
             assert refused["error"]["code"] == "TOOL_QUARANTINED", refused
             assert "toolscout pins diff words lookup" in refused["error"]["message"]
             assert "toolscout pins approve words lookup" in refused["error"]["message"]
-        assert any("changed since it was pinned" in line for line in gw.stderr)
 
+        async def warned() -> bool:  # the gateway's log is read as it comes: the line may trail the answers
+            return any("changed since it was pinned" in line for line in gw.stderr)
+
+        await until(warned)
         (change,) = audit_changes(sandbox)
         assert change["server"] == "words" and change["tool"] == "lookup" and change["outcome"] == "quarantined"
         assert any("id_rsa" in line for line in change["diff"]["description"])
@@ -185,7 +188,8 @@ async def test_warn_reports_a_change_and_off_ignores_it_both_keep_the_tool(tmp_p
         await until(new_schema)
         ran = await call(client, "execute_tool", server="words", tool="lookup", arguments={"word": "a", "notes": "b"})
         assert ran["success"] is True
-        warned = any("changed since it was pinned" in line for line in gw.stderr)
+    # Read once the gateway has exited: its log is read as it comes, and the line may trail the call.
+    warned = any("changed since it was pinned" in line for line in gw.stderr)
     changes = audit_changes(sandbox)
     if mode == "warn":
         assert warned and [c["outcome"] for c in changes] == ["changed"]
