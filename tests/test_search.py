@@ -414,3 +414,28 @@ def test_every_step_gets_its_best_tool_before_any_step_gets_a_second() -> None:
         ("write_file", (0,)),
         ("forecast", (2,)),
     ]
+
+
+def test_each_tool_s_terms_are_read_back_from_the_index() -> None:
+    catalog = Catalog()
+    catalog.set_server_tools(
+        "tools",
+        [
+            _tool("convert_units", "Convert a value between units: miles, kilometers, pounds."),
+            _tool("write_file", "Write text to a file."),
+            _tool("a", ""),  # a document of almost nothing
+        ],
+    )
+    catalog.set_server_tools("notes", [_tool("create_note", "Create a new note with a title and a body.")])
+    tools = catalog.tools()
+    backend = BM25Backend()
+    backend.rebuild(tools)
+    held = backend.doc_terms
+    assert len(held) == len(tools)
+    for i, tool in enumerate(tools):
+        expected = frozenset(bm25.document_terms(tool, backend.weights) or ["\x00"])
+        assert held[i] == expected, tool.name
+        assert held.count(i) == len(expected)
+    assert backend.coverage("convert miles to kilometers", 0) == 1.0
+    backend.rebuild([])
+    assert len(backend.doc_terms) == 0

@@ -16,13 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import bm25s
 import numpy as np
 
 from toolscout.catalog import CatalogTool
 from toolscout.search.text import SYNONYM_WEIGHT, SYNONYMS, Expansion, expand, terms
+
+if TYPE_CHECKING:
+    from toolscout.search.bm25 import DocumentTerms
 
 Scores = np.ndarray[Any, np.dtype[np.float32]]
 Indexes = np.ndarray[Any, np.dtype[np.int64]]
@@ -134,7 +137,13 @@ class Signals:
     query: Expansion  # the query's terms, implied words and synonyms
 
 
-def coverage(query: Expansion, documents: Sequence[frozenset[str]], picked: Indexes) -> Scores:
+class TermSets(Protocol):
+    """Each tool's distinct terms, by the tool's position (a list of sets, or the index's `DocumentTerms`)."""
+
+    def __getitem__(self, index: int, /) -> frozenset[str]: ...
+
+
+def coverage(query: Expansion, documents: TermSets, picked: Indexes) -> Scores:
     """The share of the query's terms each picked tool's `documents` entry holds; a term whose synonym
     it holds instead counts `SYNONYM_WEIGHT` (only where the query brings synonyms: short queries)."""
     own = frozenset(query.terms)
@@ -183,8 +192,8 @@ def feature_matrix(
     signals: Signals,
     picked: Indexes,
     servers: ServerIndex,
-    doc_terms: Sequence[frozenset[str]],
-    name_terms: Sequence[frozenset[str]],
+    doc_terms: DocumentTerms,
+    name_terms: TermSets,
 ) -> Scores:
     """One row per candidate, one column per feature (`LEXICAL`, then `DENSE` when there are embeddings)."""
     n = len(picked)
@@ -193,7 +202,7 @@ def feature_matrix(
     lex_rel_full = by_best(signals.lexical[0])
     lex_rel = by_best(lex_all)  # relative to the best candidate: the best tool is always one
     lex_rr = _reciprocal_ranks(lex_all)
-    doc_len = np.log1p(np.array([len(doc_terms[int(i)]) for i in picked.tolist()], dtype=np.float32))
+    doc_len = np.log1p(np.array([doc_terms.count(int(i)) for i in picked.tolist()], dtype=np.float32))
     sid = servers.ids[picked]
     columns: list[Scores | float] = [
         lex_rel[0],
