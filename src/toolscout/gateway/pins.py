@@ -77,7 +77,9 @@ class ToolPins:
         self.on_changed: Callable[[], None] = lambda: None
         """Called when pins were approved or reset elsewhere: the catalog judges its tools again."""
         self._pins: dict[PinKey, Pin] = {}
-        self._hashed: dict[PinKey, tuple[types.Tool, str, dict[str, Any]]] = {}
+        self._hashed: dict[PinKey, tuple[types.Tool, str]] = {}
+        """Each tool's definition hash, by the tool object it was taken from. The definition itself is
+        not kept: it is one more copy of every schema, and is needed only for a new or changed tool."""
         self._unsaved: dict[PinKey, Pin] = {}
         self._events: list[tuple[Pin, str, dict[str, Any]]] = []
         self._unexamined: dict[tuple[PinKey, str], types.Tool] = {}
@@ -120,14 +122,15 @@ class ToolPins:
             return False
         key = (server, tool.name)
         hashed = self._hashed.get(key)
+        definition: dict[str, Any] | None = None
         if hashed is None or (hashed[0] is not tool and hashed[0] != tool):
             definition = definition_of(tool)
-            hashed = self._hashed[key] = (tool, digest(definition), definition)
-        _, current, definition = hashed
+            hashed = self._hashed[key] = (tool, digest(definition))
+        current = hashed[1]
         pin = self._pins.get(key)
         if pin is None:
             self._unexamined[(key, current)] = tool
-            self._keep(Pin(server, tool.name, current, definition, time.time()))
+            self._keep(Pin(server, tool.name, current, definition or definition_of(tool), time.time()))
             return False
         if pin.hash == current:
             if pin.seen is not None:  # back to what was approved
@@ -136,7 +139,7 @@ class ToolPins:
             return False
         if pin.seen is None or pin.seen.hash != current:
             self._unexamined[(key, current)] = tool
-            self._changed(pin, tool, Seen(current, definition, time.time()))
+            self._changed(pin, tool, Seen(current, definition or definition_of(tool), time.time()))
         return self.mode == "quarantine"
 
     def _changed(self, pin: Pin, tool: types.Tool, seen: Seen) -> None:
