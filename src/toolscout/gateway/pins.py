@@ -122,15 +122,15 @@ class ToolPins:
             return False
         key = (server, tool.name)
         hashed = self._hashed.get(key)
-        definition: dict[str, Any] | None = None
+        document: str | None = None
         if hashed is None or (hashed[0] is not tool and hashed[0] != tool):
-            definition = definition_of(tool)
-            hashed = self._hashed[key] = (tool, digest(definition))
+            document = document_of(tool)
+            hashed = self._hashed[key] = (tool, digest_of(document))
         current = hashed[1]
         pin = self._pins.get(key)
         if pin is None:
             self._unexamined[(key, current)] = tool
-            self._keep(Pin(server, tool.name, current, definition or definition_of(tool), time.time()))
+            self._keep(Pin(server, tool.name, current, document or document_of(tool), time.time()))
             return False
         if pin.hash == current:
             if pin.seen is not None:  # back to what was approved
@@ -139,7 +139,7 @@ class ToolPins:
             return False
         if pin.seen is None or pin.seen.hash != current:
             self._unexamined[(key, current)] = tool
-            self._changed(pin, tool, Seen(current, definition or definition_of(tool), time.time()))
+            self._changed(pin, tool, Seen(current, document or document_of(tool), time.time()))
         return self.mode == "quarantine"
 
     def _changed(self, pin: Pin, tool: types.Tool, seen: Seen) -> None:
@@ -276,6 +276,16 @@ def definition_of(tool: types.Tool) -> dict[str, Any]:
     return {name: dumped[name] for name in PINNED_FIELDS if name in dumped}
 
 
+def document_of(tool: types.Tool) -> str:
+    """The pinned parts of `tool` as one canonical JSON text (what its hash is taken of)."""
+    return canonical_json(definition_of(tool)).decode("utf-8")
+
+
+def digest_of(document: str) -> str:
+    """The SHA-256 of a canonical JSON text, in hex."""
+    return hashlib.sha256(document.encode("utf-8")).hexdigest()
+
+
 def digest(definition: dict[str, Any]) -> str:
     """The SHA-256 of `definition`'s canonical JSON, in hex."""
     return hashlib.sha256(canonical_json(definition)).hexdigest()
@@ -372,9 +382,14 @@ class Seen:
     """A definition of the tool that differs from its pin, as last seen."""
 
     hash: str
-    definition: dict[str, Any]
+    document: str
+    """The definition as canonical JSON text (`definition` reads it)."""
     at: float
     reasons: tuple[str, ...] = ()
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        return cast(dict[str, Any], json.loads(self.document))
 
 
 @dataclass(frozen=True)
@@ -384,7 +399,10 @@ class Pin:
     server: str
     tool: str
     hash: str
-    definition: dict[str, Any]
+    document: str
+    """The approved definition as canonical JSON text: a gateway holds a pin for every tool it has
+    seen, and the text takes a fraction of the memory of the same definition as dicts (the dicts
+    are made by `definition` when a change is shown)."""
     pinned_at: float
     reasons: tuple[str, ...] = ()
     """Why its description reads as instructions to the model (gateway/poisoning.py); empty when clean."""
@@ -394,12 +412,16 @@ class Pin:
     def key(self) -> PinKey:
         return (self.server, self.tool)
 
+    @property
+    def definition(self) -> dict[str, Any]:
+        return cast(dict[str, Any], json.loads(self.document))
+
     def approved(self) -> Pin:
         """This pin with what was seen since as the approved definition."""
         if self.seen is None:
             return self
         s = self.seen
-        return replace(self, hash=s.hash, definition=s.definition, pinned_at=time.time(), reasons=s.reasons, seen=None)
+        return replace(self, hash=s.hash, document=s.document, pinned_at=time.time(), reasons=s.reasons, seen=None)
 
     def to_json(self) -> str:
         seen = self.seen
@@ -428,16 +450,23 @@ class Pin:
                 server,
                 tool,
                 str(raw["hash"]),
-                dict(raw["definition"]),
+                _document(raw["definition"]),
                 float(raw["pinnedAt"]),
                 tuple(str(r) for r in raw.get("reasons", ())),
-                Seen(str(seen["hash"]), dict(seen["definition"]), float(seen["at"]), tuple(seen.get("reasons", ())))
+                Seen(
+                    str(seen["hash"]), _document(seen["definition"]), float(seen["at"]), tuple(seen.get("reasons", ()))
+                )
                 if seen is not None
                 else None,
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             logger.warning("tool pins: ignoring the unreadable pin of %s on %s: %s", tool, server, exc)
             return None
+
+
+def _document(definition: Any) -> str:
+    """A stored definition (a JSON object) as canonical JSON text."""
+    return canonical_json(dict(definition)).decode("utf-8")
 
 
 class PinStore(Protocol):
