@@ -61,7 +61,7 @@ async def _dashboard(config: GatewayConfig, sock: object, path: Path | None) -> 
 
     assert isinstance(sock, socket.socket)
     async with open_registry(config) as registry:
-        gateway = Gateway.from_config(config)
+        gateway = Gateway.from_config(config, embed_in_background=True)
         reloader = ConfigReloader(gateway, path, config) if path is not None else None
         limits = config.registry
         registrations = Registrations(

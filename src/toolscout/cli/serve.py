@@ -256,7 +256,8 @@ async def _serve_with(
     from toolscout.serve.sessions import SessionLimits
     from toolscout.serve.telemetry import MetricsAccess
 
-    gateway = Gateway.from_config(config)
+    # A serve keeps running: a catalog of many new tools is searchable by its words while it embeds.
+    gateway = Gateway.from_config(config, embed_in_background=True)
     metrics = (
         MetricsAccess(gateway.metrics, public=config.telemetry.metrics.public) if gateway.metrics.enabled else None
     )

@@ -101,6 +101,7 @@ class Gateway:
         pins: ToolPins | None = None,
         metrics: Metrics | None = None,
         max_connecting: int | None = DEFAULT_MAX_CONNECTING,
+        embed_in_background: bool = False,
     ) -> None:
         install_log_masking()  # whoever runs a gateway, its log masks secrets (toolscout.masking)
         names = [s.name for s in specs]
@@ -132,6 +133,7 @@ class Gateway:
             min_relevance=min_relevance,
             max_query_chars=max_query_chars,
             max_query_steps=max_query_steps,
+            embed_in_background=embed_in_background,
         )
         self._startup = Startup(self._upstreams, self._snapshots.answers_for)
         self.validator = ArgumentValidator()
@@ -391,6 +393,15 @@ class Gateway:
         hits = await self._timed("search", search)
         self.stats.searched(len(hits))
         return hits
+
+    @property
+    def ranked_by_words(self) -> bool:
+        """Whether searches rank by the tools' words alone just now, while their embeddings are built."""
+        return self._index.ranked_by_words
+
+    async def embedded(self) -> None:
+        """Wait until the search embeddings built in the background are ready (bound it with a cancel scope)."""
+        await self._index.embedded()
 
     @property
     def search_backend(self) -> SearchBackend | None:

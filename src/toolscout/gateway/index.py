@@ -5,6 +5,11 @@ and scored there too, one search or rebuild at a time; queries are capped before
 event loop never builds, rebuilds or scores, because rebuilding a large catalog's index, or
 scoring a long query on it, would keep other clients waiting.
 
+A catalog with many tools the embedding model has never read (the first start at 10,000 tools, a
+new model) is embedded in the background: meanwhile searches are answered by an index of the
+tools' words alone, built in a fraction of the time, and say so (`ranked_by_words`); when the
+embeddings are done, the full index takes over.
+
 A scope that narrows gets an index of its own, with only the tools it sees, ranked as if there
 were no others. Filtering the whole catalog's hits would answer within a scope, but not as well:
 BM25's IDF and the scores' scale (relevance is relative to the best hit) would still count the
@@ -115,6 +120,7 @@ class SearchIndex:
         min_relevance: float = DEFAULT_MIN_RELEVANCE,
         max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
         max_query_steps: int = DEFAULT_MAX_QUERY_STEPS,
+        embed_in_background: bool = False,
     ) -> None:
         self._catalog = catalog
         self._upstreams = upstreams
@@ -136,6 +142,17 @@ class SearchIndex:
         """Around the index built at start; cancelled when the gateway stops, not to wait for it."""
         self.built_at_start: anyio.Event
         """Set once the index built at start (of the stored catalog, if any) is ready, or failed."""
+        self._task_group: anyio.abc.TaskGroup | None = None
+        """Where tools are embedded in the background (set in `start`)."""
+        self._words_only: SearchBackend | None = None
+        """While the full index embeds in the background: an index of the tools' words, for searches."""
+        self._words_only_version = -1
+        self._embed_in_background = embed_in_background
+        """For a gateway that keeps running (serve): a command that answers once builds the full index
+        at once, since a background build would be abandoned when it exits, its vectors never cached."""
+        self._embedded = anyio.Event()
+        """Set when no embedding runs in the background (a new one while one does)."""
+        self._embedded.set()
 
     @property
     def min_relevance(self) -> float:
@@ -152,7 +169,13 @@ class SearchIndex:
         first search is answered from it at once."""
         self._index_lock, self._loading = anyio.Lock(), anyio.CancelScope()
         self.built_at_start = anyio.Event()
+        self._task_group = task_group
         task_group.start_soon(self._build_at_start, name="search index")
+
+    @property
+    def ranked_by_words(self) -> bool:
+        """Whether searches are answered by the tools' words alone just now, while the embeddings are built."""
+        return self._words_only is not None
 
     def stop(self) -> None:
         """Abandon the index built at start, if it is still being built (no search can come after)."""
@@ -237,16 +260,82 @@ class SearchIndex:
         (a rebuild of a large catalog takes long: the event loop goes on serving calls meanwhile).
         The caller holds `_index_lock`."""
         backend = self._search or await anyio.to_thread.run_sync(self._backend, abandon_on_cancel=abandon_on_cancel)
-        if self._indexed_version != self._catalog.version:
-            version, tools, context = self._catalog.version, self._catalog.tools(), self.server_context()
+        if self._indexed_version == self._catalog.version:
+            return backend
+        version, tools, context = self._catalog.version, self._catalog.tools(), self.server_context()
+        if self._words_only is not None:  # the full index is still embedding: not to be touched
+            return await self._by_words(backend, version, tools, context, abandon_on_cancel)
+        if (
+            self._embed_in_background
+            and self._task_group is not None
+            and await anyio.to_thread.run_sync(_embeds_long, backend, tools, abandon_on_cancel=abandon_on_cancel)
+        ):
+            words = await self._by_words(backend, version, tools, context, abandon_on_cancel)
+            self._embedded = anyio.Event()
+            self._task_group.start_soon(self._embed, backend, version, tools, context, name="search embeddings")
+            logger.info("embedding %d tools in the background; searches rank by words until then", len(tools))
+            return words
 
-            def rebuilt() -> None:
-                backend.rebuild(tools, context)
-                release_freed_memory()
+        def rebuilt() -> None:
+            backend.rebuild(tools, context)
+            release_freed_memory()
 
-            await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=abandon_on_cancel)
-            self._indexed_version = version
+        await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=abandon_on_cancel)
+        self._indexed_version = version
         return backend
+
+    async def _by_words(
+        self,
+        backend: SearchBackend,
+        version: int,
+        tools: list[CatalogTool],
+        context: dict[str, str],
+        abandon_on_cancel: bool,
+    ) -> SearchBackend:
+        """The index of the tools' words (a hybrid backend without embeddings) at `version`, built if it is older."""
+        from toolscout.search.hybrid import HybridBackend
+
+        words = self._words_only
+        if words is None or self._words_only_version != version:
+            assert isinstance(backend, HybridBackend)  # only such a backend embeds in the background
+            words = HybridBackend(None, backend.weights)
+            words.names.fuzzy = backend.names.fuzzy
+            await anyio.to_thread.run_sync(words.rebuild, tools, context, abandon_on_cancel=abandon_on_cancel)
+            self._words_only, self._words_only_version = words, version
+            self._scoped.clear()
+        return words
+
+    async def _embed(
+        self, backend: SearchBackend, version: int, tools: list[CatalogTool], context: dict[str, str]
+    ) -> None:
+        """Build the full index in a worker thread, then let searches use it (a newer catalog is indexed
+        by the next search, from the vectors now cached)."""
+
+        def rebuilt() -> None:
+            backend.rebuild(tools, context)
+            release_freed_memory()
+
+        try:
+            try:
+                await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=True)
+            except Exception as exc:  # the next search builds it again, and reports what fails
+                logger.warning("the search embeddings could not be built: %s", exc)
+                async with self._index_lock:
+                    self._words_only = None
+                return
+            async with self._index_lock:
+                if self._search is backend:  # not replaced by `configure` meanwhile
+                    self._indexed_version = version
+                self._words_only = None
+                self._scoped.clear()
+            await anyio.to_thread.run_sync(release_freed_memory)  # what the words' index held
+            logger.info("search embeddings ready: %d tools", len(tools))
+        finally:
+            self._embedded.set()
+
+    async def embedded(self) -> None:
+        """Wait until no embedding runs in the background (bound it with a cancel scope)."""
+        await self._embedded.wait()
 
     def configure(self, config: SearchConfig, factory: Callable[[], SearchBackend] | None) -> None:
         """Search by `config` from the next search on: its floor and caps at once; with `factory`, a new
@@ -265,6 +354,8 @@ class SearchIndex:
         from toolscout.search.embedding import DenseBackend, tool_key
         from toolscout.search.hybrid import HybridBackend
 
+        if sync:  # what is asked for is the embeddings: those being built are waited for
+            await self.embedded()
         async with self._index_lock:
             backend = self._search or await anyio.to_thread.run_sync(self._backend)
             dense = backend.dense if isinstance(backend, HybridBackend) else backend
@@ -351,6 +442,19 @@ class SemanticState:
 
 EMBED_AFRESH_UP_TO = 1_000
 """A scope seeing up to this many tools embeds them afresh; beyond, their vectors come from the cache."""
+EMBED_IN_BACKGROUND_FROM = 1_000
+"""Tools to embed from which the index is built in the background, searches ranking by words meanwhile
+(embedding this many takes the packaged model a few tenths of a second; the words' index less)."""
+
+
+def _embeds_long(backend: SearchBackend, tools: Sequence[CatalogTool]) -> bool:
+    """Whether indexing `tools` in `backend` means embedding at least `EMBED_IN_BACKGROUND_FROM` of them."""
+    from toolscout.search.embedding import DenseBackend
+    from toolscout.search.hybrid import HybridBackend
+
+    if not isinstance(backend, HybridBackend) or not isinstance(backend.dense, DenseBackend):
+        return False
+    return len(tools) >= EMBED_IN_BACKGROUND_FROM and backend.dense.unembedded(tools) >= EMBED_IN_BACKGROUND_FROM
 
 
 class FilteredBackend:

@@ -412,6 +412,8 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
     # The results stay (the agent may know better), but a weak best match is said to be one.
     if gateway.search_config.nothing_fits(h.relevance for h in hits):
         data["nothingFits"] = True
+    if gateway.ranked_by_words:  # the embeddings are still being built: said, so a miss is tried again
+        data["rankedByWords"] = True
     # Servers whose tools are missing from the ranking (those answering from the cache are in it).
     if connecting := gateway.connecting():
         data["connecting"] = connecting

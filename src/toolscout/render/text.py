@@ -90,6 +90,8 @@ def search_text(data: Mapping[str, Any]) -> str:
     results = cast(Sequence[Mapping[str, Any]], data["results"])
     pending = cast(Sequence[str], data.get("connecting", []))
     note = f" Still connecting: {', '.join(pending)}." if pending else ""
+    if data.get("rankedByWords"):
+        note += " Ranked by words alone while the tools' meanings load: search again soon for a closer match."
     query: Any = data["query"]
     asked = _echo(query) if isinstance(query, str) else " + ".join(_echo(q) for q in cast(list[str], query))
     hint = f" {data['hint']}" if data.get("hint") else ""

@@ -109,6 +109,17 @@ class VectorCache:
             return {}, {}
         return {k: vectors[i] for i, k in enumerate(keys)}, dict(zip(names, tool_keys, strict=False))
 
+    def tool_keys(self, model_id: str) -> set[str]:
+        """The `tool_key` of every tool the file was last written for (its vectors left unread)."""
+        path = self._file(model_id)
+        if path is None or not path.is_file():
+            return set()
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return {str(k) for k in data["tool_keys"]} if "tool_keys" in data else set()
+        except (OSError, ValueError, KeyError):
+            return set()  # said when a rebuild reads it
+
     def save(
         self,
         model_id: str,
@@ -302,6 +313,12 @@ class DenseBackend:
     def embedded(self) -> set[str]:
         """The tools embedded, each as `tool_key` says."""
         return {tool_key(t) for t in self._tools}
+
+    def unembedded(self, tools: Sequence[CatalogTool]) -> int:
+        """How many of `tools` a rebuild would have to embed: those whose texts were embedded neither
+        here nor, as the cache file says, by an earlier run (it hashes every text: off the event loop)."""
+        known = set(self._known.values()) | self.cache.tool_keys(self.embedder.model_id)
+        return sum(1 for tool in tools if tool_key(tool) not in known)
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         """Texts embedded in the index's space; rows of zeros when its provider cannot (said once)."""
