@@ -32,8 +32,10 @@ WAIT = 30.0
 class GatedEmbedder:
     """The packaged model, holding every catalog's worth of texts until `gate` opens (a query's one text passes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold: float = WAIT) -> None:
         self.inner = StaticEmbedder.load()
+        self.hold = hold
+        """The longest the gate holds a catalog's texts."""
         self.gate = threading.Event()
         self.waiting = threading.Event()
         """Set once a catalog's texts are held at the gate."""
@@ -45,7 +47,7 @@ class GatedEmbedder:
     def encode(self, texts: Sequence[str]) -> Vectors:
         if len(texts) > 1:
             self.waiting.set()
-            assert self.gate.wait(WAIT), "the test never opened the gate"
+            assert self.gate.wait(self.hold), "the test never opened the gate"
         return self.inner.encode(texts)
 
 
@@ -75,21 +77,28 @@ def _gateway(embedder: GatedEmbedder, cache: Path, *, background: bool) -> Gatew
     return Gateway([spec], search_factory=lambda: backend, embed_in_background=background)
 
 
+def _embedded_dimensions(gateway: Gateway) -> int | None:
+    """The length of the vectors the gateway's full index holds (None: nothing embedded)."""
+    backend = gateway.search_backend
+    assert isinstance(backend, HybridBackend) and isinstance(backend.dense, DenseBackend)
+    return backend.dense.dimensions
+
+
 @pytest.mark.anyio
 async def test_a_serving_gateway_ranks_by_words_while_the_tools_are_embedded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(index_module, "EMBED_IN_BACKGROUND_FROM", 10)
     embedder = GatedEmbedder()
-    try:
-        async with _gateway(embedder, tmp_path, background=True) as gateway:
+    async with _gateway(embedder, tmp_path, background=True) as gateway:
+        try:
             with anyio.fail_after(WAIT):
                 await gateway.settle()
                 # The embedding is held: the search is answered all the same, by the tools' words.
                 hits = await gateway.search("convert units")
             assert hits[0].tool.name == "convert_units"
             assert gateway.ranked_by_words
-            assert embedder.waiting.is_set()
+            assert await anyio.to_thread.run_sync(embedder.waiting.wait, WAIT)  # the catalog's texts, held
             answer = await search_tools(gateway, SearchToolsArgs.model_validate({"query": "send an e-mail"}))
             data: Any = answer.structured_content
             assert data["rankedByWords"] is True
@@ -101,16 +110,14 @@ async def test_a_serving_gateway_ranks_by_words_while_the_tools_are_embedded(
             with anyio.fail_after(WAIT):
                 await gateway.embedded()
             assert not gateway.ranked_by_words
-            backend = gateway.search_backend
-            assert isinstance(backend, HybridBackend) and isinstance(backend.dense, DenseBackend)
-            assert backend.dense.dimensions == embedder.inner.dims  # the full index, embedded
+            assert _embedded_dimensions(gateway) == embedder.inner.dims  # the full index, embedded
             with anyio.fail_after(WAIT):
                 answer = await search_tools(gateway, SearchToolsArgs.model_validate({"query": "send an e-mail"}))
             data = answer.structured_content
             assert "rankedByWords" not in data
             assert data["results"][0]["tool"] == "send_email"
-    finally:
-        embedder.gate.set()
+        finally:
+            embedder.gate.set()  # whatever failed: the worker thread is not left waiting
 
     # The next start finds the vectors cached: nothing to embed, the full index at once.
     again = GatedEmbedder()
@@ -136,6 +143,21 @@ async def test_a_command_that_answers_once_waits_for_the_embeddings(
         assert hits[0].tool.name == "convert_units"
         assert embedder.waiting.is_set()  # embedded before the answer
         assert not gateway.ranked_by_words
-        backend = gateway.search_backend
-        assert isinstance(backend, HybridBackend) and isinstance(backend.dense, DenseBackend)
-        assert backend.dense.dimensions == embedder.inner.dims
+        assert _embedded_dimensions(gateway) == embedder.inner.dims
+
+
+@pytest.mark.anyio
+async def test_a_gateway_stops_without_waiting_for_its_embeddings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "EMBED_IN_BACKGROUND_FROM", 10)
+    embedder = GatedEmbedder(hold=4 * WAIT)  # held past the bound below: only abandoning it ends in time
+    try:
+        with anyio.fail_after(WAIT):
+            async with _gateway(embedder, tmp_path, background=True) as gateway:
+                await gateway.settle()
+                await gateway.search("convert units")
+                assert await anyio.to_thread.run_sync(embedder.waiting.wait, WAIT)
+                assert gateway.ranked_by_words
+    finally:
+        embedder.gate.set()

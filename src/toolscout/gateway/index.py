@@ -170,6 +170,8 @@ class SearchIndex:
         self._index_lock, self._loading = anyio.Lock(), anyio.CancelScope()
         self.built_at_start = anyio.Event()
         self._task_group = task_group
+        self._embedding = anyio.CancelScope()
+        """Around every embedding in the background; cancelled when the gateway stops, not to wait for it."""
         task_group.start_soon(self._build_at_start, name="search index")
 
     @property
@@ -178,8 +180,10 @@ class SearchIndex:
         return self._words_only is not None
 
     def stop(self) -> None:
-        """Abandon the index built at start, if it is still being built (no search can come after)."""
+        """Abandon the index built at start and the embedding in the background, if they are still
+        running (no search can come after)."""
         self._loading.cancel()
+        self._embedding.cancel()
 
     async def _build_at_start(self) -> None:
         try:
@@ -316,22 +320,31 @@ class SearchIndex:
             release_freed_memory()
 
         try:
-            try:
-                await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=True)
-            except Exception as exc:  # the next search builds it again, and reports what fails
-                logger.warning("the search embeddings could not be built: %s", exc)
+            with self._embedding_scope():
+                try:
+                    await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=True)
+                except Exception as exc:  # the next search builds it again, and reports what fails
+                    logger.warning("the search embeddings could not be built: %s", exc)
+                    async with self._index_lock:
+                        self._words_only = None
+                    return
                 async with self._index_lock:
+                    if self._search is backend:  # not replaced by `configure` meanwhile
+                        self._indexed_version = version
                     self._words_only = None
-                return
-            async with self._index_lock:
-                if self._search is backend:  # not replaced by `configure` meanwhile
-                    self._indexed_version = version
-                self._words_only = None
-                self._scoped.clear()
-            await anyio.to_thread.run_sync(release_freed_memory)  # what the words' index held
-            logger.info("search embeddings ready: %d tools", len(tools))
+                    self._scoped.clear()
+                await anyio.to_thread.run_sync(release_freed_memory)  # what the words' index held
+                logger.info("search embeddings ready: %d tools", len(tools))
         finally:
             self._embedded.set()
+
+    def _embedding_scope(self) -> anyio.CancelScope:
+        """A new cancel scope for one embedding, which `stop` cancels (a scope is entered once only)."""
+        stopped = self._embedding.cancel_called
+        self._embedding = anyio.CancelScope()
+        if stopped:
+            self._embedding.cancel()
+        return self._embedding
 
     async def embedded(self) -> None:
         """Wait until no embedding runs in the background (bound it with a cancel scope)."""
