@@ -150,9 +150,8 @@ class SearchIndex:
         self._embed_in_background = embed_in_background
         """For a gateway that keeps running (serve): a command that answers once builds the full index
         at once, since a background build would be abandoned when it exits, its vectors never cached."""
-        self._embedded = anyio.Event()
-        """Set when no embedding runs in the background (a new one while one does)."""
-        self._embedded.set()
+        self._embedded: anyio.Event | None = None
+        """While an embedding runs in the background: set when it is done (made in the event loop)."""
 
     @property
     def min_relevance(self) -> float:
@@ -336,7 +335,8 @@ class SearchIndex:
                 await anyio.to_thread.run_sync(release_freed_memory)  # what the words' index held
                 logger.info("search embeddings ready: %d tools", len(tools))
         finally:
-            self._embedded.set()
+            if self._embedded is not None:
+                self._embedded.set()
 
     def _embedding_scope(self) -> anyio.CancelScope:
         """A new cancel scope for one embedding, which `stop` cancels (a scope is entered once only)."""
@@ -348,7 +348,8 @@ class SearchIndex:
 
     async def embedded(self) -> None:
         """Wait until no embedding runs in the background (bound it with a cancel scope)."""
-        await self._embedded.wait()
+        if self._embedded is not None:
+            await self._embedded.wait()
 
     def configure(self, config: SearchConfig, factory: Callable[[], SearchBackend] | None) -> None:
         """Search by `config` from the next search on: its floor and caps at once; with `factory`, a new
