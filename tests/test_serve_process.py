@@ -18,7 +18,7 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
-from benchmarks.processes import SERVE_READY, UVICORN_READY, alive, free_port, running, stop
+from benchmarks.processes import SERVE_READY, UVICORN_READY, alive, running, stop
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -46,15 +46,17 @@ def initialize_request(client: str) -> dict[str, Any]:
 @asynccontextmanager
 async def config_with_remote_demos(tmp_path: Path) -> AsyncGenerator[Path]:
     """A config fronting notes (stdio, reporting its pid), units (stdio), text (HTTP) and files (SSE)."""
-    text_port, files_port = free_port(), free_port()
+    # Port 0, the port read from the server's own line: a port picked free beforehand may be taken by
+    # another test's process before the server binds it.
     async with (
         running(
-            [PYTHON, "-m", "toolscout.demo.text", "--transport", "http", "--port", str(text_port)], ready=UVICORN_READY
-        ),
+            [PYTHON, "-m", "toolscout.demo.text", "--transport", "http", "--port", "0"], ready=UVICORN_READY
+        ) as text,
         running(
-            [PYTHON, "-m", "toolscout.demo.files", "--transport", "sse", "--port", str(files_port)], ready=UVICORN_READY
-        ),
+            [PYTHON, "-m", "toolscout.demo.files", "--transport", "sse", "--port", "0"], ready=UVICORN_READY
+        ) as files,
     ):
+        text_port, files_port = text.match.group(1), files.match.group(1)
         config = {
             "mcpServers": {
                 "notes": {"command": PYTHON, "args": ["-c", PID_WRITER, str(tmp_path / "notes.pid")]},
