@@ -50,6 +50,7 @@ BENCHMARKS: dict[str, str] = {
     "scoped_search": "search within a token's scope against search over the whole catalog",
     "search": "search quality (recall, nDCG, MRR, with intervals) and speed on every dev set, beside plain bm25s",
     "search_expansion": "tools' documents expanded with query words learned from the training pairs (not shipped)",
+    "search_scale": "hybrid search at 10,000 and 50,000 tools: build time, latency, and the index's memory",
     "search_loso": "leave one source out: search fitted without each training group, measured on it",
     "search_train": "search quality on the training pairs, the set search settings are tuned on",
     "smart": "smart mode: tool selection, parameter mapping and the latency of one smart_tool_discovery call",
