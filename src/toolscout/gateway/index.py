@@ -318,6 +318,7 @@ class SearchIndex:
             backend.rebuild(tools, context)
             release_freed_memory()
 
+        done = self._embedded  # this embedding's: the next one, once searches may start it, has its own
         try:
             with self._embedding_scope():
                 try:
@@ -335,8 +336,8 @@ class SearchIndex:
                 await anyio.to_thread.run_sync(release_freed_memory)  # what the words' index held
                 logger.info("search embeddings ready: %d tools", len(tools))
         finally:
-            if self._embedded is not None:
-                self._embedded.set()
+            if done is not None:
+                done.set()
 
     def _embedding_scope(self) -> anyio.CancelScope:
         """A new cancel scope for one embedding, which `stop` cancels (a scope is entered once only)."""
@@ -458,7 +459,8 @@ EMBED_AFRESH_UP_TO = 1_000
 """A scope seeing up to this many tools embeds them afresh; beyond, their vectors come from the cache."""
 EMBED_IN_BACKGROUND_FROM = 1_000
 """Tools to embed from which the index is built in the background, searches ranking by words meanwhile
-(embedding this many takes the packaged model a few tenths of a second; the words' index less)."""
+(fewer are embedded before the search is answered: a short wait, where ranking by words would cost
+the answer its semantic half)."""
 
 
 def _embeds_long(backend: SearchBackend, tools: Sequence[CatalogTool]) -> bool:
