@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from selenium.webdriver.support import expected_conditions
 
-from tests.helpers.browser import browser
+from tests.helpers.browser import browser, replaced
 from tests.helpers.dashboard_site import LOOKUP, dashboard_site, log_in, mcp_client, meta
 
 pytestmark = pytest.mark.anyio
@@ -103,7 +103,7 @@ async def test_markup_in_a_description_is_text_and_a_changed_definition_is_appro
             page.click(f"{card} button.approve")
             page.until(expected_conditions.alert_is_present(), "the confirm dialog")
             page.driver.switch_to.alert.accept()
-            page.until(expected_conditions.staleness_of(old), "the next page")
+            page.until(replaced(old), "the next page")
             assert "Approved" in page.text("#message")
             assert page.elements("#no-changes")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
@@ -97,7 +97,7 @@ class Browser:
         """Click `css` (a submit button) and wait until the page it loads shows `then` (a CSS selector)."""
         old = self.driver.find_element(By.TAG_NAME, "html")
         self.click(css)
-        self.until(expected_conditions.staleness_of(old), "the next page")
+        self.until(replaced(old), "the next page")
         self.element(then)
 
     def screenshot(self, name: str) -> Path:
@@ -138,3 +138,25 @@ def browser(base_url: str, profile: Path) -> Generator[Browser]:
         yield Browser(driver, base_url)
     finally:
         driver.quit()
+
+
+def replaced(element: WebElement) -> Callable[[Any], bool]:
+    """A wait condition: `element` belongs to a page that was replaced.
+
+    Selenium's `staleness_of` knows only the stale-element error; while the old page is being torn
+    down, chromium may answer instead that the node "does not belong to the document", which means
+    the same and made the wait fail.
+    """
+
+    def gone(_: Any) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in (exc.msg or ""):
+                return True
+            raise
+        return False
+
+    return gone

@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from selenium.webdriver.support import expected_conditions
 
-from tests.helpers.browser import Browser
+from tests.helpers.browser import Browser, replaced
 from tests.helpers.paths import PYTHON, ROOT
 
 ADMIN_KEY = "admin-key-for-the-dashboard-0123456789"
@@ -132,7 +132,7 @@ def confirm(page: Browser, css: str, then: str) -> None:
     page.click(css)
     page.until(expected_conditions.alert_is_present(), "the confirm dialog")
     page.driver.switch_to.alert.accept()
-    page.until(expected_conditions.staleness_of(old), "the next page")
+    page.until(replaced(old), "the next page")
     page.element(then)
 
 
