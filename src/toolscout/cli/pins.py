@@ -248,7 +248,7 @@ def verify(
 
 
 async def _live_hashes(config: GatewayConfig, output: Output) -> dict[PinKey, str]:
-    from toolscout.gateway.pins import definition_of, digest
+    from toolscout.gateway.pins import digest_of, document_of
     from toolscout.upstream import Status
 
     async with connected(config, output, live=True) as gateway:
@@ -256,4 +256,4 @@ async def _live_hashes(config: GatewayConfig, output: Output) -> dict[PinKey, st
         if failed:
             output.fail(ServerUnavailable(f"Cannot verify: {', '.join(failed)} did not connect."), EXIT_FAILED)
         tools = gateway.catalog.tools(include_disabled=True, include_quarantined=True)
-        return {(t.server, t.name): digest(definition_of(t.tool)) for t in tools}
+        return {(t.server, t.name): digest_of(document_of(t.tool)) for t in tools}

@@ -282,13 +282,8 @@ def document_of(tool: types.Tool) -> str:
 
 
 def digest_of(document: str) -> str:
-    """The SHA-256 of a canonical JSON text, in hex."""
+    """The SHA-256 of a canonical JSON text (`document_of`), in hex: a pin's hash."""
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
-
-
-def digest(definition: dict[str, Any]) -> str:
-    """The SHA-256 of `definition`'s canonical JSON, in hex."""
-    return hashlib.sha256(canonical_json(definition)).hexdigest()
 
 
 def changes(approved: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
