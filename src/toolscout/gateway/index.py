@@ -279,11 +279,7 @@ class SearchIndex:
             logger.info("embedding %d tools in the background; searches rank by words until then", len(tools))
             return words
 
-        def rebuilt() -> None:
-            backend.rebuild(tools, context)
-            release_freed_memory()
-
-        await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=abandon_on_cancel)
+        await anyio.to_thread.run_sync(rebuilt, backend, tools, context, abandon_on_cancel=abandon_on_cancel)
         self._indexed_version = version
         return backend
 
@@ -313,16 +309,11 @@ class SearchIndex:
     ) -> None:
         """Build the full index in a worker thread, then let searches use it (a newer catalog is indexed
         by the next search, from the vectors now cached)."""
-
-        def rebuilt() -> None:
-            backend.rebuild(tools, context)
-            release_freed_memory()
-
         done = self._embedded  # this embedding's: the next one, once searches may start it, has its own
         try:
             with self._embedding_scope():
                 try:
-                    await anyio.to_thread.run_sync(rebuilt, abandon_on_cancel=True)
+                    await anyio.to_thread.run_sync(rebuilt, backend, tools, context, abandon_on_cancel=True)
                 except Exception as exc:  # the next search builds it again, and reports what fails
                     logger.warning("the search embeddings could not be built: %s", exc)
                     async with self._index_lock:
@@ -470,7 +461,7 @@ def _embeds_long(backend: SearchBackend, tools: Sequence[CatalogTool]) -> bool:
 
     if not isinstance(backend, HybridBackend) or not isinstance(backend.dense, DenseBackend):
         return False
-    return len(tools) >= EMBED_IN_BACKGROUND_FROM and backend.dense.unembedded(tools) >= EMBED_IN_BACKGROUND_FROM
+    return len(tools) >= EMBED_IN_BACKGROUND_FROM and backend.dense.embeds_at_least(tools, EMBED_IN_BACKGROUND_FROM)
 
 
 class FilteredBackend:
@@ -593,6 +584,12 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return trim
+
+
+def rebuilt(backend: SearchBackend, tools: Sequence[CatalogTool], context: Mapping[str, str]) -> None:
+    """Rebuild `backend` with `tools` (in a worker thread), then give back what the build freed."""
+    backend.rebuild(tools, context)
+    release_freed_memory()
 
 
 def release_freed_memory() -> None:

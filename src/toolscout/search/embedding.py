@@ -314,11 +314,16 @@ class DenseBackend:
         """The tools embedded, each as `tool_key` says."""
         return {tool_key(t) for t in self._tools}
 
-    def unembedded(self, tools: Sequence[CatalogTool]) -> int:
-        """How many of `tools` a rebuild would have to embed: those whose texts were embedded neither
-        here nor, as the cache file says, by an earlier run (it hashes every text: off the event loop)."""
-        known = set(self._known.values()) | self.cache.tool_keys(self.embedder.model_id)
-        return sum(1 for tool in tools if tool_key(tool) not in known)
+    def embeds_at_least(self, tools: Sequence[CatalogTool], count: int) -> bool:
+        """Whether a rebuild with `tools` would embed at least `count` of them: tools whose texts were
+        embedded neither here nor, as the cache file says, by an earlier run. The file is read only
+        when what this backend embedded leaves that many (it hashes every text: off the event loop)."""
+        here = set(self._known.values())
+        new = [key for key in (tool_key(tool) for tool in tools) if key not in here]
+        if len(new) < count:
+            return False
+        cached = self.cache.tool_keys(self.embedder.model_id)
+        return sum(1 for key in new if key not in cached) >= count
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         """Texts embedded in the index's space; rows of zeros when its provider cannot (said once)."""
