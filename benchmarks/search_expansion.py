@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
@@ -35,7 +34,7 @@ from benchmarks.search import DEFAULT_EVAL_DIR, datasets
 from toolscout.catalog import CatalogTool
 from toolscout.search import bm25, make_backend
 from toolscout.search.bm25 import FieldWeights
-from toolscout.search.evaluation import LabelledQuery, Report, evaluate
+from toolscout.search.evaluation import LabelledQuery, Report, bootstrap_interval, evaluate
 from toolscout.search.text import terms
 
 Table = dict[str, list[tuple[float, str]]]
@@ -122,12 +121,10 @@ def expanded(table: Table, words: int) -> Generator[None]:
 
 def _paired(before: Report, after: Report, metric: str) -> str:
     diffs = [b - a for a, b in zip(before.per_query[metric], after.per_query[metric], strict=True)]
-    rng = random.Random(0)
-    n = len(diffs)
-    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(2000))
+    low, high = bootstrap_interval(diffs)
     return (
         f"{getattr(before, metric):.3f} → {getattr(after, metric):.3f} "
-        f"({sum(diffs) / n:+.3f}, {means[49]:+.3f}…{means[1949]:+.3f})"
+        f"({sum(diffs) / len(diffs):+.3f}, {low:+.3f}…{high:+.3f})"
     )
 
 
