@@ -25,13 +25,8 @@ import time
 from pathlib import Path
 
 from benchmarks import harness
-
-DEFAULT_EVAL_DIR = Path(os.environ.get("TOOLSCOUT_EVAL_DIR") or Path(__file__).resolve().parents[2] / "shared" / "eval")
-
-
-def _status() -> dict[str, int]:
-    with open("/proc/self/status", encoding="ascii") as status:
-        return {line.split(":")[0]: int(line.split()[1]) for line in status if line.startswith(("VmRSS:", "VmHWM:"))}
+from benchmarks.search import DEFAULT_EVAL_DIR
+from benchmarks.upstreams import rss_kib
 
 
 def measure(size: int, queries: int, eval_dir: Path) -> dict[str, float]:
@@ -40,10 +35,10 @@ def measure(size: int, queries: int, eval_dir: Path) -> dict[str, float]:
     from toolscout.gateway.index import release_freed_memory
     from toolscout.search import make_backend
 
-    start = _status()["VmRSS"]
+    start = rss_kib(os.getpid())["VmRSS"]
     tools, labelled = synthetic(eval_dir, size)
     texts = [q.text for q in labelled[:queries]]
-    with_catalog = _status()["VmRSS"]
+    with_catalog = rss_kib(os.getpid())["VmRSS"]
     with tempfile.TemporaryDirectory(prefix="toolscout-scale-") as cache:
         began = time.perf_counter()
         cold = make_backend("hybrid", cache_dir=Path(cache))
@@ -63,7 +58,7 @@ def measure(size: int, queries: int, eval_dir: Path) -> dict[str, float]:
         backend.search(text, limit=10)
         timings.append((time.perf_counter() - began) * 1000)
     release_freed_memory()
-    after = _status()
+    after = rss_kib(os.getpid())
     timings.sort()
     return {
         "tools": len(tools),
