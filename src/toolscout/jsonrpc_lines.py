@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Self
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from toolscout.streams import AsyncClosing, ReceiveIteration
 
 _CHUNK = 65536
 
@@ -42,38 +42,6 @@ def parse_message(line: bytes | str) -> SessionMessage | Exception:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
         return exc
-
-
-class AsyncClosing:
-    """`async with` closes the stream, as the SDK's stream protocols expect of a stream."""
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class ReceiveIteration(AsyncClosing):
-    """Async iteration over `receive()`, up to its EndOfStream."""
-
-    async def receive(self) -> SessionMessage | Exception:
-        raise NotImplementedError
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
 
 class MessageReader(ReceiveIteration):

@@ -45,11 +45,10 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote, unquote
 
 import mcp_types as types
-from mcp import Client
 from pydantic import BaseModel
 
 from toolscout.catalog import Changes, ListName
@@ -69,6 +68,9 @@ from toolscout.suggestions import closest, did_you_mean
 from toolscout.upstream import Upstream
 from toolscout.upstream.calls import without_hop_metadata
 from toolscout.upstream.connection import ListKind
+
+if TYPE_CHECKING:
+    from mcp import Client  # (only the connection imports the SDK: upstream/connection.py says why)
 
 ItemKind = Literal["resource", "template", "prompt"]
 """What `Mirror.check_usable` checks: a resource URI (read, subscribed), a resource template (completed), a prompt."""

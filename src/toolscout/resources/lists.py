@@ -22,11 +22,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, TypeVarTuple, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, TypeVarTuple, cast
 
 import anyio
 import mcp_types as types
-from mcp import Client
 from pydantic import BaseModel
 
 from toolscout.catalog import Changes, ListName
@@ -36,6 +35,9 @@ from toolscout.errors import ToolscoutError, UpstreamError
 from toolscout.upstream import Status, Upstream
 from toolscout.upstream.calls import MAX_PAGES, paginate
 from toolscout.upstream.connection import ListKind
+
+if TYPE_CHECKING:
+    from mcp import Client  # (only the connection imports the SDK: upstream/connection.py says why)
 
 logger = logging.getLogger(__name__)
 

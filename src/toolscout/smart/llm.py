@@ -29,15 +29,17 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Protocol, Self, TypedDict, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Self, TypedDict, cast
 
 import anyio
-import httpx2
 import mcp_types as types
 
 from toolscout.catalog import CatalogTool
 from toolscout.errors import ArgumentValidationError, LLMUnavailable
 from toolscout.upstream.calls import Relay, SamplingResult
+
+if TYPE_CHECKING:
+    import httpx2
 
 
 class ChatMessage(TypedDict):
@@ -94,6 +96,8 @@ class ChatOverHTTP:
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_tokens = max_tokens
+        import httpx2  # (here, not with the module: a gateway without an LLM never loads it)
+
         self._client = httpx2.AsyncClient(headers=self._headers(api_key), timeout=timeout)
 
     async def __aenter__(self) -> Self:
@@ -117,6 +121,8 @@ class ChatOverHTTP:
         raise NotImplementedError
 
     async def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None) -> str:
+        import httpx2
+
         body = self._body(messages, json_schema)
         last: LLMUnavailable | None = None
         for attempt in range(self.max_retries + 1):

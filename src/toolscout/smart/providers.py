@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, cast
-
-import httpx2
+from typing import TYPE_CHECKING, Any, cast
 
 from toolscout.config.models import LLMConfig
 from toolscout.smart.llm import ChatMessage, ChatOverHTTP, LLMProvider, OpenAICompatibleLLM
+
+if TYPE_CHECKING:
+    import httpx2
 
 ANTHROPIC_VERSION = "2023-06-01"
 """The Messages API version asked for (its stable one)."""

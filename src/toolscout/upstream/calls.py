@@ -37,13 +37,10 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import anyio
-import httpx2
 import mcp_types as types
-from mcp import Client
-from mcp.shared.exceptions import MCPError
 
 from toolscout.errors import (
     CallTimeout,
@@ -58,6 +55,10 @@ from toolscout.errors import (
 from toolscout.telemetry.metrics import TOOL_ERROR, Histogram
 from toolscout.telemetry.tracing import naming_upstream
 from toolscout.upstream.spec import ConnectionState, Status
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
 
 logger = logging.getLogger(__name__)
 
@@ -250,12 +251,14 @@ class CallsInFlight:
             try:
                 with anyio.move_on_after(limit):
                     return await operation(client)
-            except MCPError as exc:
-                if connection_gone(exc):
-                    self._on_gone()  # connect again, from scratch
-                    raise sending.gone(sending.gone_reason(exc), self._again()) from None
-                raise sending.refused(exc) from None
             except Exception as exc:
+                from mcp.shared.exceptions import MCPError
+
+                if isinstance(exc, MCPError):
+                    if connection_gone(exc):
+                        self._on_gone()  # connect again, from scratch
+                        raise sending.gone(sending.gone_reason(exc), self._again()) from None
+                    raise sending.refused(exc) from None
                 if state.lost:
                     raise sending.gone(describe_exception(exc), self._again()) from None
                 raise sending.failed(describe_exception(exc)) from None
@@ -287,6 +290,9 @@ def innermost(exc: BaseException) -> BaseException:
 
 def describe_exception(exc: BaseException) -> str:
     """Return a one-line reason for a failure, told from the exception that matters (`innermost`)."""
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+
     exc = innermost(exc)
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc} (is it installed and on PATH?)"

@@ -13,6 +13,10 @@ upstream can act on; list changes and resource updates go to the gateway (the ca
 `ClientCallbacks`). A handshake-era server pushes changes on its session (`on_message`); one
 reached at 2026-07-28 sends them only on a `subscriptions/listen` stream we open
 (`listen_for_changes`).
+
+The SDK (`mcp`) is imported where a connection is made, not with this module: a command answered
+from the stored catalog builds upstreams that never connect, and importing the SDK would be most
+of its start (tests/test_cli_imports.py keeps it so). The other modules of this package do the same.
 """
 
 from __future__ import annotations
@@ -23,20 +27,11 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp import Client
-from mcp.client.session import ClientRequestContext, IncomingMessage
-from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import (
-    SUBSCRIPTION_ID_META_KEY,
-    PromptsListChanged,
-    ResourcesListChanged,
-    ToolsListChanged,
-)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
@@ -56,8 +51,13 @@ from toolscout.upstream.calls import (
     innermost,
 )
 from toolscout.upstream.spec import ConnectionState, ListKind, ServerIdentity, Status, UpstreamSpec
-from toolscout.upstream.transport import UpstreamTarget
 from toolscout.upstream.watch import EndpointWatch, ResourceWatch
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.client.session import ClientRequestContext, IncomingMessage
+
+    from toolscout.upstream.transport import UpstreamTarget
 
 logger = logging.getLogger(__name__)
 
@@ -306,6 +306,8 @@ class Upstream:
                         return True
                     failure = "connection closed by the server"
         except Exception as exc:
+            from mcp.shared.exceptions import MCPError
+
             refused = innermost(exc) if handshaking else None
             if isinstance(refused, MCPError) and self.spec.protocol == "legacy-first" and self._mode == "legacy":
                 # Perhaps a server of the 2026-07-28 era only: ask the way that finds out, at once.
@@ -527,6 +529,8 @@ class ClientCallbacks:
 
     def client(self, target: UpstreamTarget, mode: str) -> Client:
         """A client session to `target` in protocol `mode`, with these callbacks (not yet entered)."""
+        from mcp import Client
+
         return Client(
             target,
             mode=mode,
@@ -560,6 +564,8 @@ class ClientCallbacks:
         self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Follow the server's list changes on a `subscriptions/listen` stream (started once it is open)."""
+        from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+
         caps = client.server_capabilities
         started = False
         try:
@@ -594,6 +600,8 @@ class ClientCallbacks:
         elif isinstance(message, types.PromptListChangedNotification):
             self._list_changed("prompts")
         elif isinstance(message, types.ResourceUpdatedNotification):
+            from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+
             meta = message.params.meta or {}
             if SUBSCRIPTION_ID_META_KEY not in meta:  # a listen stream's are taken from the stream (watch.py)
                 await self._resource_updated(message.params.uri)

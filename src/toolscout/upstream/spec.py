@@ -27,11 +27,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import mcp_types as types
-from mcp import Client
 
 from toolscout.config.models import (
     DEFAULT_CALL_TIMEOUT,
@@ -42,6 +41,9 @@ from toolscout.config.models import (
 )
 from toolscout.upstream.stdio_child import StdioUpstream
 from toolscout.upstream.transport import RemoteUpstream, UpstreamTransport
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 logger = logging.getLogger(__name__)
 

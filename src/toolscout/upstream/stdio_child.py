@@ -33,18 +33,22 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.client.stdio import StdioServerParameters, get_default_environment
-from mcp.shared.message import SessionMessage
 
 from toolscout.config.models import StdioServerConfig
-from toolscout.jsonrpc_lines import MessageReader, MessageWriter, parse_message
 from toolscout.masking import mask_text
-from toolscout.upstream._sdk import SessionStreams
-from toolscout.upstream.transport import UpstreamTarget, watched
+from toolscout.upstream.transport import watched
+
+if TYPE_CHECKING:
+    # The SDK is imported when a child starts (connection.py says why).
+    from mcp.shared.message import SessionMessage
+
+    from toolscout.upstream._sdk import SessionStreams
+    from toolscout.upstream.transport import UpstreamTarget
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +117,8 @@ def _exit_with_gateway() -> Callable[[], None] | None:
 
 
 def _parse_logged(log: logging.Logger) -> Callable[[bytes], SessionMessage | Exception]:
+    from toolscout.jsonrpc_lines import parse_message
+
     def parse(line: bytes) -> SessionMessage | Exception:
         message = parse_message(line)
         if isinstance(message, Exception):
@@ -168,6 +174,18 @@ async def _exit_of(process: subprocess.Popen[bytes]) -> None:
         os.close(pidfd)
 
 
+@dataclass(frozen=True)
+class _Command:
+    """How a stdio server is started: its command line, the environment added to the default one
+    (the SDK's `get_default_environment`: PATH, HOME and the like, never the gateway's secrets), and
+    its working directory."""
+
+    command: str
+    args: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str | None
+
+
 class _Child:
     """A stdio server process: its stdout and stdin as the session's streams, and how it is stopped.
 
@@ -176,7 +194,11 @@ class _Child:
     gateway (see `_exit_with_gateway`).
     """
 
-    def __init__(self, params: StdioServerParameters, stderr: int, log: logging.Logger) -> None:
+    def __init__(self, params: _Command, stderr: int, log: logging.Logger) -> None:
+        from mcp.client.stdio import get_default_environment
+
+        from toolscout.jsonrpc_lines import MessageReader, MessageWriter
+
         self._log = log
         child_stdin, self._to_child = os.pipe()
         self._from_child, child_stdout = os.pipe()
@@ -187,7 +209,7 @@ class _Child:
                 stdin=child_stdin,
                 stdout=child_stdout,
                 stderr=stderr,
-                env=get_default_environment() | (params.env or {}),
+                env=get_default_environment() | dict(params.env),
                 cwd=params.cwd,
                 start_new_session=True,
                 preexec_fn=_exit_with_gateway(),  # see there: safe with threads
@@ -283,10 +305,10 @@ class StdioUpstream:
 
     def __init__(self, name: str, config: StdioServerConfig) -> None:
         self._name = name
-        self._params = StdioServerParameters(
+        self._params = _Command(
             command=config.command,
-            args=list(config.args),
-            env=dict(config.env) or None,
+            args=tuple(config.args),
+            env=dict(config.env),
             cwd=os.path.expanduser(config.cwd) if config.cwd else None,
         )
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL_LINES)

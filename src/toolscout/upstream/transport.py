@@ -28,33 +28,29 @@ import json
 import ssl
 import threading
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
-import httpx2
 import mcp_types as types
-from mcp.client import Transport
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.server import MCPServer, Server
-from mcp.server.context import ServerRequestContext
-from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from toolscout.config.models import HttpServerConfig, SseServerConfig
-from toolscout.jsonrpc_lines import ReceiveIteration
 from toolscout.masking import mask_text
-from toolscout.upstream._sdk import (
-    SDK_HTTP_TIMEOUT,
-    SDK_SSE_READ_TIMEOUT,
-    HttpClientFactory,
-    SessionReadStream,
-    SessionStreams,
-)
+from toolscout.streams import ReceiveIteration
 
-UpstreamTarget = Transport | Server[Any] | MCPServer
-"""What `mcp.Client` connects to: a stream transport, or a server (low-level or `MCPServer`) run in-process."""
+if TYPE_CHECKING:
+    # The SDK and httpx2 are imported where a connection or a callback is made (connection.py says why).
+    import httpx2
+    from mcp.client import Transport
+    from mcp.server import MCPServer, Server
+    from mcp.server.context import ServerRequestContext
+    from mcp.shared.message import SessionMessage
+
+    from toolscout.upstream._sdk import HttpClientFactory, SessionReadStream, SessionStreams
+
+    UpstreamTarget = Transport | Server[Any] | MCPServer
+    """What `mcp.Client` connects to: a stream transport, or a server (low-level or `MCPServer`) run in-process."""
 
 
 class UpstreamTransport(Protocol):
@@ -126,6 +122,8 @@ _ssl_lock = threading.Lock()
 
 def _build_ssl_context() -> ssl.SSLContext:
     global _ssl_context
+    import httpx2
+
     with _ssl_lock:
         if _ssl_context is None:
             _ssl_context = httpx2.create_ssl_context()
@@ -147,6 +145,9 @@ async def shared_ssl_context() -> ssl.SSLContext:
 
 def _client_factory(verify: ssl.SSLContext) -> HttpClientFactory:
     """The SDK's `create_mcp_http_client` (its timeouts, no redirects), with `verify` as its SSL context."""
+    import httpx2
+
+    from toolscout.upstream._sdk import SDK_HTTP_TIMEOUT, SDK_SSE_READ_TIMEOUT
 
     def create(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
@@ -181,6 +182,9 @@ class RemoteUpstream:
 
     @contextlib.asynccontextmanager
     async def _open(self) -> AsyncGenerator[SessionStreams]:
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+
         factory = _client_factory(await shared_ssl_context())
         if self._sse:
             async with sse_client(self._url, headers=self._headers, httpx_client_factory=factory) as streams:
@@ -235,6 +239,8 @@ def tool_result(status: int, body: bytes) -> types.CallToolResult:
 async def post_arguments(url: str, arguments: Mapping[str, Any], *, within: float, tool: str) -> types.CallToolResult:
     """POST `arguments` to the callback `url` and turn its answer into a tool result (never raises
     for anything the callback does)."""
+    import httpx2
+
     shown = mask_text(url)
     try:
         async with (
@@ -279,6 +285,8 @@ def callback_server(
     timeout: float,
 ) -> Server[Any]:
     """An MCP server (low-level, run in-process) whose one tool, `name`, POSTs to `callback_url`."""
+    from mcp.server import Server
+
     tool = types.Tool(name=name, description=description, input_schema=dict(input_schema))
 
     async def list_tools(

@@ -34,24 +34,25 @@ import logging
 import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp import Client
-from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout.errors import InvalidArguments, ToolscoutError, UpstreamRefused
 from toolscout.upstream.calls import ServerTools
 from toolscout.upstream.spec import UpstreamSpec
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    # The SDK is imported where it is used, on a live connection (connection.py says why).
+    from mcp import Client
 
-Requester = Callable[[str, Callable[[Client], Awaitable[types.EmptyResult]]], Awaitable[types.EmptyResult]]
-"""`Upstream.request`: runs one request on the kept session, failing as calls do."""
+    Requester = Callable[[str, Callable[[Client], Awaitable[types.EmptyResult]]], Awaitable[types.EmptyResult]]
+    """`Upstream.request`: runs one request on the kept session, failing as calls do."""
+
+logger = logging.getLogger(__name__)
 
 
 def _modern(client: Client) -> bool:
@@ -59,12 +60,16 @@ def _modern(client: Client) -> bool:
 
 
 async def _subscribe(client: Client, uri: str) -> types.EmptyResult:
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
     with warnings.catch_warnings():  # deprecated at 2026-07-28 only, and only used before it
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         return await client.subscribe_resource(uri)  # pyright: ignore[reportDeprecated]
 
 
 async def _unsubscribe(client: Client, uri: str) -> types.EmptyResult:
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         return await client.unsubscribe_resource(uri)  # pyright: ignore[reportDeprecated]
@@ -187,6 +192,8 @@ class ResourceWatch:
     async def _listen(
         self, client: Client, uris: list[str], *, task_status: anyio.abc.TaskStatus[anyio.CancelScope | None]
     ) -> None:
+        from mcp.shared.subscriptions import ResourceUpdated
+
         started = False
         with anyio.CancelScope() as scope:
             try:
