@@ -41,12 +41,13 @@ from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.config import GatewayConfig
 from toolscout.demo.catalog_server import build_server as catalog_server
 from toolscout.gateway.core import Gateway
+from toolscout.modes.costs import mode_tokens, server_costs
 from toolscout.naming import native_names
 from toolscout.render.signatures import example_arguments, signature
 from toolscout.render.text import ENCODING, compact_json, count_tokens, tool_tokens
 from toolscout.search import make_backend
 from toolscout.search.evaluation import load_catalog_servers
-from toolscout.serve.server import build_server, mode_tokens, server_costs
+from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, Status, UpstreamSpec
 
 NPM_BIN = Path(__file__).resolve().parent.parent / "tools" / "npm" / "node_modules" / ".bin"

@@ -56,6 +56,18 @@ def test_catalog_commands_answered_from_the_stored_catalog_import_no_mcp(tmp_pat
         assert "stored catalog" in done.stdout or '"stale": true' in done.stdout, done.stdout
         assert not packages & set(SERVING_PACKAGES), (args, sorted(packages & set(SERVING_PACKAGES)))
 
+    # `tokens` measures every mode's `tools/list` and `smart --suggestions` ranks tools: both from
+    # the stored lists, through the gateway's modes, and neither starts a server nor loads the SDK.
+    tokens, packages = run_reported(sandbox, "tokens", "--json")
+    assert tokens.returncode == 0, tokens.stderr[-2000:]
+    counted = json.loads(tokens.stdout)
+    assert counted["servers"][0]["cachedAt"] and len(counted["modes"]) == 5, counted
+    assert not packages & set(SERVING_PACKAGES), sorted(packages & set(SERVING_PACKAGES))
+    ranked, packages = run_reported(sandbox, "smart", "convert 26.2 miles to km", "--suggestions", "3", "--json")
+    assert ranked.returncode == 0, ranked.stderr[-2000:]
+    assert "convert_units" in ranked.stdout, ranked.stdout
+    assert not packages & set(SERVING_PACKAGES), sorted(packages & set(SERVING_PACKAGES))
+
 
 def test_configuration_commands_import_no_mcp_at_all(tmp_path: Path) -> None:
     sandbox = make_sandbox(tmp_path)

@@ -10,16 +10,19 @@ from pathlib import Path
 from typing import Any, get_args
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp import Client
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import NPM_BIN, PYTHON, ROOT, npm_tool
 from toolscout.config.models import ModeName
 from toolscout.demo.config import demo_config
 from toolscout.gateway.core import Gateway
+from toolscout.modes.costs import listed_tools, server_costs
 from toolscout.naming import native_names
-from toolscout.render.text import tool_tokens
-from toolscout.serve.server import mode_tokens, server_costs
+from toolscout.render.text import tool_definitions_json, tool_tokens
+from toolscout.serve.server import build_server
 
 CONFIG = """\
 # Demo servers and the public reference server, as a user would write it.
@@ -222,17 +225,34 @@ def test_tokens_compares_with_the_meta_tools(sandbox: Sandbox) -> None:
     assert "discovery (configured)" in human.stdout and "passthrough" in human.stdout
 
 
+async def _received(gateway: Gateway, mode: ModeName) -> list[types.Tool]:
+    """Every page of `tools/list` as a real 2025-11-25 client receives it from the gateway's server in `mode`."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    async with Client(build_server(gateway, mode), mode="legacy") as client:
+        while True:
+            listed = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools += listed.tools
+            if not (cursor := listed.next_cursor):
+                return tools
+
+
 async def _measure_demo() -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """The demo gateway measured in process: per server, per mode, and its tools under passthrough names."""
+    """The demo gateway measured in process: per server, per mode through a real client, and its tools
+    under passthrough names."""
     async with Gateway.from_config(demo_config()) as gateway:
         with anyio.fail_after(60):
             await gateway.settle()
-            modes = await mode_tokens(gateway)
+            received = {mode: await _received(gateway, mode) for mode in get_args(ModeName)}
+            # What `tokens` counts without a client is what the client receives, tool for tool.
+            for mode, tools in received.items():
+                assert tool_definitions_json(await listed_tools(gateway, mode)) == tool_definitions_json(tools), mode
         entries = gateway.catalog.tools()
         names = native_names((e.server, e.name) for e in entries)
         renamed = [e.tool.model_copy(update={"name": names[(e.server, e.name)]}) for e in entries]
         servers = [cost.to_dict() for cost in server_costs(gateway)]
-    return servers, [cost.to_dict() for cost in modes], tool_tokens(renamed)
+    modes = [{"mode": mode, "tools": len(tools), "tokens": tool_tokens(tools)} for mode, tools in received.items()]
+    return servers, modes, tool_tokens(renamed)
 
 
 def test_tokens_reports_every_mode_as_a_client_receives_it(tmp_path: Path) -> None:

@@ -535,9 +535,9 @@ def tokens(
     catalog without being started; `--refresh` starts every server and measures what it lists now.
     """
     from toolscout.modes.base import SurfaceOptions
+    from toolscout.modes.costs import COUNTED_ERA, mode_tokens, server_costs
     from toolscout.modes.discovery import META_TOOLS
     from toolscout.render.text import ENCODING, tool_tokens
-    from toolscout.serve.server import COUNTED_ERA, mode_tokens, server_costs
 
     output = Output(as_json)
     gateway_config, _ = load(config, output, demo=demo)

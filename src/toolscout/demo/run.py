@@ -24,9 +24,9 @@ from rich.text import Text
 
 from toolscout.config.locations import CACHE_ENV_VAR, STATE_ENV_VAR
 from toolscout.demo.config import DEMO_SERVERS, demo_config
+from toolscout.modes.costs import COUNTED_ERA, ServerCost, server_costs
 from toolscout.modes.discovery import META_TOOLS
 from toolscout.render.text import ENCODING, tool_tokens
-from toolscout.serve.server import COUNTED_ERA, ServerCost, server_costs
 
 CONNECT_BOUND = 120
 """The longest the demo waits for its servers to connect (each also has its own connect timeout)."""

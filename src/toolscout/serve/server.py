@@ -1,7 +1,7 @@
 """The gateway's MCP server: the tools of the configured mode (`toolscout.modes`), and every
 upstream's resources and prompts (`toolscout.resources`, the same in every mode), as one low-level SDK
 server whose handlers are the methods of `GatewayServer`; the edge where toolscout's errors become MCP
-errors and `isError` results; and what the server's `tools/list` costs an agent in tokens.
+errors and `isError` results. What its `tools/list` costs an agent in tokens is modes/costs.py's.
 
 List-change notices are notifications.py's; serving the server on stdio or HTTP is http.py's.
 Building a server has no effect on the gateway: what it follows there (resource updates, evicted HTTP
@@ -19,16 +19,6 @@ This module is the only place a `ToolscoutError` becomes an MCP error or an `isE
   error with the error as `data` (`mcp_errors`); an upstream's own error keeps its code.
 * A bug of ours becomes a clear failure for the client and a traceback for the log, never a
   session taken down.
-
-What the catalog costs an agent in tokens, for each server exposed directly and for each mode, is
-measured here rather than in render/, because a mode is measured through the server itself.
-`toolscout tokens` and `benchmarks/token_modes.py` both measure through it, so the numbers the
-command prints are the numbers documented in docs/BENCHMARKS.md. A mode is measured as a client
-receives it: the gateway's own MCP server for that mode (`build_server`), a real `mcp.Client` over the
-SDK's in-memory transport, and the `tools/list` result it gets, counted by `render.text.tool_tokens`.
-Every mode of `ModeName` is measured, so a mode added there appears here without further change. A
-mode whose list depends on the client (dynamic) is counted as a new client sees it, before it has
-loaded anything.
 """
 
 from __future__ import annotations
@@ -36,14 +26,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import asdict, dataclass
-from typing import Any, TypeVar, get_args
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
-from mcp import Client
 from mcp.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -71,7 +59,7 @@ from toolscout.modes.base import Surface, SurfaceOptions, make_surface
 from toolscout.modes.client import digest_off_loop
 from toolscout.naming import call_target
 from toolscout.registry.base import SharedClientState, SharedConfirmations
-from toolscout.render.text import error_text, tool_tokens
+from toolscout.render.text import error_text
 from toolscout.resources.core import complete
 from toolscout.serve.auth import principal_of
 from toolscout.serve.notifications import UNSUBSCRIBE_WAIT, ResourceSubscriptions, watching_changes
@@ -80,7 +68,7 @@ from toolscout.serve.sessions import ClientSessions, ClientState, ConnectionScop
 from toolscout.serve.telemetry import PassedOn, observed
 from toolscout.smart.confirmation import Confirmations
 from toolscout.suggestions import unknown_tool
-from toolscout.upstream.calls import paginate, relaying
+from toolscout.upstream.calls import relaying
 
 logger = logging.getLogger(__name__)
 
@@ -479,79 +467,3 @@ async def call_result(
     except Exception as exc:
         # A bug of ours must not take the session down; the agent gets a clear failure instead.
         return error_result(ToolscoutError(internal_failure(tool, exc)), next_steps, **context)
-
-
-# What tools/list costs in tokens
-
-COUNTED_ERA = "2025-11-25"
-"""The protocol era every figure is counted in (its `tools/list` as such a client receives it)."""
-MODES: tuple[ModeName, ...] = get_args(ModeName)
-"""Every exposure mode, in the order `ModeName` declares them."""
-
-
-@dataclass(frozen=True)
-class ServerCost:
-    """One upstream's enabled tools exposed directly, as its own server lists them."""
-
-    server: str
-    status: str
-    tools: int
-    tokens: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the keys `toolscout tokens --json` prints."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class ModeCost:
-    """The gateway in one mode: how many tools `tools/list` gives a client, and their tokens."""
-
-    mode: ModeName
-    tools: int
-    tokens: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the keys `toolscout tokens --json` prints."""
-        return asdict(self)
-
-
-def server_costs(gateway: Gateway) -> list[ServerCost]:
-    """Each upstream's enabled tools, counted as the definitions it gave (no gateway in between)."""
-    return [
-        ServerCost(up.name, up.status.value, len(entries), tool_tokens([t.tool for t in entries]))
-        for up in gateway.upstreams
-        for entries in [gateway.catalog.tools(up.name)]
-    ]
-
-
-async def listed_tools(gateway: Gateway, mode: ModeName, options: SurfaceOptions | None = None) -> list[types.Tool]:
-    """The tools a new client receives from the gateway's `tools/list` in `mode`, every page of it."""
-    server = build_server(gateway, mode, options)
-    # The 2025-11-25 handshake era, what most clients speak today: the 2026 era serialises
-    # schemas with `type` first, which shifts counts by a few tokens, so every figure is taken in one era.
-    async with Client(server, mode="legacy") as client:
-
-        async def page(cursor: str | None) -> tuple[list[types.Tool], str | None]:
-            listed = await client.list_tools(cursor=cursor, cache_mode="bypass")
-            return listed.tools, listed.next_cursor
-
-        tools, _ = await paginate(page)
-    return tools
-
-
-async def mode_tokens(
-    gateway: Gateway, modes: Sequence[ModeName] = MODES, options: SurfaceOptions | None = None
-) -> list[ModeCost]:
-    """What `tools/list` costs a new client in each of `modes` (all by default), measured through a real client.
-
-    `options` as configured: dynamic mode's `load_tools` states the configured limit.
-    The caller decides how long upstreams may take to connect (`Gateway.settle`); modes whose
-    list is the catalog (compact, passthrough) wait for servers on their first attempt to connect
-    (`Gateway.settle_startup`).
-    """
-    costs: list[ModeCost] = []
-    for mode in modes:
-        tools = await listed_tools(gateway, mode, options)
-        costs.append(ModeCost(mode, len(tools), tool_tokens(tools)))
-    return costs

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from toolscout.config.scopes import Scope, current_scope
 from toolscout.gateway.audit_reader import Position
+from toolscout.modes.costs import ModeCost, mode_tokens
 from toolscout.serve.auth import principal_of
 from toolscout.serve.dashboard.audit_view import (
     MAX_ROWS,
@@ -31,7 +32,6 @@ from toolscout.serve.dashboard.audit_view import (
 )
 from toolscout.serve.dashboard.context import DashboardError
 from toolscout.serve.dashboard.render import SECURITY_HEADERS, page, url
-from toolscout.serve.server import ModeCost, mode_tokens
 
 if TYPE_CHECKING:
     from toolscout.serve.dashboard.context import Dashboard

@@ -31,7 +31,7 @@ from toolscout.gateway.audit_reader import (
     open_log,
     read_since,
 )
-from toolscout.serve.server import ModeCost
+from toolscout.modes.costs import ModeCost
 
 MAX_ROWS = 200
 """The most executions the page's table shows (and one poll of the tail returns)."""
