@@ -55,6 +55,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks import harness
+from benchmarks.processes import cpu_seconds
 from benchmarks.proxy_latency import ARGUMENTS, ERAS, EXPECTED, PYTHON, ROOT, TOOL, UPSTREAM
 
 BATCH = 100
@@ -125,12 +126,6 @@ def children() -> dict[int, tuple[str, str]]:
         except (OSError, ValueError, IndexError):
             continue
     return found
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of `pid` so far (clock-tick resolution)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def print_profile(path: Path, calls: int, top: int) -> None:

@@ -48,7 +48,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from benchmarks import hardening_attacks, harness
 from benchmarks.hardening_attacks import ACCEPT, initialize
-from benchmarks.processes import SERVE_READY, running
+from benchmarks.processes import SERVE_READY, cpu_seconds, running
 from benchmarks.upstreams import PYTHON, rss_kib
 from toolscout.demo.config import demo_config
 
@@ -271,12 +271,6 @@ async def issue_tokens(url: str, count: int) -> list[str]:
     body = {"namespace": "bench", "servers": ["*"], "ttlSeconds": 3600, "label": "victim"}
     async with httpx2.AsyncClient(timeout=60, headers={"authorization": f"Bearer {ADMIN_KEY}"}) as http:
         return [(await http.post(api, json=body)).json()["token"] for _ in range(count)]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of `pid` so far (/proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _mib(pid: int) -> str:

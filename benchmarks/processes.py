@@ -50,6 +50,12 @@ class Running:
     stderr: list[str] = field(default_factory=list[str])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (/proc/<pid>/stat, clock-tick resolution; Linux only)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -33,7 +33,8 @@ batches (in a shuffled order each round), so machine noise falls on all of them 
 median and p99 per configuration, ratio to the direct call's median, added time (median − direct
 median), and the targets set for the proxy: execute_tool ≤ 1.3× the direct median, and toolscout's added time
 at most half of FastMCP's (also round by round: the ratio of each round's medians, whose spread
-shows whether the run's verdict stands clear of the machine's drift).
+shows whether the run's verdict stands clear of the machine's drift). Last, the CPU time each HTTP
+front (one process serving both eras) spent per call made to it, warm-up included, read from /proc.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from benchmarks import harness
-from benchmarks.processes import running
+from benchmarks.processes import cpu_seconds, running
 
 ROOT = Path(__file__).resolve().parent.parent
 FASTMCP_VENV = ROOT / "benchmarks" / ".venv-fastmcp"
@@ -229,6 +230,7 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
 
         # The HTTP fronts, one process each, shared by both eras.
         fronts: dict[str, str] = {"direct": upstream_url}
+        front_pids: dict[str, int] = {}
         for label, command, ready in (
             (
                 "toolscout execute_tool",
@@ -251,7 +253,8 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             ("fastmcp create_proxy", fastmcp("http", "default", [upstream_url]), FASTMCP_READY),
             ("fastmcp reused session", fastmcp("http", "reused", [upstream_url]), FASTMCP_READY),
         ):
-            fronts[label] = (await stack.enter_async_context(running(command, ready=ready))).match.group(1)
+            front = await stack.enter_async_context(running(command, ready=ready))
+            fronts[label], front_pids[label] = front.match.group(1), front.process.pid
 
         stdio_commands = {
             "direct": UPSTREAM,
@@ -292,6 +295,10 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                 raise SystemExit(f"{route.transport} {route.label}: unexpected result {result}")
             return elapsed
 
+        # Each HTTP front is one process serving both eras: its CPU time over every call made to it
+        # (warm-up included) is what one proxied call costs it, whatever the machine's noise does to
+        # the latencies.
+        cpu_before = {label: cpu_seconds(pid) for label, pid in front_pids.items()}
         for route in routes:
             for _ in range(warmup):
                 await call(route)
@@ -306,6 +313,14 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                     route.samples += taken
                     route.rounds.append(taken)
         took = time.perf_counter() - started
+        front_calls = {
+            label: sum(warmup + len(r.samples) for r in routes if r.transport == "http" and r.label == label)
+            for label in front_pids
+        }
+        cpu_per_call = {
+            label: (cpu_seconds(pid) - cpu_before[label]) * 1000 / front_calls[label]
+            for label, pid in front_pids.items()
+        }
 
     print(f"## Proxy latency — {harness.today()}")
     print()
@@ -330,6 +345,8 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             added = "—" if label == "direct" else f"{median - direct:+.2f}"
             p99 = harness.percentile(route.samples, 0.99, rank="ceil")
             print(f"| {era} | {transport} | {label} | {median:.2f} | {p99:.2f} | {ratio} | {added} |")
+            if label != "direct":
+                harness.record(f"added ms/{era}/{transport}/{label}", round(median - direct, 3))
     print()
     print(
         "| era | transport | execute_tool ≤ 1.3× direct median | execute_tool added ≤ ½ FastMCP create_proxy's "
@@ -362,6 +379,14 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
             f"{reading / direct:.2f}×",
         ]
         print(f"| {era} | {transport} | " + " | ".join(cells) + " |")
+    print()
+    print("CPU time of each HTTP front per proxied call, both eras, from /proc (ms):")
+    print()
+    print("| front | calls | CPU ms a call |")
+    print("|---|---|---|")
+    for label, ms in cpu_per_call.items():
+        print(f"| {label} | {front_calls[label]} | {ms:.2f} |")
+        harness.record(f"cpu ms a call/http/{label}", round(ms, 3))
 
 
 def main() -> None:
