@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, str] = {
     "dashboard_pages": "how long the dashboard's Tools and Servers pages take with a catalog of 10,000 tools",
     "dense_compare": "dense-only retrieval on the dev sets: all-MiniLM-L6-v2 against the static embedders",
     "hardening_load": "other clients' latency while one client attacks `serve --transport http`",
+    "lean": "every row of the lean-and-quick table in one run: memory, CLI, answer tokens, CPU a call, 50,000 tools",
     "latency": "round-trip latency of the meta-tools through the full MCP stack, 527 tools behind them",
     "listing_formats": "tokens of the discovery listings' text in each listingFormat against compact JSON",
     "loop_stalls": "how long the gateway's own work holds its event loop, 10,000 tools and oversized input",

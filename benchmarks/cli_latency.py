@@ -210,6 +210,7 @@ def measure(runs: int, compare: Path | None, importtime: bool) -> None:
     print("|---|---|---|")
     for label, command, measured in rows:
         print(f"| {label} | {command} | {_cell(measured)} |")
+        harness.record(f"wall s/{label}", statistics.median(r.wall for r in measured))
     print()
     by_label = {label: measured for label, _, measured in rows}
     warm_median = statistics.median(r.wall for r in by_label["warm catalog"])

@@ -181,6 +181,15 @@ async def measure(size: int, eval_dir: Path) -> None:
             f"| {r.handshake_kib / 1024:.1f} | {r.connected_kib / 1024:.1f} "
             f"| {r.searched_kib / 1024:.1f} ({r.search_s:.2f} s; {r.embedded_s:.2f} s) | {r.peak_kib / 1024:.1f} |"
         )
+        harness.record(
+            label,
+            {
+                "searched_mib": r.searched_kib / 1024,
+                "peak_mib": r.peak_kib / 1024,
+                "first_search_s": r.search_s,
+                "full_index_after_s": r.embedded_s,
+            },
+        )
     for (label, _), r in list(zip(cases, readings, strict=True))[1:]:
         extra = (r.searched_kib - idle) / 1024
         per_tool = extra * 1024 / r.tools

@@ -109,6 +109,7 @@ def main() -> None:
             raise SystemExit(f"{size} tools: {done.stderr[-2000:]}")
         r = json.loads(done.stdout.strip().splitlines()[-1])
         per_tool = r["index_mib"] * 1024 / r["tools"]
+        harness.record(str(size), {**r, "index_kib_a_tool": per_tool})
         print(
             f"| {int(r['tools']):,} | {r['cold_s']:.2f} s | {r['warm_s']:.2f} s "
             f"| {r['p50_ms']:.2f} / {r['p99_ms']:.2f} ms | {r['catalog_mib']:.0f} MiB | {r['index_mib']:.0f} MiB "

@@ -41,7 +41,6 @@ from benchmarks.search import DEFAULT_EVAL_DIR
 from toolscout.config import GatewayConfig
 from toolscout.demo.catalog_server import build_server as catalog_server
 from toolscout.gateway.core import Gateway
-from toolscout.modes.costs import mode_tokens, server_costs
 from toolscout.naming import native_names
 from toolscout.render.signatures import example_arguments, signature
 from toolscout.render.text import ENCODING, compact_json, count_tokens, tool_tokens
@@ -135,6 +134,10 @@ FLOWS: dict[str, Flow] = {"compact": _compact_flow, "passthrough": _passthrough_
 
 async def measure(make_gateway: Callable[[], Gateway], task: Task) -> tuple[list[Row], list[dict[str, Any]]]:
     """The table's rows for one catalog behind a gateway, and the input schemas of its tools."""
+    # Imported here: answer_tokens borrows this module's catalogs and runs against older trees
+    # too (`lean --compare`), which have no modes/costs.py.
+    from toolscout.modes.costs import mode_tokens, server_costs
+
     async with make_gateway() as gateway:
         with anyio.fail_after(600):
             await gateway.settle()
