@@ -102,6 +102,31 @@ def test_a_search_answer_names_each_server_once_per_run_and_repeats_long_queries
     assert count_tokens(answer) < count_tokens(json.dumps(data))
 
 
+def test_one_tool_several_servers_offer_alike_is_one_hit_under_all_their_names() -> None:
+    signed = {"signature": "npm_types({packages: string[]})"}
+    data = {
+        "query": "npm types",
+        "results": [
+            _hit("npm", "npm_types", 0.9) | signed,
+            _hit("npm-eu", "npm_types", 0.89) | signed,
+            _hit("npm", "npm_deps", 0.6),
+            _hit("npm-us", "npm_types", 0.5) | signed,
+            # The same name with another summary is another tool: its own line.
+            _hit("mirror", "npm_types", 0.4) | signed | {"summary": "Types of a mirrored package."},
+        ],
+    }
+    lines = search_text(data).splitlines()
+    assert lines[1:7] == [
+        "servers npm, npm-eu, npm-us (the same tool on each):",
+        "- npm_types({packages: string[]}) (0.90): npm_types things.",
+        "server npm:",
+        "- npm_deps (0.60): npm_deps things.",
+        "server mirror:",
+        "- npm_types({packages: string[]}) (0.40): Types of a mirrored package.",
+    ]
+    assert lines[0] == "5 tools for 'npm types':"  # every hit still counted (and in the structured answer)
+
+
 def test_tool_details_add_in_full_only_the_descriptions_the_call_line_cut() -> None:
     long = "The path of the file to read, relative to the server's root folder, with forward slashes."
     schema = {

@@ -86,7 +86,8 @@ def _echo(text: str) -> str:
 
 def search_text(data: Mapping[str, Any]) -> str:
     """A search answer: each hit under its server's name (said once for hits of one server in a row),
-    as its call signature, relevance and summary; long queries and steps are repeated cut short."""
+    as its call signature, relevance and summary; one tool that several servers offer alike is one
+    hit under all their names; long queries and steps are repeated cut short."""
     results = cast(Sequence[Mapping[str, Any]], data["results"])
     pending = cast(Sequence[str], data.get("connecting", []))
     note = f" Still connecting: {', '.join(pending)}." if pending else ""
@@ -110,18 +111,30 @@ def search_text(data: Mapping[str, Any]) -> str:
             f"Nothing fits {asked} well: the task may need a tool no server offers, or other words. "
             f"The closest {counted(len(results), 'tool')}:"
         )
-    server: str | None = None
+    # A tool that several servers offer alike (the same server configured twice, one per team or
+    # region) is one line under all their names, at its first place and its best relevance.
+    hits: dict[str, tuple[list[str], str]] = {}
     for r in results:
-        if r["server"] != server:
-            server = str(r["server"])
-            lines.append(f"server {server}:")
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
         stale = ", cached" if r.get("stale") else ""
         steps = cast(Sequence[int], r.get("steps", ()))
         step = f", step {'+'.join(str(n) for n in steps)}" if steps else ""
         # The call signature starts with the tool's name: it stands in for the name, said once.
         called = r.get("signature") or r["tool"]
-        lines.append(f"- {called} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
+        same = f"{called}{step}{stale}{tags}: {r['summary']}"
+        if same in hits:
+            hits[same][0].append(str(r["server"]))
+        else:
+            hits[same] = ([str(r["server"])], f"- {called} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
+    server: str | None = None
+    for servers, line in hits.values():
+        if len(servers) > 1:
+            server = None
+            lines.append(f"servers {', '.join(servers)} (the same tool on each):")
+        elif servers[0] != server:
+            server = servers[0]
+            lines.append(f"server {server}:")
+        lines.append(line)
     parts = cast(Sequence[str], data.get("steps", ()))
     if parts:
         lines.append("Steps read: " + "; ".join(f"{n}. {_shortened(part)}" for n, part in enumerate(parts, 1)))
