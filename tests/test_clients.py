@@ -90,7 +90,8 @@ def test_home_based_locations_are_the_same_on_every_platform(home: Path, cwd: Pa
         (cwd / ".cursor" / "mcp.json", "project", cwd),
     ]
     assert locations("windsurf", home, cwd, platform) == [
-        (home / ".codeium" / "windsurf" / "mcp_config.json", "user", None)
+        (home / ".codeium" / "windsurf" / "mcp_config.json", "user", None),
+        (home / ".windsurf" / "mcp.json", "user", None),  # the path some guides give
     ]
     assert locations("gemini", home, cwd, platform) == [
         (home / ".gemini" / "settings.json", "user", None),
@@ -161,6 +162,15 @@ def test_discover_finds_only_existing_files(home: Path, cwd: Path) -> None:
         ("codex", codex, "user"),
         ("docker", registry, "user"),
     ]
+
+
+def test_windsurf_is_found_where_windsurf_and_the_guides_look(home: Path, cwd: Path) -> None:
+    real = place("windsurf/mcp_config.json", home / ".codeium/windsurf/mcp_config.json")
+    specs = place("windsurf/mcp_config.json", home / ".windsurf/mcp.json")
+    found = discover(home=home, cwd=cwd, platform="linux", env=NO_ENV, only=["windsurf"])
+    assert [(fmt.id, loc.path) for fmt, loc in found] == [("windsurf", real), ("windsurf", specs)]
+    read = found[1][0].read(specs)
+    assert read.servers and not read.problems  # the same format: serverUrl and all
 
 
 def test_discover_only_some_clients(home: Path, cwd: Path) -> None:

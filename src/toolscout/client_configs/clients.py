@@ -283,7 +283,12 @@ class Windsurf(McpJsonClient):
     vscode_variables = True
 
     def locations(self, *, home: Path, cwd: Path, platform: str, env: Mapping[str, str]) -> list[ConfigLocation]:
-        return [ConfigLocation(home / ".codeium" / "windsurf" / "mcp_config.json", "user")]
+        # Windsurf reads the first; the second is the path some guides give for it, and a file
+        # there is read in the same shape.
+        return [
+            ConfigLocation(home / ".codeium" / "windsurf" / "mcp_config.json", "user"),
+            ConfigLocation(home / ".windsurf" / "mcp.json", "user"),
+        ]
 
     def install_location(self, *, home: Path, cwd: Path, platform: str, env: Mapping[str, str]) -> Path:
         return home / ".codeium" / "windsurf" / "mcp_config.json"
