@@ -12,6 +12,8 @@ import os
 import socket
 import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from toolscout.cli.answers import META_SEARCH_LIMIT
 from toolscout.config import GatewayConfig, load_config
 from toolscout.config.models import DEFAULT_MIN_RELEVANCE
 from toolscout.modes.discovery import SearchToolsArgs
-from toolscout.serve.local_socket import listen, release, runtime_dir, serving, socket_mode, socket_path
+from toolscout.serve.local_socket import listen, release, runtime_dir, serving, socket_lock, socket_mode, socket_path
 
 pytestmark = pytest.mark.anyio
 
@@ -103,7 +105,8 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
         assert sock.exists()
         (row,) = (await cli(sandbox, "list"))["servers"]  # answered without it, at once
         assert row["status"] == "connected" and starts(log) == 3
-        assert not sock.exists()  # the stale socket was removed
+        assert not sock.exists()  # the stale socket was removed, and its lock file
+        assert not sock.with_suffix(".lock").exists()
 
 
 def test_the_longest_search_asked_of_a_serve_is_the_meta_tools_own() -> None:
@@ -138,7 +141,37 @@ def test_a_socket_has_the_config_files_permissions_and_one_serve_per_config(
         assert listen(path, config_file) is None  # a second serve of the same config leaves it to the first
     finally:
         release(path, first)
-    assert not path.exists()
+    assert not path.exists() and not path.with_suffix(".lock").exists()  # nothing left behind
+    assert serving(path) is False
+
+
+def test_a_lock_file_removed_while_another_waits_for_it_is_not_trusted(tmp_path: Path) -> None:
+    # A serve leaving removes the lock file it holds; one that opened the file meanwhile and waited
+    # must lock the file at the path afterwards, not the removed one, or two would hold "the" lock.
+    path = tmp_path / "s.sock"
+    lock = path.with_suffix(".lock")
+    locked_inode: list[int] = []
+
+    def other() -> None:
+        with socket_lock(path, wait=True) as got:
+            assert got
+            locked_inode.append(os.stat(lock).st_ino)  # (raises if what it holds is gone)
+
+    def opened_by_both() -> bool:
+        fds = Path("/proc/self/fd")
+        return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) == str(lock.resolve())) == 2
+
+    with socket_lock(path, wait=True):
+        thread = threading.Thread(target=other)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not opened_by_both():  # the other has opened the file and waits on its lock
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        lock.unlink()
+    thread.join(10)
+    assert not thread.is_alive() and locked_inode
+    assert lock.exists() and lock.stat().st_ino == locked_inode[0]  # it locked a file at the path, made anew
 
 
 def test_a_stale_socket_is_found_and_removed(tmp_path: Path) -> None:
@@ -154,7 +187,7 @@ def test_a_stale_socket_is_found_and_removed(tmp_path: Path) -> None:
     replacement.close()
 
     assert path.exists() and not serving(path)  # the command line's look
-    assert not path.exists()
+    assert not path.exists() and not path.with_suffix(".lock").exists()
 
 
 def test_a_socket_in_a_directory_others_may_enter_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

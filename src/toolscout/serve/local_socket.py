@@ -9,7 +9,8 @@ them), whatever mode `serve` shows its own clients.
 The socket lives in `$XDG_RUNTIME_DIR/toolscout` (else `toolscout-<uid>` in the temporary
 directory), a directory only its owner may enter, and has the config file's permissions (at least
 read and write for the owner): whoever may not read the config may not ask its gateway either.
-A socket left by a serve that was killed is found stale (nothing accepts on it) and removed.
+A socket left by a serve that was killed is found stale (nothing accepts on it) and removed. The
+socket's lock file goes with it, and with a serve that ends.
 """
 
 from __future__ import annotations
@@ -82,17 +83,32 @@ def _private(directory: Path, *, create: bool) -> bool:
 
 
 @contextlib.contextmanager
-def _locked(path: Path, *, wait: bool) -> Generator[bool]:
+def socket_lock(path: Path, *, wait: bool) -> Generator[bool]:
     """Hold the lock of the socket at `path` (checking, removing and binding it happen under it);
     yields whether it was got (without `wait`, not when another process holds it)."""
     import fcntl
 
-    with open(path.with_suffix(".lock"), "a") as handle:
+    lock = path.with_suffix(".lock")
+    while True:
+        handle = open(lock, "a")  # noqa: SIM115 (closed on every way out below)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            handle.close()
             yield False
             return
+        # A serve that left may have removed the file between our opening and our locking it: a
+        # lock on a removed file guards nothing, so open the one at the path again.
+        try:
+            here = os.stat(lock)
+        except FileNotFoundError:
+            handle.close()
+            continue
+        held = os.fstat(handle.fileno())
+        if (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino):
+            break
+        handle.close()
+    with handle:
         yield True
 
 
@@ -126,7 +142,7 @@ def listen(path: Path, config_file: Path) -> socket.socket | None:
     try:
         if not _private(path.parent, create=True):
             return None
-        with _locked(path, wait=True):
+        with socket_lock(path, wait=True):
             if path.exists() or path.is_symlink():
                 if _probe(path) is not False:
                     logger.info("another toolscout serve of this config answers the command line at %s", path)
@@ -148,11 +164,17 @@ def listen(path: Path, config_file: Path) -> socket.socket | None:
 
 
 def release(path: Path, sock: socket.socket) -> None:
-    """Close `sock` and remove its file, unless another serve's socket has taken its place."""
+    """Close `sock` and remove its file and its lock file, unless another serve's socket has taken
+    its place (which keeps both)."""
     sock.close()
-    with contextlib.suppress(OSError), _locked(path, wait=True):
-        if _is_our_socket(path) and _probe(path) is False:  # one that still answers is another serve's
+    with contextlib.suppress(OSError), socket_lock(path, wait=True):
+        if _is_our_socket(path) and _probe(path) is not False:
+            return  # another serve's, answering
+        if _is_our_socket(path):
             path.unlink()
+        # Removed while held: whoever opened it meanwhile finds it gone once locked, and opens the
+        # path again (`socket_lock`).
+        path.with_suffix(".lock").unlink(missing_ok=True)
 
 
 def serving(path: Path) -> bool:
@@ -162,8 +184,9 @@ def serving(path: Path) -> bool:
         return False
     answer = _probe(path)
     if answer is False:
-        with contextlib.suppress(OSError), _locked(path, wait=False) as locked:
+        with contextlib.suppress(OSError), socket_lock(path, wait=False) as locked:
             if locked and _is_our_socket(path) and _probe(path) is False:
                 path.unlink()
+                path.with_suffix(".lock").unlink(missing_ok=True)  # (while held: see `release`)
                 logger.info("removed the stale socket %s (its serve is gone)", path)
     return answer is True
