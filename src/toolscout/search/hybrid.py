@@ -109,6 +109,11 @@ def _default_ranker(dense: bool) -> Ranker | None:
         return None
 
 
+TAG_RELEVANCE = 0.3
+"""The least relevance of a tool carrying a tag the query names: a tag match counts for less than
+the query's words matching a tool's own (a partial match, 0.5) or naming it (1.0)."""
+
+
 class HybridBackend:
     """BM25 and embeddings (optional), exact or typo-tolerant names first.
 
@@ -130,6 +135,7 @@ class HybridBackend:
         self._name_terms: list[frozenset[str]] = []
         self._position: dict[tuple[str, str], int] = {}
         self._by_tool_name: dict[str, list[int]] = {}
+        self._tagged: list[tuple[int, tuple[frozenset[str], ...]]] = []
 
     def rebuild(self, tools: Sequence[CatalogTool], servers: Mapping[str, str] | None = None) -> None:
         self._tools = list(tools)
@@ -137,6 +143,9 @@ class HybridBackend:
         self._by_tool_name = {}
         for i, tool in enumerate(self._tools):
             self._by_tool_name.setdefault(tool.name, []).append(i)
+        self._tagged = [
+            (i, tuple(frozenset(terms(tag)) for tag in tool.tags)) for i, tool in enumerate(self._tools) if tool.tags
+        ]
         self.lexical.rebuild(self._tools, servers)
         self.names.rebuild(self._tools)
         if self.dense is not None:
@@ -177,6 +186,41 @@ class HybridBackend:
     def search(self, query: str, *, server: str | None = None, limit: int = 10) -> list[SearchHit]:
         if not self._tools or limit <= 0:
             return []
+        return self._with_tags(self._ranked(query, server=server, limit=limit), query, server=server, limit=limit)
+
+    def _with_tags(self, hits: list[SearchHit], query: str, *, server: str | None, limit: int) -> list[SearchHit]:
+        """`hits` with every tool carrying a tag the query names at `TAG_RELEVANCE` at least.
+
+        Tags are the user's own labels (`toolRules`): a query that names one ("dangerous") finds the
+        tools they put it on, even where nothing else about them matches (to BM25 a tag is one word
+        among many, and embeddings do not see it at all).
+        """
+        if not self._tagged:
+            return hits
+        words = frozenset(terms(query))
+        named = {
+            i
+            for i, tags in self._tagged
+            if any(tag and tag <= words for tag in tags) and (server is None or self._tools[i].server == server)
+        }
+        if not named:
+            return hits
+        found = {(h.tool.server, h.tool.name): h for h in hits}
+        for i in named:
+            tool = self._tools[i]
+            hit = found.get((tool.server, tool.name))
+            if hit is None or hit.relevance < TAG_RELEVANCE:
+                found[tool.server, tool.name] = SearchHit(tool, TAG_RELEVANCE)
+        # Among equal relevance, the rankers' order, then the catalog's.
+        order = {(h.tool.server, h.tool.name): n for n, h in enumerate(hits)}
+
+        def place(hit: SearchHit) -> tuple[float, int]:
+            key = (hit.tool.server, hit.tool.name)
+            return -hit.relevance, order.get(key, len(hits) + self._position[key])
+
+        return sorted(found.values(), key=place)[:limit]
+
+    def _ranked(self, query: str, *, server: str | None, limit: int) -> list[SearchHit]:
         if self.ranker is None:
             return self._fused_search(query, server=server, limit=limit)
         signals, matched = self.signals(query)
