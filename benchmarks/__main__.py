@@ -9,8 +9,10 @@ The benchmark prints its figures as prose and Markdown, as docs/BENCHMARKS.md qu
 benchmark is done: `benchmark`, `command`, `machine` (date, commit, cores, load, architecture,
 Python), `seconds` (the run's wall time), `figures` (what the benchmark recorded through
 `harness.record`), `tables` (each Markdown table it printed, rows keyed by the header) and `output`
-(the whole printed text). Nothing is written without `--json`, so the child processes some
-benchmarks start from themselves never overwrite a record.
+(the whole printed text). A benchmark that stops with an error (`SystemExit` with a message or a
+non-zero code, as `lean` does when one of its children failed) still gets its record, with `exit`
+saying how it stopped. Nothing is written without `--json`, so the child processes some benchmarks
+start from themselves never overwrite a record.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ BENCHMARKS: dict[str, str] = {
     "dashboard_pages": "how long the dashboard's Tools and Servers pages take with a catalog of 10,000 tools",
     "dense_compare": "dense-only retrieval on the dev sets: all-MiniLM-L6-v2 against the static embedders",
     "hardening_load": "other clients' latency while one client attacks `serve --transport http`",
-    "lean": "every row of the lean-and-quick table in one run: memory, CLI, answer tokens, CPU a call, 50,000 tools",
+    "lean": (
+        "every row of issue 37's table in one run: memory, start-up, CLI latency, answer tokens, CPU per call, "
+        "added latency, search at 50,000 tools"
+    ),
     "latency": "round-trip latency of the meta-tools through the full MCP stack, 527 tools behind them",
     "listing_formats": "tokens of the discovery listings' text in each listingFormat against compact JSON",
     "loop_stalls": "how long the gateway's own work holds its event loop, 10,000 tools and oversized input",
     "metrics_overhead": "added latency of recording metrics per /mcp call, metrics on against off side by side",
-    "memory": "resident memory of the gateway: idle, and with 527 and 10,000 tools indexed",
+    "memory": "resident memory of the gateway: idle, with the four demo servers, and 527 and 10,000 tools indexed",
     "nothing_fits": "how often search still offers a tool for requests no server can do, and flags answerable ones",
     "poisoning": "false positives of the tool-poisoning check on real tools, and the written attacks it catches",
     "proxy_latency": "added latency of a tool call through the gateway against direct, a bare SDK proxy and FastMCP",
@@ -123,9 +128,15 @@ def run(name: str, args: list[str]) -> None:
     tee = _Tee(sys.stdout)
     real = sys.stdout
     sys.stdout = tee
+    stopped: SystemExit | None = None
     try:
         with harness.Stopwatch() as watch:
-            main()
+            try:
+                main()
+            except SystemExit as stop:
+                if stop.code in (None, 0):
+                    raise
+                stopped = stop
     finally:
         sys.stdout = real
     output = tee.getvalue()
@@ -138,8 +149,12 @@ def run(name: str, args: list[str]) -> None:
         "tables": harness.markdown_tables(output),
         "output": output,
     }
+    if stopped is not None:
+        document["exit"] = str(stopped.code)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if stopped is not None:
+        raise stopped
 
 
 def main(argv: list[str]) -> int:

@@ -1,4 +1,4 @@
-"""Resident memory of the gateway process: idle, and with 527 and 10,000 tools connected and indexed.
+"""Resident memory of the gateway process: idle, with the four demo servers, and with 527 and 10,000 tools indexed.
 
     python -m benchmarks memory [--tools 10000] [--eval-dir ../shared/eval]
 
@@ -7,8 +7,9 @@ the audit log and so the persistent catalog and embedding cache in a temporary d
 real upstreams: the LiveMCPTool catalog (527 tools, 70 servers); 10,000 tools as the same servers
 copied under new names (as in benchmarks/token_modes.py: 1,327 servers); the same 10,000 tools on
 100 servers of 100 tools (to tell the cost of a tool from the cost of a connection), each catalog
-served over streamable HTTP by one `toolscout.demo.catalog_server` process; and, for the baseline,
-no servers at all. An `mcp.Client`
+served over streamable HTTP by one `toolscout.demo.catalog_server` process; the four bundled demo
+servers over stdio (notes, units, text, files, as `cli_latency` configures them: a gateway as a
+person first runs it); and, for the baseline, no servers at all. An `mcp.Client`
 connects (2025-11-25 era) and polls `list_mcp_servers` until every server is connected; then one
 `search_tools` call builds the search index (timed: "took"). When that search ranks by words alone
 (`rankedByWords`: the gateway embeds a catalog of many new tools in the background), the same search
@@ -36,6 +37,7 @@ import mcp_types as types
 from mcp import Client
 
 from benchmarks import harness
+from benchmarks.cli_latency import DEMOS
 from benchmarks.processes import running
 from benchmarks.search import DEFAULT_EVAL_DIR
 from benchmarks.token_modes import renamed
@@ -83,11 +85,17 @@ class Reading:
     """From the first search until a search no longer ranks by words alone (0: it never did)."""
 
 
+DEMOS_CASE = "four demo servers (stdio)"
+"""The label of the case with the bundled demo servers, which are configured rather than served from a catalog."""
+
+
 async def measure_one(
-    label: str, upstreams: Mapping[str, list[types.Tool]], scratch: Path, stack: AsyncExitStack
+    label: str, upstreams: Mapping[str, list[types.Tool]], scratch: Path, stack: AsyncExitStack, *, demos: bool = False
 ) -> Reading:
     entries: dict[str, Any] = {}
-    if upstreams:
+    if demos:
+        entries = {name: {"command": PYTHON, "args": ["-m", f"toolscout.demo.{name}"]} for name in DEMOS}
+    elif upstreams:
         catalog = write_catalog(upstreams, scratch / f"{label}.jsonl")
         base = await stack.enter_async_context(catalog_over_http(catalog))
         entries = http_servers(base, list(upstreams))
@@ -152,20 +160,23 @@ async def measure(size: int, eval_dir: Path) -> None:
     copied = renamed(live, size)
     cases: list[tuple[str, dict[str, list[types.Tool]]]] = [
         ("idle, no servers", {}),
+        (DEMOS_CASE, {}),
         ("LiveMCPTool", live),
         (f"{size:,} tools, LiveMCPTool copied", copied),
         (f"{size:,} tools, {PACKED_SERVERS} servers", packed(copied, PACKED_SERVERS)),
     ]
     readings: list[Reading] = []
-    for _, upstreams in cases:
+    for label, upstreams in cases:
         async with AsyncExitStack() as stack:
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="toolscout-memory-")))
-            readings.append(await measure_one(f"case-{len(readings)}", upstreams, scratch, stack))
+            demos = label == DEMOS_CASE
+            readings.append(await measure_one(f"case-{len(readings)}", upstreams, scratch, stack, demos=demos))
     print(f"## Gateway memory — {harness.today()}")
     print()
     print(
         f"{harness.machine_line()}; `toolscout serve "
-        "--transport http` with default settings, upstreams over streamable HTTP from one catalog_server process; "
+        "--transport http` with default settings, upstreams over streamable HTTP from one catalog_server process "
+        "(the demo servers over stdio, children of the gateway); "
         "seconds from launch; VmRSS of the gateway process, MiB:"
     )
     print()
@@ -184,6 +195,9 @@ async def measure(size: int, eval_dir: Path) -> None:
         harness.record(
             label,
             {
+                "servers": r.servers,
+                "tools": r.tools,
+                "connected_mib": r.connected_kib / 1024,
                 "searched_mib": r.searched_kib / 1024,
                 "peak_mib": r.peak_kib / 1024,
                 "first_search_s": r.search_s,
@@ -192,8 +206,9 @@ async def measure(size: int, eval_dir: Path) -> None:
         )
     for (label, _), r in list(zip(cases, readings, strict=True))[1:]:
         extra = (r.searched_kib - idle) / 1024
-        per_tool = extra * 1024 / r.tools
-        print(f"\n{label}: +{extra:.1f} MiB over the idle gateway after the first search, {per_tool:.1f} KiB a tool.")
+        # A handful of demo tools would make "a tool" the cost of the search machinery itself.
+        per_tool = "" if label == DEMOS_CASE else f", {extra * 1024 / r.tools:.1f} KiB a tool"
+        print(f"\n{label}: +{extra:.1f} MiB over the idle gateway after the first search{per_tool}.")
 
 
 def main() -> None:

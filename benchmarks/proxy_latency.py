@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import statistics
 import subprocess
@@ -76,6 +77,10 @@ RELAY_READY = r"byte relay at (http://\S+/mcp)"
 MESSAGE_RELAY_READY = r"message relay at (http://\S+/mcp)"
 HTTP_ANY_PORT = ["--transport", "http", "--port", "0"]
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+STDIO_ENV = {key: os.environ[key] for key in ("PYTHONPATH",) if key in os.environ}
+"""What the stdio children get beyond the few variables the SDK's stdio client passes on (HOME, PATH, ...):
+PYTHONPATH, so that a run with another tree first on it (`lean --compare`) starts that tree's gateway
+over stdio as it does over HTTP."""
 
 # Run by the FastMCP venv's Python: `-c FASTMCP_PROXY <stdio|http> <default|reused> <upstream URL or command...>`.
 FASTMCP_PROXY = """
@@ -273,7 +278,9 @@ async def measure(calls: dict[str, int], batch: int, warmup: int, eras: list[str
                 for label in stdio_commands:
                     if transport == "stdio":
                         command = stdio_commands[label]
-                        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+                        params = StdioServerParameters(
+                            command=command[0], args=command[1:], cwd=str(ROOT), env=STDIO_ENV or None
+                        )
                         target: Any = stdio_client(params, errlog=errlog)
                     else:
                         target = fronts[label]
