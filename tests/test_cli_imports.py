@@ -78,6 +78,7 @@ def test_configuration_commands_import_no_mcp_at_all(tmp_path: Path) -> None:
         ("rules", "hide", "units:delete_*"),
         ("--help",),
         ("version",),
+        ("--version",),
     ):
         done, packages = run_reported(sandbox, *args)
         assert done.returncode == 0, done.stderr[-2000:]

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     # garbage collection for the imports that make up most of a start.
     import typer
 
-SERVE_COMMANDS = ("serve", "demo", "version")
-"""The commands of cli/serve.py: run with only them registered, the others' modules are never imported."""
+SERVE_COMMANDS = ("serve", "demo", "version", "--version")
+"""The commands of cli/serve.py (and its `--version` option): run with only them registered, the others'
+modules are never imported."""
 CATALOG_COMMANDS = ("list", "search", "tools", "inspect", "execute", "tokens")
 """The commands of cli/catalog.py: run with only them (and serve's) registered, as for `SERVE_COMMANDS`
 (the config editors and the client importers would be a third of a search's start)."""

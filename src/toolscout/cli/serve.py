@@ -1,4 +1,5 @@
-"""The commands that run the gateway: `toolscout serve`, `toolscout demo` and `toolscout version`.
+"""The commands that run the gateway: `toolscout serve`, `toolscout demo` and `toolscout version`
+(also `toolscout --version`).
 
 `serve` loads the config, binds its port (HTTP) and serves until stdin closes or a signal comes,
 while also answering this machine's command line on a local socket. When replicas share one
@@ -58,6 +59,7 @@ class LogFormat(StrEnum):
 
 
 def register(app: typer.Typer) -> None:
+    app.callback()(options)
     app.command()(serve)
     app.command()(demo)
     app.command()(version)
@@ -446,6 +448,22 @@ def demo() -> None:
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(__version__)
+        raise typer.Exit
+
+
+def options(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Take the options of `toolscout` itself: `--version`, as most command-line tools answer it
+    (the same as `toolscout version`, which a newcomer's first try after installing may not be)."""
 
 
 def replica_of(config: GatewayConfig, registry: Registry, host: str, port: int) -> tuple[str | None, str | None]:
