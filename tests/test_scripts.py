@@ -1,5 +1,7 @@
-"""The README's set-up scripts on a machine without npm: `scripts/test` says at once how to get it and
-that only the full tier needs it, before minutes of pip; `scripts/test --quick` goes on without it.
+"""A newcomer's first steps: the README opens with what toolscout is, how to install it and the two
+set-up commands, before any protocol detail; and on a machine without npm, `scripts/test` says at once
+how to get it and that only the full tier needs it, before minutes of pip, while `scripts/test --quick`
+goes on without it.
 
 Each run is the real script, copied into a tree of its own (with the npm lockfile and no installed
 peers, as in a fresh clone) and run by bash with a PATH that holds only what the test puts there.
@@ -71,3 +73,15 @@ def test_the_quick_tier_goes_on_without_npm(tmp_path: Path) -> None:
     assert "npm" not in done.stderr, done.stderr
     assert "toolscout needs Python 3.11 or newer" in done.stderr, done.stderr
     assert done.returncode == 1, done.stderr
+
+
+def test_the_readme_opens_with_what_it_is_how_to_install_it_and_the_two_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_detail = readme.index("tools/list")  # the first protocol detail
+    opening = readme[:first_detail]
+    assert opening.startswith("# toolscout\n\ntoolscout is an MCP gateway"), opening[:200]
+    for words in ("## Install", "pipx install .", "uv tool install .", "pipx install dist/toolscout-*.whl"):
+        assert words in opening, words
+    for command in ("./scripts/demo", "./scripts/test"):
+        assert f"\n{command}   # set-up + " in opening, command
+    assert opening.index("## Install") < opening.index("./scripts/demo")
