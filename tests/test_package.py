@@ -19,9 +19,12 @@ from tests.helpers.paths import PYTHON, ROOT
 
 WHEEL_LIMIT = 40 * 1024 * 1024
 MODEL = "toolscout/search/model/"
-INSTALL_TIMEOUT = 600
-"""Seconds an install may take: on a cold package cache it downloads every dependency."""
-DEMO_TIMEOUT = 300
+INSTALL_TIMEOUT = 300
+"""Seconds a build or an install may take: on a cold package cache it downloads every dependency."""
+DEMO_TIMEOUT = 120
+TEST_TIMEOUT = 2 * INSTALL_TIMEOUT + 3 * DEMO_TIMEOUT
+"""Seconds for a whole test: the suite's usual bound is too short for a build and an install on a cold
+cache, each already bounded by INSTALL_TIMEOUT (the wheel is built in the first test's set-up)."""
 
 
 def source_tree(into: Path) -> Path:
@@ -51,6 +54,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_the_wheel_is_small_and_ships_the_model_with_its_card(wheel: Path) -> None:
     assert wheel.stat().st_size < WHEEL_LIMIT, f"{wheel.stat().st_size / 2**20:.1f} MB"
     with zipfile.ZipFile(wheel) as archive:
@@ -132,6 +136,7 @@ def installed(command: list[str], env: dict[str, str], root: Path) -> None:
 Installer = Callable[[Path, Path], tuple[Path, dict[str, str]]]
 
 
+@pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize(
     ("install", "source"),
     [
