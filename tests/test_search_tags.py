@@ -2,7 +2,8 @@
 least at `TAG_RELEVANCE`, even where nothing else about them matches the query.
 
 Real processes: the `toolscout` command line and the bundled demo servers over stdio, searched from
-the stored catalog (ranked by the same backend as a serve's `search_tools`).
+the stored catalog (ranked by the same backend as a serve's `search_tools`); smart mode's candidates
+and an explained search over the same servers in process, through an SDK client.
 """
 
 from __future__ import annotations
@@ -10,8 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli_sandbox import make_sandbox
+from tests.helpers.gateway_client import error_of
 from tests.helpers.paths import PYTHON
+from tests.helpers.smart_gateway import smart_client, smart_gateway
+from toolscout.config import ToolRule
+from toolscout.config.models import SmartConfig
 from toolscout.search.hybrid import TAG_RELEVANCE
 
 
@@ -41,3 +48,27 @@ def test_a_query_naming_a_tag_finds_the_tagged_tools(tmp_path: Path) -> None:
     # A tag raises a tool that matches better anyway no further: it is a floor, not a bonus.
     exact = sandbox.json("search", "delete a note dangerous")["results"][0]
     assert exact["tool"] == "delete_note" and exact["relevance"] > TAG_RELEVANCE
+
+
+@pytest.mark.anyio
+async def test_smart_mode_and_an_explained_search_keep_the_tag_floor() -> None:
+    # Over the bundled demo servers in process; smart mode's candidates and an explained search rank
+    # a tool whose tag the query names as `search_tools` does.
+    rules = [ToolRule(pattern=["convert_*"], tags=["maths"])]
+    async with smart_gateway(rules=rules) as gateway:
+        gateway.smart = SmartConfig()
+        (best, *_) = await gateway.candidates("maths", limit=5, method="hybrid")
+        assert (best.tool.name, best.relevance) == ("convert_units", TAG_RELEVANCE)
+
+        (first, *_) = await gateway.explain_search("maths", limit=3)
+        assert (first.tool, first.relevance) == ("convert_units", TAG_RELEVANCE)
+        assert first.contributions["tags"] == TAG_RELEVANCE
+        assert first.smart is not None and first.smart["combined"] == max(
+            h.smart["combined"] for h in await gateway.explain_search("maths", limit=3) if h.smart is not None
+        )
+
+        # `calculate`'s description says "maths"-like things to the embeddings; the tagged tool still leads.
+        async with smart_client(gateway, "legacy") as client:
+            answer = await client.call_tool("smart_tool_discovery", {"request": "maths"})
+        error = error_of(answer)
+        assert error["fallback_options"][0]["tool_name"] == "units/convert_units"

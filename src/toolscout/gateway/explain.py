@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from toolscout.search.base import Explained, MethodHit
     from toolscout.smart.selection import Key, LLMPick
 
-RANKERS = ("lexical", "names", "embeddings", "ranker", "fusion")
+RANKERS = ("lexical", "names", "embeddings", "ranker", "tags", "fusion")
 """The keys of `ExplainedHit.contributions`, in the order a table shows them."""
 
 
@@ -29,7 +29,8 @@ class ExplainedHit:
 
     `relevance` is the search's own (what `search_tools` answers); `contributions` has the keys of
     `RANKERS` that took part (`lexical`, `names`, `embeddings`, `ranker` with the learned ranker,
-    and `fusion`, the score the ranking sorts by); `smart`, with smart mode on, each selection
+    `tags` when a tag the query names sets the hit's least relevance, and `fusion`, the score the
+    ranking sorts by); `smart`, with smart mode on, each selection
     method's score (`rule_based`, `semantic_based`, `llm` when an LLM answered) and `combined`, the
     confidence under the configured mode."""
 

@@ -195,14 +195,7 @@ class HybridBackend:
         tools they put it on, even where nothing else about them matches (to BM25 a tag is one word
         among many, and embeddings do not see it at all).
         """
-        if not self._tagged:
-            return hits
-        words = frozenset(terms(query))
-        named = {
-            i
-            for i, tags in self._tagged
-            if any(tag and tag <= words for tag in tags) and (server is None or self._tools[i].server == server)
-        }
+        named = self._tag_named(query, server)
         if not named:
             return hits
         found = {(h.tool.server, h.tool.name): h for h in hits}
@@ -219,6 +212,17 @@ class HybridBackend:
             return -hit.relevance, order.get(key, len(hits) + self._position[key])
 
         return sorted(found.values(), key=place)[:limit]
+
+    def _tag_named(self, query: str, server: str | None = None) -> set[int]:
+        """The tools (their positions) carrying a tag every word of which the query has (of `server` only, if given)."""
+        if not self._tagged:
+            return set()
+        words = frozenset(terms(query))
+        return {
+            i
+            for i, tags in self._tagged
+            if any(tag and tag <= words for tag in tags) and (server is None or self._tools[i].server == server)
+        }
 
     def _ranked(self, query: str, *, server: str | None, limit: int) -> list[SearchHit]:
         if self.ranker is None:
@@ -308,7 +312,8 @@ class HybridBackend:
         if self.ranker is None:  # the fusion's own scores serve both: each text scored once
             texts = [query, *split_steps(query, self.weights.min_step_terms)]
             raw = self._raw(texts)
-            hits = self._fused_search(query, server=None, limit=wanted, raw=raw, named=named)
+            fused = self._fused_search(query, server=None, limit=wanted, raw=raw, named=named)
+            hits = self._with_tags(fused, query, server=None, limit=wanted)  # the floor `search` applies
             lexical, cosines = raw[0][0], None if raw[1] is None else raw[1][0]
         else:
             hits = self.search(query, limit=wanted)
@@ -358,10 +363,20 @@ class HybridBackend:
         the name match; a tool the query names (a name match of 0.85 or more) goes first, its fusion
         10 + the name match, and `names` is then what lifts it there. With the learned ranker the
         lexical, embeddings and names values are its inputs (each by the best), not shares.
+
+        A tool carrying a tag the query names has `tags` too: `TAG_RELEVANCE`, the least relevance
+        that gives it (its relevance may then be more than its fusion says).
         """
         rows = [self._position[(t.server, t.name)] for t in tools]
         if not rows:
             return []
+        tagged = self._tag_named(query)
+        return [
+            parts | ({"tags": TAG_RELEVANCE} if row in tagged else {})
+            for row, parts in zip(rows, self._contributions(query, rows), strict=True)
+        ]
+
+    def _contributions(self, query: str, rows: Sequence[int]) -> list[dict[str, float]]:
         w = self.weights
         texts = [query, *split_steps(query, w.min_step_terms)]
         lexical_raw, dense = self._raw(texts)
