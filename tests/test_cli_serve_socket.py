@@ -40,10 +40,11 @@ def starts(log: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-def write_config(sandbox: Sandbox, log: Path, **extra: Any) -> Path:
+def write_config(sandbox: Sandbox, log: Path, settings: dict[str, Any] | None = None, **extra: Any) -> Path:
     # Nothing stored (catalogCache off): every command would have to start the server itself.
     units = {"command": PYTHON, "args": [str(COUNTED), str(log), "toolscout.demo.units"], **extra}
-    path = sandbox.write("work/toolscout.json", json.dumps({"mcpServers": {"units": units}, "catalogCache": False}))
+    document = {"mcpServers": {"units": units}, "catalogCache": False, **(settings or {})}
+    path = sandbox.write("work/toolscout.json", json.dumps(document))
     path.chmod(0o600)
     return path
 
@@ -56,7 +57,9 @@ async def cli(sandbox: Sandbox, *args: str, expect: int = 0) -> Any:
 async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Path, transport: str) -> None:
     sandbox = make_sandbox(tmp_path)
     log = tmp_path / "units.log"
-    config = write_config(sandbox, log)
+    # The agents' execute_tool answers in envelopes over HTTP; the command line still gets the native result.
+    settings = {"executeResult": "envelope"} if transport == "http" else None
+    config = write_config(sandbox, log, settings)
     command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", transport]
     if transport == "http":
         command += ["--port", "0"]
@@ -98,7 +101,7 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
         config.write_text(json.dumps(changed), encoding="utf-8")
         assert (await cli(sandbox, "list"))["servers"][0]["status"] == "connected"
         assert starts(log) == 2  # started by the command itself
-        write_config(sandbox, log)
+        write_config(sandbox, log, settings)
 
         serve.process.kill()  # gone without removing its socket
         await stop(serve.process)

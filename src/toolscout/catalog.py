@@ -18,6 +18,9 @@ from toolscout.schemas import schema_problem
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
 
 SUMMARY_LIMIT = 160
+AVAILABLE_TOOLS_SHOWN = 30
+"""The most of a server's tool names a `TOOL_NOT_FOUND` names: enough for most servers, a few hundred
+tokens at most for the largest (search_tools finds the rest)."""
 
 ListName = Literal["resources", "resource_templates", "prompts"]
 """The lists the gateway keeps of every upstream (tools are the catalog's)."""
@@ -276,8 +279,13 @@ class Catalog:
 
     def not_found(self, server: str, name: str, *, visible: Visible | None = None) -> ToolNotFound:
         """The error for a tool `server` does not have, with the closest of its tools and the other
-        servers that have one of that name (of those `visible` says the caller sees, if given)."""
+        servers that have one of that name (of those `visible` says the caller sees, if given), and
+        the tools it has (`availableTools`: the first `AVAILABLE_TOOLS_SHOWN` a listing shows, and
+        `availableToolCount`), so that the caller can pick one without another request."""
         own = [t for t in self.tools(server) if visible is None or visible(t)]
+        listed = [t.name for t in own if not t.hidden]
+        more = len(listed) - AVAILABLE_TOOLS_SHOWN
+        has = f" Its tools: {', '.join(listed[:AVAILABLE_TOOLS_SHOWN])}{f' and {more} more' if more > 0 else ''}."
         suggestions = [{"server": server, "tool": t} for t in closest(name, [t.name for t in own])]
         for other in self.servers_with_tool(name):
             entry = self.get(other, name)
@@ -286,9 +294,11 @@ class Catalog:
         suggestions = suggestions[:MAX_SUGGESTIONS]
         hint = " Did you mean " + ", ".join(f"{s['tool']!r} on {s['server']!r}" for s in suggestions) + "?"
         return ToolNotFound(
-            f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''}",
+            f"Server {server!r} has no tool {name!r}.{hint if suggestions else ''}{has if listed else ''}",
             next_step="find_tool",
             server=server,
             tool=name,
             suggestions=suggestions or None,
+            availableTools=listed[:AVAILABLE_TOOLS_SHOWN],
+            availableToolCount=len(listed),
         )

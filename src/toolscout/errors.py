@@ -1,6 +1,8 @@
 """The one rooted exception tree for everything toolscout reports.
 
-Each concrete class carries a stable `code` string (its name says the same). Code inside the
+Each concrete class carries a stable `code` string (its name says the same); a few also carry an
+`alias`, the code other discovery gateways give the same failure, sent beside it as `codeAlias`
+(`SERVER_CONNECTION_ERROR`, `TOOL_EXECUTION_TIMEOUT`, `TOOL_VALIDATION_ERROR`). Code inside the
 gateway raises these; only the edges (`serve/server.py` for MCP, the CLI for a terminal) turn them
 into MCP errors, `isError` results or exit codes.
 
@@ -20,14 +22,15 @@ into MCP errors, `isError` results or exit codes.
     │   └── PromptDisabled         PROMPT_DISABLED
     ├── Invalid
     │   ├── InvalidArguments       INVALID_ARGUMENTS    (a meta-tool's own arguments)
-    │   ├── ArgumentValidationError VALIDATION_ERROR    (an upstream tool's arguments vs its schema)
+    │   ├── ArgumentValidationError VALIDATION_ERROR    (an upstream tool's arguments vs its schema;
+    │   │                                                alias TOOL_VALIDATION_ERROR)
     │   ├── ValidationTooCostly    VALIDATION_TOO_COSTLY (checking them would take more than the budget)
     │   ├── AmbiguousName          AMBIGUOUS_NAME
     │   ├── LoadLimitReached       LOAD_LIMIT_REACHED
     │   └── NotInThisProtocol      NOT_IN_THIS_PROTOCOL (a tool the client's protocol era cannot have)
     ├── Unavailable
-    │   ├── ServerUnavailable      SERVER_UNAVAILABLE
-    │   ├── CallTimeout            TIMEOUT
+    │   ├── ServerUnavailable      SERVER_UNAVAILABLE   (alias SERVER_CONNECTION_ERROR)
+    │   ├── CallTimeout            TIMEOUT              (alias TOOL_EXECUTION_TIMEOUT)
     │   ├── LLMUnavailable         LLM_UNAVAILABLE      (smart mode's LLM failed: the next method decides)
     │   ├── EmbeddingUnavailable   EMBEDDING_UNAVAILABLE (the embedding provider failed: the packaged model embeds)
     │   └── RegistryUnavailable    REGISTRY_UNAVAILABLE (the shared registry, Redis, cannot be reached)
@@ -66,6 +69,8 @@ class ToolscoutError(Exception):
     """
 
     code: ClassVar[str] = "TOOLSCOUT_ERROR"
+    alias: ClassVar[str | None] = None
+    """The code other discovery gateways give this failure, where it differs (`codeAlias` in `to_dict`)."""
 
     def __init__(self, message: str, *, next_step: NextStep | None = None, **details: Any) -> None:
         # Every message reaches a client, a terminal or a log: secrets in it (a URL's password, a
@@ -87,7 +92,8 @@ class ToolscoutError(Exception):
     def to_dict(self, phrasing: Phrasing = AGENT_STEPS) -> dict[str, Any]:
         """The error as the `error` object of a failed meta-tool result (or of a command's --json)."""
         step = {"nextStep": self.next_step} if self.next_step is not None else {}
-        return {"code": self.code, "message": self.explain(phrasing), **step, **self.details}
+        alias = {"codeAlias": self.alias} if self.alias is not None else {}
+        return {"code": self.code, **alias, "message": self.explain(phrasing), **step, **self.details}
 
     def __str__(self) -> str:
         return self.explain()
@@ -194,6 +200,7 @@ class ArgumentValidationError(Invalid):
     """The arguments for an upstream tool do not satisfy its input schema (nothing was sent)."""
 
     code = "VALIDATION_ERROR"
+    alias = "TOOL_VALIDATION_ERROR"
 
 
 class ValidationTooCostly(Invalid):
@@ -230,6 +237,7 @@ class ServerUnavailable(Unavailable):
     """The upstream server is configured but not connected (connecting, failed or disabled)."""
 
     code = "SERVER_UNAVAILABLE"
+    alias = "SERVER_CONNECTION_ERROR"
 
 
 def server_unavailable(server: str, status: str, error: str | None = None, **details: Any) -> ServerUnavailable:
@@ -242,6 +250,7 @@ class CallTimeout(Unavailable):
     """The upstream did not answer within the server's `timeout` (the request is cancelled upstream)."""
 
     code = "TIMEOUT"
+    alias = "TOOL_EXECUTION_TIMEOUT"
 
 
 class LLMUnavailable(Unavailable):
@@ -303,16 +312,19 @@ class ToolRefused(UpstreamRefused, ToolExecutionError):
 
 def error_from_dict(data: dict[str, Any]) -> ToolscoutError:
     """The error a failed result's `error` object describes (`to_dict`'s output, read back on the
-    other side of MCP), as the class of its code; an unknown code becomes a plain `ToolscoutError`."""
+    other side of MCP), as the class of its code (or of its alias); an unknown code becomes a plain
+    `ToolscoutError`."""
     by_code: dict[str, type[ToolscoutError]] = {}
     pending: list[type[ToolscoutError]] = [ToolscoutError]
     while pending:
         kind = pending.pop()
         if "code" in vars(kind):  # (a subclass without a code of its own is not what a code names)
             by_code[kind.code] = kind
+        if kind.alias is not None and "alias" in vars(kind):
+            by_code.setdefault(kind.alias, kind)
         pending.extend(kind.__subclasses__())
     code, message, step = data.get("code"), data.get("message"), data.get("nextStep")
-    details = {k: v for k, v in data.items() if k not in ("code", "message", "nextStep")}
+    details = {k: v for k, v in data.items() if k not in ("code", "codeAlias", "message", "nextStep")}
     kind = by_code.get(code, ToolscoutError) if isinstance(code, str) else ToolscoutError
     text = message if isinstance(message, str) else "the request failed"
     if step not in AGENT_STEPS:

@@ -10,6 +10,7 @@ through another replica.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import secrets
@@ -427,7 +428,8 @@ async def _answering_the_command_line(
                     stateless=True,
                     # uvicorn's loggers are the process's: left as set up for `serve` (and its HTTP server).
                     log_level=None,
-                    options=SurfaceOptions.from_config(config),
+                    # The command line reads execute_tool's native result (`executeResult` is for agents).
+                    options=dataclasses.replace(SurfaceOptions.from_config(config), execute_result="native"),
                     stop=stop,
                 )
             )

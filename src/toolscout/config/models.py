@@ -73,6 +73,10 @@ ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
 ListingFormat = Literal["text", "toon"]
 """How listings read for the model: toolscout's line format, or TOON or compact JSON."""
 
+ExecuteResult = Literal["native", "envelope"]
+"""What `execute_tool` answers: the upstream tool's own result as it came (`native`), or the result
+wrapped as `{success, result}` / `{success: false, error}` (`envelope`), as other discovery gateways answer."""
+
 ToolPinning = Literal["off", "warn", "quarantine"]
 """What a tool whose definition changed since it was pinned becomes: nothing is checked (`off`), logged
 and audited but usable (`warn`), or also neither listed, found nor run until approved (`quarantine`)."""
@@ -574,6 +578,8 @@ class GatewayConfig(_Model):
     listing_format: ListingFormat = "text"
     """The text of list_mcp_servers, search_tools and list_tools: `text` (one line per entry, the
     fewest tokens) or `toon` (TOON when it is fewer tokens than compact JSON, else compact JSON)."""
+    execute_result: ExecuteResult = "native"
+    """What `execute_tool` answers (see `ExecuteResult`)."""
     audit: AuditConfig = Field(default_factory=AuditConfig)
     """The audit log of tool executions."""
     catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)

@@ -26,6 +26,7 @@ import mcp_types as types
 from toolscout.config import GatewayConfig
 from toolscout.config.models import (
     DEFAULT_MAX_LOADED_TOOLS,
+    ExecuteResult,
     ListingFormat,
     LLMConfig,
     ModeName,
@@ -78,6 +79,8 @@ class SurfaceOptions:
 
     max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
     listing_format: ListingFormat = "text"
+    execute_result: ExecuteResult = "native"
+    """Discovery and dynamic modes: what `execute_tool` answers (`executeResult`)."""
     tool_names: ToolNaming = "auto"
     smart: SmartConfig = field(default_factory=SmartConfig)
     llm: LLMConfig | None = None
@@ -94,6 +97,7 @@ class SurfaceOptions:
         return cls(
             max_loaded_tools=config.max_loaded_tools,
             listing_format=config.listing_format,
+            execute_result=config.execute_result,
             tool_names=config.tool_names,
             smart=config.smart,
             llm=config.llm,
@@ -150,7 +154,9 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
     match mode:
         case "discovery":
             extra = [smart_tool(options.smart_discovery(gateway))] if options.smart_tool else []
-            discovery = DiscoverySurface(gateway, listing_format=options.listing_format, extra=extra)
+            discovery = DiscoverySurface(
+                gateway, listing_format=options.listing_format, execute_result=options.execute_result, extra=extra
+            )
             return WithPinnedTools(discovery, gateway)
         case "smart":
             return WithPinnedTools(SmartSurface(gateway, options.smart_discovery(gateway)), gateway)
@@ -160,6 +166,9 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
             return PassthroughSurface(gateway, naming=options.tool_names)
         case "dynamic":
             dynamic = DynamicSurface(
-                gateway, max_loaded=options.max_loaded_tools, listing_format=options.listing_format
+                gateway,
+                max_loaded=options.max_loaded_tools,
+                listing_format=options.listing_format,
+                execute_result=options.execute_result,
             )
             return WithPinnedTools(dynamic, gateway)

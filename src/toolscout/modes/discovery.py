@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from toolscout.config.models import ListingFormat
+from toolscout.config.models import ExecuteResult, ListingFormat
 from toolscout.config.scopes import current_scope
-from toolscout.errors import AGENT_STEPS, InvalidArguments, Phrasing
+from toolscout.errors import AGENT_STEPS, InvalidArguments, Phrasing, ToolExecutionError
 from toolscout.gateway.core import Gateway
 from toolscout.modes.client import SurfaceClient
 from toolscout.render.signatures import call_signature, is_flat, parameters
@@ -35,6 +35,7 @@ from toolscout.render.text import (
     compact_json,
     cut_text,
     details_text,
+    error_text,
     listing_text,
     search_text,
     servers_text,
@@ -296,11 +297,13 @@ async def run_meta_tool(
     arguments: dict[str, Any],
     *,
     listing_format: ListingFormat = "text",
+    execute_result: ExecuteResult = "native",
 ) -> types.CallToolResult | None:
     """Validate the arguments of the tool called `name` and run it; None when there is no such tool.
 
     With `listing_format="toon"` a listing's text is its data as a TOON table or compact JSON,
-    whichever is fewer tokens (`listing.listing_text`), instead of toolscout's line format.
+    whichever is fewer tokens (`listing.listing_text`), instead of toolscout's line format. With
+    `execute_result="envelope"` an `execute_tool` result is wrapped as `{success, result}` (`enveloped`).
     """
     tool = tools.get(name)
     if tool is None:
@@ -312,10 +315,48 @@ async def run_meta_tool(
             await gateway.record_refused(arguments, exc)
         raise
     result = await tool.handler(gateway, parsed)
+    if execute_result == "envelope" and name == "execute_tool":
+        return enveloped(result, server=parsed.server, tool=parsed.tool)
     if listing_format == "toon" and name in LISTINGS and result.structured_content is not None:
         table = types.TextContent(text=listing_text(result.structured_content))
         result = result.model_copy(update={"content": [table]})
     return result
+
+
+def enveloped(result: types.CallToolResult, *, server: str, tool: str) -> types.CallToolResult:
+    """An upstream tool's result as `{success: true, result}`, or, when it reported a failure
+    (`isError`), as `{success: false, error}` with the code `TOOL_EXECUTION_ERROR` and its text as the
+    message: the answer other discovery gateways give, in `structuredContent` and as the text.
+
+    `result` is the tool's `structuredContent`; else its text (decoded when it is a JSON object or
+    array); else null. Images, audio and resources stay content blocks after the text, and `_meta` is
+    kept: nothing of the tool's answer is lost.
+    """
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    others = [block for block in result.content if not isinstance(block, types.TextContent)]
+    text = "\n".join(texts)
+    data: dict[str, Any]
+    if result.is_error:
+        failure = ToolExecutionError(text or "the tool reported an error", server=server, tool=tool)
+        data = {"success": False, "error": failure.to_dict()}
+        rendered = error_text(data["error"])
+    else:
+        value: Any = result.structured_content
+        if value is None and texts:
+            value = _decoded(text)
+        data = {"success": True, "result": value}
+        rendered = compact_json(data)
+    return result.model_copy(
+        update={"content": [types.TextContent(text=rendered), *others], "structured_content": data}
+    )
+
+
+def _decoded(text: str) -> Any:
+    """`text` as the JSON object or array it holds, else as it is (a tool's text result)."""
+    if text.lstrip()[:1] in ("{", "["):
+        with contextlib.suppress(ValueError):
+            return json.loads(text)
+    return text
 
 
 class ListServersArgs(ArgsModel):
@@ -565,11 +606,17 @@ class DiscoverySurface:
     )
 
     def __init__(
-        self, gateway: Gateway, *, listing_format: ListingFormat = "text", extra: Sequence[MetaTool] = ()
+        self,
+        gateway: Gateway,
+        *,
+        listing_format: ListingFormat = "text",
+        execute_result: ExecuteResult = "native",
+        extra: Sequence[MetaTool] = (),
     ) -> None:
         """Offer the five meta-tools, then the `extra` ones (`smart_tool_discovery` with `smartTool: true`)."""
         self.gateway = gateway
         self.listing_format: ListingFormat = listing_format
+        self.execute_result: ExecuteResult = execute_result
         self._tools = {**BY_NAME, **{tool.name: tool for tool in extra}}
         self._definitions = [tool.definition() for tool in self._tools.values()]
 
@@ -577,7 +624,14 @@ class DiscoverySurface:
         return self._definitions
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
-        return await run_meta_tool(self._tools, self.gateway, name, arguments, listing_format=self.listing_format)
+        return await run_meta_tool(
+            self._tools,
+            self.gateway,
+            name,
+            arguments,
+            listing_format=self.listing_format,
+            execute_result=self.execute_result,
+        )
 
     def native(self, name: str) -> bool:
         return False

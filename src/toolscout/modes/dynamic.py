@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import Field
 
-from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ListingFormat
+from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ExecuteResult, ListingFormat
 from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, LoadLimitReached, NotInThisProtocol, Phrasing
 from toolscout.gateway.core import Gateway
@@ -43,11 +43,17 @@ class DynamicSurface:
     )
 
     def __init__(
-        self, gateway: Gateway, *, max_loaded: int = DEFAULT_MAX_LOADED_TOOLS, listing_format: ListingFormat = "text"
+        self,
+        gateway: Gateway,
+        *,
+        max_loaded: int = DEFAULT_MAX_LOADED_TOOLS,
+        listing_format: ListingFormat = "text",
+        execute_result: ExecuteResult = "native",
     ) -> None:
         self.gateway = gateway
         self.max_loaded = max_loaded
         self.listing_format: ListingFormat = listing_format
+        self.execute_result: ExecuteResult = execute_result
         self.names = NativeNames(gateway.catalog)
         self._load = ToolSpec(
             "load_tools", f"Add tools to your tool list to call them directly (max {max_loaded}).", LoadToolsArgs
@@ -73,7 +79,14 @@ class DynamicSurface:
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         if name in BY_NAME:
-            return await run_meta_tool(BY_NAME, self.gateway, name, arguments, listing_format=self.listing_format)
+            return await run_meta_tool(
+                BY_NAME,
+                self.gateway,
+                name,
+                arguments,
+                listing_format=self.listing_format,
+                execute_result=self.execute_result,
+            )
         if name in (self._load.name, self._unload.name) and client.modern:
             raise NotInThisProtocol(
                 f"{name} works only for clients of protocol versions up to 2025-11-25: at 2026-07-28 tools/list "
