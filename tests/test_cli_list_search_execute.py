@@ -142,7 +142,8 @@ def test_inspect_shows_parameters_hints_and_examples(sandbox: Sandbox) -> None:
     assert "Tool: units:convert_units" in out
     assert "value (number, required)" in out
     assert "Hints: read-only, idempotent" in out
-    assert 'toolscout execute units convert_units --args \'{"value": 1.5' in out
+    # Values that look like real ones (the description's own example, a unit's symbol), not placeholders.
+    assert 'toolscout execute units convert_units --args \'{"value": 26.2, "from_unit": "mi"' in out
 
     disabled = sandbox.run("inspect", "notes", "delete_note")
     assert disabled.returncode == 0

@@ -38,7 +38,7 @@ from toolscout.cli.common import (
     stored_lists,
 )
 from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
-from toolscout.render.signatures import example_arguments
+from toolscout.render.examples import tool_examples
 from toolscout.render.text import counted, hint_labels
 
 if TYPE_CHECKING:
@@ -367,8 +367,9 @@ def inspect(
         except ToolscoutError as exc:
             output.fail(exc)
         schema: dict[str, Any] = data["inputSchema"]
+        data.pop("examples", None)  # (a running serve's get_tool_details has them: shown when asked)
         if examples:
-            data["examples"] = [{"description": "Required arguments", "arguments": example_arguments(schema)}]
+            data["examples"] = tool_examples(schema)
         if as_json:
             output.data(data)
             return
@@ -394,9 +395,11 @@ def inspect(
         if data["tags"]:
             output.print(f"\nTags: {escape(', '.join(data['tags']))}")
         if examples:
-            arguments = json.dumps(example_arguments(schema), ensure_ascii=False)
-            output.print("\nExamples:\n  Required arguments:")
-            output.print(f"    toolscout execute {escape(server)} {escape(tool)} --args '{escape(arguments)}'")
+            output.print("\nExamples:")
+            for example in data["examples"]:
+                arguments = json.dumps(example["arguments"], ensure_ascii=False)
+                output.print(f"  {escape(example['description'])}:")
+                output.print(f"    toolscout execute {escape(server)} {escape(tool)} --args '{escape(arguments)}'")
         if "cachedAt" in data:
             output.print("\n" + stale_note({server: data["cachedAt"]}))
 

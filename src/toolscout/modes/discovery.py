@@ -29,6 +29,7 @@ from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, InvalidArguments, Phrasing, ToolExecutionError
 from toolscout.gateway.core import Gateway
 from toolscout.modes.client import SurfaceClient
+from toolscout.render.examples import tool_examples
 from toolscout.render.signatures import call_signature, is_flat, parameters
 from toolscout.render.text import (
     INSTRUCTIONS_LIMIT,
@@ -537,6 +538,8 @@ async def get_tool_details(gateway: Gateway, args: DetailsArgs) -> types.CallToo
         "description": entry.description,
         "signature": call_signature(entry.name, entry.input_schema),
         "parameters": parameters(entry.input_schema),
+        # Made from the schema: a model copies an example's shape more readily than it reads a schema.
+        "examples": tool_examples(entry.input_schema),
         "inputSchema": entry.input_schema,
         "enabled": entry.enabled,
         "tags": list(entry.tags),

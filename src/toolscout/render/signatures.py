@@ -1,5 +1,5 @@
-"""Reading JSON Schemas for people and models: call signatures, parameter lists, short type labels
-and example arguments.
+"""Reading JSON Schemas for people and models: call signatures, parameter lists and short type labels
+(example arguments are examples.py's).
 
 A signature is TypeScript-like: what a model needs to call a tool, in few tokens.
 `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}` becomes
@@ -260,63 +260,3 @@ def is_flat(schema: Mapping[str, Any]) -> bool:
             ):
                 return False
     return True
-
-
-_FORMAT_EXAMPLES = {
-    "date-time": "2025-01-31T09:00:00Z",
-    "date": "2025-01-31",
-    "time": "09:00:00",
-    "email": "user@example.com",
-    "uri": "https://example.com",
-    "url": "https://example.com",
-    "uuid": "123e4567-e89b-12d3-a456-426614174000",
-}
-
-
-def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Arguments that satisfy the schema's shape: every required property, filled from the schema's own hints."""
-    value = _example(schema, schema, "value", 0)
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
-def _example(node: Mapping[str, Any], root: Mapping[str, Any], name: str, depth: int) -> Any:
-    if isinstance(examples := node.get("examples"), list) and examples:
-        return cast(list[Any], examples)[0]
-    for key in ("default", "const"):
-        if key in node:
-            return node[key]
-    if isinstance(enum := node.get("enum"), list) and enum:
-        return cast(list[Any], enum)[0]
-    if depth > 6:
-        return None
-    if isinstance(ref := node.get("$ref"), str) and ref.startswith("#/"):
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = _as_dict(target).get(part)
-        return _example(_as_dict(target), root, name, depth + 1)
-    for combinator in ("anyOf", "oneOf", "allOf"):
-        if isinstance(options := node.get(combinator), list):
-            usable = [_as_dict(o) for o in cast(list[Any], options) if _as_dict(o).get("type") != "null"]
-            if usable:
-                return _example(usable[0], root, name, depth + 1)
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in cast(list[Any], kind) if k != "null"), None)
-    if kind == "object" or "properties" in node:
-        properties = _as_dict(node.get("properties"))
-        required = node.get("required")
-        wanted = cast(list[str], required) if isinstance(required, list) else []
-        return {key: _example(_as_dict(properties.get(key)), root, key, depth + 1) for key in wanted}
-    if kind == "array":
-        items = _as_dict(node.get("items"))
-        return [_example(items, root, name, depth + 1)] if items else []
-    if kind == "integer":
-        return int(node.get("minimum", 1))
-    if kind == "number":
-        return node.get("minimum", 1.5)
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    fmt = node.get("format")
-    return _FORMAT_EXAMPLES.get(fmt, f"<{name}>") if isinstance(fmt, str) else f"<{name}>"

@@ -180,6 +180,9 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
         lines.append("Parameters: none (pass arguments: {}).")
     if include_schema:
         lines.append(f"Input schema: {compact_json(data['inputSchema'])}")
+    examples = cast(Sequence[Mapping[str, Any]], data.get("examples") or ())
+    if examples and params:
+        lines += [f"Example ({e['description'].lower()}): {compact_json(e['arguments'])}" for e in examples]
     flags = hint_labels(cast(Mapping[str, Any], data.get("annotations") or {}))
     if flags:
         lines.append("Hints: " + ", ".join(flags))
