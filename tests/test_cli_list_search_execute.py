@@ -114,6 +114,19 @@ def test_search_ranks_and_exits_2_when_nothing_matches(sandbox: Sandbox) -> None
     assert sandbox.run("search").returncode == 1
 
 
+def test_search_all_finds_disabled_tools_marked_disabled(sandbox: Sandbox) -> None:
+    enabled_only = [r["tool"] for r in sandbox.json("search", "delete a note", "--server", "notes")["results"]]
+    assert "delete_note" not in enabled_only
+
+    found = sandbox.json("search", "delete a note", "--server", "notes", "--all")["results"]
+    assert found[0]["tool"] == "delete_note" and found[0]["enabled"] is False
+    assert all("enabled" not in r for r in found[1:])  # (said of the disabled ones only)
+
+    shown = sandbox.run("search", "delete a note", "--server", "notes", "--all")
+    assert shown.returncode == 0, shown.stderr
+    assert "1. notes:delete_note (" in shown.stdout and "(disabled)" in shown.stdout
+
+
 def test_tools_marks_enabled_and_disabled(sandbox: Sandbox) -> None:
     plain = sandbox.run("tools", "notes")
     assert plain.returncode == 0

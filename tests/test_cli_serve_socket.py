@@ -58,7 +58,9 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
     sandbox = make_sandbox(tmp_path)
     log = tmp_path / "units.log"
     # The agents' execute_tool answers in envelopes over HTTP; the command line still gets the native result.
-    settings = {"executeResult": "envelope"} if transport == "http" else None
+    settings: dict[str, Any] = {"toolRules": [{"pattern": "list_units", "enabled": False}]}
+    if transport == "http":
+        settings["executeResult"] = "envelope"
     config = write_config(sandbox, log, settings)
     command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", transport]
     if transport == "http":
@@ -83,6 +85,11 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
         assert floored["results"] == [] and every
         assert all(r["relevance"] < DEFAULT_MIN_RELEVANCE for r in every)
         assert "calculate" in [t["name"] for t in (await cli(sandbox, "tools", "units"))["tools"]]
+        # The serve's search_tools finds a disabled tool when asked, saying it is.
+        plain = (await cli(sandbox, "search", "list the units"))["results"]
+        assert "list_units" not in [r["tool"] for r in plain]
+        (first, *_) = (await cli(sandbox, "search", "list the units", "--all"))["results"]
+        assert (first["tool"], first["enabled"]) == ("list_units", False)
         assert (await cli(sandbox, "inspect", "units", "convert_units"))["parameters"][0]["name"] == "value"
         refused = await cli(sandbox, "execute", "units", "nope", expect=2)  # its errors keep their codes
         assert refused["error"]["code"] == "TOOL_NOT_FOUND"

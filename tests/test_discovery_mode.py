@@ -13,13 +13,16 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, connected, error_of, structured, text
+from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES, connected, error_of, notes_server, structured, text
 from tests.servers.kitchen import TINY_PNG, Kitchen
 from toolscout.config import ToolRule
 from toolscout.config.models import SearchConfig
+from toolscout.config.rules import RuleSet
+from toolscout.config.scopes import Scope, scoped
 from toolscout.demo import notes, units
 from toolscout.demo import text as text_server
 from toolscout.gateway.core import Gateway
+from toolscout.search.hybrid import TAG_RELEVANCE
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -170,6 +173,38 @@ async def test_disabled_tools_hidden_unless_asked_and_never_executed(era: str) -
             == "TOOL_DISABLED"
         )
         assert kitchen.calls == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_search_finds_disabled_tools_only_when_asked_and_marks_them(era: str) -> None:
+    rules = [ToolRule(pattern=["delete_*"], enabled=False, tags=["dangerous"])]
+    async with connected(era, rules=rules) as (client, kitchen):
+        before = structured(await client.call_tool("search_tools", {"query": "weather in a city"}))["results"]
+
+        asked = {"query": "delete city", "includeDisabled": True}
+        result = await client.call_tool("search_tools", asked)
+        first, *_ = structured(result)["results"]
+        assert (first["server"], first["tool"], first["enabled"]) == ("kitchen", "delete_city", False)
+        assert "- delete_city({city: string}) (1.00, disabled) [dangerous]:" in text(result)
+        weather = structured(await client.call_tool("search_tools", {**asked, "query": "weather"}))["results"]
+        marked = {r["tool"]: r.get("enabled") for r in weather}  # (said of the disabled ones only)
+        assert marked.pop("delete_city", False) is False and marked and set(marked.values()) == {None}
+
+        # A tag of a disabled tool finds it too, at the tags' floor; another server's filter leaves it out.
+        tagged = structured(await client.call_tool("search_tools", {"query": "dangerous", "includeDisabled": True}))
+        assert (tagged["results"][0]["tool"], tagged["results"][0]["relevance"]) == ("delete_city", TAG_RELEVANCE)
+        elsewhere = {**asked, "server": "notes"}
+        assert {r["server"] for r in structured(await client.call_tool("search_tools", elsewhere))["results"]} <= {
+            "notes"
+        }
+
+        # The default index, and what it answers, are as they were; the tool still cannot run.
+        again = structured(await client.call_tool("search_tools", {"query": "delete city"}))["results"]
+        assert "delete_city" not in [r["tool"] for r in again]
+        after = structured(await client.call_tool("search_tools", {"query": "weather in a city"}))["results"]
+        assert after == before
+        run = await client.call_tool("execute_tool", {"server": "kitchen", "tool": "delete_city"})
+        assert error_of(run)["code"] == "TOOL_DISABLED" and kitchen.calls == []
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -429,3 +464,27 @@ async def test_declared_tools_are_searchable_until_the_server_answers() -> None:
         assert live is not None
         assert live.description.startswith("Get the current weather")
         assert gateway.catalog.counts("kitchen")[0] == 8
+
+
+async def test_a_scope_searching_disabled_tools_sees_only_its_own() -> None:
+    kitchen = Kitchen()
+    specs = [
+        UpstreamSpec("kitchen", InProcessUpstream(kitchen.server)),
+        UpstreamSpec("notes", InProcessUpstream(notes_server())),
+    ]
+    rules = RuleSet([ToolRule(pattern=["get_*", "delete_*"], enabled=False)])
+    async with Gateway(specs, rules=rules) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        unscoped = await gateway.search("weather", include_disabled=True)
+        assert {("kitchen", "get_weather"), ("notes", "get_weather")} <= {
+            (h.tool.server, h.tool.name) for h in unscoped
+        }
+        with scoped(Scope.of(servers=["kitchen"], tools=["!delete_*"])):
+            seen = await gateway.search("weather", include_disabled=True)
+            assert ("kitchen", "get_weather", False) in [(h.tool.server, h.tool.name, h.tool.enabled) for h in seen]
+            assert {h.tool.server for h in seen} == {"kitchen"}
+            # Disabled by the rules is one thing; outside the scope is another: never found.
+            assert "delete_city" not in [
+                h.tool.name for h in await gateway.search("delete city", include_disabled=True)
+            ]

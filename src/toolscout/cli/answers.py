@@ -61,10 +61,17 @@ class Answers(Protocol):
         ...
 
     async def search(
-        self, query: str, *, server: str | None, limit: int, min_relevance: float | None = None
+        self,
+        query: str,
+        *,
+        server: str | None,
+        limit: int,
+        min_relevance: float | None = None,
+        include_disabled: bool = False,
     ) -> list[dict[str, Any]]:
         """Ranked hits, none below `min_relevance` (default: the config's): server, tool, summary,
-        relevance, tags (and `stale`, `cachedAt` from the store)."""
+        relevance, tags (and `stale`, `cachedAt` from the store); with `include_disabled`, the tools
+        the rules disable too, each with `enabled: false`."""
         ...
 
     async def tools(self, server: str) -> dict[str, Any]:
@@ -96,8 +103,17 @@ class ViewAnswers:
         return [self.view.row(s) for s in self.view.servers]
 
     async def search(
-        self, query: str, *, server: str | None, limit: int, min_relevance: float | None = None
+        self,
+        query: str,
+        *,
+        server: str | None,
+        limit: int,
+        min_relevance: float | None = None,
+        include_disabled: bool = False,
     ) -> list[dict[str, Any]]:
+        hits = self.view.search(
+            query, server=server, limit=limit, min_relevance=min_relevance, include_disabled=include_disabled
+        )
         return [
             {
                 "server": h.tool.server,
@@ -105,9 +121,10 @@ class ViewAnswers:
                 "summary": h.tool.summary,
                 "relevance": h.relevance,
                 "tags": list(h.tool.tags),
+                **({} if h.tool.enabled else {"enabled": False}),
                 **self._stale(h.tool.server),
             }
-            for h in self.view.search(query, server=server, limit=limit, min_relevance=min_relevance)
+            for h in hits
         ]
 
     async def tools(self, server: str) -> dict[str, Any]:
@@ -226,21 +243,34 @@ class ServeAnswers:
         return rows
 
     async def search(
-        self, query: str, *, server: str | None, limit: int, min_relevance: float | None = None
+        self,
+        query: str,
+        *,
+        server: str | None,
+        limit: int,
+        min_relevance: float | None = None,
+        include_disabled: bool = False,
     ) -> list[dict[str, Any]]:
         arguments: dict[str, Any] = {"query": query, "limit": limit}
         if server is not None:
             arguments["server"] = server
         if min_relevance is not None:
             arguments["minRelevance"] = min_relevance
+        if include_disabled:
+            arguments["includeDisabled"] = True
         try:
             hits = cast(list[dict[str, Any]], (await self.call("search_tools", arguments))["results"])
             stale = await self._stale_servers() if any(h.get("stale") for h in hits) else {}
         except _ServeGone as exc:
             logger.warning("%s; answering without it", exc)
-            return await (await self._local()).search(query, server=server, limit=limit, min_relevance=min_relevance)
-        keys = ("server", "tool", "summary", "relevance", "tags")
-        return [{**{k: h[k] for k in keys}, **(stale.get(h["server"], {}) if h.get("stale") else {})} for h in hits]
+            return await (await self._local()).search(
+                query, server=server, limit=limit, min_relevance=min_relevance, include_disabled=include_disabled
+            )
+        keys = ("server", "tool", "summary", "relevance", "tags", "enabled")
+        return [
+            {**{k: h[k] for k in keys if k in h}, **(stale.get(h["server"], {}) if h.get("stale") else {})}
+            for h in hits
+        ]
 
     async def tools(self, server: str) -> dict[str, Any]:
         try:
@@ -425,13 +455,19 @@ class CatalogView:
             raise server_unavailable(name, server.status, server.error)
 
     def search(
-        self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
+        self,
+        query: str,
+        *,
+        server: str | None = None,
+        limit: int = 10,
+        min_relevance: float | None = None,
+        include_disabled: bool = False,
     ) -> list[SearchHit]:
-        """The enabled tools ranked for `query`, as the gateway's search ranks them (none below
-        `min_relevance`, default the config's)."""
+        """The enabled tools (with `include_disabled`, those the rules disable too) ranked for `query`,
+        as the gateway's search ranks them (none below `min_relevance`, default the config's)."""
         from toolscout.search.base import search_steps
 
-        backend, floor = self._searching(query, server, limit, min_relevance)
+        backend, floor = self._searching(query, server, limit, min_relevance, include_disabled=include_disabled)
         return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
 
     def explain(
@@ -452,9 +488,10 @@ class CatalogView:
         return explained(found, smart)
 
     def _searching(
-        self, query: str, server: str | None, limit: int, min_relevance: float | None
+        self, query: str, server: str | None, limit: int, min_relevance: float | None, *, include_disabled: bool = False
     ) -> tuple[SearchBackend, float]:
-        """The search backend over the catalog, the query checked first, and the relevance floor."""
+        """The search backend over the catalog (the disabled tools too, if asked; never the unusable
+        ones), the query checked first, and the relevance floor."""
         from toolscout.search import make_backend
         from toolscout.search.base import check_queries, server_context
 
@@ -464,9 +501,8 @@ class CatalogView:
         if server is not None:
             self.server(server)
         backend = make_backend(search.backend, model=search.model, fuzzy_names=search.fuzzy_names)
-        backend.rebuild(
-            self.catalog.tools(), {s.name: server_context(s.description, s.instructions) for s in self.servers}
-        )
+        tools = [t for t in self.catalog.tools(include_disabled=include_disabled) if t.unusable is None]
+        backend.rebuild(tools, {s.name: server_context(s.description, s.instructions) for s in self.servers})
         return backend, floor
 
     def tools(self, server: str) -> list[CatalogTool]:

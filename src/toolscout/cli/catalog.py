@@ -189,6 +189,9 @@ def search(
         ),
     ] = None,
     refresh: RefreshOption = False,
+    include_disabled: Annotated[
+        bool, typer.Option("--all", help="Include the tools toolRules disable (marked disabled).")
+    ] = False,
     explain: Annotated[
         bool,
         typer.Option(
@@ -218,13 +221,19 @@ def search(
                 # The parts are the catalog view's own: a running serve's meta-tools do not say them.
                 serve_can_answer=limit <= META_SEARCH_LIMIT and not explain,
             ) as found:
-                results = await found.search(query, server=server, limit=limit, min_relevance=min_relevance)
+                results = await found.search(
+                    query, server=server, limit=limit, min_relevance=min_relevance, include_disabled=include_disabled
+                )
                 if explain and isinstance(found, ViewAnswers):
                     parts = found.view.explain(query, server=server, limit=limit, min_relevance=min_relevance)
                 floor = gateway_config.search.min_relevance if min_relevance is None else min_relevance
                 # Nothing above the floor: is there anything below it? (Say so, and how to see it.)
                 weaker = (
-                    [] if results or not floor else await found.search(query, server=server, limit=1, min_relevance=0.0)
+                    []
+                    if results or not floor
+                    else await found.search(
+                        query, server=server, limit=1, min_relevance=0.0, include_disabled=include_disabled
+                    )
                 )
         except ToolscoutError as exc:
             output.fail(exc)
@@ -246,8 +255,10 @@ def search(
         elif results:
             output.print(f'Search results for "{escape(query)}" ({len(results)} found):')
             for rank, r in enumerate(results, 1):
+                disabled = " [red](disabled)[/red]" if r.get("enabled") is False else ""
                 output.print(
                     f"\n{rank}. [bold]{escape(r['server'])}:{escape(r['tool'])}[/bold] ({r['relevance']:.0%} match)"
+                    + disabled
                 )
                 output.print(f"   {escape(r['summary'])}")
                 if r["tags"]:

@@ -383,13 +383,17 @@ class Gateway:
         server: str | None = None,
         limit: int = 10,
         min_relevance: float | None = None,
+        include_disabled: bool = False,
     ) -> list[SearchHit]:
-        """Enabled tools ranked for `query`, none below `min_relevance` (default: the config's).
+        """Enabled tools (with `include_disabled`, the ones `toolRules` disable too) ranked for `query`,
+        none below `min_relevance` (default: the config's).
 
         A list is the steps of a task: each step is ranked on its own, and every step's best tool is
         in the answer whatever its relevance (`merge_steps`). The catalog is searched as it is when
         the call starts. A query past `max_query_chars`/`max_query_steps` is refused before any work."""
-        search = self._index.search(query, server=server, limit=limit, min_relevance=min_relevance)
+        search = self._index.search(
+            query, server=server, limit=limit, min_relevance=min_relevance, include_disabled=include_disabled
+        )
         hits = await self._timed("search", search)
         self.stats.searched(len(hits))
         return hits

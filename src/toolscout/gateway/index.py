@@ -17,6 +17,12 @@ tools outside it, so one token's ranking would depend on what other namespaces r
 each such scope gets a backend of the same kind as the gateway's (sharing its embedding model),
 built from the tools it sees in a worker thread, kept for the last `MAX_SCOPES` scopes used, and
 rebuilt when what it sees changed (a change elsewhere in the catalog costs it no rebuild).
+
+A search that asks for the disabled tools too (`search_tools(includeDisabled: true)`, `toolscout
+search --all`) is answered by another index, of every tool the rules disable as well as the enabled
+ones, so that the default index and its rankings stay as they are. It is built the first time it is
+asked for (in a worker thread, of the same kind as the gateway's, sharing its model) and again when
+the catalog changed; a scope that narrows gets its hits filtered (`FilteredBackend`).
 """
 
 from __future__ import annotations
@@ -152,6 +158,8 @@ class SearchIndex:
         at once, since a background build would be abandoned when it exits, its vectors never cached."""
         self._embedded: anyio.Event | None = None
         """While an embedding runs in the background: set when it is done (made in the event loop)."""
+        self._with_disabled: tuple[object, SearchBackend] | None = None
+        """The index of every tool, disabled ones too, with what it was built from (see the module's doc)."""
 
     @property
     def min_relevance(self) -> float:
@@ -202,12 +210,14 @@ class SearchIndex:
         server: str | None = None,
         limit: int = 10,
         min_relevance: float | None = None,
+        include_disabled: bool = False,
     ) -> list[SearchHit]:
         """Enabled tools ranked for `query` (see `Gateway.search`): the query is checked against its
         caps and `server` looked up before any work; the index is rebuilt first if the catalog changed.
 
         Within the scope of the request (`current_scope()`), only the tools it sees are searched, by an
         index of those tools alone (`ScopedIndexes` below): what it cannot see changes no ranking.
+        `include_disabled`: the tools the rules disable too, from the index of every tool.
         """
         from toolscout.search.base import check_queries, search_steps
 
@@ -216,9 +226,8 @@ class SearchIndex:
         check_queries(query, limit, floor, max_chars=self._max_query_chars, max_steps=self._max_query_steps)
         if server is not None:
             self._visibility.named(server, scope)
-        return await self._scored(
-            functools.partial(search_steps, query=query, server=server, limit=limit, min_relevance=floor)
-        )
+        rank = functools.partial(search_steps, query=query, server=server, limit=limit, min_relevance=floor)
+        return await (self._scored_with_disabled(rank) if include_disabled else self._scored(rank))
 
     async def explain(
         self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
@@ -256,6 +265,22 @@ class SearchIndex:
             # Scoring takes milliseconds per step on a large catalog, more on a long query: in a worker
             # thread, the event loop goes on answering other clients. Under the lock, no rebuild can
             # swap the index underneath it (one search at a time reads it).
+            return await anyio.to_thread.run_sync(rank, backend)
+
+    async def _scored_with_disabled(self, rank: Callable[[SearchBackend], T]) -> T:
+        """Run `rank(backend)` on the index of every tool, disabled ones too, within the request's scope."""
+        scope = current_scope()
+        async with self._index_lock:
+            full = await self._indexed()
+            built_from = (self._catalog.version, tuple(u.name for u in self._upstreams), full)
+            if self._with_disabled is None or self._with_disabled[0] != built_from:
+                # Not the unusable ones: no call can reach them, whatever the rules say.
+                tools = [t for t in self._catalog.tools(include_disabled=True) if t.unusable is None]
+                backend = await anyio.to_thread.run_sync(narrowed, full, tools, self.server_context())
+                self._with_disabled = (built_from, backend)
+            backend = self._with_disabled[1]
+            if narrows(scope):
+                backend = FilteredBackend(backend, self._visibility.tools(scope, include_disabled=True))
             return await anyio.to_thread.run_sync(rank, backend)
 
     async def _indexed(self, *, abandon_on_cancel: bool = False) -> SearchBackend:
@@ -353,6 +378,7 @@ class SearchIndex:
                 self._search, self._search_factory = None, factory
             self._indexed_version = -1
             self._scoped.clear()
+            self._with_disabled = None
 
     async def semantic_state(self, *, sync: bool) -> SemanticState:
         """What the embeddings hold against the catalog as it is now; with `sync`, the index rebuilt

@@ -366,12 +366,16 @@ class ListServersArgs(ArgsModel):
 
 class SearchToolsArgs(ArgsModel):
     query: str | list[str] = Field(description="Verb and object ('read file'), or one per step.")
-    server: str | None = Field(None, description="Only this server.")
-    # The bounds go unsaid to keep the meta-tools within 350 tokens: a call past them is refused
-    # with a message that states them (`parse_arguments`).
+    # Undescribed, as the flags below: the names say what they do, and the meta-tools stay within
+    # 350 tokens.
+    server: str | None = None
+    # The bounds go unsaid too: a call past them is refused with a message that states them
+    # (`parse_arguments`).
     limit: int = Field(10, ge=1, le=50)
     # The name and the results' `relevance` say what it is; the default is the config's.
     min_relevance: float | None = Field(None, ge=0.0, le=1.0, alias="minRelevance")
+    # As list_tools' flag: the tools toolRules disable are found too, each result saying `enabled: false`.
+    include_disabled: bool = Field(False, alias="includeDisabled")
 
 
 class ListToolsArgs(ArgsModel):
@@ -420,6 +424,8 @@ def search_result(hit: SearchHit, *, steps: bool = False, stale: bool = False) -
         "summary": hit.tool.summary,
         "relevance": hit.relevance,
         "tags": list(hit.tool.tags),
+        # Said of a tool the rules disable only (found with includeDisabled): it cannot be run.
+        **({} if hit.tool.enabled else {"enabled": False}),
         # For a list of steps: which ones this tool answers, numbered from 1 like the list.
         **({"steps": [step + 1 for step in hit.steps]} if steps else {}),
         # Types only, brief: often enough to call right away, in few tokens; get_tool_details adds
@@ -439,7 +445,13 @@ runs; the tool's own description says the same in fewer words."""
 
 async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToolResult:
     await gateway.settle_startup()
-    hits = await gateway.search(args.query, server=args.server, limit=args.limit, min_relevance=args.min_relevance)
+    hits = await gateway.search(
+        args.query,
+        server=args.server,
+        limit=args.limit,
+        min_relevance=args.min_relevance,
+        include_disabled=args.include_disabled,
+    )
     steps = isinstance(args.query, list)
     parts = _steps_of(args.query)
     if parts:
@@ -464,7 +476,9 @@ async def search_tools(gateway: Gateway, args: SearchToolsArgs) -> types.CallToo
         data["minRelevance"] = floor
         if not hits:
             # All below the floor, or no match at all: say which, and what the weaker match is.
-            weaker = await gateway.search(args.query, server=args.server, limit=1, min_relevance=0.0)
+            weaker = await gateway.search(
+                args.query, server=args.server, limit=1, min_relevance=0.0, include_disabled=args.include_disabled
+            )
             if weaker:
                 data["closest"] = {
                     "server": weaker[0].tool.server,
@@ -496,7 +510,13 @@ async def _with_steps(
     answers: dict[tuple[str, str], list[int]] = {}
     bests: list[SearchHit] = []
     for step, part in enumerate(parts):
-        ranking = await gateway.search(part, server=args.server, limit=STEP_TOP, min_relevance=args.min_relevance)
+        ranking = await gateway.search(
+            part,
+            server=args.server,
+            limit=STEP_TOP,
+            min_relevance=args.min_relevance,
+            include_disabled=args.include_disabled,
+        )
         for hit in ranking:
             answers.setdefault((hit.tool.server, hit.tool.name), []).append(step)
         bests += ranking[:1]
@@ -588,7 +608,7 @@ META_TOOLS: tuple[MetaTool, ...] = (
     ),
     MetaTool(
         "execute_tool",
-        "Run a tool with its arguments; returns its own result.",
+        "Run a tool with its arguments.",
         ExecuteArgs,
         handler=execute_tool,
         read_only=False,

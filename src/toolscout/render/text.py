@@ -116,16 +116,17 @@ def search_text(data: Mapping[str, Any]) -> str:
     hits: dict[str, tuple[list[str], str]] = {}
     for r in results:
         tags = f" [{', '.join(r['tags'])}]" if r["tags"] else ""
-        stale = ", cached" if r.get("stale") else ""
+        # A tool from the stored catalog, and one the rules disable (found with includeDisabled).
+        marks = (", cached" if r.get("stale") else "") + (", disabled" if r.get("enabled") is False else "")
         steps = cast(Sequence[int], r.get("steps", ()))
         step = f", step {'+'.join(str(n) for n in steps)}" if steps else ""
         # The call signature starts with the tool's name: it stands in for the name, said once.
         called = r.get("signature") or r["tool"]
-        same = f"{called}{step}{stale}{tags}: {r['summary']}"
+        same = f"{called}{step}{marks}{tags}: {r['summary']}"
         if same in hits:
             hits[same][0].append(str(r["server"]))
         else:
-            hits[same] = ([str(r["server"])], f"- {called} ({r['relevance']:.2f}{step}{stale}){tags}: {r['summary']}")
+            hits[same] = ([str(r["server"])], f"- {called} ({r['relevance']:.2f}{step}{marks}){tags}: {r['summary']}")
     server: str | None = None
     for servers, line in hits.values():
         if len(servers) > 1:
