@@ -172,6 +172,12 @@ async def test_search_explained_is_the_search_in_its_order(sandbox: Sandbox) -> 
         status, scoped = await get(http, "/api/v1/search", UNITS, q="create a note", explain="true")
         assert status == 200 and {r["server"] for r in scoped["results"]} <= {"units"}
 
+        # The tools the rules disable, only when asked, and said to be disabled.
+        status, plain = await get(http, "/api/v1/search", ADMIN, q="delete a note")
+        assert "delete_note" not in [r["tool"] for r in plain["results"]]
+        status, every = await get(http, "/api/v1/search", ADMIN, q="delete a note", includeDisabled="true")
+        assert status == 200 and (every["results"][0]["tool"], every["results"][0]["enabled"]) == ("delete_note", False)
+
         status, data = await get(http, "/api/v1/search", ADMIN)
         assert status == 400 and data == {
             "error": {"code": "INVALID_REQUEST", "message": "q is missing: GET /api/v1/search?q=convert+miles+to+km"}

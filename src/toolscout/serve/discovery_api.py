@@ -312,7 +312,9 @@ class DiscoveryApi:
         if _flag(request, "explain"):
             hits = await self.gateway.explain_search(query, server=server, limit=limit)
             return JSONResponse({"query": query, "results": [hit.to_dict() for hit in hits]})
-        found = await self.gateway.search(query, server=server, limit=limit)
+        found = await self.gateway.search(
+            query, server=server, limit=limit, include_disabled=_flag(request, "includeDisabled")
+        )
         answer: dict[str, Any] = {"query": query, "results": [search_result(h) for h in found]}
         if self.gateway.search_config.nothing_fits(h.relevance for h in found):
             answer["nothingFits"] = True  # as search_tools says it
