@@ -126,6 +126,10 @@ def test_search_all_finds_disabled_tools_marked_disabled(sandbox: Sandbox) -> No
     assert shown.returncode == 0, shown.stderr
     assert "1. notes:delete_note (" in shown.stdout and "(disabled)" in shown.stdout
 
+    # Explained, the disabled tool has its rankers' parts like any other.
+    explained = sandbox.json("search", "delete a note", "--server", "notes", "--all", "--explain")["results"]
+    assert explained[0]["tool"] == "delete_note" and explained[0]["contributions"]["fusion"] > 0
+
 
 def test_tools_marks_enabled_and_disabled(sandbox: Sandbox) -> None:
     plain = sandbox.run("tools", "notes")

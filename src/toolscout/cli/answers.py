@@ -471,14 +471,20 @@ class CatalogView:
         return search_steps(backend, query, server=server, limit=limit, min_relevance=floor)
 
     def explain(
-        self, query: str, *, server: str | None = None, limit: int = 10, min_relevance: float | None = None
+        self,
+        query: str,
+        *,
+        server: str | None = None,
+        limit: int = 10,
+        min_relevance: float | None = None,
+        include_disabled: bool = False,
     ) -> list[ExplainedHit]:
         """The hits `search` gives, in its order, each with each ranker's part in it (and smart mode's
         scores when the config turns smart mode on), as `Gateway.explain_search` gives them."""
         from toolscout.gateway.explain import explained, smart_scores
         from toolscout.search.base import explain_hits, method_hits
 
-        backend, floor = self._searching(query, server, limit, min_relevance)
+        backend, floor = self._searching(query, server, limit, min_relevance, include_disabled=include_disabled)
         found = explain_hits(backend, query, server=server, limit=limit, min_relevance=floor)
         smart = None
         if self._config.mode == "smart" or self._config.smart_tool:

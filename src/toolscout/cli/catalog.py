@@ -225,7 +225,13 @@ def search(
                     query, server=server, limit=limit, min_relevance=min_relevance, include_disabled=include_disabled
                 )
                 if explain and isinstance(found, ViewAnswers):
-                    parts = found.view.explain(query, server=server, limit=limit, min_relevance=min_relevance)
+                    parts = found.view.explain(
+                        query,
+                        server=server,
+                        limit=limit,
+                        min_relevance=min_relevance,
+                        include_disabled=include_disabled,
+                    )
                 floor = gateway_config.search.min_relevance if min_relevance is None else min_relevance
                 # Nothing above the floor: is there anything below it? (Say so, and how to see it.)
                 weaker = (
