@@ -42,7 +42,8 @@ from toolscout.config import GatewayConfig
 from toolscout.demo.catalog_server import build_server as catalog_server
 from toolscout.gateway.core import Gateway
 from toolscout.naming import native_names
-from toolscout.render.signatures import example_arguments, signature
+from toolscout.render.examples import example_arguments
+from toolscout.render.signatures import signature
 from toolscout.render.text import ENCODING, compact_json, count_tokens, tool_tokens
 from toolscout.search import make_backend
 from toolscout.search.evaluation import load_catalog_servers
