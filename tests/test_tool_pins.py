@@ -230,4 +230,4 @@ async def test_a_lockfile_round_trips_and_verify_names_a_changed_tool(tmp_path: 
     assert report["missing"] == [{"server": "words", "tool": "gone"}]
     assert [a["tool"] for a in report["added"]] == ["announce"]
     text = await cli(sandbox, config, "verify", str(lockfile))
-    assert text.returncode == 3 and "changed: words lookup" in text.stdout and "missing: words gone" in text.stdout
+    assert text.returncode == 3 and "changed: words/lookup" in text.stdout and "missing: words/gone" in text.stdout

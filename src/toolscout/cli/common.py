@@ -62,11 +62,40 @@ ConfigOption = Annotated[
 CLI_STEPS: Phrasing = {
     "find_tool": "Run `toolscout tools {server}` to see its tools, or `toolscout search` with what you want to do.",
     "list_servers": "Run `toolscout list` to see the configured servers.",
-    "tool_details": "Run `toolscout inspect {server} {tool}` for its parameters, then try again.",
+    "tool_details": "Run `toolscout inspect {server}/{tool}` for its parameters, then try again.",
 }
 """What an error tells a person at the terminal to do next (the agent's version names meta-tools)."""
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+ToolNameArgument = Annotated[
+    str, typer.Argument(metavar="SERVER/TOOL", help="The tool as SERVER/TOOL (or the server, then the tool).")
+]
+ToolOfServerArgument = Annotated[
+    str | None, typer.Argument(metavar="[TOOL]", help="The tool, when the first argument is only its server.")
+]
+
+
+def named_tool(first: str, second: str | None, config: GatewayConfig) -> tuple[str, str]:
+    """Return the `(server, tool)` a command's arguments name: `SERVER/TOOL` (or the native
+    `SERVER__TOOL`) as one argument, or the server and the tool as two."""
+    from toolscout.naming import LABEL_SEPARATOR, split_tool_label
+    from toolscout.suggestions import server_not_found
+
+    if second is not None:
+        return first, second
+    found = split_tool_label(first, config.mcp_servers)
+    if found is not None:
+        return found
+    if first in config.mcp_servers:
+        raise InvalidArguments(
+            f"Name one of the tools of {first!r} too: `{first}/TOOL` (`toolscout tools {first}` lists them)."
+        )
+    if LABEL_SEPARATOR in first:
+        raise server_not_found(first.partition(LABEL_SEPARATOR)[0], list(config.mcp_servers))
+    raise InvalidArguments(
+        f"Name the tool with its server, as SERVER/TOOL (for example units/convert_units): {first!r} names no "
+        "server. `toolscout search` finds tools by what they do."
+    )
 
 
 def iso_utc(timestamp: float) -> str:
