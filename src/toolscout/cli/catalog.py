@@ -121,7 +121,8 @@ def list_servers(
     refresh: RefreshOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """List the configured servers with their status and tool counts (exit 3 when one is in error)."""
+    """List the configured servers with their status and tool counts (exit 3 when one is in error,
+    unless the config's `cli.exitCodes` is `spec`)."""
     from toolscout.cli.answers import answers
 
     output = Output(as_json)
@@ -143,7 +144,8 @@ def list_servers(
             )
         else:
             _print_servers(output, rows, status=status, show_tools=show_tools)
-        if any(row["status"] == "error" for row in rows):
+        # (The spec's codes for `list` have none for a server in error: its row says so.)
+        if output.exit_codes == "toolscout" and any(row["status"] == "error" for row in rows):
             raise typer.Exit(EXIT_FAILED)
 
     run(body)
@@ -587,7 +589,7 @@ def _fail(output: Output, error: ToolscoutError, server: str, tool: str) -> NoRe
     if output.json_mode:
         output.fail(error)
     output.err.print(error_block(error, server, tool))
-    raise typer.Exit(exit_code_for(error))
+    raise typer.Exit(exit_code_for(error, output.exit_codes, executing=True))
 
 
 def _more_than_text(result: types.CallToolResult) -> bool:

@@ -17,6 +17,7 @@ import typer
 
 from toolscout.config import ConfigSource, GatewayConfig, find_config, load_config
 from toolscout.config.loader import check_config_file
+from toolscout.config.models import ExitCodes
 from toolscout.errors import (
     ArgumentValidationError,
     ConfigurationError,
@@ -27,6 +28,7 @@ from toolscout.errors import (
     ToolNotFound,
     ToolQuarantined,
     ToolscoutError,
+    Unavailable,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
 
 # The exit codes scripts can rely on: 1 invalid arguments, 2 configuration error, server or
 # tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules
-# (or quarantined: its definition changed since it was pinned).
+# (or quarantined: its definition changed since it was pinned). `cli.exitCodes: spec` keeps each
+# command to the codes the discovery service's spec lists for it (`exit_code_for`, `Output.exit_codes`).
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_CONFIG = 2
@@ -103,11 +106,14 @@ def iso_utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
-def exit_code_for(error: ToolscoutError) -> int:
-    """The exit code a failed command ends with."""
+def exit_code_for(error: ToolscoutError, scheme: ExitCodes = "toolscout", *, executing: bool = False) -> int:
+    """The exit code a failed command ends with. With the spec's codes (`scheme="spec"`) a server
+    that cannot be reached is one not found (2), except for a tool `executing`, whose call failed (3)."""
     if isinstance(error, ConfigurationError):
         return EXIT_CONFIG
     if isinstance(error, ServerNotFound | ToolNotFound):
+        return EXIT_NOT_FOUND
+    if scheme == "spec" and not executing and isinstance(error, Unavailable):
         return EXIT_NOT_FOUND
     if isinstance(error, ToolDisabled | ToolQuarantined):
         return EXIT_DISABLED
@@ -121,6 +127,8 @@ class Output:
 
     def __init__(self, json_mode: bool = False) -> None:
         self.json_mode = json_mode
+        self.exit_codes: ExitCodes = "toolscout"
+        """The config's `cli.exitCodes`, once `load` has read it."""
 
     @cached_property
     def out(self) -> Console:
@@ -152,7 +160,7 @@ class Output:
             from rich.markup import escape
 
             self.err.print(f"[red]✗[/red] {escape(error.explain(CLI_STEPS))}")
-        raise typer.Exit(exit_code_for(error) if code is None else code)
+        raise typer.Exit(exit_code_for(error, self.exit_codes) if code is None else code)
 
 
 def load(
@@ -171,11 +179,11 @@ def load(
 
             return demo_config(), None
         source = find_config(config)
-        if lenient:
-            return check_config_file(source.path), source
-        return load_config(source.path), source
+        loaded = check_config_file(source.path) if lenient else load_config(source.path)
     except ConfigurationError as exc:
         output.fail(exc)
+    output.exit_codes = loaded.cli.exit_codes
+    return loaded, source
 
 
 def registry_config(config: Path | None, output: Output) -> GatewayConfig:

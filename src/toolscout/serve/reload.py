@@ -29,8 +29,9 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """How often the config file is looked at."""
-LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url", "search"})
-"""The settings a reload applies to the running gateway; any other that changed takes a restart."""
+LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url", "search", "cli"})
+"""The settings a reload applies to the running gateway (`cli` is read by each command, not by the
+gateway); any other that changed takes a restart."""
 
 
 class ConfigReloader:
