@@ -192,6 +192,8 @@ def test_one_spelling_of_a_tool_is_printed_and_read_everywhere(sandbox: Sandbox)
     assert explained.returncode == 0 and "units/convert_units" in explained.stdout, explained.stderr
     floor = sandbox.run("search", "convert kilometers to miles", "--min-relevance", "1", "--server", "units")
     assert floor.returncode == 2 and "the closest is units/convert_units (" in floor.stderr
+    invalid = sandbox.run("execute", "units/convert_units", "--args", '{"value": "far"}')
+    assert invalid.returncode == 1 and "Arguments for units/convert_units do not match" in invalid.stderr
     typo = sandbox.run("execute", "units/convert_unit")
     assert typo.returncode == 2 and "Did you mean 'convert_units'" in typo.stderr
 
