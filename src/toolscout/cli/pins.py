@@ -111,7 +111,7 @@ def list_pins(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             output.print(f"      [yellow]flagged:[/yellow] {escape(reason)}")
     if any(row["status"] != "ok" for row in rows):
         output.note(
-            "Review a change with `toolscout pins diff SERVER TOOL`, then `toolscout pins approve SERVER TOOL`."
+            "Review a change with `toolscout pins diff SERVER/TOOL`, then `toolscout pins approve SERVER/TOOL`."
         )
 
 
