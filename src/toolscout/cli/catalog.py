@@ -356,8 +356,8 @@ def tools(
 
 
 def inspect(
-    name: ToolNameArgument,
-    of_server: ToolOfServerArgument = None,
+    server_tool: ToolNameArgument,
+    tool: ToolOfServerArgument = None,
     config: ConfigOption = None,
     examples: Annotated[bool, typer.Option("--examples", help="Show example arguments.")] = False,
     refresh: RefreshOption = False,
@@ -369,7 +369,7 @@ def inspect(
     output = Output(as_json)
     gateway_config, source = load(config, output)
     try:
-        server, tool = named_tool(name, of_server, gateway_config)
+        server, tool = named_tool(server_tool, tool, gateway_config)
     except ToolscoutError as exc:
         output.fail(exc)
 
@@ -490,8 +490,8 @@ def _json_equal(text: str, value: Any) -> bool:
 
 
 def execute(
-    name: ToolNameArgument,
-    of_server: ToolOfServerArgument = None,
+    server_tool: ToolNameArgument,
+    tool: ToolOfServerArgument = None,
     args: Annotated[
         str | None, typer.Option("--args", help="Arguments as JSON, @file.json, or - to read them from stdin.")
     ] = None,
@@ -513,7 +513,7 @@ def execute(
     output = Output(as_json)
     gateway_config, source = load(config, output)
     try:
-        server, tool = named_tool(name, of_server, gateway_config)
+        server, tool = named_tool(server_tool, tool, gateway_config)
     except ToolscoutError as exc:
         output.fail(exc)
     label = tool_label(server, tool)

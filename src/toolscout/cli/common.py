@@ -71,10 +71,10 @@ CLI_STEPS: Phrasing = {
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 ToolNameArgument = Annotated[
-    str, typer.Argument(metavar="SERVER/TOOL", help="The tool as SERVER/TOOL (or the server, then the tool).")
+    str, typer.Argument(show_default=False, help="The tool as SERVER/TOOL (or the server, then the tool).")
 ]
 ToolOfServerArgument = Annotated[
-    str | None, typer.Argument(metavar="[TOOL]", help="The tool, when the first argument is only its server.")
+    str | None, typer.Argument(show_default=False, help="The tool, when the first argument is only its server.")
 ]
 
 
