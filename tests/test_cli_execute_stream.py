@@ -68,15 +68,21 @@ def test_with_json_the_notifications_are_json_lines_on_stderr(sandbox: Sandbox) 
     assert [(n["tool"], n["progress"], n["total"]) for n in notices] == [(LONG, 1, 3), (LONG, 2, 3), (LONG, 3, 3)]
 
 
-async def test_through_a_running_serve_progress_is_printed_too(sandbox: Sandbox) -> None:
+async def test_through_a_running_serve_progress_and_logs_are_printed_too(sandbox: Sandbox) -> None:
     config = sandbox.cwd / "toolscout.json"
     command = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--transport", "http", "--port", "0"]
     async with running(command, ready=r"serving streamable HTTP at", env=sandbox.env(), stdin=subprocess.DEVNULL):
         done = await anyio.to_thread.run_sync(lambda: sandbox.run("execute", LONG, "--args", STEPS, "--stream"))
         assert done.returncode == 0, done.stderr
-        assert "… progress 1/3" in done.stdout and "✓ Success" in done.stdout
-        # The serve ran it: its audit names the command line as its client, over the local socket.
+        progress = [line for line in done.stdout.splitlines() if line.startswith("… progress ")]
+        assert progress == ["… progress 1/3", "… progress 2/3", "… progress 3/3"]
+        logged = await anyio.to_thread.run_sync(lambda: sandbox.run("execute", "chatty/log", "--stream"))
+        assert logged.returncode == 0, logged.stderr
+        assert "[warning] chatty: oven preheating" in logged.stdout.splitlines()
+        # The serve ran both: its audit has them from an HTTP client (its local socket), the last two calls.
         audit = await anyio.to_thread.run_sync(lambda: sandbox.run("audit", "tail", "--json"))
     calls = [json.loads(line) for line in audit.stdout.splitlines()]
-    served = [c for c in calls if c.get("tool") == "trigger-long-running-operation"]
-    assert served and served[-1]["client"] == "toolscout-cli (http)", audit.stdout + audit.stderr
+    assert [(c["tool"], c["client"].endswith("(http)")) for c in calls[-2:]] == [
+        ("trigger-long-running-operation", True),
+        ("log", True),
+    ], audit.stdout

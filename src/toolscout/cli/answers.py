@@ -287,7 +287,7 @@ async def serve_answers(
     """A running `toolscout serve` of `config` (loaded from `config_file`) to ask, or None when none runs.
 
     `notices`: where the log messages the serve passes on are printed (`execute --stream`); the
-    serve passes them on only where the protocol era of the connection still has them.
+    connection then takes the handshake era, which still has them.
     """
     from toolscout.serve.local_socket import serving, socket_path
 
@@ -315,10 +315,12 @@ async def serve_answers(
             )
             transport = streamable_http_client(f"http://{SOCKET_HOST}/mcp", http_client=http, terminate_on_close=False)
             # The stateless era, adopted at once: each question is one request, no handshake first.
+            # A call streamed (`execute --stream`) takes the handshake: that era still has log
+            # messages, which the serve passes on only to clients that speak it.
             logging_callback = StreamingRelay(notices).log if notices is not None else None
             client = Client(
                 transport,
-                mode=LATEST_MODERN_VERSION,
+                mode="legacy" if notices is not None else LATEST_MODERN_VERSION,
                 client_info=Implementation(name="toolscout-cli", version=__version__),
                 logging_callback=logging_callback,
             )

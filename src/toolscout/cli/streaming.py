@@ -1,10 +1,11 @@
 """What `toolscout execute --stream` prints while a tool runs: its progress and log notifications.
 
 A call made by the command's own connection has them through a relay (upstream/calls.py's `Relay`,
-made current for the call), one through a running `serve` through the SDK client's callbacks; both
-end in `Notices`, which prints each one the moment it arrives. People read them on standard output
-before the result; with `--json` each is one JSON object a line on standard error, so that standard
-output stays the one JSON document of the result.
+made current for the call), one through a running `serve` through the SDK client's callbacks (over a
+handshake-era connection: the stateless era has no log messages); both end in `Notices`, which
+prints each one the moment it arrives. People read them on standard output before the result; with
+`--json` each is one JSON object a line on standard error, so that standard output stays the one
+JSON document of the result.
 
 A tool that asks its client something while it runs (sampling, elicitation) is told that the
 command line cannot answer, as a plain HTTP request is.
