@@ -362,7 +362,7 @@ def test_tail_shows_the_last_records_across_rotations(sandbox: Sandbox) -> None:
     lines = shown.stdout.splitlines()
     assert lines[0].split() == ["time", "(UTC)", "client", "tool", "outcome", "ms", "arguments"]
     assert [line.split()[-1] for line in lines[1:]] == ['{"i":27}', '{"i":28}', '{"i":29}']
-    assert all(" s.t " in line and " ok " in line for line in lines[1:])
+    assert all(" s/t " in line and " ok " in line for line in lines[1:])
 
     data = [json.loads(line) for line in sandbox.run("audit", "tail", "-n", "25", "--json").stdout.splitlines()]
     assert [r["arguments"]["i"] for r in data] == list(range(5, 30))  # from the current file and backups
@@ -575,7 +575,7 @@ async def test_tail_escapes_control_characters_in_names_clients_chose(sandbox: S
     assert lines[-1] == "" and len(lines) == 4, shown.stdout  # the header and one row per call, nothing forged
     for raw in ("\x1b", "\x07", "\r", "\x9b", "\u202e", "\x7f"):
         assert raw not in shown.stdout, repr(raw)
-    assert "evil\\x1b[2J" in lines[1] and "kitchen.evil\\x1b[2J\\x1b]0;owned\\x07\\nfake" in lines[2]
+    assert "evil\\x1b[2J" in lines[1] and "kitchen/evil\\x1b[2J\\x1b]0;owned\\x07\\nfake" in lines[2]
     assert "\\u202e" in lines[2]  # in the arguments, escaped too
 
 

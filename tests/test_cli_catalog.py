@@ -56,7 +56,7 @@ def test_catalog_questions_are_answered_from_the_store_without_starting_a_server
     assert servers["notes"]["toolCount"] == first["notes"]["toolCount"]
     # Every match, so that both servers' stored tools are in it (the floor would leave units' alone).
     people = sandbox.run("search", "convert kilometers to miles", "--min-relevance", "0")
-    assert people.returncode == 0 and "1. units:convert_units" in people.stdout
+    assert people.returncode == 0 and "1. units/convert_units" in people.stdout
     assert "as listed " in people.stdout and "from the stored catalog; --refresh asks the servers" in people.stdout
     assert "Not connected — tools as listed " in sandbox.run("list").stdout
     assert (starts(units), starts(notes)) == (1, 1)  # none of those started a server

@@ -87,7 +87,7 @@ def test_search_ranks_and_exits_2_when_nothing_matches(sandbox: Sandbox) -> None
     done = sandbox.run("search", "convert kilometers to miles", "--limit", "3")
     assert done.returncode == 0, done.stderr
     assert 'Search results for "convert kilometers to miles" (' in done.stdout
-    assert "1. units:convert_units (" in done.stdout and "% match)" in done.stdout
+    assert "1. units/convert_units (" in done.stdout and "% match)" in done.stdout
     assert "broken" not in done.stderr  # a failing server is not the search's business
     assert "Nothing fits well" not in done.stdout
 
@@ -156,11 +156,11 @@ def test_inspect_shows_parameters_hints_and_examples(sandbox: Sandbox) -> None:
     done = sandbox.run("inspect", "units", "convert_units", "--examples")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "Tool: units:convert_units" in out
+    assert "Tool: units/convert_units" in out
     assert "value (number, required)" in out
     assert "Hints: read-only, idempotent" in out
     # Values that look like real ones (the description's own example, a unit's symbol), not placeholders.
-    assert 'toolscout execute units convert_units --args \'{"value": 26.2, "from_unit": "mi"' in out
+    assert 'toolscout execute units/convert_units --args \'{"value": 26.2, "from_unit": "mi"' in out
 
     disabled = sandbox.run("inspect", "notes", "delete_note")
     assert disabled.returncode == 0
@@ -178,7 +178,7 @@ def test_inspect_shows_parameters_hints_and_examples(sandbox: Sandbox) -> None:
 def test_execute_renders_results_for_people(sandbox: Sandbox, tmp_path: Path) -> None:
     done = sandbox.run("execute", "units", "convert_units", "--args", '{"value": 2, "from_unit": "km", "to_unit": "m"}')
     assert done.returncode == 0, done.stderr
-    assert "Executing: units:convert_units" in done.stdout and "✓ Success" in done.stdout
+    assert "Executing: units/convert_units" in done.stdout and "✓ Success" in done.stdout
     assert '"result": 2000' in done.stdout
 
     image = sandbox.run("execute", "everything", "get-tiny-image")
@@ -194,6 +194,54 @@ def test_execute_renders_results_for_people(sandbox: Sandbox, tmp_path: Path) ->
 
     from_stdin = sandbox.run("execute", "everything", "echo", "--args", "-", stdin='{"message": "from stdin"}')
     assert "from stdin" in from_stdin.stdout
+
+
+def test_one_spelling_of_a_tool_is_printed_and_read_everywhere(sandbox: Sandbox) -> None:
+    # Read as one argument (or the native `server__tool`), as well as the two-argument form.
+    convert = '{"value": 3, "from_unit": "km", "to_unit": "m"}'
+    for named in (["units/convert_units"], ["units__convert_units"], ["units", "convert_units"]):
+        done = sandbox.run("execute", *named, "--args", convert)
+        assert done.returncode == 0, done.stderr
+        assert "Executing: units/convert_units" in done.stdout and '"result": 3000' in done.stdout
+        inspected = sandbox.json("inspect", *named)
+        assert (inspected["server"], inspected["tool"]) == ("units", "convert_units")
+    # The same spelling wherever the command line names a tool to a person.
+    explained = sandbox.run("search", "convert kilometers to miles", "--explain", "--limit", "2")
+    assert explained.returncode == 0 and "units/convert_units" in explained.stdout, explained.stderr
+    floor = sandbox.run("search", "convert kilometers to miles", "--min-relevance", "1", "--server", "units")
+    assert floor.returncode == 2 and "the closest is units/convert_units (" in floor.stderr
+    invalid = sandbox.run("execute", "units/convert_units", "--args", '{"value": "far"}')
+    assert invalid.returncode == 1 and "Arguments for units/convert_units do not match" in invalid.stderr
+    typo = sandbox.run("execute", "units/convert_unit")
+    assert typo.returncode == 2 and "Did you mean 'convert_units'" in typo.stderr
+
+    # What cannot be read says how to name a tool, and exits 1 (2 for a server that does not exist).
+    bare = sandbox.run("execute", "convert_units")
+    assert bare.returncode == 1 and "as SERVER/TOOL (for example units/convert_units)" in bare.stderr
+    server_only = sandbox.run("inspect", "units")
+    assert server_only.returncode == 1 and "`units/TOOL`" in server_only.stderr
+    unknown = sandbox.run("execute", "unitz/convert_units")
+    assert unknown.returncode == 2 and "No server named 'unitz'. Did you mean 'units'?" in unknown.stderr
+    assert "Traceback" not in bare.stderr + server_only.stderr + unknown.stderr
+
+
+def test_execute_errors_read_as_code_message_server_and_tool(sandbox: Sandbox) -> None:
+    failed = sandbox.run("execute", "units/calculate", "--args", '{"expression": "1/0"}')
+    assert failed.returncode == 3
+    lines = failed.stdout.splitlines()
+    start = lines.index("✗ Error")
+    assert lines[start + 2 : start + 6] == [
+        "Code: TOOL_EXECUTION_ERROR",
+        "Message: Error executing tool calculate: Division by zero.",
+        "Server: units",
+        "Tool: calculate",
+    ]
+    # An error of the gateway's reads the same, with its own code, on stderr.
+    disabled = sandbox.run("execute", "notes/delete_note", "--args", '{"id": "1"}')
+    assert disabled.returncode == 4
+    said = disabled.stderr.splitlines()
+    assert "Code: TOOL_DISABLED" in said and "Server: notes" in said and "Tool: delete_note" in said
+    assert any(line.startswith("Message: ") and "disabled by toolRules" in line for line in said)
 
 
 def test_execute_exit_codes(sandbox: Sandbox) -> None:

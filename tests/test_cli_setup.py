@@ -76,7 +76,7 @@ def test_the_sixty_second_path(sandbox: Sandbox) -> None:
 
     search = sandbox.run("search", "convert miles to kilometers")
     assert search.returncode == 0, search.stderr
-    assert "units:convert_units" in search.stdout
+    assert "units/convert_units" in search.stdout
 
     install = sandbox.run("install", "--client", "claude-desktop")
     assert install.returncode == 0, install.stderr

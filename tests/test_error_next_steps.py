@@ -62,7 +62,7 @@ def test_a_misspelled_server_points_to_toolscout_list(sandbox: Sandbox) -> None:
 def test_wrong_arguments_point_to_toolscout_inspect(sandbox: Sandbox) -> None:
     done = sandbox.run("execute", "units", "convert_units", "--args", '{"value": "far"}')
     assert done.returncode == 1
-    assert "Run `toolscout inspect units convert_units` for its parameters" in done.stderr
+    assert "Run `toolscout inspect units/convert_units` for its parameters" in done.stderr
     assert_speaks_to_a_person(done.stderr)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolscout.errors import AmbiguousName
-from toolscout.naming import call_target, only_owner
+from toolscout.naming import call_target, only_owner, split_tool_label, tool_label
 
 
 def test_a_call_target_is_read_under_discovery_and_compact_keys() -> None:
@@ -27,3 +27,17 @@ def test_an_upstream_name_belongs_to_the_one_server_that_has_it() -> None:
         "Several servers have a prompt 'greet' (a, b): use the gateway's name for it, a__greet, b__greet."
     )
     assert raised.value.details["servers"] == ["a", "b"]
+
+
+def test_a_tool_label_reads_back_to_its_server_and_tool() -> None:
+    servers = ["units", "team/tools", "team"]
+    assert split_tool_label(tool_label("units", "convert_units"), servers) == ("units", "convert_units")
+    # A server name holding the separator: the longest configured name that fits wins.
+    assert split_tool_label("team/tools/search", servers) == ("team/tools", "search")
+    assert split_tool_label("team/search", servers) == ("team", "search")
+    # A tool name may hold it too; the native spelling is read as well.
+    assert split_tool_label("units/a/b", servers) == ("units", "a/b")
+    assert split_tool_label("units__convert_units", servers) == ("units", "convert_units")
+    # Nothing configured starts it, or it names no tool.
+    for label in ("convert_units", "unitz/convert_units", "units/", "units"):
+        assert split_tool_label(label, servers) is None, label

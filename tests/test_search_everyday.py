@@ -211,6 +211,6 @@ def test_the_cli_takes_a_relevance_floor(sandbox: Sandbox) -> None:
 
     nothing = sandbox.run("search", "current time", "--config", "toolscout.json", "--min-relevance", "0.999")
     assert nothing.returncode == 2
-    assert "at relevance 0.999 or more; the closest is time:get_current_time (9" in nothing.stderr, nothing.stderr
+    assert "at relevance 0.999 or more; the closest is time/get_current_time (9" in nothing.stderr, nothing.stderr
     assert "--min-relevance 0 lists the weaker ones" in nothing.stderr, nothing.stderr
     assert sandbox.run("search", "x", "--config", "toolscout.json", "--min-relevance", "2").returncode == 1

@@ -184,7 +184,7 @@ def test_cli_explain_prints_a_column_per_ranker(tmp_path: Path) -> None:
         parts, smart = row["contributions"], row["smart"]
         assert line.split() == [
             line.split()[0],
-            f"units:{row['tool']}",
+            f"units/{row['tool']}",
             f"{row['relevance']:.3f}",
             *(f"{parts[name]:.3f}" for name in ("lexical", "names", "embeddings", "fusion")),
         ]

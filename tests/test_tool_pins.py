@@ -115,8 +115,8 @@ async def test_a_changed_tool_is_quarantined_until_approved_in_the_running_gatew
         for tool, arguments in asks:
             refused = await call(client, tool, **arguments)
             assert refused["error"]["code"] == "TOOL_QUARANTINED", refused
-            assert "toolscout pins diff words lookup" in refused["error"]["message"]
-            assert "toolscout pins approve words lookup" in refused["error"]["message"]
+            assert "toolscout pins diff words/lookup" in refused["error"]["message"]
+            assert "toolscout pins approve words/lookup" in refused["error"]["message"]
 
         async def warned() -> bool:  # the gateway's log is read as it comes: the line may trail the answers
             return any("changed since it was pinned" in line for line in gw.stderr)
@@ -136,10 +136,10 @@ async def test_a_changed_tool_is_quarantined_until_approved_in_the_running_gatew
         listing = json.loads((await cli(sandbox, config, "list", "--json")).stdout)
         status = {(p["server"], p["tool"]): p["status"] for p in listing["pins"]}
         assert status == {("words", "lookup"): "quarantined", ("words", "announce"): "ok"}
-        shown = await cli(sandbox, config, "diff", "words", "lookup")
+        shown = await cli(sandbox, config, "diff", "words/lookup")  # as the refusal spelled it
         assert shown.returncode == 0 and "id_rsa" in shown.stdout and "$.inputSchema.properties.notes" in shown.stdout
 
-        approved = await cli(sandbox, config, "approve", "words", "lookup")
+        approved = await cli(sandbox, config, "approve", "words", "lookup")  # (two arguments are read too)
         assert approved.returncode == 0, approved.stderr
 
         async def back() -> bool:
@@ -230,4 +230,4 @@ async def test_a_lockfile_round_trips_and_verify_names_a_changed_tool(tmp_path: 
     assert report["missing"] == [{"server": "words", "tool": "gone"}]
     assert [a["tool"] for a in report["added"]] == ["announce"]
     text = await cli(sandbox, config, "verify", str(lockfile))
-    assert text.returncode == 3 and "changed: words lookup" in text.stdout and "missing: words gone" in text.stdout
+    assert text.returncode == 3 and "changed: words/lookup" in text.stdout and "missing: words/gone" in text.stdout

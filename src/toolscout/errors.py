@@ -161,7 +161,7 @@ def tool_quarantined(server: str, tool: str) -> ToolQuarantined:
     return ToolQuarantined(
         f"Tool {tool!r} on {server!r} is quarantined: its description or schema changed since it was "
         f"approved, which is how a server slips new instructions to the model. Have a person review the change "
-        f"with `toolscout pins diff {server} {tool}`, then approve it with `toolscout pins approve {server} {tool}`.",
+        f"with `toolscout pins diff {server}/{tool}`, then approve it with `toolscout pins approve {server}/{tool}`.",
         server=server,
         tool=tool,
     )

@@ -14,6 +14,11 @@ upstream's own names instead of the gateway's. Those are routed too, when exactl
 them (`only_owner`); otherwise the caller is told which servers could, under which gateway names.
 The gateway's own names always win, so a bare name never shadows a listed one.
 
+What people read. The command line writes an upstream tool as `server/tool` wherever a person reads
+one (search hits, details, an execution, suggestions), the spelling smart mode already shows, and
+reads it back wherever a tool is named (`tool_label`, `split_tool_label`). It keeps both names as
+they are: a native name is cleaned and may be hashed, so it cannot always be read back.
+
 Call targets. A meta-tool call names the upstream tool it is about under `server`/`tool`
 (discovery, dynamic) or `server_name`/`tool_name` (compact): `call_target` reads either, for
 the error results and the audit of a call refused before it reached a server.
@@ -31,6 +36,8 @@ from toolscout.errors import AmbiguousName
 
 MAX_NAME = 64
 SEPARATOR = "__"
+LABEL_SEPARATOR = "/"
+"""Between the server and the tool in the spelling people read and type (`units/convert_units`)."""
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 CALL_TARGET_KEYS: dict[str, tuple[str, ...]] = {"server": ("server", "server_name"), "tool": ("tool", "tool_name")}
@@ -115,3 +122,22 @@ def call_target(arguments: Mapping[str, Any]) -> dict[str, str]:
         if value is not None:
             target[key] = value
     return target
+
+
+def tool_label(server: str, tool: str) -> str:
+    """Return the spelling of an upstream tool people read and type: `server/tool`."""
+    return f"{server}{LABEL_SEPARATOR}{tool}"
+
+
+def split_tool_label(label: str, servers: Iterable[str]) -> tuple[str, str] | None:
+    """Return the `(server, tool)` that `label` names as `server/tool` (or as the native
+    `server__tool`), or None when no configured server in `servers` starts it.
+
+    Server names may hold the separator themselves, so the longest configured name that fits wins.
+    """
+    for separator in (LABEL_SEPARATOR, SEPARATOR):
+        fits = [s for s in servers if label.startswith(s + separator) and len(label) > len(s) + len(separator)]
+        if fits:
+            server = max(fits, key=len)
+            return server, label[len(server) + len(separator) :]
+    return None

@@ -55,8 +55,21 @@ def make_app(command: str | None = None) -> typer.Typer:
     catalog.register(app)
     if command in CATALOG_COMMANDS:
         return app
-    from toolscout.cli import audit, config, dashboard, embeddings, eval, pins, registry, setup, smart, visibility
+    from toolscout.cli import (
+        audit,
+        config,
+        dashboard,
+        doctor,
+        embeddings,
+        eval,
+        pins,
+        registry,
+        setup,
+        smart,
+        visibility,
+    )
 
+    doctor.register(app)
     smart.register(app)
     setup.register(app)
     dashboard.register(app)

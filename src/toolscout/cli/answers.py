@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from toolscout.catalog import Catalog, CatalogTool
 from toolscout.cli.common import Output, connected, iso_utc
+from toolscout.cli.streaming import Notices, StreamingRelay
 from toolscout.config import GatewayConfig
 from toolscout.config.models import config_hash
 from toolscout.config.rules import RuleSet
@@ -180,12 +181,13 @@ class ServeAnswers:
             raise error_from_dict(cast(dict[str, Any], data.get("error") or {"message": _text(result)}))
         return data
 
-    async def _ask(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _ask(self, name: str, arguments: dict[str, Any], notices: Notices | None = None) -> types.CallToolResult:
         import httpx2
         from mcp.shared.exceptions import MCPError
 
+        progress = StreamingRelay(notices).progress if notices is not None else None
         try:
-            return await self._client.call_tool(name, arguments)
+            return await self._client.call_tool(name, arguments, progress_callback=progress)
         except (MCPError, httpx2.HTTPError, OSError) as exc:
             raise _ServeGone(f"the toolscout serve at {self._path} stopped answering ({exc})") from None
 
@@ -197,10 +199,14 @@ class ServeAnswers:
             self._fallback = ViewAnswers(view)
         return self._fallback
 
-    async def execute(self, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """The tool's own result (`isError` when it failed); an error of the gateway's, raised."""
+    async def execute(
+        self, server: str, tool: str, arguments: dict[str, Any], *, notices: Notices | None = None
+    ) -> types.CallToolResult:
+        """The tool's own result (`isError` when it failed); an error of the gateway's, raised. Its
+        progress notifications go to `notices`, when given (its log messages: see `serve_answers`)."""
         try:
-            result = await self._ask("execute_tool", {"server": server, "tool": tool, "arguments": arguments})
+            arguments = {"server": server, "tool": tool, "arguments": arguments}
+            result = await self._ask("execute_tool", arguments, notices)
         except _ServeGone as exc:
             raise ToolExecutionError(f"{exc}; the call may or may not have run.", server=server, tool=tool) from None
         data = cast(dict[str, Any], result.structured_content or {})
@@ -306,9 +312,13 @@ def _text(result: types.CallToolResult) -> str:
 
 @asynccontextmanager
 async def serve_answers(
-    config: GatewayConfig, config_file: Path | None, output: Output
+    config: GatewayConfig, config_file: Path | None, output: Output, *, notices: Notices | None = None
 ) -> AsyncGenerator[ServeAnswers | None]:
-    """A running `toolscout serve` of `config` (loaded from `config_file`) to ask, or None when none runs."""
+    """A running `toolscout serve` of `config` (loaded from `config_file`) to ask, or None when none runs.
+
+    `notices`: where the log messages the serve passes on are printed (`execute --stream`); the
+    connection then takes the handshake era, which still has them.
+    """
     from toolscout.serve.local_socket import serving, socket_path
 
     path = socket_path(config_file, config) if config_file is not None else None
@@ -335,10 +345,14 @@ async def serve_answers(
             )
             transport = streamable_http_client(f"http://{SOCKET_HOST}/mcp", http_client=http, terminate_on_close=False)
             # The stateless era, adopted at once: each question is one request, no handshake first.
+            # A call streamed (`execute --stream`) takes the handshake: that era still has log
+            # messages, which the serve passes on only to clients that speak it.
+            logging_callback = StreamingRelay(notices).log if notices is not None else None
             client = Client(
                 transport,
-                mode=LATEST_MODERN_VERSION,
+                mode="legacy" if notices is not None else LATEST_MODERN_VERSION,
                 client_info=Implementation(name="toolscout-cli", version=__version__),
+                logging_callback=logging_callback,
             )
             await stack.enter_async_context(client)
             logger.info("asking the toolscout serve at %s", path)

@@ -25,6 +25,7 @@ from toolscout.config.locations import find_config
 from toolscout.config.models import AuditConfig
 from toolscout.errors import ConfigurationError
 from toolscout.gateway.audit_reader import OnCorrupt, Record, last_records, newer_backups, open_log, records
+from toolscout.naming import tool_label
 
 audit_app = typer.Typer(name="audit", help="Read the audit log of tool executions.", no_args_is_help=True)
 
@@ -191,7 +192,7 @@ def _cells(record: Record) -> list[str]:
     return [
         escape(_visible(when)),
         escape(_visible(str(record.get("client") or "-"))),
-        escape(_visible(f"{record.get('server', '?')}.{record.get('tool', '?')}")),
+        escape(_visible(tool_label(str(record.get("server", "?")), str(record.get("tool", "?"))))),
         f"[{style}]{escape(_visible(shown))}[/{style}]",
         f"{duration:.0f}" if isinstance(duration, int | float) else "?",
         escape(_visible(arguments)),

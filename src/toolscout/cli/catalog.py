@@ -20,30 +20,38 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from toolscout.cli.common import (
+    CLI_STEPS,
     EXIT_FAILED,
     EXIT_NO_RESULTS,
     ConfigOption,
     JsonOption,
     Output,
+    ToolNameArgument,
+    ToolOfServerArgument,
     connected,
+    exit_code_for,
     load,
+    named_tool,
     run,
     stored_lists,
 )
 from toolscout.errors import InvalidArguments, ToolExecutionError, ToolscoutError
+from toolscout.naming import tool_label
 from toolscout.render.examples import tool_examples
 from toolscout.render.text import counted, hint_labels
 
 if TYPE_CHECKING:
     import mcp_types as types
 
+    from toolscout.cli.streaming import Notices
+    from toolscout.gateway.core import Gateway
     from toolscout.gateway.explain import ExplainedHit
 
 _STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
@@ -113,7 +121,8 @@ def list_servers(
     refresh: RefreshOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """List the configured servers with their status and tool counts (exit 3 when one is in error)."""
+    """List the configured servers with their status and tool counts (exit 3 when one is in error,
+    unless the config's `cli.exitCodes` is `spec`)."""
     from toolscout.cli.answers import answers
 
     output = Output(as_json)
@@ -135,7 +144,8 @@ def list_servers(
             )
         else:
             _print_servers(output, rows, status=status, show_tools=show_tools)
-        if any(row["status"] == "error" for row in rows):
+        # (The spec's codes for `list` have none for a server in error: its row says so.)
+        if output.exit_codes == "toolscout" and any(row["status"] == "error" for row in rows):
             raise typer.Exit(EXIT_FAILED)
 
     run(body)
@@ -263,7 +273,7 @@ def search(
             for rank, r in enumerate(results, 1):
                 disabled = " [red](disabled)[/red]" if r.get("enabled") is False else ""
                 output.print(
-                    f"\n{rank}. [bold]{escape(r['server'])}:{escape(r['tool'])}[/bold] ({r['relevance']:.0%} match)"
+                    f"\n{rank}. [bold]{escape(tool_label(r['server'], r['tool']))}[/bold] ({r['relevance']:.0%} match)"
                     + disabled
                 )
                 output.print(f"   {escape(r['summary'])}")
@@ -275,7 +285,7 @@ def search(
             if weak:
                 output.print("\nNothing fits well: the task may need a tool no server offers, or other words.")
         else:
-            closest = f"{escape(weaker[0]['server'])}:{escape(weaker[0]['tool'])}" if weaker else ""
+            closest = escape(tool_label(weaker[0]["server"], weaker[0]["tool"])) if weaker else ""
             below = (
                 f" at relevance {floor:g} or more; the closest is {closest} ({weaker[0]['relevance']:.1%} match), "
                 "and --min-relevance 0 lists the weaker ones"
@@ -308,7 +318,8 @@ def explain_tables(hits: list[ExplainedHit]) -> list[Table]:
             table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
         for rank, hit in enumerate(hits, 1):
             found = (hit.smart or {}) if title else {"relevance": hit.relevance, **hit.contributions}
-            table.add_row(str(rank), escape(f"{hit.server}:{hit.tool}"), *(_cell(found.get(name)) for name in columns))
+            cells = (_cell(found.get(name)) for name in columns)
+            table.add_row(str(rank), escape(tool_label(hit.server, hit.tool)), *cells)
         tables.append(table)
     return tables
 
@@ -362,8 +373,8 @@ def tools(
 
 
 def inspect(
-    server: Annotated[str, typer.Argument(help="Server name.")],
-    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    server_tool: ToolNameArgument,
+    tool: ToolOfServerArgument = None,
     config: ConfigOption = None,
     examples: Annotated[bool, typer.Option("--examples", help="Show example arguments.")] = False,
     refresh: RefreshOption = False,
@@ -374,6 +385,10 @@ def inspect(
 
     output = Output(as_json)
     gateway_config, source = load(config, output)
+    try:
+        server, tool = named_tool(server_tool, tool, gateway_config)
+    except ToolscoutError as exc:
+        output.fail(exc)
 
     async def body() -> None:
         try:
@@ -391,7 +406,7 @@ def inspect(
             output.data(data)
             return
         state = "" if data["enabled"] else " [red](disabled by toolRules)[/red]"
-        output.print(f"Tool: [bold]{escape(server)}:{escape(tool)}[/bold]{state}")
+        output.print(f"Tool: [bold]{escape(tool_label(server, tool))}[/bold]{state}")
         if data.get("title"):
             output.print(f"Title: {escape(data['title'])}")
         output.print("\nDescription:")
@@ -416,7 +431,7 @@ def inspect(
             for example in data["examples"]:
                 arguments = json.dumps(example["arguments"], ensure_ascii=False)
                 output.print(f"  {escape(example['description'])}:")
-                output.print(f"    toolscout execute {escape(server)} {escape(tool)} --args '{escape(arguments)}'")
+                output.print(f"    toolscout execute {escape(tool_label(server, tool))} --args '{escape(arguments)}'")
         if "cachedAt" in data:
             output.print("\n" + stale_note({server: data["cachedAt"]}))
 
@@ -495,46 +510,112 @@ def _json_equal(text: str, value: Any) -> bool:
 
 
 def execute(
-    server: Annotated[str, typer.Argument(help="Server name.")],
-    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    server_tool: ToolNameArgument,
+    tool: ToolOfServerArgument = None,
     args: Annotated[
         str | None, typer.Option("--args", help="Arguments as JSON, @file.json, or - to read them from stdin.")
     ] = None,
     config: ConfigOption = None,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream",
+            help="Print the tool's progress and log notifications as they come, before its result (with --json: "
+            "one JSON object a line on stderr).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Run a tool (exit 3 when it fails, 4 when toolRules disable it, 2 when it does not exist)."""
     from toolscout.cli.answers import serve_answers
+    from toolscout.cli.streaming import Notices
 
     output = Output(as_json)
     gateway_config, source = load(config, output)
+    try:
+        server, tool = named_tool(server_tool, tool, gateway_config)
+    except ToolscoutError as exc:
+        output.fail(exc)
+    label = tool_label(server, tool)
+    notices = Notices(output, label) if stream else None
 
     async def body() -> None:
+        if not as_json:
+            output.print(f"Executing: {escape(label)}\n")
         try:
             arguments = read_args(args)
-            async with serve_answers(gateway_config, source and source.path, output) as serve:
+            async with serve_answers(gateway_config, source and source.path, output, notices=notices) as serve:
                 if serve is not None:  # a running serve of this config: its connection to the server
-                    result = await serve.execute(server, tool, arguments)
+                    result = await serve.execute(server, tool, arguments, notices=notices)
                 else:  # this one server, connected now (none other)
                     async with connected(gateway_config, output, only=[server], live=True) as gateway:
-                        result = await gateway.execute(server, tool, arguments)
+                        result = await _run_here(gateway, server, tool, arguments, notices)
         except ToolscoutError as exc:
-            output.fail(exc)
+            _fail(output, exc, server, tool)
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        error = ToolExecutionError(_error_text(result), server=server, tool=tool) if result.is_error else None
         if as_json:
-            payload: dict[str, Any] = {"success": not result.is_error, "result": dumped}
-            if result.is_error:
-                payload["error"] = ToolExecutionError(_error_text(result), server=server, tool=tool).to_dict()
+            payload: dict[str, Any] = {"success": error is None, "result": dumped}
+            if error is not None:
+                payload["error"] = error.to_dict()
             output.data(payload)
+        elif error is not None:
+            if notices is not None and notices.count:
+                output.print()
+            output.print(error_block(error, server, tool))
+            if _more_than_text(result):
+                output.print("\nResult:")
+                render_result(output, result)
         else:
-            output.print(f"Executing: {escape(server)}:{escape(tool)}\n")
-            output.print("[red]✗ Error[/red]\n" if result.is_error else "[green]✓ Success[/green]\n")
+            if notices is not None and notices.count:
+                output.print()
+            output.print("[green]✓ Success[/green]\n")
             output.print("Result:")
             render_result(output, result)
-        if result.is_error:
+        if error is not None:
             raise typer.Exit(EXIT_FAILED)
 
     run(body)
+
+
+async def _run_here(
+    gateway: Gateway, server: str, tool: str, arguments: dict[str, Any], notices: Notices | None
+) -> types.CallToolResult:
+    """Run the tool through the command's own gateway, its notifications to `notices` (if any)."""
+    if notices is None:
+        return await gateway.execute(server, tool, arguments)
+    from toolscout.cli.streaming import StreamingRelay
+    from toolscout.upstream.calls import relaying
+
+    with relaying(StreamingRelay(notices)):
+        return await gateway.execute(server, tool, arguments)
+
+
+def error_block(error: ToolscoutError, server: str, tool: str) -> str:
+    """Return a failed execution as people read it: `✗ Error`, then its `Code:`, `Message:`, `Server:` and `Tool:`."""
+    lines = [
+        "[red]✗ Error[/red]",
+        "",
+        f"Code: {error.code}",
+        f"Message: {escape(error.explain(CLI_STEPS))}",
+        f"Server: {escape(str(error.details.get('server', server)))}",
+        f"Tool: {escape(str(error.details.get('tool', tool)))}",
+    ]
+    return "\n".join(lines)
+
+
+def _fail(output: Output, error: ToolscoutError, server: str, tool: str) -> NoReturn:
+    """End `execute` with an error of the gateway's (the tool did not run, or its server failed)."""
+    if output.json_mode:
+        output.fail(error)
+    output.err.print(error_block(error, server, tool))
+    raise typer.Exit(exit_code_for(error, output.exit_codes, executing=True))
+
+
+def _more_than_text(result: types.CallToolResult) -> bool:
+    import mcp_types as types
+
+    return result.structured_content is not None or any(not isinstance(b, types.TextContent) for b in result.content)
 
 
 def _error_text(result: types.CallToolResult) -> str:

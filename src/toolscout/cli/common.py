@@ -17,6 +17,7 @@ import typer
 
 from toolscout.config import ConfigSource, GatewayConfig, find_config, load_config
 from toolscout.config.loader import check_config_file
+from toolscout.config.models import ExitCodes
 from toolscout.errors import (
     ArgumentValidationError,
     ConfigurationError,
@@ -27,6 +28,7 @@ from toolscout.errors import (
     ToolNotFound,
     ToolQuarantined,
     ToolscoutError,
+    Unavailable,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
 
 # The exit codes scripts can rely on: 1 invalid arguments, 2 configuration error, server or
 # tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules
-# (or quarantined: its definition changed since it was pinned).
+# (or quarantined: its definition changed since it was pinned). `cli.exitCodes: spec` keeps each
+# command to the codes the discovery service's spec lists for it (`exit_code_for`, `Output.exit_codes`).
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_CONFIG = 2
@@ -62,11 +65,40 @@ ConfigOption = Annotated[
 CLI_STEPS: Phrasing = {
     "find_tool": "Run `toolscout tools {server}` to see its tools, or `toolscout search` with what you want to do.",
     "list_servers": "Run `toolscout list` to see the configured servers.",
-    "tool_details": "Run `toolscout inspect {server} {tool}` for its parameters, then try again.",
+    "tool_details": "Run `toolscout inspect {server}/{tool}` for its parameters, then try again.",
 }
 """What an error tells a person at the terminal to do next (the agent's version names meta-tools)."""
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+ToolNameArgument = Annotated[
+    str, typer.Argument(show_default=False, help="The tool as SERVER/TOOL (or the server, then the tool).")
+]
+ToolOfServerArgument = Annotated[
+    str | None, typer.Argument(show_default=False, help="The tool, when the first argument is only its server.")
+]
+
+
+def named_tool(first: str, second: str | None, config: GatewayConfig) -> tuple[str, str]:
+    """Return the `(server, tool)` a command's arguments name: `SERVER/TOOL` (or the native
+    `SERVER__TOOL`) as one argument, or the server and the tool as two."""
+    from toolscout.naming import LABEL_SEPARATOR, split_tool_label
+    from toolscout.suggestions import server_not_found
+
+    if second is not None:
+        return first, second
+    found = split_tool_label(first, config.mcp_servers)
+    if found is not None:
+        return found
+    if first in config.mcp_servers:
+        raise InvalidArguments(
+            f"Name one of the tools of {first!r} too: `{first}/TOOL` (`toolscout tools {first}` lists them)."
+        )
+    if LABEL_SEPARATOR in first:
+        raise server_not_found(first.partition(LABEL_SEPARATOR)[0], list(config.mcp_servers))
+    raise InvalidArguments(
+        f"Name the tool with its server, as SERVER/TOOL (for example units/convert_units): {first!r} names no "
+        "server. `toolscout search` finds tools by what they do."
+    )
 
 
 def iso_utc(timestamp: float) -> str:
@@ -74,11 +106,14 @@ def iso_utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
-def exit_code_for(error: ToolscoutError) -> int:
-    """The exit code a failed command ends with."""
+def exit_code_for(error: ToolscoutError, scheme: ExitCodes = "toolscout", *, executing: bool = False) -> int:
+    """The exit code a failed command ends with. With the spec's codes (`scheme="spec"`) a server
+    that cannot be reached is one not found (2), except for a tool `executing`, whose call failed (3)."""
     if isinstance(error, ConfigurationError):
         return EXIT_CONFIG
     if isinstance(error, ServerNotFound | ToolNotFound):
+        return EXIT_NOT_FOUND
+    if scheme == "spec" and not executing and isinstance(error, Unavailable):
         return EXIT_NOT_FOUND
     if isinstance(error, ToolDisabled | ToolQuarantined):
         return EXIT_DISABLED
@@ -92,6 +127,8 @@ class Output:
 
     def __init__(self, json_mode: bool = False) -> None:
         self.json_mode = json_mode
+        self.exit_codes: ExitCodes = "toolscout"
+        """The config's `cli.exitCodes`, once `load` has read it."""
 
     @cached_property
     def out(self) -> Console:
@@ -123,7 +160,7 @@ class Output:
             from rich.markup import escape
 
             self.err.print(f"[red]✗[/red] {escape(error.explain(CLI_STEPS))}")
-        raise typer.Exit(exit_code_for(error) if code is None else code)
+        raise typer.Exit(exit_code_for(error, self.exit_codes) if code is None else code)
 
 
 def load(
@@ -142,11 +179,11 @@ def load(
 
             return demo_config(), None
         source = find_config(config)
-        if lenient:
-            return check_config_file(source.path), source
-        return load_config(source.path), source
+        loaded = check_config_file(source.path) if lenient else load_config(source.path)
     except ConfigurationError as exc:
         output.fail(exc)
+    output.exit_codes = loaded.cli.exit_codes
+    return loaded, source
 
 
 def registry_config(config: Path | None, output: Output) -> GatewayConfig:

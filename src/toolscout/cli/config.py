@@ -20,7 +20,17 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from toolscout.cli.common import EXIT_INVALID, ConfigOption, JsonOption, Output, connected, iso_utc, load, run
+from toolscout.cli.common import (
+    EXIT_CONFIG,
+    EXIT_INVALID,
+    ConfigOption,
+    JsonOption,
+    Output,
+    connected,
+    iso_utc,
+    load,
+    run,
+)
 from toolscout.cli.setup import discover_here, import_command
 from toolscout.config import (
     CONFIG_ENV_VAR,
@@ -31,12 +41,12 @@ from toolscout.config import (
     find_config,
 )
 from toolscout.config.edit import ConfigDocument
-from toolscout.config.loader import check_config_text, environment_for, read_raw
+from toolscout.config.loader import check_config_file, check_config_text, environment_for, read_raw
 from toolscout.config.locations import candidate_paths
-from toolscout.config.models import CatalogCacheConfig
+from toolscout.config.models import CatalogCacheConfig, ExitCodes
 from toolscout.config.rule_edits import about_tools, check_pattern, hide, show, tool_whitelist
 from toolscout.config.secrets import mask_auth, mask_server
-from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError
+from toolscout.errors import ConfigurationError, InvalidArguments, ToolscoutError, Unavailable
 from toolscout.render.text import counted
 
 if TYPE_CHECKING:
@@ -82,20 +92,43 @@ def _effective(config: GatewayConfig, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 @config_app.command("show")
-def config_show(config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """Print the effective configuration, with secrets masked."""
+def config_show(
+    config: ConfigOption = None,
+    status: Annotated[
+        bool,
+        typer.Option(
+            "--status",
+            help="Add how many servers are connected and how many tools they have, answered as `toolscout list` "
+            "answers (the stored catalog, a running serve, else the servers connected now).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the effective configuration, with secrets masked: its sources, servers, rules and caches."""
     output = Output(as_json)
     gateway_config, source = load(config, output, lenient=True)
     assert source is not None
     effective = _effective(gateway_config, read_raw(source.path))
+    sources = _sources(source.path)
+    totals = _totals(config, output) if status else None
     if as_json:
-        output.data({"path": str(source.path), "config": effective})
+        extra: dict[str, Any] = {"totals": totals} if totals is not None else {}
+        output.data({"path": str(source.path), "config": effective, "sources": sources, **extra})
         return
     output.print("MCP Discovery Configuration:\n")
     output.print(f"File: {escape(str(source.path))} (from {escape(source.origin)})")
     output.print(f"Mode: {gateway_config.mode}\n")
+    # The meta-tools are the discovery: every mode but passthrough has them (or smart mode's one tool).
+    shown = "Disabled (passthrough lists every tool natively)" if gateway_config.mode == "passthrough" else "Enabled"
+    output.print(f"Status: {shown}")
+    output.print(f"Cache: {escape(_cache_line(gateway_config))}\n")
+    output.print(f"Sources ({len(sources)}):")
+    for entry in sources:
+        mark = "[green]✓[/green]" if entry["exists"] else "[red]✗[/red]"
+        note = " - in use" if entry["inUse"] else "" if entry["exists"] else " - not found"
+        output.print(f"  {mark} {escape(entry['name'])} ({escape(_home_relative(entry['path']))}){note}")
     servers = cast(dict[str, dict[str, Any]], effective["mcpServers"])
-    output.print(f"Servers ({len(servers)}):")
+    output.print(f"\nServers ({len(servers)}):")
     for name, entry in servers.items():
         mark = "[dim]-[/dim]" if entry.get("disabled") else "[green]✓[/green]"
         where = " ".join([entry["command"], *entry.get("args", [])]) if "command" in entry else entry["url"]
@@ -111,6 +144,80 @@ def config_show(config: ConfigOption = None, as_json: JsonOption = False) -> Non
     output.print(f"\nTool Rules ({len(rules)}):")
     for index, rule in enumerate(rules, 1):
         output.print(f"  {index}. {escape(_rule_text(rule))}")
+    output.print("")
+    if totals is None:
+        disabled = sum(1 for s in servers.values() if s.get("disabled"))
+        output.print(
+            f"Servers: {len(servers)} configured"
+            + (f", {disabled} disabled" if disabled else "")
+            + " [dim](--status adds how many are connected, and their tools)[/dim]"
+        )
+        return
+    output.print(f"Servers: {totals['configured']} configured, {totals['connected']} connected")
+    output.print(f"Tools: {totals['tools']} total, {totals['enabled']} enabled")
+    if totals["stored"]:
+        output.print(
+            f"[dim](tools of {escape(', '.join(totals['stored']))} as last listed; `toolscout list "
+            "--refresh` asks the servers)[/dim]"
+        )
+
+
+def _cache_line(config: GatewayConfig) -> str:
+    """The caches a config keeps: the persistent catalog, and smart mode's matches with their TTL."""
+    catalog = config.catalog_cache
+    if not catalog.enabled:
+        return "Disabled (catalogCache: false; every start waits for the servers)"
+    where = f" at {catalog.path}" if catalog.path else ""
+    ttl = config.smart.cache.tool_match_ttl
+    return f"Enabled (the catalog{where}, kept until a server's entry changes; smart mode's matches TTL: {ttl:g}s)"
+
+
+def _sources(used: Path) -> list[dict[str, Any]]:
+    """Where servers come from: the config file in use, then each MCP client's files for this user
+    (those `toolscout config import` reads; a project's only when it exists)."""
+    from toolscout.client_configs import CLIENTS
+    from toolscout.client_configs.installer import Place
+
+    found: list[dict[str, Any]] = [{"name": "toolscout", "path": str(used), "exists": True, "inUse": True}]
+    place = Place.here()
+    seen: set[Path] = {used.resolve()}
+    for fmt in CLIENTS.values():
+        for location in fmt.locations(home=place.home, cwd=place.cwd, platform=place.platform, env=place.env):
+            exists = location.path.is_file()
+            if (location.scope != "user" and not exists) or location.path.resolve() in seen:
+                continue
+            seen.add(location.path.resolve())
+            found.append({"name": fmt.id, "path": str(location.path), "exists": exists, "inUse": False})
+    return found
+
+
+def _home_relative(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path == home or path.startswith(home + os.sep) else path
+
+
+def _totals(config: Path | None, output: Output) -> dict[str, Any]:
+    """How many servers are connected and how many tools they have, as `toolscout list` finds them."""
+    from toolscout.cli.answers import answers
+
+    gateway_config, source = load(config, output)
+
+    async def body() -> list[dict[str, Any]]:
+        async with answers(gateway_config, source and source.path, output) as found:
+            return await found.servers()
+
+    try:
+        rows: list[dict[str, Any]] = run(body)
+    except ToolscoutError as exc:
+        output.fail(exc)
+    return {
+        "configured": len(rows),
+        # Listed when last asked counts: a stored catalog is one the server gave when it connected.
+        "connected": sum(1 for r in rows if r["status"] == "connected" or (r["status"] == "idle" and r.get("stale"))),
+        "tools": sum(r["toolCount"] for r in rows),
+        "enabled": sum(r["enabledCount"] for r in rows),
+        "stored": [r["name"] for r in rows if r.get("stale")],
+    }
 
 
 def _warnings(config: GatewayConfig, path: Path) -> list[str]:
@@ -203,6 +310,75 @@ def config_path(config: ConfigOption = None, as_json: JsonOption = False) -> Non
         output.data({"path": str(source.path), "origin": source.origin})
     else:
         typer.echo(str(source.path))
+
+
+@config_app.command("reload")
+def config_reload(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Ask the running `toolscout serve` of the config file to read it again now, and say what changed
+    (exit 2 when the file is invalid: the serve keeps what it had; 3 when no serve of it runs)."""
+    output = Output(as_json)
+    try:
+        source = find_config(config)
+    except ConfigurationError as exc:
+        output.fail(exc)
+    output.exit_codes = _exit_codes(source.path)
+    answers = run(_ask_to_reload, source.path.resolve())
+    if not answers:
+        output.fail(
+            Unavailable(
+                f"No toolscout serve of {source.path} runs on this machine, so there is nothing to reload: "
+                "`toolscout serve` reads the file when it starts (and a running one follows the file's edits "
+                "by itself)."
+            )
+        )
+    if as_json:
+        output.data({"path": str(source.path), "serves": answers})
+    for answer in answers:
+        if answer.get("error"):
+            if not as_json:
+                output.note(
+                    f"[red]✗[/red] Not reloaded: {escape(answer['error'])} The serve keeps the servers it had; "
+                    "fix the file and run `toolscout config reload` again."
+                )
+            raise typer.Exit(EXIT_CONFIG)
+        if as_json:
+            continue
+        output.print(
+            f"[green]✓[/green] Reloaded {escape(str(source.path))} ({escape(answer['why'])}): "
+            f"{escape(answer['changes'])}."
+        )
+        if answer["restartNeeded"]:
+            output.print(
+                f"[yellow]![/yellow] Restart `toolscout serve` to apply {escape(', '.join(answer['restartNeeded']))}."
+            )
+
+
+def _exit_codes(path: Path) -> ExitCodes:
+    """The file's `cli.exitCodes`, when it can be read (an invalid file is the serve's to report)."""
+    try:
+        return check_config_file(path).cli.exit_codes
+    except ConfigurationError:
+        return "toolscout"
+
+
+async def _ask_to_reload(path: Path) -> list[dict[str, Any]]:
+    """What each running serve of the file at `path` (resolved) answered when asked to reload it (none: no
+    serve of it runs)."""
+    import httpx2
+
+    from toolscout.serve.local_socket import SOCKET_HOST, serving_sockets
+
+    answers: list[dict[str, Any]] = []
+    for sock in serving_sockets():
+        transport = httpx2.AsyncHTTPTransport(uds=str(sock))
+        async with httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(5.0, read=120.0)) as client:
+            try:
+                reply = await client.post(f"http://{SOCKET_HOST}/api/v1/config/reload", json={"path": str(path)})
+            except httpx2.HTTPError:
+                continue  # (it stopped meanwhile)
+        if reply.status_code == 200:
+            answers.append(cast(dict[str, Any], reply.json()))
+    return answers
 
 
 config_app.command("import")(import_command)  # after show, validate, sources and path, as --help lists them

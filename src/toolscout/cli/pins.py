@@ -28,6 +28,7 @@ from toolscout.cli.common import (
     run,
 )
 from toolscout.errors import ConfigurationError, InvalidArguments, ServerNotFound, ServerUnavailable, ToolNotFound
+from toolscout.naming import split_tool_label, tool_label
 
 if TYPE_CHECKING:
     from toolscout.config.models import GatewayConfig
@@ -40,7 +41,7 @@ pins_app = typer.Typer(
 )
 
 DEFAULT_LOCKFILE = "toolscout-pins.json"
-ServerArgument = Annotated[str, typer.Argument(help="The server whose tools to look at.")]
+ServerArgument = Annotated[str, typer.Argument(help="The server whose tools to look at (or one tool, as SERVER/TOOL).")]
 ToolArgument = Annotated[str | None, typer.Argument(help="One of its tools (default: all of them).")]
 LockfileArgument = Annotated[
     Path, typer.Argument(help=f"The lockfile ('-': standard output/input). Default: ./{DEFAULT_LOCKFILE}.")
@@ -67,7 +68,10 @@ def _opened(config: Path | None, output: Output) -> tuple[GatewayConfig, PinStor
 
 
 def _chosen(pins: dict[PinKey, Pin], server: str, tool: str | None) -> list[Pin]:
-    """The pins of `server` (and `tool`), or the error naming what is pinned."""
+    """The pins of `server` (and `tool`), or the error naming what is pinned. `server` may name the
+    tool too, as `server/tool`."""
+    if tool is None and not any(key[0] == server for key in pins):
+        server, tool = split_tool_label(server, {key[0] for key in pins}) or (server, None)
     chosen = [pin for key, pin in sorted(pins.items()) if key[0] == server and (tool is None or key[1] == tool)]
     if chosen:
         return chosen
@@ -107,7 +111,7 @@ def list_pins(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             output.print(f"      [yellow]flagged:[/yellow] {escape(reason)}")
     if any(row["status"] != "ok" for row in rows):
         output.note(
-            "Review a change with `toolscout pins diff SERVER TOOL`, then `toolscout pins approve SERVER TOOL`."
+            "Review a change with `toolscout pins diff SERVER/TOOL`, then `toolscout pins approve SERVER/TOOL`."
         )
 
 
@@ -140,7 +144,7 @@ def diff(
         output.print(f"No change: {escape(server)}'s {'tools match' if tool is None else 'tool matches'} the pins.")
     for pin, change in found:
         output.print(
-            f"[bold]{escape(pin.server)} {escape(pin.tool)}[/bold] (approved {pin.hash[:12]} → now "
+            f"[bold]{escape(tool_label(pin.server, pin.tool))}[/bold] (approved {pin.hash[:12]} → now "
             f"{pin.seen.hash[:12] if pin.seen else '?'})"
         )
         for line in diff_lines(change):
@@ -176,7 +180,7 @@ def approve(
     if not approved:
         output.print("Nothing to approve: no definition differs from its pin.")
     for entry in names:
-        output.print(f"Approved {escape(entry['server'])} {escape(entry['tool'])} ({entry['sha256'][:12]}).")
+        output.print(f"Approved {escape(tool_label(entry['server'], entry['tool']))} ({entry['sha256'][:12]}).")
 
 
 @pins_app.command()
@@ -239,7 +243,7 @@ def verify(
     else:
         for title, entries in (("changed", changed), ("missing", missing), ("added", added)):
             for server, tool in entries:
-                output.print(f"{title}: {escape(server)} {escape(tool)}")
+                output.print(f"{title}: {escape(tool_label(server, tool))}")
         output.print(
             "All tools match the lockfile." if report["ok"] else f"The lockfile {escape(str(file))} does not match."
         )

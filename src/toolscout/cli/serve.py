@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from toolscout.modes.smart import SmartDiscovery
     from toolscout.registry.base import Registry
     from toolscout.serve.auth import BearerPrincipals
+    from toolscout.serve.reload import ConfigReloader
 
 
 class Transport(StrEnum):
@@ -281,7 +282,7 @@ async def _serve_with(
             tracing(config),
             gateway,
             registrations.running(),
-            _answering_the_command_line(gateway, config, answering, stop),
+            _answering_the_command_line(gateway, config, answering, stop, reloader),
             reloading(reloader),
         ):
             startup_over()  # everything is imported and the gateway is built: what follows is serving
@@ -405,13 +406,19 @@ async def tracing(config: GatewayConfig) -> AsyncGenerator[None]:
 
 @asynccontextmanager
 async def _answering_the_command_line(
-    gateway: Gateway, config: GatewayConfig, answering: tuple[Path, Path] | None, stop: anyio.Event
+    gateway: Gateway,
+    config: GatewayConfig,
+    answering: tuple[Path, Path] | None,
+    stop: anyio.Event,
+    reloader: ConfigReloader | None = None,
 ) -> AsyncGenerator[None]:
     """While serving, also serve the discovery meta-tools on the command line's local socket (see
-    local_socket.py), when one could be made: stateless streamable HTTP, until `stop` is set."""
+    local_socket.py), when one could be made: stateless streamable HTTP, until `stop` is set; and,
+    with a `reloader`, `toolscout config reload`'s route."""
     from toolscout.modes.base import SurfaceOptions
     from toolscout.serve.http import serve_http
     from toolscout.serve.local_socket import SOCKET_HOST, listen, release
+    from toolscout.serve.reload import reload_route
 
     listening = listen(*answering) if answering is not None else None
     if answering is None or listening is None:
@@ -431,6 +438,7 @@ async def _answering_the_command_line(
                     # The command line reads execute_tool's native result (`executeResult` is for agents).
                     options=dataclasses.replace(SurfaceOptions.from_config(config), execute_result="native"),
                     stop=stop,
+                    api_routes=[reload_route(reloader)] if reloader is not None else (),
                 )
             )
             yield

@@ -555,6 +555,21 @@ DEFAULT_MAX_RESULT_BYTES = 1_000_000
 bytes): a result of at most 1,000,000 bytes leaves room for the JSON-RPC envelope and the event's own lines."""
 
 
+ExitCodes = Literal["toolscout", "spec"]
+"""Which exit codes the command line ends with (cli/common.py): `toolscout`'s, or only those the
+discovery service's spec gives each command."""
+
+
+class CliConfig(_Model):
+    """The command line's own settings (the gateway reads none of them)."""
+
+    exit_codes: ExitCodes = "toolscout"
+    """`toolscout`: 3 also when `list` finds a server in error and when `tools` or `inspect` cannot
+    reach their server. `spec`: each command ends only with the codes the spec lists for it, so
+    `list` exits 0 with a server in error (its row says so) and `tools` and `inspect` exit 2 for a
+    server they cannot reach."""
+
+
 class GatewayConfig(_Model):
     """The whole configuration file."""
 
@@ -600,6 +615,8 @@ class GatewayConfig(_Model):
     """Discovery mode: offer `smart_tool_discovery` beside the five meta-tools."""
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     """`/metrics` and OpenTelemetry traces (config/telemetry.py)."""
+    cli: CliConfig = Field(default_factory=CliConfig)
+    """The command line's exit codes."""
 
     @field_validator("catalog_cache", mode="before")
     @classmethod

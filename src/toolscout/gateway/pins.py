@@ -147,7 +147,7 @@ class ToolPins:
         found = changes(pin.definition, seen.definition)
         outcome = "quarantined" if self.mode == "quarantine" else "changed"
         logger.warning(
-            "tool %r on %r changed since it was pinned (%s); %s. Review: toolscout pins diff %s %s",
+            "tool %r on %r changed since it was pinned (%s); %s. Review: toolscout pins diff %s/%s",
             tool.name,
             pin.server,
             summary(found),

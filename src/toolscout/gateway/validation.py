@@ -20,6 +20,7 @@ import anyio
 import regex
 
 from toolscout.errors import ArgumentValidationError, ValidationTooCostly
+from toolscout.naming import tool_label
 
 if TYPE_CHECKING:
     # jsonschema is imported with the first schema compiled: a large part of the gateway's own import
@@ -157,7 +158,7 @@ class ArgumentValidator:
         violations = [_violation(e) for e in errors]
         listing = "; ".join(f"{v['path']}: {v['message']}" for v in violations)
         raise ArgumentValidationError(
-            f"Arguments for {server}.{tool} do not match its input schema: {listing}.",
+            f"Arguments for {tool_label(server, tool)} do not match its input schema: {listing}.",
             next_step="tool_details",
             server=server,
             tool=tool,
@@ -211,7 +212,7 @@ context of ours, and a validation runs on one thread from start to end."""
 
 def _too_costly(server: str, tool: str, why: str) -> ValidationTooCostly:
     return ValidationTooCostly(
-        f"Arguments for {server}.{tool} could not be checked against its input schema: {why}. Nothing was "
+        f"Arguments for {tool_label(server, tool)} could not be checked against its input schema: {why}. Nothing was "
         "sent. Send smaller or simpler arguments; if even small ones fail, the tool's input schema is too "
         "costly to validate and its server's owner must simplify it.",
         server=server,

@@ -187,8 +187,8 @@ def http_app(
     if registry is not None:
         events = principals if isinstance(principals, TokenEvents) else None
         routes.append(api_mount(registry, events, [*api_routes, *discovery]))
-    else:
-        routes.append(Mount(API_PREFIX, routes=discovery))
+    else:  # (the command line's local socket has routes of its own: `config reload`)
+        routes.append(Mount(API_PREFIX, routes=[*api_routes, *discovery]))
     routes += aliases
     resolver: PrincipalResolver = principals or AnonymousPrincipals()
     if metrics is not None:

@@ -190,3 +190,13 @@ def serving(path: Path) -> bool:
                 path.with_suffix(".lock").unlink(missing_ok=True)  # (while held: see `release`)
                 logger.info("removed the stale socket %s (its serve is gone)", path)
     return answer is True
+
+
+def serving_sockets() -> list[Path]:
+    """The sockets of every `serve` of this user that answers on this machine, whatever its config
+    (`toolscout config reload` asks each which file it follows: a file edited since its serve
+    started no longer leads to that serve's socket by `socket_path`)."""
+    directory = runtime_dir()
+    if not hasattr(socket, "AF_UNIX") or not _private(directory, create=False):
+        return []
+    return [path for path in sorted(directory.glob("*.sock")) if serving(path)]

@@ -2,6 +2,8 @@
 about once a second, so an editor that replaces the file is seen as one that rewrites it) and read
 again on `SIGHUP`; what changed in `mcpServers` is applied (`Gateway.set_servers`, owner "config"),
 `toolRules` and `search` too, and every other setting that changed is named as needing a restart.
+`toolscout config reload` asks for the same on the command line's local socket (`reload_route`), and
+is answered with what the reload did (`ReloadOutcome`).
 
 A broken edit (bad syntax, an invalid value, a `${VAR}` not set) is reported in the log, without a
 traceback, and the running set is kept. One seen by the watch is looked at once more first, since a
@@ -14,7 +16,9 @@ import hashlib
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -25,12 +29,40 @@ from toolscout.gateway.core import Gateway
 from toolscout.gateway.upstreams import CONFIG_OWNER
 from toolscout.upstream import UpstreamSpec
 
+if TYPE_CHECKING:
+    from starlette.routing import Route
+
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """How often the config file is looked at."""
-LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url", "search"})
-"""The settings a reload applies to the running gateway; any other that changed takes a restart."""
+LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url", "search", "cli"})
+"""The settings a reload applies to the running gateway (`cli` is read by each command, not by the
+gateway); any other that changed takes a restart."""
+
+
+@dataclass
+class ReloadOutcome:
+    """What one reload did: applied (and what changed), or refused (and why)."""
+
+    applied: bool = False
+    why: str = ""
+    """What made the serve read the file: `the file changed` (its watch), `on SIGHUP`, or the command line."""
+    changes: str = ""
+    """The servers added, removed or changed, and whether the rules and search settings were applied."""
+    error: str | None = None
+    """Why the file was not applied (the running set is kept)."""
+    restart_needed: list[str] = field(default_factory=list[str])
+    """Settings that changed but take a restart of `serve`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "why": self.why,
+            "changes": self.changes,
+            "error": self.error,
+            "restartNeeded": self.restart_needed,
+        }
 
 
 class ConfigReloader:
@@ -49,6 +81,27 @@ class ConfigReloader:
         """The digest of the file's content last applied (or found broken and reported)."""
         self._doubted: str | None = None
         """The digest of content that would not load, to be looked at once more before it is reported."""
+        self._started = config
+        self._lock = anyio.Lock()
+        self.outcome = ReloadOutcome()
+        """What the last reload that was tried did."""
+        self._outcome_of: str | None = None
+        """The digest of the content `outcome` is about."""
+
+    @property
+    def path(self) -> Path:
+        """The config file followed."""
+        return self._path
+
+    async def reload_now(self) -> ReloadOutcome:
+        """Read the file again and apply it now (`toolscout config reload`); what that did. Content the
+        watch has tried already (the command usually comes a moment after the save) is not applied
+        twice: its outcome is the answer."""
+        async with self._lock:
+            digest = _digest(await anyio.to_thread.run_sync(_read, self._path))
+            if digest != self._outcome_of:
+                await self._check(asked=True, why="asked by `toolscout config reload`")
+            return self.outcome
 
     def request(self) -> None:
         """Read the file again now, whatever the watch says (`SIGHUP`); callable from any task."""
@@ -69,10 +122,14 @@ class ConfigReloader:
 
     async def check(self, *, asked: bool = False) -> bool:
         """Reload if the file changed since last applied (or `asked`); whether the gateway changed."""
+        async with self._lock:
+            return await self._check(asked=asked)
+
+    async def _check(self, *, asked: bool, why: str | None = None) -> bool:
         digest = _digest(await anyio.to_thread.run_sync(_read, self._path))
         if digest == self._applied and not asked:
             return False
-        why = "on SIGHUP" if asked else "the file changed"
+        why = why or ("on SIGHUP" if asked else "the file changed")
         try:
             config = await anyio.to_thread.run_sync(load_config, self._path)
         except ConfigurationError as exc:
@@ -80,6 +137,7 @@ class ConfigReloader:
                 self._doubted = digest  # perhaps caught half-way through a save: once more at the next poll
                 return False
             self._doubted, self._applied = None, digest
+            self.outcome, self._outcome_of = ReloadOutcome(why=why, error=_sentence(exc.message)), digest
             logger.error(
                 "configuration not reloaded (%s): %s Still serving the servers it had; fix the file and save it again.",
                 why,
@@ -96,6 +154,7 @@ class ConfigReloader:
             changes = await self._gateway.set_servers(specs, owner=CONFIG_OWNER)
         except ConfigurationError as exc:
             self._applied = digest
+            self.outcome, self._outcome_of = ReloadOutcome(why=why, error=_sentence(exc.message)), digest
             logger.error("configuration not reloaded (%s): %s Still serving the servers it had.", why, exc.message)
             return False
         previous, self._config, self._applied = self._config, config, digest
@@ -115,6 +174,9 @@ class ConfigReloader:
         notes = ("; toolRules applied" if rules_changed else "") + ("; search applied" if search_changed else "")
         logger.info("configuration reloaded (%s): %s%s", why, applied, notes)
         later = restart_needed(previous, config)
+        # (Against the settings it started with: one changed by an earlier reload still takes a restart.)
+        pending = restart_needed(self._started, config)
+        self.outcome, self._outcome_of = ReloadOutcome(True, why, applied + notes, restart_needed=pending), digest
         if later:
             logger.warning("configuration: restart toolscout serve to apply %s", ", ".join(later))
         return bool(changes) or rules_changed or search_changed
@@ -129,6 +191,29 @@ def restart_needed(before: GatewayConfig, after: GatewayConfig) -> list[str]:
         for name, field in fields.items()
         if name not in LIVE_SETTINGS and getattr(before, name) != getattr(after, name)
     ]
+
+
+def reload_route(reloader: ConfigReloader) -> Route:
+    """`POST /config/reload` (under the API's prefix) for the command line's local socket only: the
+    body names the config file the command means (`{"path": ...}`, its resolved path); a serve of another
+    file answers 404, so that a command may ask every serve of this user and reach the right one."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    mine = reloader.path.resolve()
+
+    async def reload(request: Request) -> JSONResponse:
+        try:
+            asked = (await request.json()).get("path")
+        except (ValueError, AttributeError):
+            asked = None
+        if not isinstance(asked, str) or Path(asked) != mine:
+            return JSONResponse({"path": str(reloader.path)}, status_code=404)
+        outcome = await reloader.reload_now()
+        return JSONResponse({"path": str(reloader.path), **outcome.to_dict()})
+
+    return Route("/config/reload", reload, methods=["POST"])
 
 
 @asynccontextmanager
