@@ -124,7 +124,7 @@ def test_search_all_finds_disabled_tools_marked_disabled(sandbox: Sandbox) -> No
 
     shown = sandbox.run("search", "delete a note", "--server", "notes", "--all")
     assert shown.returncode == 0, shown.stderr
-    assert "1. notes:delete_note (" in shown.stdout and "(disabled)" in shown.stdout
+    assert "1. notes/delete_note (" in shown.stdout and "(disabled)" in shown.stdout
 
     # Explained, the disabled tool has its rankers' parts like any other.
     explained = sandbox.json("search", "delete a note", "--server", "notes", "--all", "--explain")["results"]
