@@ -202,7 +202,7 @@ class Gateway:
             kwargs.setdefault("catalog_store", catalog_store(config))  # shared through Redis by replicas
         kwargs.setdefault("pins", ToolPins.from_config(config))
         kwargs.setdefault("metrics", Metrics(enabled=config.telemetry.metrics.enabled))
-        gateway = cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
+        gateway = cls(specs, rules=RuleSet(config.tool_rules, config.tool_rules_evaluation), **kwargs)
         gateway.search_config = config.search
         if config.mode == "smart" or config.smart_tool:
             gateway.smart = config.smart
