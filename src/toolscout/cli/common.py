@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import anyio
 import typer
 
-from toolscout.config import ConfigSource, GatewayConfig, find_config, load_config
+from toolscout.config import ConfigSource, GatewayConfig, find_config
 from toolscout.config.loader import check_config_file
+from toolscout.config.sources import load_with_sources
 from toolscout.errors import (
     ArgumentValidationError,
     ConfigurationError,
@@ -144,7 +145,7 @@ def load(
         source = find_config(config)
         if lenient:
             return check_config_file(source.path), source
-        return load_config(source.path), source
+        return load_with_sources(source.path), source
     except ConfigurationError as exc:
         output.fail(exc)
 

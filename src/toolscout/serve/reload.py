@@ -1,7 +1,9 @@
 """Keeping a running gateway in step with its config file: the file is watched (its content looked at
-about once a second, so an editor that replaces the file is seen as one that rewrites it) and read
-again on `SIGHUP`; what changed in `mcpServers` is applied (`Gateway.set_servers`, owner "config"),
-`toolRules` and `search` too, and every other setting that changed is named as needing a restart.
+about once a second, so an editor that replaces the file is seen as one that rewrites it), as are the
+files its `sources` name (a client's config edited later), and read again on `SIGHUP`; what changed in
+`mcpServers` is applied (`Gateway.set_servers`, owner "config"), `toolRules` and `search` too, and
+every other setting that changed is named as needing a restart. With `configReload: restart` none of
+this runs: `serve` says at start that changes take a restart, and `SIGHUP` only says so again.
 
 A broken edit (bad syntax, an invalid value, a `${VAR}` not set) is reported in the log, without a
 traceback, and the running set is kept. One seen by the watch is looked at once more first, since a
@@ -18,8 +20,8 @@ from pathlib import Path
 
 import anyio
 
-from toolscout.config.loader import load_config
 from toolscout.config.models import ConfiguredServers, GatewayConfig
+from toolscout.config.sources import load_with_sources, source_paths
 from toolscout.errors import ConfigurationError
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.upstreams import CONFIG_OWNER
@@ -29,7 +31,9 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """How often the config file is looked at."""
-LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url", "search"})
+LIVE_SETTINGS = frozenset(
+    {"mcp_servers", "tool_rules", "tool_rules_evaluation", "schema_url", "search", "sources", "discovery"}
+)
 """The settings a reload applies to the running gateway; any other that changed takes a restart."""
 
 
@@ -45,10 +49,14 @@ class ConfigReloader:
         self._path = path
         self._config = config
         self._requested = anyio.Event()
-        self._applied: str = _digest(_read(path))
+        self._applied: str = _digest(_read_all(self._watched()))
         """The digest of the file's content last applied (or found broken and reported)."""
         self._doubted: str | None = None
         """The digest of content that would not load, to be looked at once more before it is reported."""
+
+    def _watched(self) -> list[Path]:
+        """The config file, then the files its sources name (as the configuration last applied says)."""
+        return [self._path, *source_paths(self._config, self._path)]
 
     def request(self) -> None:
         """Read the file again now, whatever the watch says (`SIGHUP`); callable from any task."""
@@ -69,12 +77,12 @@ class ConfigReloader:
 
     async def check(self, *, asked: bool = False) -> bool:
         """Reload if the file changed since last applied (or `asked`); whether the gateway changed."""
-        digest = _digest(await anyio.to_thread.run_sync(_read, self._path))
+        digest = _digest(await anyio.to_thread.run_sync(_read_all, self._watched()))
         if digest == self._applied and not asked:
             return False
         why = "on SIGHUP" if asked else "the file changed"
         try:
-            config = await anyio.to_thread.run_sync(load_config, self._path)
+            config = await anyio.to_thread.run_sync(load_with_sources, self._path)
         except ConfigurationError as exc:
             if not asked and digest != self._doubted:
                 self._doubted = digest  # perhaps caught half-way through a save: once more at the next poll
@@ -98,10 +106,19 @@ class ConfigReloader:
             self._applied = digest
             logger.error("configuration not reloaded (%s): %s Still serving the servers it had.", why, exc.message)
             return False
-        previous, self._config, self._applied = self._config, config, digest
-        rules_changed = config.tool_rules != previous.tool_rules
+        previous, self._config = self._config, config
+        # The sources may have changed with the file: what is watched from now on is what it names now.
+        self._applied = (
+            digest
+            if source_paths(config, self._path) == source_paths(previous, self._path)
+            else (_digest(_read_all(self._watched())))
+        )
+        rules_changed = (config.tool_rules, config.tool_rules_evaluation) != (
+            previous.tool_rules,
+            previous.tool_rules_evaluation,
+        )
         if rules_changed:
-            self._gateway.rules.replace(config.tool_rules)
+            self._gateway.rules.replace(config.tool_rules, config.tool_rules_evaluation)
             self._gateway.catalog.rules_changed()  # verdicts again: the index and clients follow
             self._gateway.mirror.changes.bump()  # resources and prompts are listed by the rules too
         search_changed = config.search != self._gateway.search_config
@@ -152,9 +169,16 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _digest(content: bytes | None) -> str:
-    """The content's digest ("" for a file that could not be read: one state like any other content)."""
-    return "" if content is None else hashlib.sha256(content).hexdigest()
+def _read_all(paths: list[Path]) -> list[bytes | None]:
+    return [_read(path) for path in paths]
+
+
+def _digest(contents: list[bytes | None]) -> str:
+    """The files' digest (a file that could not be read counts as one state like any other content)."""
+    digest = hashlib.sha256()
+    for content in contents:
+        digest.update(b"-" if content is None else b"+" + hashlib.sha256(content).digest())
+    return digest.hexdigest()
 
 
 def _sentence(message: str) -> str:
