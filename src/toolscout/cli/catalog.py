@@ -46,7 +46,12 @@ if TYPE_CHECKING:
 
     from toolscout.gateway.explain import ExplainedHit
 
-_STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
+_STATUS_MARK = {
+    "connected": "[green]✓[/green]",
+    "error": "[red]✗[/red]",
+    "disconnected": "[red]✗[/red]",
+    "disabled": "[dim]-[/dim]",
+}
 _STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting"}
 
 RefreshOption = Annotated[
@@ -135,7 +140,7 @@ def list_servers(
             )
         else:
             _print_servers(output, rows, status=status, show_tools=show_tools)
-        if any(row["status"] == "error" for row in rows):
+        if any(row["status"] in ("error", "disconnected") for row in rows):
             raise typer.Exit(EXIT_FAILED)
 
     run(body)

@@ -173,8 +173,8 @@ def _progress(gateway: Gateway) -> Table:
             state = "[yellow]connecting…[/yellow]"
         elif up.status is Status.CONNECTED:
             state = f"[green]{gateway.catalog.counts(up.name)[0]} tools[/green]"
-        elif up.status is Status.ERROR:
-            state = f"[red]error[/red] {escape(up.error or '')}"
+        elif up.status in (Status.ERROR, Status.DISCONNECTED):
+            state = f"[red]{up.status.value}[/red] {escape(up.error or '')}"
         else:
             state = "[dim]disabled[/dim]"
         table.add_row(escape(up.name), state)

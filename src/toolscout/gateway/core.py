@@ -44,7 +44,7 @@ from toolscout.config.models import (
 )
 from toolscout.config.rules import RuleSet
 from toolscout.config.scopes import Scope, current_scope, scoped
-from toolscout.config.secrets import config_secrets
+from toolscout.config.secrets import config_secrets, shown_server
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.explain import ExplainedHit, explained, smart_scores
@@ -345,7 +345,9 @@ class Gateway:
         return [u.name for u in self.upstreams if u.status is Status.CONNECTING and self.cached_at(u.name) is None]
 
     def server_status(self, upstream: Upstream) -> dict[str, Any]:
-        """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready)."""
+        """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready): its
+        status (`disconnected` once a live connection was lost, `error` when an attempt failed) and its
+        configuration entry with every secret masked (`config`)."""
         total, enabled = self.visibility.counts(current_scope(), upstream.name)
         entry: dict[str, Any] = {"name": upstream.name, "description": upstream.description}
         entry |= {"status": upstream.status.value, "toolCount": total, "enabledCount": enabled}
@@ -358,6 +360,8 @@ class Gateway:
             entry["cachedAt"] = datetime.fromtimestamp(cached_at, UTC).isoformat(timespec="seconds")
         if upstream.error:
             entry["error"] = upstream.error
+        if upstream.spec.config is not None:
+            entry["config"] = shown_server(upstream.spec.config)
         if upstream.retry_at is not None:
             entry["retryInSeconds"] = max(0.0, round(upstream.retry_at - time.time(), 1))
         identity = upstream.identity

@@ -162,7 +162,8 @@ class Upstream:
         if self._state.status is Status.IDLE:
             self.connect_if_idle()
             return True
-        if self._state.status is Status.ERROR and self._state.retry_at is not None and self._scope is not None:
+        waiting = self._state.status in (Status.ERROR, Status.DISCONNECTED) and self._state.retry_at is not None
+        if waiting and self._scope is not None:
             self._scope.cancel()  # the backoff's sleep: the loop goes on to the next attempt
             return True
         return False
@@ -477,8 +478,11 @@ class Upstream:
 
     def _fail(self, reason: str) -> None:
         detail = self.spec.transport.diagnostics()
+        # A connection that was up and went away is `disconnected`; an attempt that never got there, `error`.
+        lost = self._state.status is Status.CONNECTED
+        status = Status.DISCONNECTED if lost else Status.ERROR
         # Told to clients (list_mcp_servers) and stored: an HTTP error quotes the URL, stderr may echo a token.
-        self._state.move(Status.ERROR, error=mask_text(f"{reason}; last output: {detail}" if detail else reason))
+        self._state.move(status, error=mask_text(f"{reason}; last output: {detail}" if detail else reason))
         logger.warning("%s: %s (%s)", self.name, self._state.error, self.spec.transport.label)
 
     def _on_closed(self) -> None:
