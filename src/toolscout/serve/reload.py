@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 POLL_SECONDS = 1.0
 """How often the config file is looked at."""
 LIVE_SETTINGS = frozenset(
-    {"mcp_servers", "tool_rules", "tool_rules_evaluation", "schema_url", "search", "sources", "discovery"}
+    {"mcp_servers", "tool_rules", "tool_rules_evaluation", "schema_url", "search", "sources", "discovery", "cache"}
 )
 """The settings a reload applies to the running gateway; any other that changed takes a restart."""
 
@@ -121,6 +121,7 @@ class ConfigReloader:
             self._gateway.rules.replace(config.tool_rules, config.tool_rules_evaluation)
             self._gateway.catalog.rules_changed()  # verdicts again: the index and clients follow
             self._gateway.mirror.changes.bump()  # resources and prompts are listed by the rules too
+        self._gateway.list_cache = config.cache  # (read at each listing: nothing else to do)
         search_changed = config.search != self._gateway.search_config
         if search_changed:
             try:  # (`PUT /api/v1/config/semantic` applies it first, then writes the file: nothing to do then)

@@ -156,6 +156,22 @@ class Upstream:
             return None
         return "2026-07-28" if self.identity.protocol_version in MODERN_PROTOCOL_VERSIONS else "handshake"
 
+    @property
+    def listed_at(self) -> float | None:
+        """When (anyio's clock) the server last listed its tools live; None: not yet."""
+        return self._tools.listed_at
+
+    async def relist(self, within: float) -> None:
+        """List a connected server's tools again now, and wait at most `within` seconds for the list
+        (a server not connected is left as it is: its last list stands)."""
+        client = self._state.live_session
+        if client is None or self._state.status is not Status.CONNECTED:
+            return
+        self._request_refresh()
+        with anyio.move_on_after(within):
+            while self._tools.stale and self._state.live_session is client:
+                await self._state.wait_changed()
+
     def retry_now(self) -> bool:
         """Connect at once instead of waiting: a server waiting out its backoff tries now, an idle one
         connects. Whether it did anything (a connected or connecting server is left alone)."""
