@@ -31,7 +31,8 @@ Without `llm` (and without `sampling`), smart mode works offline: toolscout's ow
 deterministic parameter extractor. Every LLM failure falls back to them.
 
 `ServerSource`, at the end, is the seam between a source of server configs and the gateway that
-connects to them. Today there is one source, the file's `mcpServers` (`ConfiguredServers`): read when
+connects to them. Today there is one source, the file's `mcpServers` (`ConfiguredServers`, with the
+servers of the files its `sources` name already added by config/sources.py): read when
 the gateway starts, and again whenever `serve` reloads the file (serve/reload.py), whose servers it
 then hands to `Gateway.set_servers` (owner "config"). Servers registered at run time reach the
 gateway the same way, under their own owner ("registry").
