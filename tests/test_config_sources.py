@@ -17,6 +17,7 @@ from benchmarks.processes import SERVE_READY, running
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tests.helpers.cli_sandbox import make_sandbox
 from tests.helpers.config_files import (
     BOUND,
     POLL,
@@ -193,3 +194,26 @@ async def test_restart_mode_neither_watches_nor_reads_on_sighup(tmp_path: Path) 
             assert list(servers_of(await client.call_tool("list_mcp_servers", {}))) == ["units"]
             assert gateway.process.returncode is None
         assert not any("configuration reloaded" in line for line in gateway.stderr)
+
+
+def test_config_sources_lists_each_source_with_its_servers(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path)
+    sandbox.write("work/claude.json", json.dumps({"mcpServers": {"units": units()}}))
+    sandbox.write("work/broken.json", '{"mcpServers": {')
+    sources = [
+        {"type": "claude-desktop", "path": "claude.json"},
+        {"type": "windsurf", "path": "nowhere.json"},
+        {"type": "cursor", "path": "broken.json"},
+    ]
+    sandbox.write("work/toolscout.json", json.dumps({"discovery": {"sources": sources}}))
+    listed = sandbox.json("config", "sources")["sources"]
+    assert [(s["type"], s["found"], s.get("servers")) for s in listed] == [
+        ("claude-desktop", True, ["units"]),
+        ("windsurf", False, None),
+        ("cursor", True, None),
+    ]
+    assert "invalid JSON" in listed[2]["error"]
+    shown = sandbox.run("config", "sources", env={"COLUMNS": "1000"})  # one line per entry, unwrapped
+    assert shown.returncode == 0, shown.stderr
+    assert f"claude-desktop ({sandbox.cwd / 'claude.json'}): units" in shown.stdout
+    assert "nowhere.json) — not found" in shown.stdout
