@@ -308,9 +308,9 @@ def test_serve_exits_2_with_one_clear_message(tmp_path: Path, text: str, expecte
     assert done.stderr.startswith(f"✗ Configuration error in {path}")
 
 
-def test_serve_without_any_config_exits_2(tmp_path: Path) -> None:
+def test_serve_without_any_config_exits_2_when_one_is_required(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "toolscout", "serve"],
+        [sys.executable, "-m", "toolscout", "serve", "--require-config"],
         capture_output=True,
         text=True,
         timeout=60,

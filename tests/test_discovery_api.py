@@ -96,7 +96,8 @@ async def test_servers_and_tools_within_each_credentials_scope(sandbox: Sandbox)
         servers = {s["name"]: s for s in data["servers"]}
         assert list(servers) == ["units", "notes"]
         units = servers["units"]
-        assert without(units, "connectedSince", "serverInfo", "instructions") == {
+        assert units["config"] == {"type": "stdio", "command": PYTHON, "args": ["-m", "toolscout.demo.units"]}
+        assert without(units, "connectedSince", "serverInfo", "instructions", "config") == {
             "name": "units",
             "description": units["description"],
             "status": "connected",

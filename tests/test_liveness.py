@@ -36,7 +36,7 @@ async def test_a_pinged_server_that_dies_is_seen_gone_and_found_again(protocol: 
         assert upstream.identity is not None
         assert upstream.identity.protocol_version == era
         await stop(server.process)
-        await status_becomes(upstream, Status.ERROR)  # no call made: the ping told
+        await status_becomes(upstream, Status.DISCONNECTED)  # no call made: the ping told
         assert upstream.error
         async with running(demo, ready=UVICORN_READY):
             await status_becomes(upstream, Status.CONNECTED)

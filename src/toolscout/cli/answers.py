@@ -420,7 +420,7 @@ class CatalogView:
         self._config = config
         self.servers = list(servers)
         self._by_name = {s.name: s for s in self.servers}
-        self.catalog = Catalog(RuleSet(config.tool_rules))
+        self.catalog = Catalog(RuleSet(config.tool_rules, config.tool_rules_evaluation))
         for server in self.servers:
             self.catalog.set_server_tools(server.name, server.tools)
 

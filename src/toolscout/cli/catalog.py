@@ -54,7 +54,12 @@ if TYPE_CHECKING:
     from toolscout.gateway.core import Gateway
     from toolscout.gateway.explain import ExplainedHit
 
-_STATUS_MARK = {"connected": "[green]✓[/green]", "error": "[red]✗[/red]", "disabled": "[dim]-[/dim]"}
+_STATUS_MARK = {
+    "connected": "[green]✓[/green]",
+    "error": "[red]✗[/red]",
+    "disconnected": "[red]✗[/red]",
+    "disabled": "[dim]-[/dim]",
+}
 _STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting"}
 
 RefreshOption = Annotated[
@@ -145,7 +150,7 @@ def list_servers(
         else:
             _print_servers(output, rows, status=status, show_tools=show_tools)
         # (The spec's codes for `list` have none for a server in error: its row says so.)
-        if output.exit_codes == "toolscout" and any(row["status"] == "error" for row in rows):
+        if output.exit_codes == "toolscout" and any(row["status"] in ("error", "disconnected") for row in rows):
             raise typer.Exit(EXIT_FAILED)
 
     run(body)

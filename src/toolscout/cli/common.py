@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import anyio
 import typer
 
-from toolscout.config import ConfigSource, GatewayConfig, find_config, load_config
+from toolscout.config import ConfigSource, GatewayConfig, find_config
 from toolscout.config.loader import check_config_file
 from toolscout.config.models import ExitCodes
+from toolscout.config.sources import load_with_sources
 from toolscout.errors import (
     ArgumentValidationError,
     ConfigurationError,
@@ -179,7 +180,7 @@ def load(
 
             return demo_config(), None
         source = find_config(config)
-        loaded = check_config_file(source.path) if lenient else load_config(source.path)
+        loaded = check_config_file(source.path) if lenient else load_with_sources(source.path)
     except ConfigurationError as exc:
         output.fail(exc)
     output.exit_codes = loaded.cli.exit_codes
@@ -209,8 +210,8 @@ def _progress(gateway: Gateway) -> Table:
             state = "[yellow]connecting…[/yellow]"
         elif up.status is Status.CONNECTED:
             state = f"[green]{gateway.catalog.counts(up.name)[0]} tools[/green]"
-        elif up.status is Status.ERROR:
-            state = f"[red]error[/red] {escape(up.error or '')}"
+        elif up.status in (Status.ERROR, Status.DISCONNECTED):
+            state = f"[red]{up.status.value}[/red] {escape(up.error or '')}"
         else:
             state = "[dim]disabled[/dim]"
         table.add_row(escape(up.name), state)

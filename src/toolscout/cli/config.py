@@ -280,12 +280,13 @@ def config_sources(as_json: JsonOption = False) -> None:
         used: str | None = str(find_config().path)
     except ConfigurationError:
         used = None
+    configured = _configured_sources(Path(used)) if used is not None else []
     clients = [
         {"client": fmt.id, "name": fmt.display_name, "path": str(loc.path), "scope": loc.scope}
         for fmt, loc in discover_here()
     ]
     if as_json:
-        output.data({"used": used, "lookup": lookup, "clients": clients})
+        output.data({"used": used, "lookup": lookup, "sources": configured, "clients": clients})
         return
     output.print("Configuration files (first found is used):")
     for entry in lookup:
@@ -293,9 +294,42 @@ def config_sources(as_json: JsonOption = False) -> None:
         used_mark = "  [bold]← in use[/bold]" if entry["path"] == used else ""
         state = "" if entry["exists"] else " — not found"
         output.print(f"  {mark} {escape(entry['path'])} ({escape(entry['origin'])}){state}{used_mark}")
+    if configured:
+        output.print(f"\nSources its servers are also read from ({len(configured)}):")
+        for entry in configured:
+            where = f"{escape(entry['type'])} ({escape(entry['path'])})"
+            if not entry["found"]:
+                output.print(f"  [dim]✗[/dim] {where} — not found")
+            elif "error" in entry:
+                output.print(f"  [red]✗[/red] {where} — {escape(entry['error'])}")
+            else:
+                output.print(f"  [green]✓[/green] {where}: {escape(', '.join(entry['servers']) or 'no servers')}")
     output.print(f"\nMCP client configurations ({len(clients)} found, importable with `toolscout config import`):")
     for entry in clients:
         output.print(f"  [green]✓[/green] {escape(entry['client'])} ({entry['scope']}): {escape(entry['path'])}")
+
+
+def _configured_sources(path: Path) -> list[dict[str, Any]]:
+    """Each source the configuration at `path` names: its file, whether it exists, and its servers
+    (or why they cannot be read); nothing when the configuration itself cannot be read."""
+    from toolscout.config.loader import check_config_file
+    from toolscout.config.sources import read_source, source_path
+
+    try:
+        config = check_config_file(path)
+    except ConfigurationError:
+        return []  # (`config validate` says why)
+    found: list[dict[str, Any]] = []
+    for source in config.sources:
+        where = source_path(source, path)
+        entry: dict[str, Any] = {"type": source.type, "path": str(where), "found": where.is_file()}
+        if entry["found"]:
+            try:
+                entry["servers"] = list(read_source(source.type, where))
+            except ConfigurationError as exc:
+                entry["error"] = exc.message
+        found.append(entry)
+    return found
 
 
 @config_app.command("path")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import secrets
 import socket
 import sqlite3
@@ -29,7 +30,7 @@ import typer
 from toolscout import __version__
 from toolscout.cli import startup_over
 from toolscout.cli.common import EXIT_CONFIG, EXIT_INVALID, ConfigOption, Output, load, run
-from toolscout.config import GatewayConfig
+from toolscout.config import ConfigSource, GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.errors import ConfigurationError, RegistryUnavailable, ToolscoutError
 from toolscout.masking import install_log_masking
@@ -142,18 +143,36 @@ def serve(
             "the port can run every tool. Without it, that refuses to start.",
         ),
     ] = False,
+    require_config: Annotated[
+        bool,
+        typer.Option(
+            "--require-config",
+            help="Exit with a message (code 2) when no configuration file is found, instead of serving "
+            "the built-in empty configuration.",
+        ),
+    ] = False,
 ) -> None:
     """Run the gateway as an MCP server."""
     setup_logging(log_level, background=True, log_format=log_format)
     output = Output()
-    gateway_config, source = load(config, output, demo=demo)
+    default_path = None if require_config or demo or config is not None else _default_config_path()
+    if default_path is not None:
+        gateway_config, source = GatewayConfig(), ConfigSource(default_path, "built-in default")
+        typer.echo(
+            f"toolscout: no configuration file found; serving none until one is written to {default_path} "
+            "(read as soon as it is saved). See `toolscout config sources` for every place looked in, "
+            "or pass --config FILE.",
+            err=True,
+        )
+    else:
+        gateway_config, source = load(config, output, demo=demo)
     loaded = gateway_config
     if allow_host or allow_origin:
         gateway_config = _with_allowed(gateway_config, allow_host or [], allow_origin or [], output)
     # Where this machine's command line asks this gateway instead of starting the servers itself
     # (local_socket.py): worked out from the config as loaded, whatever --mode shows the clients.
     answering: tuple[Path, Path] | None = None
-    if source is not None:
+    if source is not None and default_path is None:
         from toolscout.serve.local_socket import socket_path
 
         cli_path = socket_path(source.path, gateway_config)
@@ -173,7 +192,18 @@ def serve(
             )
     # The file as loaded, before any option changed it: what its next version is compared with (reload.py).
     watched = (source.path, loaded) if source is not None else None
+    if watched is not None and loaded.config_reload == "restart":
+        typer.echo("toolscout: configReload is restart: changes to the configuration take a restart", err=True)
     run(_serve, gateway_config, sock, host, stateless, log_level, answering, watched, insecure_no_auth)
+
+
+def _default_config_path() -> Path | None:
+    """Where the configuration goes when none is found anywhere (None: one was found, or named)."""
+    from toolscout.config.locations import CONFIG_ENV_VAR, candidate_paths, user_config_dir
+
+    if os.environ.get(CONFIG_ENV_VAR) or any(c.path.is_file() for c in candidate_paths()):
+        return None
+    return user_config_dir() / "config.json"
 
 
 def _with_allowed(config: GatewayConfig, hosts: list[str], origins: list[str], output: Output) -> GatewayConfig:
@@ -265,7 +295,10 @@ async def _serve_with(
     metrics = (
         MetricsAccess(gateway.metrics, public=config.telemetry.metrics.public) if gateway.metrics.enabled else None
     )
-    reloader = ConfigReloader(gateway, *watched) if watched is not None else None
+    live = watched is not None and watched[1].config_reload == "live"
+    reloader = ConfigReloader(gateway, *watched) if watched is not None and live else None
+    # The file itself, for the pages that edit it: none while the built-in default is served.
+    config_file = watched[0] if watched is not None and watched[0].is_file() else None
     shared = config.registry.backend == "redis" and config.catalog_cache.enabled
     per_namespace, total = config.registry.max_registrations_per_namespace, config.registry.max_registrations
     registrations = Registrations(registry, gateway, shared_catalog=shared, per_namespace=per_namespace, total=total)
@@ -276,7 +309,11 @@ async def _serve_with(
         # Stop signals are handled from before the first upstream starts until the last has stopped:
         # one that came while they are being stopped must not kill the gateway and leave them running.
         signals.start_soon(
-            functools.partial(stop_on_signals, stop, reload=reloader.request if reloader is not None else None)
+            functools.partial(
+                stop_on_signals,
+                stop,
+                reload=reloader.request if reloader is not None else (restart_notice if watched is not None else None),
+            )
         )
         async with (
             tracing(config),
@@ -329,14 +366,14 @@ async def _serve_with(
                         replica=replica,
                         connections=ConnectionLimits.of(config.http),
                         metrics=metrics,
-                        config_file=watched[0] if watched is not None else None,
+                        config_file=config_file,
                         dashboard=dashboard_app(
                             Dashboard(
                                 gateway,
                                 principals or AnonymousPrincipals(),
                                 registry,
                                 registrations,
-                                config_path=watched[0] if watched is not None else None,
+                                config_path=config_file,
                                 reloader=reloader,
                                 smart=smart_box(config, gateway),
                                 mode=config.mode,
@@ -345,6 +382,13 @@ async def _serve_with(
                     )
             stop.set()  # serving is over (stdin closed, or a signal): a signal from now on is only logged
         signals.cancel_scope.cancel()
+
+
+def restart_notice() -> None:
+    """SIGHUP under `configReload: restart`: nothing is read again, and the log says so."""
+    logging.getLogger(__name__).warning(
+        "received SIGHUP; configReload is restart, so the configuration is not read again: restart toolscout serve"
+    )
 
 
 def smart_box(config: GatewayConfig, gateway: Gateway) -> SmartDiscovery | None:

@@ -20,6 +20,7 @@ from pydantic_core import ErrorDetails
 from toolscout.config import formats
 from toolscout.config.http import AuthConfig, ClientKey
 from toolscout.config.models import (
+    DISCOVERY_KEYS,
     SERVER_KIND_TAGS,
     AuditConfig,
     GatewayConfig,
@@ -169,6 +170,18 @@ def _auth_problems(config: GatewayConfig) -> list[str]:
     return problems
 
 
+def parse_text(text: str, fmt: str, origin: str) -> Any:
+    """Parse a document in `fmt` (json with comments, yaml/yml or toml) as it is written, or raise a
+    `ConfigurationError` naming `origin` and the place of the mistake."""
+    return _parse_text(text, fmt, origin)
+
+
+def server_problem(name: str, err: ErrorDetails) -> str:
+    """One validation error of the server entry `name` read elsewhere (a source), said as the
+    configuration's own are (`mcpServers.name.key: what is wrong`)."""
+    return _describe(cast(ErrorDetails, {**err, "loc": ("mcpServers", name, *err["loc"])}))
+
+
 def _parse_text(text: str, fmt: str, origin: str) -> Any:
     if fmt in ("yaml", "yml"):
         return _parse_yaml(text, origin)
@@ -269,6 +282,9 @@ _KNOWN_KEYS: dict[str, set[str]] = {
     "auth": {to_camel(n) for model in (AuthConfig, ClientKey) for n in model.model_fields},
     "smart": {to_camel(n) for model in (SmartConfig, SmartWeights, SmartCacheConfig) for n in model.model_fields},
     "llm": {to_camel(n) for n in LLMConfig.model_fields},
+    "discovery": {"enabled", *DISCOVERY_KEYS},
+    "sources": {"type", "path"},
+    "cache": {"enabled", "ttl"},
 }
 
 
@@ -298,9 +314,16 @@ def _describe(err: ErrorDetails) -> str:
         scope = (
             "top"
             if len(loc) == 1
-            else {"toolRules": "rule", "audit": "audit", "auth": "auth", "smart": "smart", "llm": "llm"}.get(
-                str(loc[0]), "server"
-            )
+            else {
+                "toolRules": "rule",
+                "audit": "audit",
+                "auth": "auth",
+                "smart": "smart",
+                "llm": "llm",
+                "discovery": "discovery",
+                "sources": "sources",
+                "cache": "cache",
+            }.get(str(loc[0]), "server")
         )
         return f"{path}: unknown key{key_hint(key, sorted(_KNOWN_KEYS[scope]))}"
     if kind == "missing":

@@ -31,7 +31,8 @@ Without `llm` (and without `sampling`), smart mode works offline: toolscout's ow
 deterministic parameter extractor. Every LLM failure falls back to them.
 
 `ServerSource`, at the end, is the seam between a source of server configs and the gateway that
-connects to them. Today there is one source, the file's `mcpServers` (`ConfiguredServers`): read when
+connects to them. Today there is one source, the file's `mcpServers` (`ConfiguredServers`, with the
+servers of the files its `sources` name already added by config/sources.py): read when
 the gateway starts, and again whenever `serve` reloads the file (serve/reload.py), whose servers it
 then hands to `Gateway.set_servers` (owner "config"). Servers registered at run time reach the
 gateway the same way, under their own owner ("registry").
@@ -45,7 +46,7 @@ import os
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, cast
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
@@ -53,7 +54,7 @@ from pydantic.alias_generators import to_camel
 
 from toolscout.config.http import AuthConfig, HttpServeConfig
 from toolscout.config.locations import absolute_path, user_log_dir
-from toolscout.config.rules import ToolRule, patterns_compile
+from toolscout.config.rules import RuleEvaluation, ToolRule, patterns_compile
 from toolscout.config.telemetry import TelemetryConfig
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -547,6 +548,45 @@ class SmartConfig(_Model):
         return {"enabled": value} if isinstance(value, bool) else value
 
 
+DEFAULT_LIST_TTL = 3600.0
+"""An hour: how long the design keeps its server list and each server's tool summaries."""
+
+
+class ListCacheConfig(_Model):
+    """How long the server list and each server's tool summaries are trusted (`cache`): past `ttl`
+    seconds since a server last listed its tools, the next question about it lists them again."""
+
+    enabled: bool = True
+    """Off: every list_mcp_servers and list_tools lists the connected servers' tools again first."""
+    ttl: float = Field(default=DEFAULT_LIST_TTL, gt=0)
+    """Seconds a server's tool list is answered as it is before it is listed again."""
+
+
+SourceType = Literal["claude-desktop", "docker-mcp", "windsurf", "cursor", "vscode", "custom"]
+"""Whose file a source is: an MCP client's (`mcpServers`; VS Code's `servers`), or toolscout's own
+`custom` YAML (`servers: {name: {description, connection: {type, command, args, url}, tools}}`)."""
+
+
+class ServerFileSource(_Model):
+    """A file of server entries read beside `mcpServers` (`sources`), again whenever it changes."""
+
+    type: SourceType
+    path: str = Field(min_length=1)
+    """`~` is expanded; a relative path is read from the configuration file's directory."""
+
+
+DISCOVERY_KEYS = ("cache", "sources", "toolRules", "toolRulesEvaluation")
+"""The keys the design writes under `discovery:`, read as if written at the top level."""
+
+
+class DiscoveryConfig(_Model):
+    """What is left of the design's `discovery:` section once its keys are read at the top level."""
+
+    enabled: bool = True
+    """False: `cache`, `sources`, `toolRules` and `toolRulesEvaluation` written under `discovery` are
+    left out, as if not written (the file's own `mcpServers` are still served)."""
+
+
 DEFAULT_MAX_CONNECTING = 32
 """Enough for every server of a usual config at once; with hundreds, the first ones connect without
 waiting for the rest (each connection costs the gateway CPU, and stdio servers a process each)."""
@@ -576,6 +616,18 @@ class GatewayConfig(_Model):
     schema_url: str | None = Field(default=None, alias="$schema")
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict[str, ServerConfig])
     tool_rules: list[ToolRule] = Field(default_factory=list[ToolRule])
+    tool_rules_evaluation: RuleEvaluation = "first-match"
+    """Which matching rule decides whether a tool is enabled (config/rules.py): `first-match`,
+    `first-change` (the design's pseudocode) or `deny-wins` (how its examples read)."""
+    discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
+    """The design's `discovery:` section: its `cache`, `sources` and `toolRules` count as top-level keys."""
+    sources: list[ServerFileSource] = Field(default_factory=list[ServerFileSource])
+    """Other files whose servers are served beside `mcpServers` (a name already taken is skipped)."""
+    cache: ListCacheConfig = Field(default_factory=ListCacheConfig)
+    """How long each server's tool list is trusted before it is listed again."""
+    config_reload: Literal["live", "restart"] = "live"
+    """`live`: edits of this file (and of its `sources`) apply while serving, as does SIGHUP; `restart`:
+    the file is read once, and a change takes a restart of `toolscout serve`."""
     mode: ModeName = "discovery"
     search: SearchConfig = Field(default_factory=SearchConfig)
     max_output_chars: int | None = Field(default=None, ge=1)
@@ -617,6 +669,32 @@ class GatewayConfig(_Model):
     """`/metrics` and OpenTelemetry traces (config/telemetry.py)."""
     cli: CliConfig = Field(default_factory=CliConfig)
     """The command line's exit codes."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _discovery_section(cls, data: Any) -> Any:
+        """Read the keys of the design's `discovery:` section as top-level keys (left out when it says
+        `enabled: false`); a key written in both places is refused, since neither would be obviously meant."""
+        if not isinstance(data, dict):
+            return data
+        raw: dict[str, Any] = dict(cast(dict[str, Any], data))
+        if not isinstance(raw.get("discovery"), dict):
+            return raw
+        section = dict(cast(dict[str, Any], raw["discovery"]))
+        lifted = {key: section.pop(key) for key in DISCOVERY_KEYS if key in section}
+        raw["discovery"] = section
+        if section.get("enabled") is False:
+            return raw
+        for key, value in lifted.items():
+            if key in raw:
+                raise ValueError(f"{key} is written both at the top level and under discovery: keep one of the two")
+            raw[key] = value
+        return raw
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _list_cache_flag(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
 
     @field_validator("catalog_cache", mode="before")
     @classmethod

@@ -8,8 +8,13 @@ the rule, and a rule made only of negations matches every other name. The audit 
 keys are written the same way.
 
 A rule may be limited to one server (`server`, itself a glob). Tags accumulate from every matching
-rule; the first matching rule that sets `enabled` decides. As soon as any rule says `enabled: true`
-the rules are a whitelist, and tools no rule enables are disabled.
+rule. As soon as any rule says `enabled: true` the rules are a whitelist, and tools no rule enables
+are disabled. Which of the matching rules that set `enabled` decides is `toolRulesEvaluation`
+(`RuleEvaluation`): the first one (`first-match`, the default, as the design's prose says), the first
+one that changes the tool's default verdict (`first-change`, its pseudocode read line by line: in a
+whitelist a matching `enabled: false` changes nothing, so a later `enabled: true` still enables), or
+any `enabled: false` over every `enabled: true` (`deny-wins`, how its examples read: `['*']` enabled,
+then `['*delete*']` disabled, blocks the delete tools).
 
 A rule's `kind` says what it is about: `tool` (the default: tool names), `prompt` (prompt names) or
 `resource` (resource URIs, and resource templates by their URI template). Only rules of the asked
@@ -122,6 +127,11 @@ def patterns_compile(patterns: list[str]) -> list[str]:
     return patterns
 
 
+RuleEvaluation = Literal["first-match", "first-change", "deny-wins"]
+"""Which matching rule's `enabled` decides a tool's verdict (the module's docstring says each)."""
+RULE_EVALUATIONS: tuple[RuleEvaluation, ...] = ("first-match", "first-change", "deny-wins")
+
+
 class ToolRule(BaseModel):
     """One entry of `toolRules`: which tools it matches, and what it says about them."""
 
@@ -174,11 +184,16 @@ class _CompiledRule:
 class RuleSet:
     """The compiled `toolRules`, applied to (server, name) pairs of one kind (tools unless told)."""
 
-    def __init__(self, rules: Sequence[ToolRule] = ()) -> None:
+    def __init__(self, rules: Sequence[ToolRule] = (), evaluation: RuleEvaluation = "first-match") -> None:
+        self.evaluation: RuleEvaluation = evaluation
+        """Which matching rule decides (`RuleEvaluation`)."""
         self.replace(rules)
 
-    def replace(self, rules: Sequence[ToolRule]) -> None:
-        """Apply `rules` from now on, in place (whoever holds this set sees them: a reloaded config)."""
+    def replace(self, rules: Sequence[ToolRule], evaluation: RuleEvaluation | None = None) -> None:
+        """Apply `rules` (and `evaluation`, when given) from now on, in place (whoever holds this set sees
+        them: a reloaded config)."""
+        if evaluation is not None:
+            self.evaluation = evaluation
         self.rules = tuple(rules)
         """The rules as written, in order."""
         self._rules = tuple(
@@ -202,12 +217,31 @@ class RuleSet:
     def deciding(self, server: str, tool: str, kind: RuleKind = "tool") -> int | None:
         """The index in `toolRules` of the rule that enables or disables `server`'s `tool` (None: no
         rule does, and it is enabled unless the rules of its kind are a whitelist)."""
-        for index, rule in enumerate(self._rules):
-            if rule.kind != kind or rule.enabled is None:
-                continue
-            if (rule.server is None or rule.server(server)) and rule.patterns.matches(tool):
-                return index
-        return None
+        said = [
+            (index, rule.enabled)
+            for index, rule in enumerate(self._rules)
+            if rule.kind == kind
+            and rule.enabled is not None
+            and (rule.server is None or rule.server(server))
+            and rule.patterns.matches(tool)
+        ]
+        return self._decide(said, kind)[1]
+
+    def _decide(self, said: Sequence[tuple[int, bool]], kind: RuleKind) -> tuple[bool, int | None]:
+        """Whether a name is enabled, given what the matching rules of `kind` said (index, `enabled`) in
+        order, and the index of the rule whose word that is (None: the default)."""
+        default = kind not in self._whitelists
+        if not said:
+            return default, None
+        if self.evaluation == "deny-wins":
+            denied = next((index for index, enabled in said if not enabled), None)
+            return (False, denied) if denied is not None else (True, said[0][0])
+        if self.evaluation == "first-change":
+            # A rule decides only while the verdict is still the default; the first that changes it ends that.
+            changed = next((index for index, enabled in said if enabled != default), None)
+            return (not default, changed) if changed is not None else (default, said[0][0])
+        index, enabled = said[0]
+        return enabled, index
 
     def hiding(self, server: str, tool: str) -> int | None:
         """The index in `toolRules` of the rule that says whether `server`'s `tool` is hidden from
@@ -221,21 +255,20 @@ class RuleSet:
 
     def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
         """Return what the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
-        enabled: bool | None = None
         hidden: bool | None = None
         tags: dict[str, None] = {}
-        for rule in self._rules:
+        said: list[tuple[int, bool]] = []
+        for index, rule in enumerate(self._rules):
             if rule.kind != kind:
                 continue
             if rule.server is not None and not rule.server(server):
                 continue
             if not rule.patterns.matches(tool):
                 continue
-            if enabled is None and rule.enabled is not None:
-                enabled = rule.enabled
+            if rule.enabled is not None:
+                said.append((index, rule.enabled))
             if hidden is None and rule.hidden is not None:
                 hidden = rule.hidden
             tags.update(dict.fromkeys(rule.tags))
-        if enabled is None:
-            enabled = kind not in self._whitelists
+        enabled = self._decide(said, kind)[0]
         return Verdict(enabled=enabled, tags=tuple(tags), hidden=bool(hidden))

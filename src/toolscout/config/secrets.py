@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from toolscout.masking import MASK, has_reference, looks_like_token, mask_args, mask_text, secret_name
 
 if TYPE_CHECKING:
-    from toolscout.config.models import GatewayConfig
+    from toolscout.config.models import AnyServerConfig, GatewayConfig
 
 _SAFE_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "mcp-protocol-version"})
 _FOUND = "\x00"
@@ -45,6 +45,14 @@ def mask_server(entry: Mapping[str, Any]) -> dict[str, Any]:
         else:
             masked[key] = value
     return masked
+
+
+def shown_server(config: AnyServerConfig) -> dict[str, Any]:
+    """A server's configuration entry as anyone may be shown it: its transport (`type`) and the keys it
+    sets other than to their defaults, as a file writes them, with every secret masked (`mask_server`)."""
+    entry = config.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    entry.pop("kind", None)
+    return mask_server({"type": config.kind, **entry})
 
 
 def mask_auth(auth: Mapping[str, Any], written: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, cast
@@ -38,13 +38,14 @@ from toolscout.config.models import (
     DEFAULT_MIN_RELEVANCE,
     ConfiguredServers,
     GatewayConfig,
+    ListCacheConfig,
     SearchConfig,
     ServerSource,
     SmartConfig,
 )
 from toolscout.config.rules import RuleSet
 from toolscout.config.scopes import Scope, current_scope, scoped
-from toolscout.config.secrets import config_secrets
+from toolscout.config.secrets import config_secrets, shown_server
 from toolscout.errors import InvalidArguments, ToolscoutError
 from toolscout.gateway.audit import AuditLog
 from toolscout.gateway.explain import ExplainedHit, explained, smart_scores
@@ -161,6 +162,8 @@ class Gateway:
             min_relevance=min_relevance, max_query_chars=max_query_chars, max_query_steps=max_query_steps
         )
         """The `search` settings searches run by (`configure_search` changes them while running)."""
+        self.list_cache = ListCacheConfig()
+        """`cache`: how long a server's tool list answers listings before it is listed again (a reload sets it)."""
         self.smart: SmartConfig | None = None
         """Smart mode's settings when a client may call `smart_tool_discovery` (`explain_search` adds its scores)."""
         self.llm_picks: list[Callable[[str], Mapping[tuple[str, str], LLMPick] | None]] = []
@@ -202,8 +205,9 @@ class Gateway:
             kwargs.setdefault("catalog_store", catalog_store(config))  # shared through Redis by replicas
         kwargs.setdefault("pins", ToolPins.from_config(config))
         kwargs.setdefault("metrics", Metrics(enabled=config.telemetry.metrics.enabled))
-        gateway = cls(specs, rules=RuleSet(config.tool_rules), **kwargs)
+        gateway = cls(specs, rules=RuleSet(config.tool_rules, config.tool_rules_evaluation), **kwargs)
         gateway.search_config = config.search
+        gateway.list_cache = config.cache
         if config.mode == "smart" or config.smart_tool:
             gateway.smart = config.smart
         return gateway
@@ -345,7 +349,9 @@ class Gateway:
         return [u.name for u in self.upstreams if u.status is Status.CONNECTING and self.cached_at(u.name) is None]
 
     def server_status(self, upstream: Upstream) -> dict[str, Any]:
-        """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready)."""
+        """One server as `list_mcp_servers` and `toolscout list` show it (camelCase keys, JSON-ready): its
+        status (`disconnected` once a live connection was lost, `error` when an attempt failed) and its
+        configuration entry with every secret masked (`config`)."""
         total, enabled = self.visibility.counts(current_scope(), upstream.name)
         entry: dict[str, Any] = {"name": upstream.name, "description": upstream.description}
         entry |= {"status": upstream.status.value, "toolCount": total, "enabledCount": enabled}
@@ -358,6 +364,8 @@ class Gateway:
             entry["cachedAt"] = datetime.fromtimestamp(cached_at, UTC).isoformat(timespec="seconds")
         if upstream.error:
             entry["error"] = upstream.error
+        if upstream.spec.config is not None:
+            entry["config"] = shown_server(upstream.spec.config)
         if upstream.retry_at is not None:
             entry["retryInSeconds"] = max(0.0, round(upstream.retry_at - time.time(), 1))
         identity = upstream.identity
@@ -483,12 +491,33 @@ class Gateway:
         candidates = self._index.by_method(query, limit=limit, method=method, prefer=prefer)
         return await self._timed("smart", candidates)
 
+    async def relist_expired(self, upstreams: Iterable[Upstream] | None = None) -> None:
+        """List again, together, the tools of the connected servers (of `upstreams`, default all) whose
+        list is older than `cache.ttl` (every one's when `cache.enabled` is false), so that a listing
+        answers what they offer now; each gets at most `RELIST_WAIT` seconds, its last list standing after.
+        A server that is not connected keeps its last list (or the persistent catalog's) as it is."""
+        ttl = self.list_cache.ttl if self.list_cache.enabled else 0.0
+        now = anyio.current_time()
+        due = [
+            up
+            for up in (self.upstreams if upstreams is None else upstreams)
+            if up.status is Status.CONNECTED and (up.listed_at is None or now - up.listed_at >= ttl)
+        ]
+        if not due:
+            return
+        async with anyio.create_task_group() as tg:
+            for up in due:
+                tg.start_soon(up.relist, min(up.spec.call_timeout, RELIST_WAIT))
+
     async def tools(
         self, server: str, *, include_disabled: bool = False, include_hidden: bool = False
     ) -> list[CatalogTool]:
         """The tools of one server as a listing shows them, the hidden ones left out unless asked
-        (waiting for it if it is still connecting and has no stored catalog)."""
-        await self._catalog_ready(self.upstream(server))
+        (waiting for it if it is still connecting and has no stored catalog; listed again first when
+        its list is older than `cache.ttl`)."""
+        upstream = self.upstream(server)
+        await self._catalog_ready(upstream)
+        await self.relist_expired([upstream])
         return self.visibility.tools(
             current_scope(), server, include_disabled=include_disabled, include_hidden=include_hidden
         )
@@ -558,6 +587,11 @@ class Gateway:
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, seconds * 1000, extra=extra)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
         return await fit_result_off_loop(cap_output(without_hop_metadata(result), cap), self.max_result_bytes)
+
+
+RELIST_WAIT = 5.0
+"""The longest a listing waits for a server to list its tools again once its list expired (`cache.ttl`):
+a server that takes longer is answered from its last list, which it replaces when it arrives."""
 
 
 def _built(backend: SearchBackend) -> SearchBackend:

@@ -402,6 +402,7 @@ class ExecuteArgs(ToolRefArgs):
 
 async def list_mcp_servers(gateway: Gateway, _: ListServersArgs) -> types.CallToolResult:
     await gateway.settle_startup()
+    await gateway.relist_expired()  # the counts of a list older than `cache.ttl` are asked again first
     servers: list[dict[str, Any]] = []
     for up in gateway.upstreams:
         entry = gateway.server_status(up)

@@ -1,7 +1,9 @@
 """Keeping a running gateway in step with its config file: the file is watched (its content looked at
-about once a second, so an editor that replaces the file is seen as one that rewrites it) and read
-again on `SIGHUP`; what changed in `mcpServers` is applied (`Gateway.set_servers`, owner "config"),
-`toolRules` and `search` too, and every other setting that changed is named as needing a restart.
+about once a second, so an editor that replaces the file is seen as one that rewrites it), as are the
+files its `sources` name (a client's config edited later), and read again on `SIGHUP`; what changed in
+`mcpServers` is applied (`Gateway.set_servers`, owner "config"), `toolRules` and `search` too, and
+every other setting that changed is named as needing a restart. With `configReload: restart` none of
+this runs: `serve` says at start that changes take a restart, and `SIGHUP` only says so again.
 `toolscout config reload` asks for the same on the command line's local socket (`reload_route`), and
 is answered with what the reload did (`ReloadOutcome`).
 
@@ -22,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolscout.config.loader import load_config
 from toolscout.config.models import ConfiguredServers, GatewayConfig
+from toolscout.config.sources import load_with_sources, source_paths
 from toolscout.errors import ConfigurationError
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.upstreams import CONFIG_OWNER
@@ -36,7 +38,19 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """How often the config file is looked at."""
-LIVE_SETTINGS = frozenset({"mcp_servers", "tool_rules", "schema_url", "search", "cli"})
+LIVE_SETTINGS = frozenset(
+    {
+        "mcp_servers",
+        "tool_rules",
+        "tool_rules_evaluation",
+        "schema_url",
+        "search",
+        "sources",
+        "discovery",
+        "cache",
+        "cli",
+    }
+)
 """The settings a reload applies to the running gateway (`cli` is read by each command, not by the
 gateway); any other that changed takes a restart."""
 
@@ -77,7 +91,7 @@ class ConfigReloader:
         self._path = path
         self._config = config
         self._requested = anyio.Event()
-        self._applied: str = _digest(_read(path))
+        self._applied: str = _digest(_read_all(self._watched()))
         """The digest of the file's content last applied (or found broken and reported)."""
         self._doubted: str | None = None
         """The digest of content that would not load, to be looked at once more before it is reported."""
@@ -98,10 +112,14 @@ class ConfigReloader:
         watch has tried already (the command usually comes a moment after the save) is not applied
         twice: its outcome is the answer."""
         async with self._lock:
-            digest = _digest(await anyio.to_thread.run_sync(_read, self._path))
+            digest = _digest(await anyio.to_thread.run_sync(_read_all, self._watched()))
             if digest != self._outcome_of:
                 await self._check(asked=True, why="asked by `toolscout config reload`")
             return self.outcome
+
+    def _watched(self) -> list[Path]:
+        """The config file, then the files its sources name (as the configuration last applied says)."""
+        return [self._path, *source_paths(self._config, self._path)]
 
     def request(self) -> None:
         """Read the file again now, whatever the watch says (`SIGHUP`); callable from any task."""
@@ -126,12 +144,12 @@ class ConfigReloader:
             return await self._check(asked=asked)
 
     async def _check(self, *, asked: bool, why: str | None = None) -> bool:
-        digest = _digest(await anyio.to_thread.run_sync(_read, self._path))
+        digest = _digest(await anyio.to_thread.run_sync(_read_all, self._watched()))
         if digest == self._applied and not asked:
             return False
         why = why or ("on SIGHUP" if asked else "the file changed")
         try:
-            config = await anyio.to_thread.run_sync(load_config, self._path)
+            config = await anyio.to_thread.run_sync(load_with_sources, self._path)
         except ConfigurationError as exc:
             if not asked and digest != self._doubted:
                 self._doubted = digest  # perhaps caught half-way through a save: once more at the next poll
@@ -157,12 +175,22 @@ class ConfigReloader:
             self.outcome, self._outcome_of = ReloadOutcome(why=why, error=_sentence(exc.message)), digest
             logger.error("configuration not reloaded (%s): %s Still serving the servers it had.", why, exc.message)
             return False
-        previous, self._config, self._applied = self._config, config, digest
-        rules_changed = config.tool_rules != previous.tool_rules
+        previous, self._config = self._config, config
+        # The sources may have changed with the file: what is watched from now on is what it names now.
+        self._applied = (
+            digest
+            if source_paths(config, self._path) == source_paths(previous, self._path)
+            else (_digest(_read_all(self._watched())))
+        )
+        rules_changed = (config.tool_rules, config.tool_rules_evaluation) != (
+            previous.tool_rules,
+            previous.tool_rules_evaluation,
+        )
         if rules_changed:
-            self._gateway.rules.replace(config.tool_rules)
+            self._gateway.rules.replace(config.tool_rules, config.tool_rules_evaluation)
             self._gateway.catalog.rules_changed()  # verdicts again: the index and clients follow
             self._gateway.mirror.changes.bump()  # resources and prompts are listed by the rules too
+        self._gateway.list_cache = config.cache  # (read at each listing: nothing else to do)
         search_changed = config.search != self._gateway.search_config
         if search_changed:
             try:  # (`PUT /api/v1/config/semantic` applies it first, then writes the file: nothing to do then)
@@ -237,9 +265,16 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _digest(content: bytes | None) -> str:
-    """The content's digest ("" for a file that could not be read: one state like any other content)."""
-    return "" if content is None else hashlib.sha256(content).hexdigest()
+def _read_all(paths: list[Path]) -> list[bytes | None]:
+    return [_read(path) for path in paths]
+
+
+def _digest(contents: list[bytes | None]) -> str:
+    """The files' digest (a file that could not be read counts as one state like any other content)."""
+    digest = hashlib.sha256()
+    for content in contents:
+        digest.update(b"-" if content is None else b"+" + hashlib.sha256(content).digest())
+    return digest.hexdigest()
 
 
 def _sentence(message: str) -> str:

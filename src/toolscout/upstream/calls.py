@@ -403,6 +403,8 @@ class ServerTools:
         """The server announced a change that no listing has fetched yet."""
         self.stale = False
         """The server said its tools changed and the new list has not arrived yet: calls wait for it."""
+        self.listed_at: float | None = None
+        """When (anyio's clock) the server last listed its tools live; None: not yet."""
 
     def announced_change(self) -> None:
         """The server said its tools changed."""
@@ -437,6 +439,7 @@ class ServerTools:
     def list_live(self, tools: Sequence[types.Tool]) -> None:
         """List what the server listed just now."""
         self.catalog.set_server_tools(self._server, tools)
+        self.listed_at = anyio.current_time()
         # What it really offers: listed while it is idle, reconnecting or down, until it says otherwise.
         self.offline = tuple(tools)
         self._on_listed(tools)

@@ -156,13 +156,30 @@ class Upstream:
             return None
         return "2026-07-28" if self.identity.protocol_version in MODERN_PROTOCOL_VERSIONS else "handshake"
 
+    @property
+    def listed_at(self) -> float | None:
+        """When (anyio's clock) the server last listed its tools live; None: not yet."""
+        return self._tools.listed_at
+
+    async def relist(self, within: float) -> None:
+        """List a connected server's tools again now, and wait at most `within` seconds for the list
+        (a server not connected is left as it is: its last list stands)."""
+        client = self._state.live_session
+        if client is None or self._state.status is not Status.CONNECTED:
+            return
+        self._request_refresh()
+        with anyio.move_on_after(within):
+            while self._tools.stale and self._state.live_session is client:
+                await self._state.wait_changed()
+
     def retry_now(self) -> bool:
         """Connect at once instead of waiting: a server waiting out its backoff tries now, an idle one
         connects. Whether it did anything (a connected or connecting server is left alone)."""
         if self._state.status is Status.IDLE:
             self.connect_if_idle()
             return True
-        if self._state.status is Status.ERROR and self._state.retry_at is not None and self._scope is not None:
+        waiting = self._state.status in (Status.ERROR, Status.DISCONNECTED) and self._state.retry_at is not None
+        if waiting and self._scope is not None:
             self._scope.cancel()  # the backoff's sleep: the loop goes on to the next attempt
             return True
         return False
@@ -477,8 +494,11 @@ class Upstream:
 
     def _fail(self, reason: str) -> None:
         detail = self.spec.transport.diagnostics()
+        # A connection that was up and went away is `disconnected`; an attempt that never got there, `error`.
+        lost = self._state.status is Status.CONNECTED
+        status = Status.DISCONNECTED if lost else Status.ERROR
         # Told to clients (list_mcp_servers) and stored: an HTTP error quotes the URL, stderr may echo a token.
-        self._state.move(Status.ERROR, error=mask_text(f"{reason}; last output: {detail}" if detail else reason))
+        self._state.move(status, error=mask_text(f"{reason}; last output: {detail}" if detail else reason))
         logger.warning("%s: %s (%s)", self.name, self._state.error, self.spec.transport.label)
 
     def _on_closed(self) -> None:

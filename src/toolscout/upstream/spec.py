@@ -10,11 +10,12 @@ sets or clears what belongs to the status entered:
     CONNECTING → CONNECTED   the handshake and the first tool list are done
     CONNECTING → ERROR       it failed, or did not finish within its connect timeout
     CONNECTING → IDLE        a lazy server whose catalog is known waits for its first call
-    CONNECTED  → ERROR       the connection was lost (or ended by the server)
+    CONNECTED  → DISCONNECTED  the connection was lost (or ended by the server)
     CONNECTED  → IDLE        closed after `idleTimeout` without calls
     CONNECTED  → CONNECTED   connected again straight after an idle close that was asked to reconnect
     IDLE       → CONNECTING  a call needs it (`connect_if_idle()`)
     ERROR      → CONNECTING  the backoff is over
+    DISCONNECTED → CONNECTING  likewise
     DISABLED                 never moves
 
 Two conditions sit beside the status, because neither changes what users are shown at once:
@@ -90,6 +91,8 @@ class UpstreamSpec:
     """Declared in the config: listed until the server's own list replaces them."""
     cache_key: str | None = None
     """Its key in the persistent catalog (a hash of its config entry); None: never kept there."""
+    config: AnyServerConfig | None = None
+    """Its configuration entry, when it has one (`server_status` shows it, secrets masked)."""
     namespace: str | None = None
     """The namespace it was registered in at run time (`name` is then `{namespace}.{registered}`,
     `toolscout.config.scopes.qualified_name`); None: the global namespace (the config file's servers)."""
@@ -123,6 +126,7 @@ class UpstreamSpec:
                 for t in config.tools
             ),
             cache_key=config_hash(config),
+            config=config,
         )
 
 
@@ -164,14 +168,18 @@ class Status(StrEnum):
     IDLE = "idle"
     """Not connected on purpose (lazy, or closed after `idleTimeout`); connects on the next call."""
     ERROR = "error"
+    """The last attempt to connect failed."""
+    DISCONNECTED = "disconnected"
+    """It was connected, and the connection was lost (or ended by the server); connecting again follows."""
     DISABLED = "disabled"
 
 
 _NEXT: dict[Status, frozenset[Status]] = {
     Status.CONNECTING: frozenset({Status.CONNECTED, Status.ERROR, Status.IDLE}),
-    Status.CONNECTED: frozenset({Status.CONNECTED, Status.ERROR, Status.IDLE}),
+    Status.CONNECTED: frozenset({Status.CONNECTED, Status.DISCONNECTED, Status.IDLE}),
     Status.IDLE: frozenset({Status.CONNECTING}),
     Status.ERROR: frozenset({Status.CONNECTING}),
+    Status.DISCONNECTED: frozenset({Status.CONNECTING}),
     Status.DISABLED: frozenset(),
 }
 """The transitions of the status: from each, the statuses it may move to."""
@@ -213,7 +221,7 @@ class ConnectionState:
         - CONNECTING: no retry is due any more; waiters of `wait_settled` wait again.
         - CONNECTED: the error is cleared; settled.
         - IDLE: settled.
-        - ERROR: `error` is kept; settled.
+        - ERROR, DISCONNECTED: `error` is kept; settled.
         Every move tells `wait_changed` waiters.
         """
         if status not in _NEXT[self.status]:
@@ -229,7 +237,7 @@ class ConnectionState:
         elif status is Status.CONNECTED:
             self.error = None
             self._settle()
-        elif status is Status.ERROR:
+        elif status in (Status.ERROR, Status.DISCONNECTED):
             self.error = error
             self._settle()
         else:
