@@ -66,6 +66,9 @@ the meta-tools plus the tools a client loads, or one `smart_tool_discovery` tool
 
 DEFAULT_MAX_LOADED_TOOLS = 20
 
+DEFAULT_MAX_DESCRIPTION_LEN = 60
+"""Characters of a property's description kept in a TypeScript signature: about one short sentence."""
+
 ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
 """Passthrough's tool names: `server__tool` in front of several servers and the tool's own in front of one
 (`auto`), always `server__tool` (`prefixed`), or the tool's own wherever no other server has that name."""
@@ -574,6 +577,12 @@ class GatewayConfig(_Model):
     listing_format: ListingFormat = "text"
     """The text of list_mcp_servers, search_tools and list_tools: `text` (one line per entry, the
     fewest tokens) or `toon` (TOON when it is fewer tokens than compact JSON, else compact JSON)."""
+    schema_compression_enabled: bool = True
+    """Compact mode: `inspect` writes input and output schemas as TypeScript signatures in its text
+    (`{path: string}`); false: as JSON Schema. `structuredContent` keeps the raw schemas either way."""
+    max_description_len: int = Field(default=DEFAULT_MAX_DESCRIPTION_LEN, ge=0)
+    """Compact mode: how many characters of each property's description a TypeScript signature keeps,
+    as a `/* ... */` comment; 0 leaves descriptions out."""
     audit: AuditConfig = Field(default_factory=AuditConfig)
     """The audit log of tool executions."""
     catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)

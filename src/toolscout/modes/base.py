@@ -25,6 +25,7 @@ import mcp_types as types
 
 from toolscout.config import GatewayConfig
 from toolscout.config.models import (
+    DEFAULT_MAX_DESCRIPTION_LEN,
     DEFAULT_MAX_LOADED_TOOLS,
     ListingFormat,
     LLMConfig,
@@ -79,6 +80,10 @@ class SurfaceOptions:
     max_loaded_tools: int = DEFAULT_MAX_LOADED_TOOLS
     listing_format: ListingFormat = "text"
     tool_names: ToolNaming = "auto"
+    schema_compression_enabled: bool = True
+    """Compact mode: schemas as TypeScript in `inspect`'s text."""
+    max_description_len: int = DEFAULT_MAX_DESCRIPTION_LEN
+    """Compact mode: the characters of a property's description a TypeScript signature keeps."""
     smart: SmartConfig = field(default_factory=SmartConfig)
     llm: LLMConfig | None = None
     smart_tool: bool = False
@@ -95,6 +100,8 @@ class SurfaceOptions:
             max_loaded_tools=config.max_loaded_tools,
             listing_format=config.listing_format,
             tool_names=config.tool_names,
+            schema_compression_enabled=config.schema_compression_enabled,
+            max_description_len=config.max_description_len,
             smart=config.smart,
             llm=config.llm,
             smart_tool=config.smart_tool,
@@ -155,7 +162,12 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
         case "smart":
             return WithPinnedTools(SmartSurface(gateway, options.smart_discovery(gateway)), gateway)
         case "compact":
-            return WithPinnedTools(CompactSurface(gateway), gateway)
+            compact = CompactSurface(
+                gateway,
+                schema_compression_enabled=options.schema_compression_enabled,
+                max_description_len=options.max_description_len,
+            )
+            return WithPinnedTools(compact, gateway)
         case "passthrough":
             return PassthroughSurface(gateway, naming=options.tool_names)
         case "dynamic":

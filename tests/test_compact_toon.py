@@ -1,0 +1,297 @@
+"""Compact mode's answers as the MCPX design writes them: TOON in `content` for the model, the raw data in
+`structuredContent`, schemas as TypeScript signatures in `inspect`'s text, multimodal content passed through.
+
+Real parts throughout: an SDK client on the gateway's MCP face, over the bundled demo servers run as stdio
+children (`python -m toolscout.demo.units`, `notes`), `@modelcontextprotocol/server-everything` (pretty
+JSON, images, embedded resources) and a small in-process server for the edge cases. What a result costs
+is counted with o200k_base, as `toolscout tokens` counts it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+import pytest
+import toon_format
+from mcp import Client
+from mcp.server import Server
+
+from tests.helpers.gateway_client import ERAS, structured, text
+from tests.helpers.paths import PYTHON, node_path, npm_tool
+from toolscout.config import GatewayConfig
+from toolscout.config.loader import parse_config
+from toolscout.demo import units
+from toolscout.errors import ConfigurationError
+from toolscout.gateway.core import Gateway
+from toolscout.modes.base import SurfaceOptions
+from toolscout.render.signatures import signature
+from toolscout.render.text import count_tokens, model_text
+from toolscout.serve.server import build_server
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+DEMO_SERVERS = {
+    "units": {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]},
+    "notes": {"command": PYTHON, "args": ["-m", "toolscout.demo.notes"]},
+}
+
+
+@asynccontextmanager
+async def gateway_of(config: Mapping[str, Any]) -> AsyncGenerator[tuple[Gateway, GatewayConfig]]:
+    """A gateway built from `config` as `toolscout serve` builds it, every server connected."""
+    parsed = GatewayConfig.model_validate(config)
+    async with Gateway.from_config(parsed) as gateway:
+        with anyio.fail_after(60):
+            await gateway.settle()
+        yield gateway, parsed
+
+
+@asynccontextmanager
+async def faces(gateway: Gateway, config: GatewayConfig, era: str = "legacy") -> AsyncGenerator[tuple[Client, Client]]:
+    """A client of compact mode and one of discovery mode, whose `execute_tool` passes results as they came."""
+    options = SurfaceOptions.from_config(config)
+    async with (
+        Client(build_server(gateway, "compact", options), mode=era) as compact,
+        Client(build_server(gateway, "discovery", options), mode=era) as discovery,
+    ):
+        yield compact, discovery
+
+
+def without_schemas(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in ("input_schema", "output_schema")}
+
+
+# inspect
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_inspect_writes_schemas_as_typescript_in_toon_and_keeps_them_raw_in_structured_content(
+    era: str,
+) -> None:
+    async with (
+        gateway_of({"mcpServers": DEMO_SERVERS}) as (gateway, config),
+        faces(gateway, config, era) as (client, _),
+    ):
+        one = await client.call_tool("inspect", {"server_name": "units", "tool_name": "convert_units"})
+        raw = structured(one)
+        assert raw["input_schema"] == (await gateway.tool("units", "convert_units")).input_schema
+        shown = cast(dict[str, Any], toon_format.decode(text(one)))
+        assert shown["input_schema"] == signature(raw["input_schema"])
+        assert shown["input_schema"].startswith("{value: number")
+        assert shown["output_schema"] == signature(raw["output_schema"])
+        assert without_schemas(shown) == without_schemas(raw)
+        # Before, the text was compact JSON whenever TOON was not shorter, which it never is for a schema.
+        assert count_tokens(text(one)) < count_tokens(model_text(raw))
+
+        every = await client.call_tool("inspect", {"server_name": "notes"})
+        raw_tools = structured(every)["tools"]
+        shown_tools = cast(dict[str, Any], toon_format.decode(text(every)))["tools"]
+        assert [t["name"] for t in shown_tools] == [t["name"] for t in raw_tools]
+        assert [t["input_schema"] for t in shown_tools] == [signature(t["input_schema"]) for t in raw_tools]
+        assert all(isinstance(t["input_schema"], dict) for t in raw_tools)
+        assert count_tokens(text(every)) < count_tokens(model_text(structured(every)))
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"schema_compression_enabled": False},  # the spelling of the MCPX config
+        {"schemaCompressionEnabled": False},
+    ],
+)
+async def test_inspect_without_schema_compression_writes_the_raw_data_as_toon(settings: dict[str, Any]) -> None:
+    config: dict[str, Any] = {"mcpServers": {}, **settings}
+    specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        options = SurfaceOptions.from_config(GatewayConfig.model_validate(config))
+        async with Client(build_server(gateway, "compact", options), mode="legacy") as client:
+            one = await client.call_tool("inspect", {"server_name": "units", "tool_name": "convert_units"})
+            assert toon_format.decode(text(one)) == structured(one)
+            assert text(one) == toon_format.encode(structured(one))
+
+
+@pytest.mark.parametrize(
+    ("settings", "limit"),
+    [({"max_description_len": 0}, 0), ({"maxDescriptionLen": 12}, 12), ({}, 60)],
+)
+async def test_max_description_len_cuts_the_descriptions_in_inspects_signatures(
+    settings: dict[str, Any], limit: int
+) -> None:
+    specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        options = SurfaceOptions.from_config(GatewayConfig.model_validate({"mcpServers": {}, **settings}))
+        async with Client(build_server(gateway, "compact", options), mode="legacy") as client:
+            one = await client.call_tool("inspect", {"server_name": "units", "tool_name": "convert_units"})
+            shown = cast(dict[str, Any], toon_format.decode(text(one)))["input_schema"]
+            assert shown == signature(structured(one)["input_schema"], max_description_len=limit)
+            comments = [part.split("*/")[0].strip() for part in shown.split("/*")[1:]]
+            assert bool(comments) == (limit > 0), shown
+            assert all(len(comment) <= limit for comment in comments), comments
+            if limit == 12:
+                assert any(comment.endswith("...") for comment in comments), comments
+
+
+def test_the_settings_read_in_either_spelling_with_their_defaults() -> None:
+    default = SurfaceOptions.from_config(GatewayConfig())
+    assert (default.schema_compression_enabled, default.max_description_len) == (True, 60)
+    for data in (
+        {"schema_compression_enabled": False, "max_description_len": 20},
+        {"schemaCompressionEnabled": False, "maxDescriptionLen": 20},
+    ):
+        options = SurfaceOptions.from_config(GatewayConfig.model_validate(data))
+        assert (options.schema_compression_enabled, options.max_description_len) == (False, 20)
+
+
+def test_a_bad_setting_is_a_clear_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match=r"max_?[dD]escription_?[lL]en.*greater than or equal to 0"):
+        parse_config('{"mcpServers": {}, "max_description_len": -1}', "json", "toolscout.json")
+    with pytest.raises(ConfigurationError, match="did you mean 'schemaCompressionEnabled'"):
+        parse_config('{"mcpServers": {}, "schemaCompresionEnabled": false}', "json", "toolscout.json")
+
+
+# exec
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_exec_writes_a_json_result_as_toon_with_the_raw_value_in_structured_content(era: str) -> None:
+    async with gateway_of({"mcpServers": DEMO_SERVERS}) as (gateway, config), faces(gateway, config, era) as faced:
+        compact, discovery = faced
+        for server, tool, arguments in [
+            ("units", "list_units", {}),
+            ("units", "convert_units", {"value": 3, "from_unit": "km", "to_unit": "mi"}),
+            ("notes", "list_notes", {}),
+        ]:
+            ran = await compact.call_tool("exec", {"server_name": server, "tool_name": tool, "arguments": arguments})
+            passed = await discovery.call_tool("execute_tool", {"server": server, "tool": tool, "arguments": arguments})
+            assert not ran.is_error and not passed.is_error, (text(ran), text(passed))
+            upstream_text = text(passed)
+            assert upstream_text.startswith("{\n  ")  # the server's own pretty JSON
+            assert ran.structured_content == passed.structured_content == json.loads(upstream_text)
+            assert toon_format.decode(text(ran)) == ran.structured_content
+            assert count_tokens(text(ran)) < count_tokens(upstream_text), tool
+
+
+@asynccontextmanager
+async def everything() -> AsyncGenerator[tuple[Client, Client]]:
+    server = {"command": str(npm_tool("mcp-server-everything")), "args": ["stdio"], "env": {"PATH": node_path()}}
+    async with gateway_of({"mcpServers": {"everything": server}}) as (gateway, config), faces(gateway, config) as pair:
+        yield pair
+
+
+async def test_exec_compresses_server_everythings_pretty_json_and_passes_its_images_and_resources() -> None:
+    async with everything() as (compact, discovery):
+
+        async def both(tool: str, arguments: dict[str, Any]) -> tuple[types.CallToolResult, types.CallToolResult]:
+            ran = await compact.call_tool(
+                "exec", {"server_name": "everything", "tool_name": tool, "arguments": arguments}
+            )
+            passed = await discovery.call_tool(
+                "execute_tool", {"server": "everything", "tool": tool, "arguments": arguments}
+            )
+            assert not ran.is_error and not passed.is_error, (text(ran), text(passed))
+            return ran, passed
+
+        # Pretty JSON and no structuredContent: the value becomes structuredContent, the text TOON.
+        ran, passed = await both("get-env", {})
+        assert passed.structured_content is None and text(passed).startswith("{\n  ")
+        assert ran.structured_content == json.loads(text(passed))
+        assert toon_format.decode(text(ran)) == ran.structured_content
+        assert count_tokens(text(ran)) < count_tokens(text(passed))
+
+        # The server's own structuredContent stays as it sent it.
+        ran, passed = await both("get-structured-content", {"location": "Chicago"})
+        assert passed.structured_content is not None
+        assert ran.structured_content == passed.structured_content
+        assert toon_format.decode(text(ran)) == passed.structured_content
+
+        # Multimodal passthrough: images, embedded resources, resource links and plain text as they came.
+        for tool, arguments, kind in [
+            ("get-tiny-image", {}, types.ImageContent),
+            ("get-resource-reference", {"resourceType": "Text", "resourceId": 1}, types.EmbeddedResource),
+            ("get-resource-links", {"count": 2}, types.ResourceLink),
+            ("echo", {"message": '{"not": "compressed" - plain text'}, types.TextContent),
+        ]:
+            ran, passed = await both(tool, arguments)
+            assert any(isinstance(block, kind) for block in ran.content), tool
+            assert ran.content == passed.content, tool
+            assert ran.structured_content is None, tool
+
+
+def ledger_server() -> Server[Any]:
+    """Results of every shape compact mode must handle, none of them structured by the server."""
+    rows = [{"id": n, "item": f"item {n}", "price": n * 1.5} for n in range(1, 9)]
+    answers = {
+        "rows": [types.TextContent(text=json.dumps(rows, indent=2))],
+        "two_blocks": [types.TextContent(text=json.dumps(rows[:2])), types.TextContent(text=json.dumps({"total": 2}))],
+        "not_a_number": [types.TextContent(text='{"value": NaN}')],
+        "scalar": [types.TextContent(text="42")],
+        "empty": [types.TextContent(text="{}")],
+    }
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        tools = [*answers, "refuse"]
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, description=f"Answer {name}.", input_schema={"type": "object"}) for name in tools
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == "refuse":
+            error = json.dumps({"error": "quota exceeded", "retry_after": 30}, indent=2)
+            return types.CallToolResult(content=[types.TextContent(text=error)], is_error=True)
+        return types.CallToolResult(content=list(answers[params.name]))
+
+    return Server("ledger", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def test_exec_handles_arrays_several_blocks_errors_and_text_that_is_not_json() -> None:
+    specs = [UpstreamSpec("ledger", InProcessUpstream(ledger_server()))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway, "compact"), mode="legacy") as client:
+
+            async def run(tool: str, **extra: Any) -> types.CallToolResult:
+                return await client.call_tool("exec", {"server_name": "ledger", "tool_name": tool, **extra})
+
+            rows = await run("rows")
+            # An array is not an object: structuredContent wraps it as servers wrap a list they return.
+            assert rows.structured_content is not None
+            listed = rows.structured_content["result"]
+            assert len(listed) == 8 and listed[0] == {"id": 1, "item": "item 1", "price": 1.5}
+            assert text(rows).startswith("[8]{id,item,price}:")
+            assert toon_format.decode(text(rows)) == listed
+
+            # Each JSON block is TOON; with several, none of them alone is the result's structuredContent.
+            two = await run("two_blocks")
+            texts = [block.text for block in two.content if isinstance(block, types.TextContent)]
+            assert [toon_format.decode(t) for t in texts] == [listed[:2], {"total": 2}]
+            assert two.structured_content is None
+
+            # A failed result keeps the server's own error text, as it sent it.
+            refused = await run("refuse")
+            assert refused.is_error and text(refused).startswith('{\n  "error": "quota exceeded"')
+
+            # Not JSON (NaN), a lone scalar: passed as is. An empty object stays readable.
+            assert text(await run("not_a_number")) == '{"value": NaN}'
+            assert text(await run("scalar")) == "42"
+            empty = await run("empty")
+            assert text(empty) == "{}" and empty.structured_content == {}
+
+            # max_output_chars counts what the model reads: the TOON, cut with a notice; the raw value stays whole.
+            cut = await run("rows", max_output_chars=40)
+            blocks = [block.text for block in cut.content if isinstance(block, types.TextContent)]
+            assert blocks[0] == text(rows)[:40]
+            assert "output cut to 40 of" in blocks[-1]
+            assert cut.structured_content == rows.structured_content
