@@ -30,7 +30,7 @@ from toolscout.errors import ConfigurationError
 from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.render.signatures import signature
-from toolscout.render.text import count_tokens, model_text
+from toolscout.render.text import compact_json, count_tokens, model_text
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -152,7 +152,50 @@ def test_the_settings_read_in_either_spelling_with_their_defaults() -> None:
         assert (options.schema_compression_enabled, options.max_description_len) == (False, 20)
 
 
+async def test_compact_format_smallest_writes_toon_or_compact_json_whichever_is_fewer_tokens() -> None:
+    specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        configs = {form: GatewayConfig.model_validate({"compactFormat": form}) for form in ("toon", "smallest")}
+        servers = {form: build_server(gateway, "compact", SurfaceOptions.from_config(c)) for form, c in configs.items()}
+        async with (
+            Client(servers["toon"], mode="legacy") as toon,
+            Client(servers["smallest"], mode="legacy") as smallest,
+        ):
+            written: dict[str, str] = {}
+            for tool, arguments in [
+                ("list_units", {}),
+                ("convert_units", {"value": 3, "from_unit": "km", "to_unit": "mi"}),
+            ]:
+                request = {"server_name": "units", "tool_name": tool, "arguments": arguments}
+                as_toon, chosen = await toon.call_tool("exec", request), await smallest.call_tool("exec", request)
+                assert as_toon.structured_content == chosen.structured_content
+                as_json = compact_json(chosen.structured_content)
+                assert text(as_toon) == toon_format.encode(chosen.structured_content)
+                assert count_tokens(text(chosen)) == min(count_tokens(text(as_toon)), count_tokens(as_json))
+                written[tool] = text(chosen)
+            # Units nested in dimensions, with lists of aliases: compact JSON is the shorter. A flat object: TOON.
+            assert (
+                json.loads(written["list_units"])
+                == (await gateway.execute("units", "list_units", {})).structured_content
+            )
+            assert written["convert_units"].startswith("value: 3")
+
+            one = {"server_name": "units", "tool_name": "convert_units"}
+            schema_toon, schema_smallest = (
+                await toon.call_tool("inspect", one),
+                await smallest.call_tool("inspect", one),
+            )
+            shown = cast(dict[str, Any], toon_format.decode(text(schema_toon)))
+            assert count_tokens(text(schema_smallest)) == min(
+                count_tokens(text(schema_toon)), count_tokens(compact_json(shown))
+            )
+
+
 def test_a_bad_setting_is_a_clear_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match=r"compactFormat.*'toon' or 'smallest'"):
+        parse_config('{"mcpServers": {}, "compactFormat": "json"}', "json", "toolscout.json")
     with pytest.raises(ConfigurationError, match=r"max_?[dD]escription_?[lL]en.*greater than or equal to 0"):
         parse_config('{"mcpServers": {}, "max_description_len": -1}', "json", "toolscout.json")
     with pytest.raises(ConfigurationError, match="did you mean 'schemaCompressionEnabled'"):

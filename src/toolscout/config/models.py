@@ -76,6 +76,10 @@ ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
 ListingFormat = Literal["text", "toon"]
 """How listings read for the model: toolscout's line format, or TOON or compact JSON."""
 
+CompactFormat = Literal["toon", "smallest"]
+"""The text of compact mode's answers: TOON, as the MCPX design writes it, or TOON or compact JSON,
+whichever is fewer tokens (TOON costs more than compact JSON for nested, irregular data)."""
+
 ToolPinning = Literal["off", "warn", "quarantine"]
 """What a tool whose definition changed since it was pinned becomes: nothing is checked (`off`), logged
 and audited but usable (`warn`), or also neither listed, found nor run until approved (`quarantine`)."""
@@ -583,6 +587,8 @@ class GatewayConfig(_Model):
     max_description_len: int = Field(default=DEFAULT_MAX_DESCRIPTION_LEN, ge=0)
     """Compact mode: how many characters of each property's description a TypeScript signature keeps,
     as a `/* ... */` comment; 0 leaves descriptions out."""
+    compact_format: CompactFormat = "toon"
+    """Compact mode: how `inspect` and `exec` write data in their text (see `CompactFormat`)."""
     audit: AuditConfig = Field(default_factory=AuditConfig)
     """The audit log of tool executions."""
     catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)

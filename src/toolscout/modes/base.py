@@ -27,6 +27,7 @@ from toolscout.config import GatewayConfig
 from toolscout.config.models import (
     DEFAULT_MAX_DESCRIPTION_LEN,
     DEFAULT_MAX_LOADED_TOOLS,
+    CompactFormat,
     ListingFormat,
     LLMConfig,
     ModeName,
@@ -84,6 +85,8 @@ class SurfaceOptions:
     """Compact mode: schemas as TypeScript in `inspect`'s text."""
     max_description_len: int = DEFAULT_MAX_DESCRIPTION_LEN
     """Compact mode: the characters of a property's description a TypeScript signature keeps."""
+    compact_format: CompactFormat = "toon"
+    """Compact mode: TOON in its text, or whichever of TOON and compact JSON is fewer tokens."""
     smart: SmartConfig = field(default_factory=SmartConfig)
     llm: LLMConfig | None = None
     smart_tool: bool = False
@@ -102,6 +105,7 @@ class SurfaceOptions:
             tool_names=config.tool_names,
             schema_compression_enabled=config.schema_compression_enabled,
             max_description_len=config.max_description_len,
+            compact_format=config.compact_format,
             smart=config.smart,
             llm=config.llm,
             smart_tool=config.smart_tool,
@@ -166,6 +170,7 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
                 gateway,
                 schema_compression_enabled=options.schema_compression_enabled,
                 max_description_len=options.max_description_len,
+                text_format=options.compact_format,
             )
             return WithPinnedTools(compact, gateway)
         case "passthrough":

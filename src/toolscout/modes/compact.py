@@ -18,7 +18,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import Field, field_validator
 
-from toolscout.config.models import DEFAULT_MAX_DESCRIPTION_LEN
+from toolscout.config.models import DEFAULT_MAX_DESCRIPTION_LEN, CompactFormat
 from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway, cap_output, fit_result_off_loop
@@ -26,7 +26,7 @@ from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
 from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text
-from toolscout.render.toon import compressed_result_off_loop, schemas_as_typescript, toon_text
+from toolscout.render.toon import compressed_result_off_loop, data_text, schemas_as_typescript
 from toolscout.upstream import Status, Upstream
 
 
@@ -68,8 +68,10 @@ class CompactSurface:
         *,
         schema_compression_enabled: bool = True,
         max_description_len: int = DEFAULT_MAX_DESCRIPTION_LEN,
+        text_format: CompactFormat = "toon",
     ) -> None:
         self.gateway = gateway
+        self.text_format: CompactFormat = text_format
         self.schema_compression_enabled = schema_compression_enabled
         self.max_description_len = max_description_len
         self._inspect = MetaTool("inspect", "", InspectArgs, handler=self._run_inspect)
@@ -148,12 +150,12 @@ class CompactSurface:
             payload = {"server": args.server_name, **tools[0]}
             text = {"server": args.server_name, **shown[0]}
         # As in MCPX: the text is TOON for the model, structuredContent stays raw.
-        return tool_result(payload, toon_text(text))
+        return tool_result(payload, data_text(text, self.text_format))
 
     async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
         # The text is capped once compressed, so that the cap counts what the model reads, and the
         # server's JSON is whole when it is parsed.
         result = await gateway.execute(args.server_name, args.tool_name, args.arguments, max_output_chars=0)
-        compressed = await compressed_result_off_loop(result)
+        compressed = await compressed_result_off_loop(result, self.text_format)
         cap = gateway.max_output_chars if args.max_output_chars is None else args.max_output_chars
         return await fit_result_off_loop(cap_output(compressed, cap), gateway.max_result_bytes)

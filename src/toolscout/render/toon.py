@@ -8,6 +8,9 @@ result that is a JSON object or array as TOON: the pretty JSON many servers send
 about twice the tokens. Everything else passes as the server sent it: images, audio, resources and
 resource links (multimodal passthrough), text that is not JSON, and failed results, whose raw error
 message the agent needs as written.
+
+TOON is not always the shorter: on nested lists of unlike objects it can cost more than compact
+JSON. `compactFormat: smallest` writes whichever of the two is fewer tokens instead.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import anyio
 import mcp_types as types
 import toon_format
 
+from toolscout.config.models import CompactFormat
 from toolscout.render.signatures import DEFAULT_DESCRIPTION_LEN, signature
-from toolscout.render.text import compact_json
+from toolscout.render.text import compact_json, count_tokens
 
 _COMPRESSED_ON_LOOP_CHARS = 64 * 1024
 """A result whose text is longer than this is parsed and compressed in a worker thread."""
@@ -36,6 +40,19 @@ def toon_text(data: Any) -> str:
     except (TypeError, ValueError):
         return compact_json(data)
     return written or compact_json(data)
+
+
+def data_text(data: Any, text_format: CompactFormat = "toon") -> str:
+    """Return `data` as TOON; with `smallest`, as compact JSON when that is fewer o200k_base tokens.
+
+    TOON wins on objects and on lists of like rows; on nested lists of unlike objects it can cost
+    more than compact JSON, which `smallest` (`compactFormat`) then writes instead.
+    """
+    written = toon_text(data)
+    if text_format == "toon":
+        return written
+    as_json = compact_json(data)
+    return written if count_tokens(written) < count_tokens(as_json) else as_json
 
 
 def _refuse_constant(name: str) -> Any:
@@ -60,8 +77,9 @@ def json_value(text: str) -> dict[str, Any] | list[Any] | None:
     return cast(list[Any], value) if isinstance(value, list) else None
 
 
-def compressed_result(result: types.CallToolResult) -> types.CallToolResult:
-    """Return `result` with each JSON text block written as TOON and the raw value in `structuredContent`.
+def compressed_result(result: types.CallToolResult, text_format: CompactFormat = "toon") -> types.CallToolResult:
+    """Return `result` with each JSON text block written as TOON (`data_text`) and the raw value in
+    `structuredContent`.
 
     A server's own `structuredContent` is kept as it is. When it sent none and one text block was
     JSON, that value becomes `structuredContent` (an array as `{"result": [...]}`, since
@@ -77,7 +95,7 @@ def compressed_result(result: types.CallToolResult) -> types.CallToolResult:
             content.append(block)
             continue
         try:
-            written = toon_text(value)
+            written = data_text(value, text_format)
         except RecursionError:  # nested past what the encoders walk: the server's text is still readable
             content.append(block)
             continue
@@ -92,12 +110,14 @@ def compressed_result(result: types.CallToolResult) -> types.CallToolResult:
     return result.model_copy(update={"content": content, "structured_content": structured})
 
 
-async def compressed_result_off_loop(result: types.CallToolResult) -> types.CallToolResult:
+async def compressed_result_off_loop(
+    result: types.CallToolResult, text_format: CompactFormat = "toon"
+) -> types.CallToolResult:
     """Run `compressed_result`, in a worker thread when the result's text is long (parsing it holds the loop)."""
     size = sum(len(block.text) for block in result.content if isinstance(block, types.TextContent))
     if size <= _COMPRESSED_ON_LOOP_CHARS:
-        return compressed_result(result)
-    return await anyio.to_thread.run_sync(compressed_result, result)
+        return compressed_result(result, text_format)
+    return await anyio.to_thread.run_sync(compressed_result, result, text_format)
 
 
 def schemas_as_typescript(
