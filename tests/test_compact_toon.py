@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.server import Server
 
 from tests.helpers.gateway_client import ERAS, structured, text
+from tests.helpers.http_gateway import http_gateway
 from tests.helpers.paths import PYTHON, node_path, npm_tool
 from toolscout.config import GatewayConfig
 from toolscout.config.loader import parse_config
@@ -139,6 +140,30 @@ async def test_max_description_len_cuts_the_descriptions_in_inspects_signatures(
             assert all(len(comment) <= limit for comment in comments), comments
             if limit == 12:
                 assert any(comment.endswith("...") for comment in comments), comments
+
+
+async def test_compact_answers_alike_over_streamable_http_and_in_memory() -> None:
+    specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("inspect", {"server_name": "units", "tool_name": "convert_units"}),
+            ("exec", {"server_name": "units", "tool_name": "list_units"}),
+        ]
+        async with (
+            http_gateway(gateway, mode="compact") as url,
+            Client(url, mode="legacy") as remote,
+            Client(build_server(gateway, "compact"), mode="legacy") as local,
+        ):
+            for name, arguments in calls:
+                over_http = await remote.call_tool(name, arguments)
+                in_memory = await local.call_tool(name, arguments)
+                assert over_http.content == in_memory.content, name
+                assert over_http.structured_content == in_memory.structured_content, name
+            listed = await remote.call_tool("exec", {"server_name": "units", "tool_name": "list_units"})
+            assert toon_format.decode(text(listed)) == listed.structured_content
+            assert text(listed).startswith("dimensions[")
 
 
 def test_the_settings_read_in_either_spelling_with_their_defaults() -> None:
@@ -270,6 +295,10 @@ async def test_exec_compresses_server_everythings_pretty_json_and_passes_its_ima
             assert ran.structured_content is None, tool
 
 
+TINY_WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
+"""A WAV header with no samples, base64."""
+
+
 def ledger_server() -> Server[Any]:
     """Results of every shape compact mode must handle, none of them structured by the server."""
     rows = [{"id": n, "item": f"item {n}", "price": n * 1.5} for n in range(1, 9)]
@@ -279,6 +308,10 @@ def ledger_server() -> Server[Any]:
         "not_a_number": [types.TextContent(text='{"value": NaN}')],
         "scalar": [types.TextContent(text="42")],
         "empty": [types.TextContent(text="{}")],
+        "voice": [
+            types.AudioContent(data=TINY_WAV, mime_type="audio/wav"),
+            types.TextContent(text=json.dumps({"seconds": 0.1, "voice": "alto"}, indent=2)),
+        ],
     }
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -321,6 +354,13 @@ async def test_exec_handles_arrays_several_blocks_errors_and_text_that_is_not_js
             texts = [block.text for block in two.content if isinstance(block, types.TextContent)]
             assert [toon_format.decode(t) for t in texts] == [listed[:2], {"total": 2}]
             assert two.structured_content is None
+
+            # Audio passes as it came; the JSON beside it is TOON, and its value the structuredContent.
+            voice = await run("voice")
+            audio, said = voice.content
+            assert isinstance(audio, types.AudioContent) and (audio.data, audio.mime_type) == (TINY_WAV, "audio/wav")
+            assert isinstance(said, types.TextContent) and said.text == "seconds: 0.1\nvoice: alto"
+            assert voice.structured_content == {"seconds": 0.1, "voice": "alto"}
 
             # A failed result keeps the server's own error text, as it sent it.
             refused = await run("refuse")
