@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import anyio
 import mcp_types as types
 import pytest
 import toon_format
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.server import Server
 
 from tests.helpers.gateway_client import ERAS, structured, text
@@ -164,6 +166,28 @@ async def test_compact_answers_alike_over_streamable_http_and_in_memory() -> Non
             listed = await remote.call_tool("exec", {"server_name": "units", "tool_name": "list_units"})
             assert toon_format.decode(text(listed)) == listed.structured_content
             assert text(listed).startswith("dimensions[")
+
+
+async def test_toolscout_serve_reads_the_compact_settings_from_its_config_file(tmp_path: Path) -> None:
+    """`toolscout serve` as a client starts it, with the settings in MCPX's spelling in its JSON file."""
+    config = tmp_path / "toolscout.json"
+    settings: dict[str, Any] = {"mode": "compact", "schema_compression_enabled": True, "max_description_len": 0}
+    config.write_text(
+        json.dumps({"mcpServers": {"units": DEMO_SERVERS["units"]}, **settings, "compactFormat": "smallest"})
+    )
+    serve = StdioServerParameters(command=PYTHON, args=["-m", "toolscout", "serve", "--config", str(config)])
+    with (tmp_path / "gateway.log").open("w") as errlog:
+        async with Client(stdio_client(serve, errlog=errlog), mode="legacy") as client:
+            with anyio.fail_after(60):
+                one = await client.call_tool("inspect", {"server_name": "units", "tool_name": "convert_units"})
+                listed = await client.call_tool("exec", {"server_name": "units", "tool_name": "list_units"})
+    # smallest: TOON or compact JSON, whichever is fewer tokens; the schema is TypeScript in either.
+    written = text(one)
+    shown = cast(dict[str, Any], json.loads(written) if written.startswith("{") else toon_format.decode(written))
+    assert shown["input_schema"] == signature(structured(one)["input_schema"], max_description_len=0)
+    assert "/*" not in shown["input_schema"]
+    # smallest: units nested in dimensions are fewer tokens as compact JSON than as TOON.
+    assert text(listed) == compact_json(listed.structured_content)
 
 
 def test_the_settings_read_in_either_spelling_with_their_defaults() -> None:
