@@ -332,6 +332,7 @@ def ledger_server() -> Server[Any]:
         "not_a_number": [types.TextContent(text='{"value": NaN}')],
         "scalar": [types.TextContent(text="42")],
         "empty": [types.TextContent(text="{}")],
+        "many": [types.TextContent(text=json.dumps([{"id": n, "item": f"item {n}"} for n in range(4000)], indent=2))],
         "voice": [
             types.AudioContent(data=TINY_WAV, mime_type="audio/wav"),
             types.TextContent(text=json.dumps({"seconds": 0.1, "voice": "alto"}, indent=2)),
@@ -395,6 +396,11 @@ async def test_exec_handles_arrays_several_blocks_errors_and_text_that_is_not_js
             assert text(await run("scalar")) == "42"
             empty = await run("empty")
             assert text(empty) == "{}" and empty.structured_content == {}
+
+            # A long result (parsed and written in a worker thread) comes out the same way.
+            many = await run("many")
+            assert text(many).startswith("[4000]{id,item}:\n  0,item 0\n")
+            assert many.structured_content is not None and len(many.structured_content["result"]) == 4000
 
             # max_output_chars counts what the model reads: the TOON, cut with a notice; the raw value stays whole.
             cut = await run("rows", max_output_chars=40)
