@@ -5,9 +5,9 @@ data compressed to TOON for the model to read, and `structuredContent` holds the
 as JSON, for programs. `inspect` writes a tool's input and output schemas as TypeScript
 signatures in its text (`schemaCompressionEnabled`), and `exec` rewrites each text block of a
 result that is a JSON object or array as TOON: the pretty JSON many servers send costs a model
-about twice the tokens. Everything else passes as the server sent it: images, audio, resources and
-resource links (multimodal passthrough), text that is not JSON, and failed results, whose raw error
-message the agent needs as written.
+far more tokens (docs/BENCHMARKS.md, "Compact mode's answers in TOON"). Everything else passes
+as the server sent it: images, audio, resources and resource links (multimodal passthrough),
+text that is not JSON, and failed results, whose raw error message the agent needs as written.
 
 TOON is not always the shorter: on nested lists of unlike objects it can cost more than compact
 JSON. `compactFormat: smallest` writes whichever of the two is fewer tokens instead.
@@ -22,8 +22,8 @@ import anyio
 import mcp_types as types
 import toon_format
 
-from toolscout.config.models import CompactFormat
-from toolscout.render.signatures import DEFAULT_DESCRIPTION_LEN, signature
+from toolscout.config.models import DEFAULT_MAX_DESCRIPTION_LEN, CompactFormat
+from toolscout.render.signatures import signature
 from toolscout.render.text import compact_json, count_tokens
 
 _COMPRESSED_ON_LOOP_CHARS = 64 * 1024
@@ -82,8 +82,8 @@ def compressed_result(result: types.CallToolResult, text_format: CompactFormat =
     `structuredContent`.
 
     A server's own `structuredContent` is kept as it is. When it sent none and one text block was
-    JSON, that value becomes `structuredContent` (an array as `{"result": [...]}`, since
-    `structuredContent` is an object, the wrapping servers use for a tool returning a list).
+    JSON, that value becomes `structuredContent`; an array is wrapped as `{"result": [...]}`, as
+    servers wrap a tool's list, since `structuredContent` must be an object.
     A failed result passes untouched.
     """
     if result.is_error:
@@ -121,7 +121,7 @@ async def compressed_result_off_loop(
 
 
 def schemas_as_typescript(
-    data: dict[str, Any], *, max_description_len: int = DEFAULT_DESCRIPTION_LEN
+    data: dict[str, Any], *, max_description_len: int = DEFAULT_MAX_DESCRIPTION_LEN
 ) -> dict[str, Any]:
     """Return a tool's `inspect` data with its schemas written as TypeScript signatures.
 
