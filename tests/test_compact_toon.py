@@ -315,8 +315,23 @@ async def test_exec_compresses_server_everythings_pretty_json_and_passes_its_ima
         ]:
             ran, passed = await both(tool, arguments)
             assert any(isinstance(block, kind) for block in ran.content), tool
-            assert ran.content == passed.content, tool
+            assert unstamped(ran.content) == unstamped(passed.content), tool
             assert ran.structured_content is None, tool
+        ran, _ = await both("get-resource-reference", {"resourceType": "Text", "resourceId": 1})
+        [embedded] = [block.resource for block in ran.content if isinstance(block, types.EmbeddedResource)]
+        assert isinstance(embedded, types.TextResourceContents)
+        assert embedded.text.startswith("Resource 1: This is a plaintext resource created at ")
+
+
+def unstamped(blocks: list[types.ContentBlock]) -> list[dict[str, Any]]:
+    """The blocks as JSON, an embedded resource's text left out: server-everything writes the time of
+    each call into it, so that two calls a second apart differ there and only there."""
+    return [
+        block.model_dump(mode="json", exclude={"resource": {"text"}})
+        if isinstance(block, types.EmbeddedResource)
+        else block.model_dump(mode="json")
+        for block in blocks
+    ]
 
 
 TINY_WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
