@@ -34,6 +34,7 @@ from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.render.signatures import signature
 from toolscout.render.text import compact_json, count_tokens, model_text
+from toolscout.search import SearchBackend, make_backend
 from toolscout.serve.server import build_server
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -45,10 +46,17 @@ DEMO_SERVERS = {
 }
 
 
+def words_only() -> SearchBackend:
+    """A lexical index: compact mode never searches, and the default one loads its embedder in a worker
+    thread, where numpy parses the vectors' header with `ast`, which Python 3.11 does not make safe
+    beside the `ast.parse` of tests/test_architecture.py in the main thread."""
+    return make_backend("bm25")
+
+
 @asynccontextmanager
 async def gateway_of(config: Mapping[str, Any]) -> AsyncGenerator[tuple[Gateway, GatewayConfig]]:
     """A gateway built from `config` as `toolscout serve` builds it, every server connected."""
-    parsed = GatewayConfig.model_validate(config)
+    parsed = GatewayConfig.model_validate({"search": {"backend": "bm25"}, **config})
     async with Gateway.from_config(parsed) as gateway:
         with anyio.fail_after(60):
             await gateway.settle()
@@ -111,7 +119,7 @@ async def test_inspect_writes_schemas_as_typescript_in_toon_and_keeps_them_raw_i
 async def test_inspect_without_schema_compression_writes_the_raw_data_as_toon(settings: dict[str, Any]) -> None:
     config: dict[str, Any] = {"mcpServers": {}, **settings}
     specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
-    async with Gateway(specs) as gateway:
+    async with Gateway(specs, search_factory=words_only) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
         options = SurfaceOptions.from_config(GatewayConfig.model_validate(config))
@@ -129,7 +137,7 @@ async def test_max_description_len_cuts_the_descriptions_in_inspects_signatures(
     settings: dict[str, Any], limit: int
 ) -> None:
     specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
-    async with Gateway(specs) as gateway:
+    async with Gateway(specs, search_factory=words_only) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
         options = SurfaceOptions.from_config(GatewayConfig.model_validate({"mcpServers": {}, **settings}))
@@ -146,7 +154,7 @@ async def test_max_description_len_cuts_the_descriptions_in_inspects_signatures(
 
 async def test_compact_answers_alike_over_streamable_http_and_in_memory() -> None:
     specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
-    async with Gateway(specs) as gateway:
+    async with Gateway(specs, search_factory=words_only) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
         calls: list[tuple[str, dict[str, Any]]] = [
@@ -203,7 +211,7 @@ def test_the_settings_read_in_either_spelling_with_their_defaults() -> None:
 
 async def test_compact_format_smallest_writes_toon_or_compact_json_whichever_is_fewer_tokens() -> None:
     specs = [UpstreamSpec("units", InProcessUpstream(units.build_server()))]
-    async with Gateway(specs) as gateway:
+    async with Gateway(specs, search_factory=words_only) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
         configs = {form: GatewayConfig.model_validate({"compactFormat": form}) for form in ("toon", "smallest")}
@@ -334,6 +342,8 @@ def unstamped(blocks: list[types.ContentBlock]) -> list[dict[str, Any]]:
     ]
 
 
+MANY = [{"id": n, "item": f"item {n}"} for n in range(4000)]
+
 TINY_WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
 """A WAV header with no samples, base64."""
 
@@ -347,7 +357,8 @@ def ledger_server() -> Server[Any]:
         "not_a_number": [types.TextContent(text='{"value": NaN}')],
         "scalar": [types.TextContent(text="42")],
         "empty": [types.TextContent(text="{}")],
-        "many": [types.TextContent(text=json.dumps([{"id": n, "item": f"item {n}"} for n in range(4000)], indent=2))],
+        "many": [types.TextContent(text=json.dumps(MANY, indent=2))],
+        "wide": [types.TextContent(text=json.dumps(MANY, indent=8))],
         "voice": [
             types.AudioContent(data=TINY_WAV, mime_type="audio/wav"),
             types.TextContent(text=json.dumps({"seconds": 0.1, "voice": "alto"}, indent=2)),
@@ -373,7 +384,7 @@ def ledger_server() -> Server[Any]:
 
 async def test_exec_handles_arrays_several_blocks_errors_and_text_that_is_not_json() -> None:
     specs = [UpstreamSpec("ledger", InProcessUpstream(ledger_server()))]
-    async with Gateway(specs) as gateway:
+    async with Gateway(specs, search_factory=words_only) as gateway:
         with anyio.fail_after(10):
             await gateway.settle()
         async with Client(build_server(gateway, "compact"), mode="legacy") as client:
@@ -423,3 +434,27 @@ async def test_exec_handles_arrays_several_blocks_errors_and_text_that_is_not_js
             assert blocks[0] == text(rows)[:40]
             assert "output cut to 40 of" in blocks[-1]
             assert cut.structured_content == rows.structured_content
+
+
+async def test_the_size_limit_measures_the_compressed_result_not_the_servers_pretty_json() -> None:
+    """maxResultBytes counts what the client receives: TOON and the raw value, not the server's indented text."""
+    limit = 200_000
+    specs = [UpstreamSpec("ledger", InProcessUpstream(ledger_server()))]
+    async with Gateway(specs, max_result_bytes=limit, search_factory=words_only) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with (
+            Client(build_server(gateway, "compact"), mode="legacy") as compact,
+            Client(build_server(gateway, "discovery"), mode="legacy") as discovery,
+        ):
+            request = {"server_name": "ledger", "tool_name": "wide"}
+            wide = await compact.call_tool("exec", request)
+            passed = await discovery.call_tool("execute_tool", {"server": "ledger", "tool": "wide"})
+    # As the server sent it the result is over the limit, and cut to fit with a notice.
+    assert len(json.dumps(MANY, indent=8)) > limit
+    assert "result cut to fit 200000 bytes" in text(passed)
+    # Compressed first, it fits whole.
+    assert len(wide.model_dump_json(by_alias=True, exclude_none=True)) <= limit
+    assert "cut" not in text(wide)
+    assert wide.structured_content == {"result": MANY}
+    assert toon_format.decode(text(wide)) == MANY

@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 from toolscout.config.models import DEFAULT_MAX_DESCRIPTION_LEN, CompactFormat
 from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
-from toolscout.gateway.core import Gateway, cap_output, fit_result_off_loop
+from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
@@ -153,9 +153,15 @@ class CompactSurface:
         return tool_result(payload, data_text(text, self.text_format))
 
     async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
-        # The text is capped once compressed, so that the cap counts what the model reads, and the
-        # server's JSON is whole when it is parsed.
-        result = await gateway.execute(args.server_name, args.tool_name, args.arguments, max_output_chars=0)
-        compressed = await compressed_result_off_loop(result, self.text_format)
-        cap = gateway.max_output_chars if args.max_output_chars is None else args.max_output_chars
-        return await fit_result_off_loop(cap_output(compressed, cap), gateway.max_result_bytes)
+        # Compressed before the caps: they count what the model reads, and the server's JSON is
+        # whole when it is parsed.
+        return await gateway.execute(
+            args.server_name,
+            args.tool_name,
+            args.arguments,
+            max_output_chars=args.max_output_chars,
+            shape=self._compressed,
+        )
+
+    async def _compressed(self, result: types.CallToolResult) -> types.CallToolResult:
+        return await compressed_result_off_loop(result, self.text_format)
