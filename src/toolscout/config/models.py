@@ -67,6 +67,9 @@ the meta-tools plus the tools a client loads, or one `smart_tool_discovery` tool
 
 DEFAULT_MAX_LOADED_TOOLS = 20
 
+DEFAULT_MAX_DESCRIPTION_LEN = 60
+"""Characters of a property's description kept in a TypeScript signature: about one short sentence."""
+
 ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
 """Passthrough's tool names: `server__tool` in front of several servers and the tool's own in front of one
 (`auto`), always `server__tool` (`prefixed`), or the tool's own wherever no other server has that name."""
@@ -77,6 +80,10 @@ ListingFormat = Literal["text", "toon"]
 ExecuteResult = Literal["native", "envelope"]
 """What `execute_tool` answers: the upstream tool's own result as it came (`native`), or the result
 wrapped as `{success, result}` / `{success: false, error}` (`envelope`), as other discovery gateways answer."""
+
+CompactFormat = Literal["toon", "smallest"]
+"""The text of compact mode's answers: TOON, as the MCPX design writes it, or TOON or compact JSON,
+whichever is fewer tokens (TOON costs more than compact JSON for nested, irregular data)."""
 
 ToolPinning = Literal["off", "warn", "quarantine"]
 """What a tool whose definition changed since it was pinned becomes: nothing is checked (`off`), logged
@@ -647,6 +654,15 @@ class GatewayConfig(_Model):
     fewest tokens) or `toon` (TOON when it is fewer tokens than compact JSON, else compact JSON)."""
     execute_result: ExecuteResult = "native"
     """What `execute_tool` answers (see `ExecuteResult`)."""
+
+    schema_compression_enabled: bool = True
+    """Compact mode: `inspect` writes input and output schemas as TypeScript signatures in its text
+    (`{path: string}`); false: as JSON Schema. `structuredContent` keeps the raw schemas either way."""
+    max_description_len: int = Field(default=DEFAULT_MAX_DESCRIPTION_LEN, ge=0)
+    """Compact mode: how many characters of each property's description a TypeScript signature keeps,
+    as a `/* ... */` comment; 0 leaves descriptions out."""
+    compact_format: CompactFormat = "toon"
+    """Compact mode: how `inspect` and `exec` write data in their text (see `CompactFormat`)."""
     audit: AuditConfig = Field(default_factory=AuditConfig)
     """The audit log of tool executions."""
     catalog_cache: CatalogCacheConfig = Field(default_factory=CatalogCacheConfig)

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, TypeVarTuple, cast
@@ -75,6 +75,9 @@ logger = logging.getLogger(__name__)
 
 Ts = TypeVarTuple("Ts")
 T = TypeVar("T")
+
+ResultShape = Callable[[types.CallToolResult], Awaitable[types.CallToolResult]]
+"""What a mode makes of an upstream's result before the caps on its text and size (compact mode's TOON)."""
 
 
 class Gateway:
@@ -540,18 +543,20 @@ class Gateway:
         *,
         max_output_chars: int | None = None,
         client: str | None = None,
+        shape: ResultShape | None = None,
     ) -> types.CallToolResult:
         """Validate `arguments` and call the tool upstream; its result comes back as it came, text capped.
 
-        `max_output_chars` overrides the default cap for this call (0: no cap). Every call, failed
-        ones included, is audited with `client` (who asked, if known); one refused before it reached
-        the server has outcome `error` and the refusal's code. Only a tool the server listed under
-        exactly `name`, enabled by `toolRules`, is ever called (`Catalog.admit`)."""
+        `max_output_chars` overrides the default cap for this call (0: no cap). `shape`, when given,
+        rewrites the result before the caps, so that they measure what the client receives. Every
+        call, failed ones included, is audited with `client` (who asked, if known); one refused
+        before it reached the server has outcome `error` and the refusal's code. Only a tool the
+        server listed under exactly `name`, enabled by `toolRules`, is ever called (`Catalog.admit`)."""
         if self.audit is None:
-            return await self._execute(server, name, arguments, max_output_chars)
+            return await self._execute(server, name, arguments, max_output_chars, shape)
         if client is None and (relay := current_relay()) is not None:
             client = relay.client  # a call through the MCP server names its client session
-        call = functools.partial(self._execute, server, name, arguments, max_output_chars)
+        call = functools.partial(self._execute, server, name, arguments, max_output_chars, shape)
         return await self.audit.record_call(call, server=server, tool=name, arguments=arguments, client=client)
 
     async def record_refused(self, request: Mapping[str, Any], error: ToolscoutError) -> None:
@@ -562,7 +567,12 @@ class Gateway:
             await self.audit.record_refused(request, error.code, client=relay.client if relay is not None else None)
 
     async def _execute(
-        self, server: str, name: str, arguments: Mapping[str, Any] | None, max_output_chars: int | None
+        self,
+        server: str,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        max_output_chars: int | None,
+        shape: ResultShape | None = None,
     ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidArguments(
@@ -585,8 +595,11 @@ class Gateway:
             seconds = time.perf_counter() - started
             extra = {**attributes, "error.type": error} if error else attributes
             logger.info("execute %s.%s: %s in %.0f ms", server, name, outcome, seconds * 1000, extra=extra)
+        result = without_hop_metadata(result)
+        if shape is not None:
+            result = await shape(result)
         cap = self.max_output_chars if max_output_chars is None else max_output_chars
-        return await fit_result_off_loop(cap_output(without_hop_metadata(result), cap), self.max_result_bytes)
+        return await fit_result_off_loop(cap_output(result, cap), self.max_result_bytes)
 
 
 RELIST_WAIT = 5.0

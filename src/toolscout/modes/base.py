@@ -25,7 +25,9 @@ import mcp_types as types
 
 from toolscout.config import GatewayConfig
 from toolscout.config.models import (
+    DEFAULT_MAX_DESCRIPTION_LEN,
     DEFAULT_MAX_LOADED_TOOLS,
+    CompactFormat,
     ExecuteResult,
     ListingFormat,
     LLMConfig,
@@ -82,6 +84,12 @@ class SurfaceOptions:
     execute_result: ExecuteResult = "native"
     """Discovery and dynamic modes: what `execute_tool` answers (`executeResult`)."""
     tool_names: ToolNaming = "auto"
+    schema_compression_enabled: bool = True
+    """Compact mode: schemas as TypeScript in `inspect`'s text."""
+    max_description_len: int = DEFAULT_MAX_DESCRIPTION_LEN
+    """Compact mode: the characters of a property's description a TypeScript signature keeps."""
+    compact_format: CompactFormat = "toon"
+    """Compact mode: TOON in its text, or whichever of TOON and compact JSON is fewer tokens."""
     smart: SmartConfig = field(default_factory=SmartConfig)
     llm: LLMConfig | None = None
     smart_tool: bool = False
@@ -99,6 +107,9 @@ class SurfaceOptions:
             listing_format=config.listing_format,
             execute_result=config.execute_result,
             tool_names=config.tool_names,
+            schema_compression_enabled=config.schema_compression_enabled,
+            max_description_len=config.max_description_len,
+            compact_format=config.compact_format,
             smart=config.smart,
             llm=config.llm,
             smart_tool=config.smart_tool,
@@ -161,7 +172,13 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
         case "smart":
             return WithPinnedTools(SmartSurface(gateway, options.smart_discovery(gateway)), gateway)
         case "compact":
-            return WithPinnedTools(CompactSurface(gateway), gateway)
+            compact = CompactSurface(
+                gateway,
+                schema_compression_enabled=options.schema_compression_enabled,
+                max_description_len=options.max_description_len,
+                text_format=options.compact_format,
+            )
+            return WithPinnedTools(compact, gateway)
         case "passthrough":
             return PassthroughSurface(gateway, naming=options.tool_names)
         case "dynamic":

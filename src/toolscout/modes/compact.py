@@ -2,7 +2,10 @@
 
 `inspect(server_name, tool_name?)` gives a server's tools or one tool's schema, and `exec(server_name,
 tool_name, arguments)` runs a tool. This is the design of MCPX, whose layout of the description and
-compressed text answers compact mode keeps.
+compressed answers compact mode keeps: both tools answer with TOON in `content` for the model and
+the raw data in `structuredContent` (render/toon.py); `inspect`'s text writes schemas as TypeScript
+signatures unless `schemaCompressionEnabled` is false; `exec` passes images, audio, resources and
+text that is not JSON as the server sent them.
 
 Its arguments name a tool by `server_name`/`tool_name` where discovery says `server`/`tool`;
 `naming.CALL_TARGET_KEYS` knows both, for error results and the audit.
@@ -15,13 +18,15 @@ from typing import Any
 import mcp_types as types
 from pydantic import Field, field_validator
 
+from toolscout.config.models import DEFAULT_MAX_DESCRIPTION_LEN, CompactFormat
 from toolscout.config.scopes import current_scope
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
-from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text, model_text
+from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text
+from toolscout.render.toon import compressed_result_off_loop, data_text, schemas_as_typescript
 from toolscout.upstream import Status, Upstream
 
 
@@ -57,8 +62,18 @@ class CompactSurface:
         "inspect(server_name, tool_name) gives a tool's schema, exec runs it."
     )
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        *,
+        schema_compression_enabled: bool = True,
+        max_description_len: int = DEFAULT_MAX_DESCRIPTION_LEN,
+        text_format: CompactFormat = "toon",
+    ) -> None:
         self.gateway = gateway
+        self.text_format: CompactFormat = text_format
+        self.schema_compression_enabled = schema_compression_enabled
+        self.max_description_len = max_description_len
         self._inspect = MetaTool("inspect", "", InspectArgs, handler=self._run_inspect)
         self._exec = MetaTool(
             "exec",
@@ -126,13 +141,27 @@ class CompactSurface:
             if entry.tool.annotations is not None:
                 data["annotations"] = entry.tool.annotations.model_dump(by_alias=True, exclude_none=True)
             tools.append(data)
+        shown = tools
+        if self.schema_compression_enabled:
+            shown = [schemas_as_typescript(tool, max_description_len=self.max_description_len) for tool in tools]
         payload: dict[str, Any] = {"server": args.server_name, "tools": tools}
+        text: dict[str, Any] = {"server": args.server_name, "tools": shown}
         if args.tool_name is not None:
             payload = {"server": args.server_name, **tools[0]}
-        # As in MCPX: the text is compressed for the model, structuredContent stays raw.
-        return tool_result(payload, model_text(payload))
+            text = {"server": args.server_name, **shown[0]}
+        # As in MCPX: the text is TOON for the model, structuredContent stays raw.
+        return tool_result(payload, data_text(text, self.text_format))
 
     async def _run_exec(self, gateway: Gateway, args: ExecArgs) -> types.CallToolResult:
+        # Compressed before the caps: they count what the model reads, and the server's JSON is
+        # whole when it is parsed.
         return await gateway.execute(
-            args.server_name, args.tool_name, args.arguments, max_output_chars=args.max_output_chars
+            args.server_name,
+            args.tool_name,
+            args.arguments,
+            max_output_chars=args.max_output_chars,
+            shape=self._compressed,
         )
+
+    async def _compressed(self, result: types.CallToolResult) -> types.CallToolResult:
+        return await compressed_result_off_loop(result, self.text_format)
