@@ -69,7 +69,7 @@ from toolscout.catalog import CatalogTool
 from toolscout.config.models import SelectionMode, SmartCacheConfig, SmartConfig
 from toolscout.demo.catalog_server import build_server
 from toolscout.errors import LLMUnavailable
-from toolscout.gateway.core import Gateway
+from toolscout.gateway.core import Gateway, ResultShape
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.modes.smart import MAX_REQUEST_CHARS, SmartArgs, SmartDiscovery, candidate_line
 from toolscout.search import make_backend
@@ -285,9 +285,12 @@ class TimedGateway(Gateway):
         *,
         max_output_chars: int | None = None,
         client: str | None = None,
+        shape: ResultShape | None = None,
     ) -> types.CallToolResult:
         self.reached = time.perf_counter()
-        return await super().execute(server, name, arguments, max_output_chars=max_output_chars, client=client)
+        return await super().execute(
+            server, name, arguments, max_output_chars=max_output_chars, client=client, shape=shape
+        )
 
 
 def big_catalog(eval_dir: Path, size: int) -> tuple[dict[str, list[types.Tool]], dict[str, str]]:
