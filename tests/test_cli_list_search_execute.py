@@ -197,9 +197,11 @@ def test_execute_renders_results_for_people(sandbox: Sandbox, tmp_path: Path) ->
 
 
 def test_one_spelling_of_a_tool_is_printed_and_read_everywhere(sandbox: Sandbox) -> None:
-    # Read as one argument (or the native `server__tool`), as well as the two-argument form.
+    # Read as one argument (or the discovery service design's `server:tool`, or the native
+    # `server__tool`), as well as the two-argument form.
     convert = '{"value": 3, "from_unit": "km", "to_unit": "m"}'
-    for named in (["units/convert_units"], ["units__convert_units"], ["units", "convert_units"]):
+    spellings = (["units/convert_units"], ["units:convert_units"], ["units__convert_units"], ["units", "convert_units"])
+    for named in spellings:
         done = sandbox.run("execute", *named, "--args", convert)
         assert done.returncode == 0, done.stderr
         assert "Executing: units/convert_units" in done.stdout and '"result": 3000' in done.stdout

@@ -38,6 +38,8 @@ def test_a_tool_label_reads_back_to_its_server_and_tool() -> None:
     # A tool name may hold it too; the native spelling is read as well.
     assert split_tool_label("units/a/b", servers) == ("units", "a/b")
     assert split_tool_label("units__convert_units", servers) == ("units", "convert_units")
+    # And the discovery service design's `server:tool`, as its command line prints it.
+    assert split_tool_label("units:convert_units", servers) == ("units", "convert_units")
     # Nothing configured starts it, or it names no tool.
     for label in ("convert_units", "unitz/convert_units", "units/", "units"):
         assert split_tool_label(label, servers) is None, label

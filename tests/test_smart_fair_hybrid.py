@@ -133,12 +133,14 @@ async def test_preferred_tools_change_the_pick_without_an_llm() -> None:
         plain = structured(await ask(client, UPPER, max_suggestions=3))["suggestions"]
         preferred = structured(await ask(client, UPPER, max_suggestions=3, preferred_tools=["text/change_case"]))
         chosen = structured(await ask(client, UPPER, preferred_tools=["change_case"]))
+        colon = structured(await ask(client, UPPER, max_suggestions=3, preferred_tools=["text:change_case"]))
         # A preferred tool the request cannot mean is not forced on it.
         unrelated = structured(await ask(client, CONVERT, preferred_tools=["text/slugify"]))
     assert plain[0]["tool_name"] == "text/slugify"
     assert preferred["suggestions"][0]["tool_name"] == "text/change_case"
     assert preferred["suggestions"][0]["confidence_score"] >= plain[0]["confidence_score"]
     assert "Preferred ×10" in preferred["suggestions"][0]["reasoning"]
+    assert colon["suggestions"][0]["tool_name"] == "text/change_case"  # (the discovery design's spelling)
     assert chosen["tool_name"] == "text/change_case"  # chosen (its style is not read from the words)
     assert unrelated["tool_name"] == "units/convert_units"
 

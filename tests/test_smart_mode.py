@@ -322,11 +322,12 @@ async def test_tool_and_arguments_run_that_tool_directly(era: str) -> None:
         named = await ask(client, request="convert", tool="units/convert_units", arguments=arguments)
         bare = await ask(client, request="convert", tool="convert_units", arguments=arguments)
         underscored = await ask(client, request="convert", tool="units__convert_units", arguments=arguments)
+        colon = await ask(client, request="convert", tool="units:convert_units", arguments=arguments)
         unknown = await ask(client, request="convert", tool="nope/nothing", arguments={})
         unknown_bare = await ask(client, request="convert", tool="teleport", arguments={})
         no_such_tool = await ask(client, request="convert", tool="units/teleport", arguments={})
 
-    for result in (named, bare, underscored):
+    for result in (named, bare, underscored, colon):
         assert not result.is_error, text(result)
         data = structured(result)
         assert data["tool_name"] == "units/convert_units"

@@ -38,6 +38,9 @@ MAX_NAME = 64
 SEPARATOR = "__"
 LABEL_SEPARATOR = "/"
 """Between the server and the tool in the spelling people read and type (`units/convert_units`)."""
+LABEL_SEPARATORS = (LABEL_SEPARATOR, ":", SEPARATOR)
+"""Every spelling a person may type: toolscout's own, the discovery service design's `server:tool`
+(its command line prints that), and the native `server__tool`."""
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 CALL_TARGET_KEYS: dict[str, tuple[str, ...]] = {"server": ("server", "server_name"), "tool": ("tool", "tool_name")}
@@ -129,13 +132,19 @@ def tool_label(server: str, tool: str) -> str:
     return f"{server}{LABEL_SEPARATOR}{tool}"
 
 
+def tool_spellings(server: str, tool: str) -> frozenset[str]:
+    """Return every spelling that names `tool` of `server` (`LABEL_SEPARATORS`), for matching names a
+    person or a model gives against a tool."""
+    return frozenset(f"{server}{separator}{tool}" for separator in LABEL_SEPARATORS)
+
+
 def split_tool_label(label: str, servers: Iterable[str]) -> tuple[str, str] | None:
-    """Return the `(server, tool)` that `label` names as `server/tool` (or as the native
-    `server__tool`), or None when no configured server in `servers` starts it.
+    """Return the `(server, tool)` that `label` names as `server/tool` (or as `server:tool` or the
+    native `server__tool`), or None when no configured server in `servers` starts it.
 
     Server names may hold the separator themselves, so the longest configured name that fits wins.
     """
-    for separator in (LABEL_SEPARATOR, SEPARATOR):
+    for separator in LABEL_SEPARATORS:
         fits = [s for s in servers if label.startswith(s + separator) and len(label) > len(s) + len(separator)]
         if fits:
             server = max(fits, key=len)

@@ -80,9 +80,9 @@ ToolOfServerArgument = Annotated[
 
 
 def named_tool(first: str, second: str | None, config: GatewayConfig) -> tuple[str, str]:
-    """Return the `(server, tool)` a command's arguments name: `SERVER/TOOL` (or the native
-    `SERVER__TOOL`) as one argument, or the server and the tool as two."""
-    from toolscout.naming import LABEL_SEPARATOR, split_tool_label
+    """Return the `(server, tool)` a command's arguments name: `SERVER/TOOL` (or `SERVER:TOOL`, or the
+    native `SERVER__TOOL`) as one argument, or the server and the tool as two."""
+    from toolscout.naming import LABEL_SEPARATORS, split_tool_label
     from toolscout.suggestions import server_not_found
 
     if second is not None:
@@ -94,8 +94,9 @@ def named_tool(first: str, second: str | None, config: GatewayConfig) -> tuple[s
         raise InvalidArguments(
             f"Name one of the tools of {first!r} too: `{first}/TOOL` (`toolscout tools {first}` lists them)."
         )
-    if LABEL_SEPARATOR in first:
-        raise server_not_found(first.partition(LABEL_SEPARATOR)[0], list(config.mcp_servers))
+    for separator in LABEL_SEPARATORS:
+        if separator in first:
+            raise server_not_found(first.partition(separator)[0], list(config.mcp_servers))
     raise InvalidArguments(
         f"Name the tool with its server, as SERVER/TOOL (for example units/convert_units): {first!r} names no "
         "server. `toolscout search` finds tools by what they do."

@@ -61,6 +61,7 @@ from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
 from toolscout.modes.smart_suggestions import category_fallback, json_text, not_found, suggestions
+from toolscout.naming import split_tool_label, tool_spellings
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
 from toolscout.smart.llm import LLMMapping, LLMProvider, SamplingLLM, definition_hash, map_with_llm
@@ -196,8 +197,9 @@ def llm_source(llm: LLMConfig | None, smart: SmartConfig) -> LLMSource:
 
 
 def _named_in(tool: CatalogTool, names: frozenset[str]) -> bool:
-    """Whether `names` (as `preferred_tools` gives them) names `tool`: by name or as `server/tool`."""
-    return tool.name in names or f"{tool.server}/{tool.name}" in names
+    """Whether `names` (as `preferred_tools` gives them) names `tool`: by name or as `server/tool` (or
+    another spelling of `naming.LABEL_SEPARATORS`)."""
+    return tool.name in names or not names.isdisjoint(tool_spellings(tool.server, tool.name))
 
 
 def candidate_line(tool: CatalogTool) -> str:
@@ -283,11 +285,10 @@ class SmartDiscovery:
     # Choosing
 
     async def _named(self, name: str) -> CatalogTool:
-        """The tool `server/tool` (or `server__tool`, or a name only one visible server has)."""
-        for separator in ("/", "__"):
-            server, found, tool = name.partition(separator)
-            if found and server and tool and server in {u.name for u in self.gateway.upstreams}:
-                return await self.gateway.tool(server, tool)
+        """The tool `server/tool` (or `server:tool`, `server__tool`, or a name only one visible server has)."""
+        found = split_tool_label(name, [u.name for u in self.gateway.upstreams])
+        if found is not None:
+            return await self.gateway.tool(*found)
         # Disabled ones too: `gateway.tool` then says it is disabled (not that there is no such tool).
         # The catalog as it is (start-up was settled): no server is waited for to answer a name.
         scope = current_scope()

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, cast
 from toolscout.catalog import CatalogTool
 from toolscout.config.models import SelectionMode, SmartWeights
 from toolscout.errors import LLMUnavailable
+from toolscout.naming import tool_spellings
 from toolscout.smart.llm import ChatMessage, LLMProvider, parse_json_object
 
 if TYPE_CHECKING:  # the search package (numpy) is imported in a worker thread at start, not with the face
@@ -190,7 +191,9 @@ def choose(
     for i, choice in enumerate(base):
         factor, notes = 1.0, list[str]()
         hit = hits[i]
-        is_preferred = hit.tool.name in preferred or f"{hit.tool.server}/{hit.tool.name}" in preferred
+        is_preferred = hit.tool.name in preferred or not preferred.isdisjoint(
+            tool_spellings(hit.tool.server, hit.tool.name)
+        )
         if is_preferred:
             factor *= PREFERRED_ODDS
             choice.scores["preferred"] = PREFERRED_ODDS
