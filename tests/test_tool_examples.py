@@ -52,20 +52,22 @@ async def demo_client() -> AsyncGenerator[Client]:
 async def test_every_demo_tool_gets_valid_examples_without_placeholders() -> None:
     async with demo_client() as client:
         servers = structured(await client.call_tool("list_mcp_servers", {}))["servers"]
-        seen = 0
+        seen = several = 0
         for server in servers:
             listed = structured(await client.call_tool("list_tools", {"server": server["name"]}))["tools"]
             for tool in listed:
-                details = structured(
-                    await client.call_tool("get_tool_details", {"server": server["name"], "tool": tool["name"]})
-                )
+                result = await client.call_tool("get_tool_details", {"server": server["name"], "tool": tool["name"]})
+                details = structured(result)
                 examples = details["examples"]
                 assert examples, tool["name"]
+                # All of them in the structured answer, one in the text (each costs tokens on every lookup).
+                assert text(result).count("\nExample (") == (1 if any(e["arguments"] for e in examples) else 0)
+                several += len(examples) > 1
                 for example in examples:
                     jsonschema.validate(example["arguments"], details["inputSchema"])
                     assert not [s for s in strings(example["arguments"]) if s.startswith("<")], example
                 seen += 1
-        assert seen >= 15
+        assert seen >= 15 and several >= 2
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -181,9 +181,12 @@ def details_text(data: Mapping[str, Any], *, include_schema: bool) -> str:
         lines.append("Parameters: none (pass arguments: {}).")
     if include_schema:
         lines.append(f"Input schema: {compact_json(data['inputSchema'])}")
+    # One example in the text, the first that passes any argument (the structured answer has them all):
+    # a model copies one call's shape, and each further example costs tokens on every lookup.
     examples = cast(Sequence[Mapping[str, Any]], data.get("examples") or ())
-    if examples and params:
-        lines += [f"Example ({e['description'].lower()}): {compact_json(e['arguments'])}" for e in examples]
+    shown = next((e for e in examples if e["arguments"]), None)
+    if shown is not None and params:
+        lines.append(f"Example ({shown['description'].lower()}): {compact_json(shown['arguments'])}")
     flags = hint_labels(cast(Mapping[str, Any], data.get("annotations") or {}))
     if flags:
         lines.append("Hints: " + ", ".join(flags))
