@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolscout.errors import AmbiguousName
-from toolscout.naming import call_target, only_owner
+from toolscout.naming import call_target, native_names, only_owner
 
 
 def test_a_call_target_is_read_under_discovery_and_compact_keys() -> None:
@@ -27,3 +27,17 @@ def test_an_upstream_name_belongs_to_the_one_server_that_has_it() -> None:
         "Several servers have a prompt 'greet' (a, b): use the gateway's name for it, a__greet, b__greet."
     )
     assert raised.value.details["servers"] == ["a", "b"]
+
+
+def test_preferred_names_are_kept_and_two_that_want_one_name_each_get_a_hash() -> None:
+    pairs = [("run-a.aws-mcp-group-aws-cloudtrail", "list_events"), ("run-a.abuseipdb", "abuseipdb"), ("units", "x")]
+    preferred = {pairs[0]: "aws-cloudtrail__list_events", pairs[1]: "abuseipdb"}
+    assert native_names(pairs, preferred=preferred) == {
+        pairs[0]: "aws-cloudtrail__list_events",
+        pairs[1]: "abuseipdb",
+        pairs[2]: "units__x",
+    }
+    twins = [("run-a.one", "t"), ("run-a.two", "t")]
+    names = native_names(twins, preferred=dict.fromkeys(twins, "shared__t"))
+    assert len(set(names.values())) == 2
+    assert all(name.startswith("shared__t_") for name in names.values())

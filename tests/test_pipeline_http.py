@@ -10,9 +10,10 @@ server, and a real HTTP site for the components' callbacks.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,15 +69,21 @@ class Pipeline:
             yield client
 
 
+ENV = {**os.environ, "PIPELINE_ADMIN": ADMIN}
+
+
+def pipeline_config(directory: Path, **config: Any) -> Path:
+    """Passthrough mode with the pipeline's names, an admin key, and no configured server the runs' tokens allow."""
+    settings = {"mode": "passthrough", "toolNames": "registered", "auth": {"adminKeys": ["${PIPELINE_ADMIN}"]}}
+    return write_config(directory, **{**settings, **config})
+
+
 @asynccontextmanager
 async def pipeline(directory: Path, **config: Any) -> AsyncGenerator[Pipeline]:
-    """`serve --transport http` in passthrough mode with the pipeline's names, an admin key, and no
-    configured server the runs' tokens allow."""
-    settings = {"mode": "passthrough", "toolNames": "registered", "auth": {"adminKeys": ["${PIPELINE_ADMIN}"]}}
-    path = write_config(directory, **{**settings, **config})
+    """`serve --transport http` of `pipeline_config`."""
+    path = pipeline_config(directory, **config)
     command = [PYTHON, "-m", "toolscout", "serve", "--config", str(path), "--transport", "http", "--port", "0"]
-    env = {**os.environ, "PIPELINE_ADMIN": ADMIN}
-    async with running(command, ready=SERVE_READY, env=env) as process:
+    async with running(command, ready=SERVE_READY, env=ENV) as process:
         yield Pipeline(process.match.group(1).removesuffix("/mcp"))
 
 
@@ -245,6 +252,17 @@ async def test_a_registering_token_registers_and_issues_tokens_for_its_own_run_o
             assert "canRegister" in refused.json()["error"]["message"]
 
 
+async def test_the_command_line_issues_a_registering_token(tmp_path: Path) -> None:
+    config = pipeline_config(tmp_path)
+    command = [PYTHON, "-m", "toolscout", "token", "create", "-c", str(config), "-n", RUN_A, "-s", "*"]
+    made = await anyio.run_process([*command, "-l", "worker", "--can-register", "--json"], env=ENV, check=False)
+    assert made.returncode == 0, made.stderr.decode()
+    secret = json.loads(made.stdout)["token"]
+    async with callback_site(lambda body: text_result("ok")) as site, pipeline(tmp_path) as gateway:
+        assert (await gateway.internal("register-component", component(RUN_A, "a", site), secret)).status_code == 201
+        assert (await gateway.internal("register-component", component(RUN_B, "a", site), secret)).status_code == 403
+
+
 async def test_the_pipelines_bodies_are_refused_in_its_own_words(tmp_path: Path) -> None:
     async with pipeline(tmp_path) as gateway:
         cases: list[tuple[str, dict[str, Any], str]] = [
@@ -266,12 +284,12 @@ async def test_the_pipelines_bodies_are_refused_in_its_own_words(tmp_path: Path)
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])
 async def test_a_runs_listing_reads_the_same_from_sqlite_and_redis(tmp_path: Path, backend: str) -> None:
-    async with (
-        callback_site(lambda body: text_result("ok")) as site,
-        redis_server(tmp_path / "redis") as redis,
-    ):
-        registry = {"backend": "redis", "url": redis.url, "keyPrefix": "ts-pipeline:"} if backend == "redis" else None
-        extra = {"registry": registry} if registry is not None else {}
+    async with AsyncExitStack() as stack:
+        site = await stack.enter_async_context(callback_site(lambda body: text_result("ok")))
+        extra: dict[str, Any] = {}
+        if backend == "redis":
+            redis = await stack.enter_async_context(redis_server(tmp_path / "redis"))
+            extra["registry"] = {"backend": "redis", "url": redis.url, "keyPrefix": "ts-pipeline:"}
         async with pipeline(tmp_path, **extra) as gateway:
             registered = await gateway.internal("register-component", component(RUN_A, "abuseipdb", site))
             assert registered.status_code == 201

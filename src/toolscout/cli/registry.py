@@ -179,6 +179,12 @@ def create(
     rate: Annotated[
         int | None, typer.Option("--rate", help="Requests a minute it may make (requestsPerMinute).")
     ] = None,
+    can_register: Annotated[
+        bool,
+        typer.Option(
+            "--can-register", help="It may register servers and tools into its own namespace, and issue its tokens."
+        ),
+    ] = False,
     url: TokenUrlOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
@@ -192,6 +198,8 @@ def create(
         request["pinnedTools"] = pin
     if rate is not None:
         request["requestsPerMinute"] = rate
+    if can_register:
+        request["canRegister"] = True
     if url is not None:
         answer = cast(dict[str, Any], run(_call, output, "POST", url, "/tokens", request))
         token_id, secret, expires = str(answer["id"]), str(answer["token"]), answer.get("expiresAt")
