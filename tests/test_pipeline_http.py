@@ -69,7 +69,8 @@ class Pipeline:
             yield client
 
 
-ENV = {**os.environ, "PIPELINE_ADMIN": ADMIN}
+ENV = {**os.environ, "PIPELINE_ADMIN": ADMIN, "TOOLSCOUT_ADMIN_KEY": ADMIN}
+LISTING = [PYTHON, "-m", "toolscout", "registry", "run", RUN_A]
 
 
 def pipeline_config(directory: Path, **config: Any) -> Path:
@@ -300,6 +301,19 @@ async def test_a_runs_listing_reads_the_same_from_sqlite_and_redis(tmp_path: Pat
         # Read again by a gateway started afresh on the same registry: it was kept, not only applied.
         async with pipeline(tmp_path, **extra) as gateway:
             again = (await gateway.get(f"/internal/mcp/runs/{RUN_A}/tools")).json()
+            remote = await anyio.run_process([*LISTING, "--url", gateway.base, "--json"], env=ENV, check=False)
+        # And by the command line, from the registry itself.
+        config = str(pipeline_config(tmp_path, **extra))
+        local_json = await anyio.run_process([*LISTING, "-c", config, "--json"], env=ENV, check=False)
+        text = await anyio.run_process([*LISTING, "-c", config], env=ENV, check=False)
+    assert remote.returncode == local_json.returncode == text.returncode == 0, remote.stderr + local_json.stderr
+    assert (
+        json.loads(remote.stdout)["tools"].keys()
+        == json.loads(local_json.stdout)["tools"].keys()
+        == again["tools"].keys()
+    )
+    assert json.loads(remote.stdout)["tools"]["aws-mcp-group-aws-iam"]["status"] in ("connecting", "error")
+    assert "aws-mcp-group-aws-iam  toolName=aws-iam  type=local-mcp serverId=aws-iam" in text.stdout.decode()
     keep = ("nodeId", "toolName", "type", "endpoint", "serverId")
     assert {n: {k: v for k, v in e.items() if k in keep} for n, e in again["tools"].items()} == {
         "abuseipdb": {"nodeId": "abuseipdb", "toolName": "abuseipdb", "type": "component"},
