@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolscout.errors import AmbiguousName
-from toolscout.naming import call_target, only_owner, split_tool_label, tool_label
+from toolscout.naming import call_target, native_names, only_owner, split_tool_label, tool_label
 
 
 def test_a_call_target_is_read_under_discovery_and_compact_keys() -> None:
@@ -43,3 +43,17 @@ def test_a_tool_label_reads_back_to_its_server_and_tool() -> None:
     # Nothing configured starts it, or it names no tool.
     for label in ("convert_units", "unitz/convert_units", "units/", "units"):
         assert split_tool_label(label, servers) is None, label
+
+
+def test_preferred_names_are_kept_and_two_that_want_one_name_each_get_a_hash() -> None:
+    pairs = [("run-a.aws-mcp-group-aws-cloudtrail", "list_events"), ("run-a.abuseipdb", "abuseipdb"), ("units", "x")]
+    preferred = {pairs[0]: "aws-cloudtrail__list_events", pairs[1]: "abuseipdb"}
+    assert native_names(pairs, preferred=preferred) == {
+        pairs[0]: "aws-cloudtrail__list_events",
+        pairs[1]: "abuseipdb",
+        pairs[2]: "units__x",
+    }
+    twins = [("run-a.one", "t"), ("run-a.two", "t")]
+    names = native_names(twins, preferred=dict.fromkeys(twins, "shared__t"))
+    assert len(set(names.values())) == 2
+    assert all(name.startswith("shared__t_") for name in names.values())

@@ -64,11 +64,18 @@ def _hashed(base: str, pair: tuple[str, str], length: int) -> str:
     return base[: MAX_NAME - len(suffix)] + suffix
 
 
-def native_names(pairs: Iterable[tuple[str, str]], *, bare: bool = False) -> dict[tuple[str, str], str]:
+def native_names(
+    pairs: Iterable[tuple[str, str]],
+    *,
+    bare: bool = False,
+    preferred: Mapping[tuple[str, str], str] | None = None,
+) -> dict[tuple[str, str], str]:
     """A unique, client-valid name for each `(server, name)`; the same set always gets the same names.
 
     `bare`: an item's own name (made valid) where no other server has one of that name; the
-    others, and every name with `bare` false, are `server__name`.
+    others, and every name with `bare` false, are `server__name`. `preferred`: the name an item
+    would have (made valid) in place of those, as a run's registrations name their tools; two items
+    preferring one name each get a hash, as any two that would share a name do.
     """
     unique = sorted(set(pairs))
     owners: defaultdict[str, set[str]] = defaultdict(set)
@@ -77,6 +84,8 @@ def native_names(pairs: Iterable[tuple[str, str]], *, bare: bool = False) -> dic
             owners[_clean(name)].add(server)
 
     def base(pair: tuple[str, str]) -> str:
+        if preferred is not None and pair in preferred:
+            return _clean(preferred[pair])
         own = _clean(pair[1])
         return own if bare and own and len(owners[own]) == 1 else _plain(*pair)
 

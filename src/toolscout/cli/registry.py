@@ -179,6 +179,12 @@ def create(
     rate: Annotated[
         int | None, typer.Option("--rate", help="Requests a minute it may make (requestsPerMinute).")
     ] = None,
+    can_register: Annotated[
+        bool,
+        typer.Option(
+            "--can-register", help="It may register servers and tools into its own namespace, and issue its tokens."
+        ),
+    ] = False,
     url: TokenUrlOption = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
@@ -192,6 +198,8 @@ def create(
         request["pinnedTools"] = pin
     if rate is not None:
         request["requestsPerMinute"] = rate
+    if can_register:
+        request["canRegister"] = True
     if url is not None:
         answer = cast(dict[str, Any], run(_call, output, "POST", url, "/tokens", request))
         token_id, secret, expires = str(answer["id"]), str(answer["token"]), answer.get("expiresAt")
@@ -497,6 +505,53 @@ def list_registrations(
             output.print("  (none)")
         for entry in found[kind]:
             output.print(_line(entry))
+
+
+async def _run_view(url: str | None, config: GatewayConfig, run_id: str) -> dict[str, Any]:
+    if url is not None:
+        return await call_api(url, "GET", f"/internal/mcp/runs/{run_id}/tools")
+    import time
+
+    from toolscout.registry.pipeline import run_view
+    from toolscout.registry.requests import open_registry
+
+    async with open_registry(config) as registry:
+        now = time.time()
+        servers = [r for r in await registry.servers(run_id) if not r.expired(now)]
+        tools = [r for r in await registry.tools(run_id) if not r.expired(now)]
+    return run_view(run_id, servers, tools)
+
+
+@registry_app.command("run")
+def run_listing(
+    run_id: Annotated[str, typer.Argument(help="The run's id (its namespace).")],
+    url: RegistryUrlOption = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One run's registrations by node id, as the multi-tenant pipeline keeps them (nodeId, toolName,
+    type, endpoint, serverId; with --url: each with its status on the gateway)."""
+    from toolscout.config.scopes import NAMESPACE_PATTERN
+
+    output = Output(as_json)
+    gateway_config = registry_config(config, output)
+    if not NAMESPACE_PATTERN.match(run_id):
+        output.fail(InvalidArguments(f"RUN_ID must be 1-64 letters, digits, _ or -, got {run_id!r}."))
+    try:
+        found = run(_run_view, url, gateway_config, run_id)
+    except ToolscoutError as exc:
+        _fail(output, exc)
+    if output.json_mode:
+        output.data(found)
+        return
+    output.print(f"Run {run_id}:")
+    if not found["tools"]:
+        output.print("  (nothing registered)")
+    for node_id, entry in found["tools"].items():
+        where = entry.get("endpoint") or entry.get("callbackUrl") or ""
+        status = f" [{entry['status']}]" if entry.get("status") else ""
+        server = f" serverId={entry['serverId']}" if entry.get("serverId") else ""
+        output.print(f"  {node_id}  toolName={entry['toolName']}  type={entry['type']}{server}  {where}{status}")
 
 
 async def _remove(url: str | None, config: GatewayConfig, kind: str, namespace: str | None, name: str) -> bool:

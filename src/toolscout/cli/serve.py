@@ -286,6 +286,7 @@ async def _serve_with(
     from toolscout.serve.api import registry_routes
     from toolscout.serve.http import serve_http, serve_stdio, stop_on_signals
     from toolscout.serve.http_guards import AllowList, ConnectionLimits
+    from toolscout.serve.pipeline_api import pipeline_routes
     from toolscout.serve.reload import ConfigReloader, reloading
     from toolscout.serve.sessions import SessionLimits
     from toolscout.serve.telemetry import MetricsAccess
@@ -362,7 +363,7 @@ async def _serve_with(
                         limits=SessionLimits.of(config.http),
                         principals=principals,
                         registry=registry,
-                        api_routes=registry_routes(registrations),
+                        api_routes=[*registry_routes(registrations), *pipeline_routes(registrations, principals)],
                         replica=replica,
                         connections=ConnectionLimits.of(config.http),
                         metrics=metrics,

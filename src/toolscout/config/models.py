@@ -70,9 +70,11 @@ DEFAULT_MAX_LOADED_TOOLS = 20
 DEFAULT_MAX_DESCRIPTION_LEN = 60
 """Characters of a property's description kept in a TypeScript signature: about one short sentence."""
 
-ToolNaming = Literal["auto", "prefixed", "bare-when-unique"]
+ToolNaming = Literal["auto", "prefixed", "bare-when-unique", "registered"]
 """Passthrough's tool names: `server__tool` in front of several servers and the tool's own in front of one
-(`auto`), always `server__tool` (`prefixed`), or the tool's own wherever no other server has that name."""
+(`auto`; servers registered at run time count), always `server__tool` (`prefixed`), the tool's own wherever
+no other server has that name (`bare-when-unique`), or as a run's registrations say (`registered`: a
+callback tool by its own name, a registered server's tools as `{toolName}__{tool}`)."""
 
 ListingFormat = Literal["text", "toon"]
 """How listings read for the model: toolscout's line format, or TOON or compact JSON."""

@@ -353,9 +353,10 @@ def _key(registration: Registration) -> Hashable:
     """What decides how a registration is reached: equal keys keep the same upstream running."""
     if isinstance(registration, ServerRegistration):
         headers = tuple(sorted(registration.headers.items()))
-        return ("server", registration.url, registration.transport, headers, registration.description)
+        reached = (registration.url, registration.transport, headers, registration.description)
+        return ("server", *reached, registration.tool_name)
     schema = json.dumps(dict(registration.input_schema), sort_keys=True)
-    return ("tool", registration.description, schema, registration.callback_url)
+    return ("tool", registration.description, schema, registration.callback_url, registration.tool_name)
 
 
 def registered_spec(registration: Registration, *, shared: bool = False) -> UpstreamSpec:
@@ -374,7 +375,7 @@ def registered_spec(registration: Registration, *, shared: bool = False) -> Upst
         description = registration.description
     else:
         server = callback_server(
-            registration.name,
+            registration.tool_name or registration.name,
             registration.description,
             registration.input_schema,
             registration.callback_url,
@@ -391,6 +392,8 @@ def registered_spec(registration: Registration, *, shared: bool = False) -> Upst
         connect_timeout=REGISTERED_CONNECT_TIMEOUT,
         backoff_max=REGISTERED_BACKOFF_MAX,
         relist_empty=isinstance(registration, ServerRegistration),
+        tool_prefix=registration.tool_name if isinstance(registration, ServerRegistration) else None,
+        bare_tools=isinstance(registration, ToolRegistration),
         ping_seconds=PING_SECONDS if isinstance(registration, ServerRegistration) else None,
         # This machine's own catalog never answers for a registration: an endpoint of a run that is gone
         # must not look as if its tools were there; a shared one does, for as long as it is registered.

@@ -3,10 +3,13 @@
 A tool's name is `server__tool`, or its own name where the configuration's `toolNames` allows it
 (`ToolNaming`). `auto`, the default, leaves names bare in front of a single server and prefixes them
 in front of several; `bare-when-unique` leaves bare every name that no other server's tool shares;
-`prefixed` always prefixes. Names depend on the catalog alone, never on the client, so every client
-sees the same list, as the 2026-07-28 protocol requires. When a server that arrives later brings a
-tool whose name another server has, both become `server__tool` and clients are told the list
-changed. Names are valid for every major client, unique and deterministic (naming.py).
+`prefixed` always prefixes; `registered` names the tools of a run as the multi-tenant pipeline does: a
+registered callback tool (a component) by its own name, a registered server's tools as
+`{toolName}__{tool}`, each unique within the namespace that sees it. Names depend on the catalog (and,
+under `registered`, the request's namespace) alone, never on the client or its session, so every
+client of one namespace sees the same list, as the 2026-07-28 protocol requires. When a server that
+arrives later brings a tool whose name another server has, both become `server__tool` and clients are
+told the list changed. Names are valid for every major client, unique and deterministic (naming.py).
 
 The same names serve a principal's pinned tools, which the other modes show after their own. At
 2026-07-28 tools/list may vary by the authorization on the request, never per connection, so a
@@ -20,52 +23,113 @@ nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import mcp_types as types
 
 from toolscout.catalog import Catalog, CatalogTool, Visible
 from toolscout.config.models import ToolNaming
-from toolscout.config.scopes import Scope, current_scope
+from toolscout.config.scopes import UNSCOPED, Scope, current_scope, scoped
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.naming import native_names, only_owner
-from toolscout.upstream import Upstream
+from toolscout.upstream import Upstream, UpstreamSpec
+
+
+def registered_names(pairs: Iterable[tuple[str, str]], specs: Mapping[str, UpstreamSpec]) -> dict[tuple[str, str], str]:
+    """The name `toolNames: registered` prefers for each registered tool among `pairs` (`specs`: the
+    upstreams by name): a callback tool's own name, a registered server's `{toolName}__{tool}`. A
+    configured server's tools are left out: they keep `server__tool`."""
+    preferred: dict[tuple[str, str], str] = {}
+    for server, tool in pairs:
+        spec = specs.get(server)
+        if spec is None or spec.namespace is None:
+            continue
+        preferred[(server, tool)] = tool if spec.bare_tools else f"{spec.tool_prefix or spec.registered_name}__{tool}"
+    return preferred
 
 
 class NativeNames:
     """The client-valid name of every catalog tool, recomputed only when the catalog changes.
 
     Disabled and quarantined tools get names too, so that disabling one never renames another (and a
-    call to a quarantined one is told why). `bare`: as in
-    `native_names`.
+    call to a quarantined one is told why). `bare`: as in `native_names`, or asked again at each
+    change of the catalog (`toolNames: auto`, whose answer changes as servers are registered).
+    `registered`: the specs of every upstream by name, for `toolNames: registered`: a callback
+    tool (a run's component) under its own name, a registered server's tools as
+    `{toolName}__{tool}`, a configured server's as `server__tool`; unique among what one namespace
+    sees, so the names are made per namespace of the request (every namespace's at once for a
+    principal of none).
     """
 
-    def __init__(self, catalog: Catalog, *, bare: bool = False) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        bare: bool | Callable[[], bool] = False,
+        registered: Callable[[], Mapping[str, UpstreamSpec]] | None = None,
+    ) -> None:
         self._catalog = catalog
-        self._bare = bare
-        self._version = -1
+        self._bare_now: Callable[[], bool] = bare if callable(bare) else (lambda: bare)
+        self._bare = False
+        self._registered = registered
+        self._version: tuple[int, bool] | None = None
+        self._pairs: list[tuple[str, str]] = []
         self._names: dict[tuple[str, str], str] = {}
         self._routes: dict[str, tuple[str, str]] = {}
         self._prefixed: dict[str, tuple[str, str]] = {}
         """With bare names, what `server__tool` stands for: such a name keeps working (a client written
         against prefixed names, a tool renamed when a namesake arrived, or back)."""
+        self._tables: dict[str | None, tuple[dict[tuple[str, str], str], dict[str, tuple[str, str]]]] = {}
+        """`toolNames: registered`: the names and routes of each namespace asked for so far."""
+
+    @property
+    def per_namespace(self) -> bool:
+        """Whether names depend on the request's namespace (`toolNames: registered`)."""
+        return self._registered is not None
 
     def _fresh(self) -> None:
-        if self._version != self._catalog.version:
-            pairs = [(e.server, e.name) for e in self._catalog.tools(include_disabled=True, include_quarantined=True)]
-            self._names = native_names(pairs, bare=self._bare)
+        bare = self._bare_now()
+        if self._version != (self._catalog.version, bare):
+            self._bare = bare
+            every = self._catalog.tools(include_disabled=True, include_quarantined=True)
+            self._pairs = [(e.server, e.name) for e in every]
+            self._names = native_names(self._pairs, bare=bare)
             self._routes = {name: pair for pair, name in self._names.items()}
-            if self._bare:
-                self._prefixed = {name: pair for pair, name in native_names(pairs).items()}
-            self._version = self._catalog.version
+            self._prefixed = {name: pair for pair, name in native_names(self._pairs).items()} if bare else {}
+            self._tables = {}
+            self._version = (self._catalog.version, bare)
+
+    def _table(self) -> tuple[dict[tuple[str, str], str], dict[str, tuple[str, str]]]:
+        """The names and routes the request's namespace sees (`_names`, `_routes` but per namespace)."""
+        self._fresh()
+        if self._registered is None:
+            return self._names, self._routes
+        namespace = current_scope().namespace
+        table = self._tables.get(namespace)
+        if table is None:
+            specs = self._registered()
+            pairs = [
+                pair
+                for pair in self._pairs
+                if namespace is None or (spec := specs.get(pair[0])) is None or spec.namespace in (None, namespace)
+            ]
+            names = native_names(pairs, preferred=registered_names(pairs, specs))
+            table = self._tables[namespace] = (names, {name: pair for pair, name in names.items()})
+        return table
 
     def name(self, server: str, tool: str) -> str:
         """The native name of `server`'s `tool` (also for a tool the catalog does not hold)."""
-        self._fresh()
-        return self._names.get((server, tool)) or native_names([(server, tool)], bare=self._bare)[(server, tool)]
+        names, _ = self._table()
+        found = names.get((server, tool))
+        if found is not None:
+            return found
+        pair = (server, tool)
+        preferred = registered_names([pair], self._registered()) if self._registered is not None else None
+        return native_names([pair], bare=self._bare, preferred=preferred)[pair]
 
     def route(self, name: str, visible: Visible | None = None) -> tuple[str, str] | None:
         """The `(server, tool)` a native name stands for, its `server__tool` name when names are bare, or
@@ -74,8 +138,8 @@ class NativeNames:
         A bare name that several servers' enabled tools share raises `AmbiguousName`. `visible`: whether
         the request's scope sees a tool; a name for a tool it does not see stands for nothing.
         """
-        self._fresh()
-        route = self._routes.get(name) or self._prefixed.get(name)
+        _, routes = self._table()
+        route = routes.get(name) or self._prefixed.get(name)
         if route is not None:
             entry = self._catalog.get(*route)
             return route if visible is None or entry is None or visible(entry) else None
@@ -103,12 +167,32 @@ PASSTHROUGH_STEPS: Phrasing = {
 }
 
 
+def _enabled_servers(gateway: Gateway) -> int:
+    with scoped(UNSCOPED):  # names never depend on who asks: every server counts
+        return len([u for u in gateway.upstreams if not u.spec.disabled])
+
+
+def _every_spec(gateway: Gateway) -> dict[str, UpstreamSpec]:
+    with scoped(UNSCOPED):
+        return {u.name: u.spec for u in gateway.upstreams}
+
+
 def bare_names(naming: ToolNaming, gateway: Gateway) -> bool:
-    """Whether passthrough leaves names bare where no two servers share them, for `naming` in front of `gateway`."""
+    """Whether passthrough leaves names bare where no two servers share them, for `naming` in front of
+    `gateway` as it is now (`auto`: while it has one server; servers registered at run time count)."""
     if naming == "auto":
-        # One server has nothing to tell apart; the set of servers is the configuration's, so this never changes.
-        return len([u for u in gateway.upstreams if not u.spec.disabled]) <= 1
+        return _enabled_servers(gateway) <= 1
     return naming == "bare-when-unique"
+
+
+def native_names_for(naming: ToolNaming, gateway: Gateway) -> NativeNames:
+    """The native names `naming` gives `gateway`'s tools: `auto` asks again at each catalog change how
+    many servers there are, `registered` names each run's tools as its registrations say."""
+    if naming == "registered":
+        return NativeNames(gateway.catalog, registered=lambda: _every_spec(gateway))
+    if naming == "auto":
+        return NativeNames(gateway.catalog, bare=lambda: bare_names("auto", gateway))
+    return NativeNames(gateway.catalog, bare=naming == "bare-when-unique")
 
 
 class PassthroughSurface:
@@ -120,14 +204,17 @@ class PassthroughSurface:
     def __init__(self, gateway: Gateway, *, naming: ToolNaming = "auto") -> None:
         self.gateway = gateway
         bare = bare_names(naming, gateway)
-        self.names = NativeNames(gateway.catalog, bare=bare)
+        self.names = native_names_for(naming, gateway)
         self._exposed: list[types.Tool] = []
         self._entries: list[CatalogTool] = []
         self._exposed_version = -1
         self._scoped = ScopedCache[list[types.Tool]]()
         """What each scope that narrows sees of `_exposed`."""
         self.instructions = "toolscout passes through the tools of its MCP servers; " + (
-            "each keeps its own name, unless two servers have a tool of that name: then it is named server__tool."
+            "a registered component keeps its own name, a registered server's tools are named toolName__tool, "
+            "a configured server's server__tool."
+            if naming == "registered"
+            else "each keeps its own name, unless two servers have a tool of that name: then it is named server__tool."
             if bare
             else "each tool is named server__tool (a tool's own name works too when one server has it)."
         )
@@ -139,10 +226,17 @@ class PassthroughSurface:
         catalog = self.gateway.catalog
         if self._exposed_version != catalog.version:
             self._entries = catalog.tools(include_hidden=False)  # a hidden tool is called by name, never listed
-            self._exposed = [self.names.expose(e) for e in self._entries]
+            # Under per-namespace names each scope's list is made below, from the entries.
+            self._exposed = [] if self.names.per_namespace else [self.names.expose(e) for e in self._entries]
             self._exposed_version = catalog.version
         scope = current_scope()
         visible = self.gateway.visibility.tool_filter(scope)
+        if self.names.per_namespace:  # each namespace has names of its own
+            return self._scoped.get(
+                scope,
+                (catalog.version, tuple(u.name for u in self.gateway.upstreams)),
+                lambda: [self.names.expose(e) for e in self._entries if visible is None or visible(e)],
+            )
         if visible is None:
             return self._exposed
         return self._scoped.get(

@@ -108,6 +108,9 @@ class TokenRecord:
     secret_hash: str = field(default="", repr=False)
     tagged: bool = False
     """Whether its secret carries a tag (every token issued since tags; False: issued before them)."""
+    can_register: bool = False
+    """Whether its holder may register servers and callback tools into its own namespace, and issue
+    tokens for it (the registering side of a run's pipeline); never into another, nor the global one."""
 
     def scope(self) -> Scope:
         """Return what the holder may see and do."""
@@ -138,6 +141,8 @@ class TokenRecord:
             out["pinnedTools"] = list(self.pinned_tools)
         if self.requests_per_minute is not None:
             out["requestsPerMinute"] = self.requests_per_minute
+        if self.can_register:
+            out["canRegister"] = True
         return out
 
 
@@ -154,6 +159,11 @@ class ServerRegistration:
     description: str | None = None
     expires_at: float | None = None
     created_at: float = 0.0
+    tool_name: str | None = None
+    """The name a run's pipeline gave it (`toolName`): its tools are `{tool_name}__{tool}` under
+    `toolNames: registered`; None: its `name`."""
+    server_id: str | None = None
+    """Which server of a group it is (the pipeline's `serverId`), shown in the run's listing only."""
 
     def expired(self, now: float) -> bool:
         """Whether it has expired by `now` (seconds since the epoch)."""
@@ -172,6 +182,8 @@ class ToolRegistration:
     callback_url: str
     expires_at: float | None = None
     created_at: float = 0.0
+    tool_name: str | None = None
+    """The tool's name (a run's component registered as `toolName`); None: its `name`."""
 
     def expired(self, now: float) -> bool:
         """Whether it has expired by `now` (seconds since the epoch)."""
@@ -310,6 +322,7 @@ def token_body(record: TokenRecord) -> dict[str, Any]:
         "createdAt": record.created_at,
         "requestsPerMinute": record.requests_per_minute,
         **({"tagged": True} if record.tagged else {}),
+        **({"canRegister": True} if record.can_register else {}),
     }
 
 
@@ -328,6 +341,7 @@ def token_from(token_id: str, hashed: str, body: str, expires_at: float | None) 
         requests_per_minute=data.get("requestsPerMinute"),
         secret_hash=hashed,
         tagged=data.get("tagged") is True,
+        can_register=data.get("canRegister") is True,
     )
 
 
@@ -339,6 +353,8 @@ def server_body(registration: ServerRegistration) -> dict[str, Any]:
         "headers": dict(registration.headers),
         "description": registration.description,
         "createdAt": registration.created_at,
+        **({"toolName": registration.tool_name} if registration.tool_name else {}),
+        **({"serverId": registration.server_id} if registration.server_id else {}),
     }
 
 
@@ -354,6 +370,8 @@ def server_from(namespace: str, name: str, body: str, expires_at: float | None) 
         description=data.get("description"),
         expires_at=expires_at,
         created_at=data.get("createdAt") or 0.0,
+        tool_name=data.get("toolName"),
+        server_id=data.get("serverId"),
     )
 
 
@@ -364,6 +382,7 @@ def tool_body(registration: ToolRegistration) -> dict[str, Any]:
         "inputSchema": dict(registration.input_schema),
         "callbackUrl": registration.callback_url,
         "createdAt": registration.created_at,
+        **({"toolName": registration.tool_name} if registration.tool_name else {}),
     }
 
 
@@ -378,4 +397,5 @@ def tool_from(namespace: str, name: str, body: str, expires_at: float | None) ->
         callback_url=data["callbackUrl"],
         expires_at=expires_at,
         created_at=data.get("createdAt") or 0.0,
+        tool_name=data.get("toolName"),
     )

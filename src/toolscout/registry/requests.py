@@ -86,6 +86,12 @@ def _unknown_keys(exc: ValidationError) -> list[str]:
     return sorted(str(error["loc"][0]) for error in exc.errors() if error["type"] == "extra_forbidden")
 
 
+RequestBody = _Body
+"""For other request bodies (registry/pipeline.py): camelCase keys, nothing unknown, nothing converted."""
+unknown_keys = _unknown_keys
+"""The keys a request body has that its model does not (sorted)."""
+
+
 def _validators_words(error: ErrorDetails) -> str | None:
     """Return the message a validator of ours raised, already saying what to send; None for pydantic's own."""
     return error["msg"].removeprefix("Value error, ") if error["type"] == "value_error" else None
@@ -122,6 +128,7 @@ class TokenRequest(_Body):
     ttl_seconds: float = Field(gt=0, le=MAX_TOKEN_TTL_SECONDS, allow_inf_nan=False)
     label: str
     requests_per_minute: int | None = Field(default=None, ge=1)
+    can_register: bool = False
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -174,6 +181,8 @@ def _token_problem(error: ErrorDetails) -> str:
         return f"ttlSeconds must be a positive number of seconds, got {got!r}"
     if field == "label":
         return _LABEL_REQUIRED
+    if field == "canRegister":
+        return f"canRegister must be true or false, got {got!r}"
     return f"requestsPerMinute must be a whole number of at least 1, got {got!r}"
 
 
@@ -221,6 +230,7 @@ def token_request(data: Mapping[str, Any], now: float, key: bytes) -> tuple[Toke
         requests_per_minute=request.requests_per_minute,
         secret_hash=secret_hash(secret),
         tagged=True,
+        can_register=request.can_register,
     )
     return record, secret
 

@@ -98,6 +98,30 @@ def require_admin(request: Request) -> None:
         )
 
 
+def require_registrar(request: Request, namespace: str | None = None, *, anywhere: bool = False) -> None:
+    """Refuse (403) a request whose principal may not register into `namespace` (None: the global one):
+    an admin may anywhere, a token issued with `canRegister` into its own namespace only. `anywhere`:
+    only whether it may register into some namespace (before the body says which)."""
+    principal = principal_of(request)
+    if principal.admin:
+        return
+    own = principal.registers_in
+    if own is None:
+        raise ApiError(
+            403,
+            "FORBIDDEN",
+            'registering needs an admin key (auth.adminKeys) or a token issued with "canRegister": true '
+            f"for the namespace (POST {API_PREFIX}/tokens)",
+        )
+    if not anywhere and namespace != own:
+        where = f"namespace {namespace!r}" if namespace is not None else "the global namespace"
+        raise ApiError(
+            403,
+            "FORBIDDEN",
+            f"this token registers into its own namespace {own!r} only, not {where}; an admin key registers anywhere",
+        )
+
+
 async def json_object(request: Request) -> dict[str, Any]:
     """The request's body as a JSON object, or `ApiError` saying what is wrong with it."""
     body = bytearray()
@@ -197,12 +221,13 @@ def api_mount(registry: Registry, events: TokenEvents | None = None, routes: Seq
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _answering(handler: Handler) -> Handler:
-    """Return `handler` behind the admin check, with its refusals answered in the API's error shape."""
+def answering(handler: Handler) -> Handler:
+    """Return `handler` behind the check that its principal may register somewhere (the handler checks
+    where), with its refusals answered in the API's error shape."""
 
     async def answer(request: Request) -> Response:
         try:
-            require_admin(request)
+            require_registrar(request, anywhere=True)
             return await handler(request)
         except ApiError as exc:
             return error_response(exc.status, exc.code, exc.message)
@@ -248,6 +273,10 @@ class RegistryApi:
 
     async def _listed(self, request: Request, kind: type[Registration]) -> list[dict[str, Any]]:
         namespace = _namespace_filter(request)
+        own = principal_of(request).registers_in
+        if not principal_of(request).admin:  # a registering token lists its own namespace
+            require_registrar(request, namespace or own)
+            namespace = own
         registry = self._registrations.registry
         every = namespace is None
         found: list[Registration] = []
@@ -260,11 +289,13 @@ class RegistryApi:
 
     async def post_server(self, request: Request) -> Response:
         registration = server_registration(await json_object(request))
+        require_registrar(request, registration.namespace)
         await self._registrations.put(registration)
         return JSONResponse(self._entry(registration), status_code=201)
 
     async def post_tool(self, request: Request) -> Response:
         registration = tool_registration(await json_object(request))
+        require_registrar(request, registration.namespace)
         await self._registrations.put(registration)
         return JSONResponse(self._entry(registration), status_code=201)
 
@@ -282,6 +313,7 @@ class RegistryApi:
 
     async def _delete(self, request: Request, kind: type[Registration]) -> Response:
         namespace, name = _address(request)
+        require_registrar(request, namespace)
         if await self._registrations.remove(kind, namespace, name):
             return Response(status_code=204)
         what = "server" if kind is ServerRegistration else "callback tool"
@@ -298,9 +330,9 @@ def registry_routes(registrations: Registrations) -> list[Route]:
         ("tools", api.post_tool, api.get_tools, api.delete_tool),
     ):
         routes += [
-            Route(f"/registry/{kind}", _answering(post), methods=["POST"]),
-            Route(f"/registry/{kind}", _answering(get), methods=["GET"]),
-            Route(f"/registry/{kind}/{{namespace}}/{{name}}", _answering(delete), methods=["DELETE"]),
-            Route(f"/registry/{kind}/{{name}}", _answering(delete), methods=["DELETE"]),
+            Route(f"/registry/{kind}", answering(post), methods=["POST"]),
+            Route(f"/registry/{kind}", answering(get), methods=["GET"]),
+            Route(f"/registry/{kind}/{{namespace}}/{{name}}", answering(delete), methods=["DELETE"]),
+            Route(f"/registry/{kind}/{{name}}", answering(delete), methods=["DELETE"]),
         ]
     return routes

@@ -77,6 +77,11 @@ class Principal:
     admin: bool = False
     """Whether it may use the HTTP API (`/api/v1/...`): an admin key, or anyone when the gateway
     authenticates no one (loopback, or `--insecure-no-auth`)."""
+    registers_in: str | None = None
+    """The namespace it may register servers and callback tools into, and issue tokens for (a token
+    issued with `canRegister`); None: none, unless it is an admin."""
+    expires_at: float | None = None
+    """When its credential expires (seconds since the epoch; None: never): a token it issues lives no longer."""
 
 
 ANONYMOUS = Principal()
@@ -353,9 +358,13 @@ def _bearer(request: Request) -> str | None:
     return credential.strip()
 
 
+PIPELINE_MCP_PATH = "/api/v1/mcp/gateway"
+"""The MCP endpoint at the multi-tenant pipeline's path, beside /mcp (serve/pipeline_api.py)."""
+
+
 def _is_mcp(request: Request) -> bool:
     path = request.url.path
-    return path == MCP_PATH_PREFIX or path.startswith(MCP_PATH_PREFIX + "/")
+    return path in (MCP_PATH_PREFIX, PIPELINE_MCP_PATH) or path.startswith(MCP_PATH_PREFIX + "/")
 
 
 def _unauthorized(request: Request, error: str | None, message: str, *, slowed: bool = False) -> Response:
@@ -546,7 +555,13 @@ class IssuedTokens:
             if self._legacy is not None:
                 self._legacy.discard(hashed)
             return None
-        fresh = IssuedToken(record, Principal(subject=f"token:{record.id}", scope=record.scope()), now)
+        principal = Principal(
+            subject=f"token:{record.id}",
+            scope=record.scope(),
+            registers_in=record.namespace if record.can_register else None,
+            expires_at=record.expires_at,
+        )
+        fresh = IssuedToken(record, principal, now)
         if len(self._cache) >= MAX_CACHED_TOKENS:
             self._cache.clear()
         self._cache[hashed] = fresh

@@ -40,7 +40,13 @@ from toolscout.gateway.core import Gateway
 from toolscout.modes.base import SurfaceOptions
 from toolscout.registry.base import Registry, SharedClientState
 from toolscout.serve.api import API_PREFIX, TokenEvents, api_exception_handlers, api_mount
-from toolscout.serve.auth import AnonymousPrincipals, NotOAuth, PrincipalAdmission, PrincipalResolver
+from toolscout.serve.auth import (
+    PIPELINE_MCP_PATH,
+    AnonymousPrincipals,
+    NotOAuth,
+    PrincipalAdmission,
+    PrincipalResolver,
+)
 from toolscout.serve.discovery_api import DiscoveryApi
 from toolscout.serve.http_guards import (
     LISTEN_BACKLOG,
@@ -180,7 +186,9 @@ def http_app(
         stateless=stateless,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    routes: list[BaseRoute] = [Route(HTTP_PATH, endpoint=StreamableHTTPASGIApp(manager))]
+    mcp_app = StreamableHTTPASGIApp(manager)
+    # The pipeline's agents reach the same endpoint at its path (serve/pipeline_api.py).
+    routes: list[BaseRoute] = [Route(HTTP_PATH, endpoint=mcp_app), Route(PIPELINE_MCP_PATH, endpoint=mcp_app)]
     discovery, aliases = (
         ([], []) if not isinstance(server, GatewayServer) else DiscoveryApi(server, config_file=config_file).routes()
     )

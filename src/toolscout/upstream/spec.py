@@ -96,6 +96,11 @@ class UpstreamSpec:
     namespace: str | None = None
     """The namespace it was registered in at run time (`name` is then `{namespace}.{registered}`,
     `toolscout.config.scopes.qualified_name`); None: the global namespace (the config file's servers)."""
+    tool_prefix: str | None = None
+    """What `toolNames: registered` puts before its tools' names (`{tool_prefix}__{tool}`): a registered
+    server's `toolName`; None: `registered_name`."""
+    bare_tools: bool = False
+    """Whether `toolNames: registered` shows its tools under their own names (a callback tool: a run's component)."""
 
     @property
     def registered_name(self) -> str:
