@@ -163,7 +163,7 @@ def _locally(config: Path | None, output: Output, work: Callable[[Registry], Awa
 
 @token_app.command()
 def create(
-    namespace: Annotated[str, typer.Option("--namespace", "-n", help="The run (spec 002's run id) it belongs to.")],
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="The run (the pipeline's run id) it belongs to.")],
     server: Annotated[
         list[str],
         typer.Option("--server", "-s", help="A server it may use: a name, a group prefix, or * (repeat for more)."),
@@ -264,7 +264,7 @@ def revoke(
 
 registry_app = typer.Typer(
     name="registry",
-    help="Servers and callback tools registered at run time into a namespace (spec 002).",
+    help="Servers and callback tools registered at run time into a namespace (a run of a multi-tenant pipeline).",
     no_args_is_help=True,
 )
 

@@ -25,7 +25,7 @@ INPUT_SCHEMA = {
     "required": ["ip"],
 }
 """The schema to register the tool with (`toolscout registry add-tool --input-schema`)."""
-HELP_DESCRIPTION = "A demo callback tool's site (spec 002's \"component\"): the URL a tool registered with"
+HELP_DESCRIPTION = "A demo callback tool's site (the pipeline's \"component\"): the URL a tool registered with"
 """What `--help` says; kept word for word as it has always read (the module docstring's old first line)."""
 
 

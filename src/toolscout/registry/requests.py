@@ -166,7 +166,7 @@ def _token_problem(error: ErrorDetails) -> str:
         return said
     field, kind, got = str(error["loc"][0]), error["type"], _given(error)
     if field == "namespace":
-        return "namespace is required: the run (spec 002's run id) the token belongs to"
+        return "namespace is required: the run (the pipeline's run id) the token belongs to"
     if field == "servers" and kind == "too_short" and len(error["loc"]) == 1:
         return 'servers must name at least one server (a name, a group prefix, or "*" for all)'
     if field in ("servers", "pinnedTools"):
