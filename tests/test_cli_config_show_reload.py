@@ -43,7 +43,10 @@ def test_show_prints_status_cache_sources_rules_and_totals(tmp_path: Any) -> Non
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "Status: Enabled" in lines
-    assert "Cache: Disabled (catalogCache: false; every start waits for the servers)" in lines
+    assert (
+        "Cache: Disabled (catalogCache: false; every start waits for the servers; tool lists relisted after 3600s)"
+        in lines
+    )
     sources = lines[lines.index(next(line for line in lines if line.startswith("Sources ("))) :]
     assert f"  ✓ toolscout ({sandbox.cwd / 'toolscout.json'}) - in use" in sources
     assert "  ✓ windsurf (~/.codeium/windsurf/mcp_config.json)" in sources
@@ -66,11 +69,19 @@ def test_show_prints_status_cache_sources_rules_and_totals(tmp_path: Any) -> Non
     windsurf = [s for s in data["sources"] if s["name"] == "windsurf"]
     assert [s["exists"] for s in windsurf] == [True, False]
 
-    write(sandbox, mode="passthrough", catalogCache=True)
+    # The files the config's `sources` name are in use too (their servers are served), found or not.
+    sandbox.write("home/.cursor/mcp.json", '{"mcpServers": {}}')
+    write(sandbox, sources=[{"type": "cursor", "path": "~/.cursor/mcp.json"}, {"type": "custom", "path": "gone.yaml"}])
+    with_sources = sandbox.run("config", "show").stdout.splitlines()
+    assert "  ✓ cursor (~/.cursor/mcp.json) - in use" in with_sources
+    assert f"  ✗ custom ({sandbox.cwd / 'gone.yaml'}) - in use, not found" in with_sources
+
+    write(sandbox, mode="passthrough", catalogCache=True, cache={"enabled": False})
     passthrough = sandbox.run("config", "show").stdout.splitlines()
     assert "Status: Disabled (passthrough lists every tool natively)" in passthrough
     assert any(
-        line.startswith("Cache: Enabled (the catalog, kept until a server's entry changes") for line in passthrough
+        line.startswith("Cache: Enabled (the catalog, kept until a server's entry changes; tool lists asked for every")
+        for line in passthrough
     )
 
 

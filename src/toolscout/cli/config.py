@@ -109,7 +109,7 @@ def config_show(
     gateway_config, source = load(config, output, lenient=True)
     assert source is not None
     effective = _effective(gateway_config, read_raw(source.path))
-    sources = _sources(source.path)
+    sources = _sources(source.path, gateway_config)
     totals = _totals(config, output) if status else None
     if as_json:
         extra: dict[str, Any] = {"totals": totals} if totals is not None else {}
@@ -125,7 +125,10 @@ def config_show(
     output.print(f"Sources ({len(sources)}):")
     for entry in sources:
         mark = "[green]✓[/green]" if entry["exists"] else "[red]✗[/red]"
-        note = " - in use" if entry["inUse"] else "" if entry["exists"] else " - not found"
+        if entry["inUse"]:
+            note = " - in use" if entry["exists"] else " - in use, not found"
+        else:
+            note = "" if entry["exists"] else " - not found"
         output.print(f"  {mark} {escape(entry['name'])} ({escape(_home_relative(entry['path']))}){note}")
     servers = cast(dict[str, dict[str, Any]], effective["mcpServers"])
     output.print(f"\nServers ({len(servers)}):")
@@ -163,24 +166,36 @@ def config_show(
 
 
 def _cache_line(config: GatewayConfig) -> str:
-    """The caches a config keeps: the persistent catalog, and smart mode's matches with their TTL."""
+    """The caches a config keeps: the servers' tool lists (`cache`), the persistent catalog, and smart
+    mode's matches, each with its TTL."""
+    lists = config.cache
+    listed = f"tool lists relisted after {lists.ttl:g}s" if lists.enabled else "tool lists asked for every time"
     catalog = config.catalog_cache
-    if not catalog.enabled:
-        return "Disabled (catalogCache: false; every start waits for the servers)"
-    where = f" at {catalog.path}" if catalog.path else ""
     ttl = config.smart.cache.tool_match_ttl
-    return f"Enabled (the catalog{where}, kept until a server's entry changes; smart mode's matches TTL: {ttl:g}s)"
+    if not catalog.enabled:
+        return f"Disabled (catalogCache: false; every start waits for the servers; {listed})"
+    where = f" at {catalog.path}" if catalog.path else ""
+    return (
+        f"Enabled (the catalog{where}, kept until a server's entry changes; {listed}; "
+        f"smart mode's matches TTL: {ttl:g}s)"
+    )
 
 
-def _sources(used: Path) -> list[dict[str, Any]]:
-    """Where servers come from: the config file in use, then each MCP client's files for this user
-    (those `toolscout config import` reads; a project's only when it exists)."""
+def _sources(used: Path, config: GatewayConfig) -> list[dict[str, Any]]:
+    """Where servers come from: the config file in use and the files its `sources` name (both served),
+    then each MCP client's other files for this user (those `toolscout config import` reads; a
+    project's only when it exists)."""
     from toolscout.client_configs import CLIENTS
     from toolscout.client_configs.installer import Place
+    from toolscout.config.sources import source_path
 
     found: list[dict[str, Any]] = [{"name": "toolscout", "path": str(used), "exists": True, "inUse": True}]
-    place = Place.here()
     seen: set[Path] = {used.resolve()}
+    for source in config.sources:
+        path = source_path(source, used)
+        seen.add(path.resolve())
+        found.append({"name": source.type, "path": str(path), "exists": path.is_file(), "inUse": True})
+    place = Place.here()
     for fmt in CLIENTS.values():
         for location in fmt.locations(home=place.home, cwd=place.cwd, platform=place.platform, env=place.env):
             exists = location.path.is_file()
