@@ -71,3 +71,22 @@ def test_a_wrong_value_is_a_configuration_error(sandbox: Sandbox) -> None:
     done = sandbox.run("list", "--config", "wrong.json")
     assert done.returncode == 2 and "cli.exitCodes" in done.stderr and "'toolscout' or 'spec'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_execute_json_answers_the_designs_envelope_when_the_config_asks_for_it(sandbox: Sandbox) -> None:
+    # `executeResult: envelope` gives `toolscout execute --json` the shape `execute_tool` answers in that
+    # mode: `result` is the tool's value, not the MCP result around it.
+    servers = {"units": {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]}}
+    config = {"mcpServers": servers, "catalogCache": False, "executeResult": "envelope"}
+    sandbox.write("work/envelope.json", json.dumps(config))
+    convert = ("units/convert_units", "--args", '{"value": 1, "from_unit": "m", "to_unit": "cm"}')
+    ok = sandbox.json("execute", *convert, "--config", "envelope.json")
+    assert set(ok) == {"success", "result"} and ok["success"] is True
+    assert ok["result"]["result"] == 100 and ok["result"]["to_unit"] == "cm"
+    native = sandbox.json("execute", *convert, "--config", "toolscout.json")
+    assert native["success"] is True and native["result"]["structuredContent"] == ok["result"]
+    failed = sandbox.json(
+        "execute", "units/calculate", "--args", '{"expression": "1/0"}', "--config", "envelope.json", expect=3
+    )
+    assert failed["success"] is False and "result" not in failed
+    assert failed["error"]["code"] == "TOOL_EXECUTION_ERROR" and "Division by zero" in failed["error"]["message"]

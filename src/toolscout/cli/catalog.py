@@ -559,7 +559,13 @@ def execute(
             _fail(output, exc, server, tool)
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         error = ToolExecutionError(_error_text(result), server=server, tool=tool) if result.is_error else None
-        if as_json:
+        if as_json and gateway_config.execute_result == "envelope":
+            # The shape `execute_tool` answers in that mode, the discovery service design's: `result`
+            # is the tool's value (its structured content, else its text decoded), not the MCP result.
+            from toolscout.modes.discovery import enveloped
+
+            output.data(enveloped(result, server=server, tool=tool).structured_content)
+        elif as_json:
             payload: dict[str, Any] = {"success": error is None, "result": dumped}
             if error is not None:
                 payload["error"] = error.to_dict()
