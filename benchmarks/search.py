@@ -8,7 +8,8 @@ For each dataset and candidate it runs `toolscout eval`'s engine (`toolscout.sea
 with the servers' descriptions beside the catalog, as `toolscout eval` reads them). The datasets:
 both dev sets, and the train set's held-out group (`benchmarks.train_data.HELD_OUT`, which no
 shipped weight is fitted on). The candidates: `bm25s plain` (the README's baseline: bm25s over
-`server name description`, no stemming; `benchmarks.baselines`), toolscout's `bm25`, and each
+`server name description`, no stemming; `benchmarks.baselines`), toolscout's `bm25`, `weighted`
+(the discovery-engine design's fixed weights), and each
 embedding model alone (`dense`) and in the shipped fusion (`hybrid`); `dense (minilm)` is
 all-MiniLM-L6-v2 alone; `--static-model` adds a static model directory (a candidate of
 `scripts/train_embeddings.py`); `hybrid learned (static)` is the learned ranker (`model/ranker.json`,
@@ -82,6 +83,8 @@ def synthetic(eval_dir: Path, size: int) -> tuple[list[CatalogTool], list[Labell
 
 SHIPPED = "hybrid (static)"
 PLAIN = "bm25s plain"
+WEIGHTED = "weighted"
+"""The discovery-engine design's fixed weights (`search.backend: weighted`), beside the rankers."""
 LEARNED = "hybrid learned (static)"
 
 
@@ -223,6 +226,7 @@ def main() -> None:
     setups: list[tuple[str, Callable[[Path], SearchBackend]]] = [
         (PLAIN, lambda _: PlainBM25()),
         ("bm25", lambda _: make_backend("bm25")),
+        (WEIGHTED, lambda _: make_backend("weighted")),
     ]
     for model in models:
         for backend in ("dense", "hybrid"):

@@ -29,9 +29,12 @@ def sync(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Embed every tool not embedded yet; report created, updated, unchanged and failed tools."""
     output = Output(as_json)
     gateway_config, _ = load(config, output)
-    if gateway_config.search.backend == "bm25":
+    if gateway_config.search.backend in ("bm25", "weighted"):
         output.fail(
-            ConfigurationError("search.backend is bm25, which uses no embeddings: set it to hybrid or dense to sync.")
+            ConfigurationError(
+                f"search.backend is {gateway_config.search.backend}, which uses no embeddings: set it to hybrid or "
+                "dense to sync."
+            )
         )
 
     async def body() -> dict[str, Any]:

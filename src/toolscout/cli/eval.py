@@ -55,7 +55,11 @@ def eval_command(
     ] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Results per search, as an agent would ask.")] = 10,
     backend: Annotated[
-        str, typer.Option(help="Search backend: hybrid (the default), bm25 (lexical only) or dense (embeddings only).")
+        str,
+        typer.Option(
+            help="Search backend: hybrid (the default), bm25 (lexical only), dense (embeddings only) or weighted "
+            "(fixed weights for words found in a tool's name, summary and tags)."
+        ),
     ] = "hybrid",
     model: Annotated[
         str,
@@ -97,7 +101,7 @@ def eval_command(
         return
     if servers_file is not None:
         output.print(f"server descriptions from {escape(str(servers_file))} ({len(context)} servers)")
-    _print(output, catalog, queries, backend if backend == "bm25" else f"{backend} ({model})", report)
+    _print(output, catalog, queries, backend if backend in ("bm25", "weighted") else f"{backend} ({model})", report)
 
 
 def _beside(catalog: str) -> Path | None:

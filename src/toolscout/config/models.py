@@ -277,8 +277,9 @@ class EmbeddingsConfig(_Model):
 class SearchConfig(_Model):
     """How `search_tools` ranks tools."""
 
-    backend: Literal["hybrid", "bm25", "dense"] = "hybrid"
-    """`hybrid` fuses BM25 and embeddings (default); `bm25` is lexical only; `dense` embeddings only."""
+    backend: Literal["hybrid", "bm25", "dense", "weighted"] = "hybrid"
+    """`hybrid` fuses BM25 and embeddings (default); `bm25` is lexical only; `dense` embeddings only;
+    `weighted` the discovery-engine design's fixed weights for words found in a tool's name, summary and tags."""
     model: Literal["static", "minilm"] = "static"
     """Embedding model: `static` (packaged, no torch) or `minilm` (the `toolscout[minilm]` extra)."""
     min_relevance: float = Field(default=DEFAULT_MIN_RELEVANCE, ge=0.0, le=1.0)

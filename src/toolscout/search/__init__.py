@@ -11,7 +11,7 @@ from toolscout.search.base import SearchBackend, SearchHit
 from toolscout.search.bm25 import BM25Backend
 from toolscout.search.hybrid import MINILM_WEIGHTS, HybridBackend
 
-BACKENDS = ("hybrid", "bm25", "dense")
+BACKENDS = ("hybrid", "bm25", "dense", "weighted")
 MODELS = ("static", "minilm")
 
 if TYPE_CHECKING:
@@ -31,7 +31,8 @@ def make_backend(
     use_cache: bool = True,
     fuzzy_names: bool = True,
 ) -> SearchBackend:
-    """A search backend by name: `hybrid` (default), `bm25` (lexical only) or `dense` (embeddings only).
+    """A search backend by name: `hybrid` (default), `bm25` (lexical only), `dense` (embeddings only) or
+    `weighted` (the discovery-engine design's fixed-weight relevance).
 
     `model` is the embedding model: `static` (packaged, no torch) or `minilm` (the `minilm` extra);
     `embeddings`, when given, a provider that embeds instead (the static model its fallback).
@@ -49,6 +50,10 @@ def _backend(
 ) -> SearchBackend:
     if name == "bm25":
         return BM25Backend()
+    if name == "weighted":
+        from toolscout.search.weighted import WeightedBackend
+
+        return WeightedBackend()
     if name not in BACKENDS:
         raise ConfigurationError(f"unknown search backend {name!r}; choose one of: {', '.join(BACKENDS)}.")
     if model not in MODELS:

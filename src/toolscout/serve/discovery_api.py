@@ -428,8 +428,9 @@ class DiscoveryApi:
     async def semantic_health(self, request: Request) -> Response:
         state = await self.gateway.semantic_state()
         fresh = state.model is not None and state.stale == 0 and state.fallback is None
-        # BM25 alone has no embeddings, as configured: off, not degraded.
-        status = "off" if self.gateway.search_config.backend == "bm25" else "ok" if fresh else "degraded"
+        # A lexical backend has no embeddings, as configured: off, not degraded.
+        lexical = self.gateway.search_config.backend in ("bm25", "weighted")
+        status = "off" if lexical else "ok" if fresh else "degraded"
         return _json(
             SemanticHealth(
                 status=status,
