@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -419,6 +421,58 @@ async def test_upstream_tool_list_changes_reach_the_catalog(upstream_era: str) -
                 await changed.wait()
         assert gateway.catalog.counts("kitchen")[0] == before + 1
         assert [h.tool.name for h in await gateway.search("juggle oranges")][:1] == ["juggle_oranges"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_search_after_the_catalog_changed_finds_the_new_tool_and_no_longer_the_old(era: str) -> None:
+    """Search results are never cached: the same queries, asked again after an upstream changed its
+    tools (and said so), are ranked on the new list."""
+    kitchen = Kitchen()
+    async with Gateway([UpstreamSpec("kitchen", InProcessUpstream(kitchen.server))]) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway), mode=era) as client:
+
+            async def found(query: str) -> list[str]:
+                answer = await client.call_tool("search_tools", {"query": query})
+                return [hit["tool"] for hit in structured(answer)["results"]]
+
+            assert (await found("current weather in a city"))[:1] == ["get_weather"]
+            assert "juggle_oranges" not in await found("juggle oranges")
+
+            # The kitchen drops get_weather and learns juggle_oranges; its list_changed brings both.
+            kitchen.tools = [t for t in kitchen.tools if t.name != "get_weather"]
+            learn = {"server": "kitchen", "tool": "learn_trick", "arguments": {"name": "juggle_oranges"}}
+            assert not (await client.call_tool("execute_tool", learn)).is_error
+            with anyio.fail_after(10):
+                while gateway.catalog.get("kitchen", "juggle_oranges") is None:
+                    await gateway.upstream("kitchen").wait_changed()
+
+            assert (await found("juggle oranges"))[:1] == ["juggle_oranges"]
+            assert "get_weather" not in await found("current weather in a city")
+
+
+async def test_the_log_says_when_each_upstream_listed_its_tools_and_how_many(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="toolscout.upstream.connection")
+    specs = [
+        UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),
+        UpstreamSpec("notes", InProcessUpstream(notes_server())),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        logged = [r.getMessage() for r in caplog.records if r.name == "toolscout.upstream.connection"]
+        connected_at = r"{0}: connected \(in-process: {0}, protocol [0-9-]+\), {1} tools"
+        assert any(re.fullmatch(connected_at.format("kitchen", 8), line) for line in logged), logged
+        assert any(re.fullmatch(connected_at.format("notes", 2), line) for line in logged), logged
+
+        # Listed again when the server says its list changed: logged with the new count.
+        await gateway.execute("kitchen", "learn_trick", {"name": "juggle"})
+        with anyio.fail_after(10):
+            while gateway.catalog.get("kitchen", "juggle") is None:
+                await gateway.upstream("kitchen").wait_changed()
+    logged = [r.getMessage() for r in caplog.records if r.name == "toolscout.upstream.connection"]
+    assert "kitchen: tool list changed, now 9 tools" in logged
 
 
 async def test_disabled_servers_are_listed_but_never_started() -> None:

@@ -15,6 +15,7 @@ import toon_format
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
+from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -118,6 +119,33 @@ async def test_compact_description_follows_the_catalog() -> None:
         after = (await client.list_tools()).tools[0].description or ""
         assert "create_note" in before and "create_note" not in after
         assert "    - archive_note: Archive a note." in after
+
+
+def instructed_server(name: str, instructions: str) -> Server[Any]:
+    """A one-tool server that sends `instructions` when a client connects."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="post_entry", input_schema={"type": "object"})])
+
+    return Server(name, instructions=instructions, on_list_tools=list_tools)
+
+
+async def test_compact_description_cuts_long_server_instructions_and_keeps_short_ones_whole() -> None:
+    long = "Use this server for the ledger. " * 12  # 384 characters, over INSTRUCTIONS_LIMIT (300)
+    specs = [
+        UpstreamSpec("ledger", InProcessUpstream(instructed_server("ledger", long))),
+        UpstreamSpec("memo", InProcessUpstream(instructed_server("memo", "Short memos, kept whole."))),
+    ]
+    async with Gateway(specs) as gateway:
+        with anyio.fail_after(10):
+            await gateway.settle()
+        async with Client(build_server(gateway, "compact"), mode="legacy") as client:
+            lines = ((await client.list_tools()).tools[0].description or "").splitlines()
+    ledger = next(line for line in lines if line.startswith("  Server: ledger - "))
+    # Cut to 300 characters at most (297 and the `...`), the space before the cut dropped.
+    assert ledger == "  Server: ledger - " + "Use this server for the ledger. " * 9 + "Use this..."
+    assert len(ledger.removeprefix("  Server: ledger - ")) <= 300
+    assert "  Server: memo - Short memos, kept whole." in lines
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -172,6 +172,20 @@ def test_a_disabled_llm_block_writes_no_llm() -> None:
     assert config.smart.tool_selection_mode == "rule_based"
 
 
+def test_default_hidden_true_is_refused_with_the_rule_that_hides_every_tool() -> None:
+    message = refusal({"enabled": True}, visibility={"default_hidden": True})
+    assert "visibility.default_hidden: write toolRules: [{pattern: '*', hidden: true}]" in message
+    assert "found by search" in message
+    # Without a smart_discovery block the neighbour block is read, and refused, the same way.
+    with pytest.raises(ConfigurationError, match=r"visibility\.default_hidden: write toolRules"):
+        parsed(yaml.safe_dump({**SERVERS, "visibility": {"default_hidden": True}}))
+    # false is what toolscout does anyway: accepted, and no rule is written for it.
+    kept = parsed(
+        yaml.safe_dump({**SERVERS, "smart_discovery": {"enabled": True}, "visibility": {"default_hidden": False}})
+    )
+    assert kept.mode == "smart" and kept.tool_rules == []
+
+
 def test_the_embedding_manager_block_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="embedding_manager"):
         parsed(yaml.safe_dump({**SERVERS, "embedding_manager": {"batch_size": 10}}))
