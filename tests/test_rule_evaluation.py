@@ -120,6 +120,43 @@ toolRules:
         assert rules.deciding("s", "delete_repo") == 0
 
 
+def test_first_change_reads_a_rules_patterns_in_order_as_the_designs_match_pattern() -> None:
+    # The service's mixed example: its negation is meant to veto (the tools it tags `safe`), and does in
+    # the order-free readings; the design's matchPattern returns at the first pattern that matches, so
+    # under `first-change` `*github*` has matched before `!*delete*` is read.
+    text = """
+toolRules:
+  - pattern: ['*github*', '/issue/', '!*delete*']
+    enabled: true
+    tags: ['github', 'safe']
+"""
+    verdicts = {e: rules_of(text, e).verdict("s", "github_delete_issue") for e in RULE_EVALUATIONS}
+    assert {e: v.enabled for e, v in verdicts.items()} == {
+        "first-match": False,
+        "first-change": True,
+        "deny-wins": False,
+    }
+    assert verdicts["first-change"].tags == ("github", "safe") and verdicts["first-match"].tags == ()
+    # Written negation first, it excludes in every reading.
+    text = """
+toolRules:
+  - pattern: ['!*delete*', '*github*']
+    enabled: true
+"""
+    for evaluation in RULE_EVALUATIONS:
+        rules = rules_of(text, evaluation)
+        assert rules.verdict("s", "github_delete_issue").enabled is False, evaluation
+        assert rules.verdict("s", "github_create_issue").enabled is True, evaluation
+    # A rule of negations alone matches every other name order-free, and nothing in order.
+    text = """
+toolRules:
+  - pattern: ['!*delete*']
+    tags: ['kept']
+"""
+    assert rules_of(text, "first-match").verdict("s", "list_issues").tags == ("kept",)
+    assert rules_of(text, "first-change").verdict("s", "list_issues").tags == ()
+
+
 def test_the_deciding_rule_follows_the_evaluation() -> None:
     assert rules_of(EXAMPLE_3, "first-match").deciding("any", "delete_item") == 0
     assert rules_of(EXAMPLE_3, "deny-wins").deciding("any", "delete_item") == 1

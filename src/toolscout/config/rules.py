@@ -12,7 +12,9 @@ rule. As soon as any rule says `enabled: true` the rules are a whitelist, and to
 are disabled. Which of the matching rules that set `enabled` decides is `toolRulesEvaluation`
 (`RuleEvaluation`): the first one (`first-match`, the default, as the design's prose says), the first
 one that changes the tool's default verdict (`first-change`, its pseudocode read line by line: in a
-whitelist a matching `enabled: false` changes nothing, so a later `enabled: true` still enables), or
+whitelist a matching `enabled: false` changes nothing, so a later `enabled: true` still enables; and
+a rule's patterns are read in order as its `matchPattern` reads them, the first that matches
+deciding, so a negation after a positive pattern that matched excludes nothing), or
 any `enabled: false` over every `enabled: true` (`deny-wins`, how its examples read: `['*']` enabled,
 then `['*delete*']` disabled, blocks the delete tools).
 
@@ -101,17 +103,29 @@ def compile_pattern(pattern: str) -> Matcher:
 
 @dataclass(frozen=True)
 class PatternSet:
-    """A rule's patterns: any positive one matches, any negation vetoes."""
+    """A rule's patterns: any positive one matches, any negation vetoes (or, read in order, the first
+    that decides does: `matches_in_order`)."""
 
     positive: tuple[Matcher, ...]
     negative: tuple[Matcher, ...]
+    ordered: tuple[tuple[bool, Matcher], ...] = ()
+    """Every pattern as written, `(is a negation, matcher)`."""
 
     @classmethod
     def compile(cls, patterns: Sequence[str]) -> PatternSet:
         """Compile a rule's patterns, the `!` ones as negations."""
-        positive = tuple(compile_pattern(p) for p in patterns if not p.startswith("!"))
-        negative = tuple(compile_pattern(p[1:]) for p in patterns if p.startswith("!"))
-        return cls(positive, negative)
+        ordered = tuple(
+            (True, compile_pattern(p[1:])) if p.startswith("!") else (False, compile_pattern(p)) for p in patterns
+        )
+        positive = tuple(m for negated, m in ordered if not negated)
+        negative = tuple(m for negated, m in ordered if negated)
+        return cls(positive, negative, ordered)
+
+    def matches_in_order(self, name: str) -> bool:
+        """Whether `name` matches as the discovery-engine design's `matchPattern` reads the patterns: in
+        the order written, the first that matches decides (a negation excludes, a positive pattern
+        includes), and nothing matched is no match, so a rule of negations alone matches nothing."""
+        return next((not negated for negated, m in self.ordered if m(name)), False)
 
     def matches(self, name: str) -> bool:
         """Whether `name` matches: no negation does, and some positive pattern does (if there is one)."""
@@ -214,6 +228,13 @@ class RuleSet:
         """Whether the tool rules are a whitelist (some rule of kind `tool` says `enabled: true`)."""
         return "tool" in self._whitelists
 
+    def _matches(self, rule: _CompiledRule, name: str) -> bool:
+        """Whether `rule`'s patterns match `name`: order-free, or in order under `first-change` (the
+        design's pseudocode read line by line, its pattern matching too)."""
+        if self.evaluation == "first-change":
+            return rule.patterns.matches_in_order(name)
+        return rule.patterns.matches(name)
+
     def deciding(self, server: str, tool: str, kind: RuleKind = "tool") -> int | None:
         """The index in `toolRules` of the rule that enables or disables `server`'s `tool` (None: no
         rule does, and it is enabled unless the rules of its kind are a whitelist)."""
@@ -223,7 +244,7 @@ class RuleSet:
             if rule.kind == kind
             and rule.enabled is not None
             and (rule.server is None or rule.server(server))
-            and rule.patterns.matches(tool)
+            and self._matches(rule, tool)
         ]
         return self._decide(said, kind)[1]
 
@@ -249,7 +270,7 @@ class RuleSet:
         for index, rule in enumerate(self._rules):
             if rule.kind != "tool" or rule.hidden is None:
                 continue
-            if (rule.server is None or rule.server(server)) and rule.patterns.matches(tool):
+            if (rule.server is None or rule.server(server)) and self._matches(rule, tool):
                 return index
         return None
 
@@ -263,7 +284,7 @@ class RuleSet:
                 continue
             if rule.server is not None and not rule.server(server):
                 continue
-            if not rule.patterns.matches(tool):
+            if not self._matches(rule, tool):
                 continue
             if rule.enabled is not None:
                 said.append((index, rule.enabled))
