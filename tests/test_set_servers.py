@@ -234,13 +234,16 @@ async def test_clients_are_told_their_tool_list_changed(era: str) -> None:
             assert "create_note" not in await tool_names(client)
             await gateway.set_servers([*gateway_specs(gateway), notes_spec()], owner="config")
             await watcher.wait_for(1)
+            # `toolNames: auto` in front of two servers now: every tool `server__tool`.
             with anyio.fail_after(10):
-                while "create_note" not in await tool_names(client):
+                while "notes__create_note" not in await tool_names(client):
                     await watcher.wait_for(watcher.count + 1)
+            assert "kitchen__get_weather" in await tool_names(client)
             await gateway.set_servers(gateway_specs(gateway)[:1], owner="config")
             await watcher.wait_for(watcher.count + 1)
             names = await tool_names(client)
             assert "create_note" not in names and not any(name.startswith("notes__") for name in names)
+            assert "get_weather" in names  # one server again: its own names
 
 
 def gateway_specs(gateway: Gateway) -> list[UpstreamSpec]:
