@@ -57,7 +57,8 @@ async def cli(sandbox: Sandbox, *args: str, expect: int = 0) -> Any:
 async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Path, transport: str) -> None:
     sandbox = make_sandbox(tmp_path)
     log = tmp_path / "units.log"
-    # The agents' execute_tool answers in envelopes over HTTP; the command line still gets the native result.
+    # The agents' execute_tool answers in envelopes over HTTP; the serve hands the command line the native
+    # result, and `execute --json` writes that config's envelope itself (`result`: the tool's value).
     settings: dict[str, Any] = {"toolRules": [{"pattern": "list_units", "enabled": False}]}
     if transport == "http":
         settings["executeResult"] = "envelope"
@@ -71,7 +72,8 @@ async def test_the_command_line_asks_a_running_serve_of_its_config(tmp_path: Pat
     async with running(command, ready=ready, env=sandbox.env(), stdin=stdin) as serve:
         # The first call waits (within its connect timeout) for the serve's own connection to it.
         done = await cli(sandbox, "execute", "units", "convert_units", "--args", CONVERT)
-        assert done["success"] is True and done["result"]["structuredContent"]["result"] == 2000
+        value = done["result"] if transport == "http" else done["result"]["structuredContent"]
+        assert done["success"] is True and value["result"] == 2000
         assert starts(log) == 1  # the serve's: none of the command's own
 
         (row,) = (await cli(sandbox, "list"))["servers"]
