@@ -488,10 +488,7 @@ def list_registrations(
     output = Output(as_json)
     gateway_config = registry_config(config, output)
     if namespace is not None:
-        from toolscout.config.scopes import NAMESPACE_PATTERN
-
-        if not NAMESPACE_PATTERN.match(namespace):
-            output.fail(InvalidArguments(f"--namespace must be 1-64 letters, digits, _ or -, got {namespace!r}."))
+        _check_namespace(namespace, "--namespace", output)
     try:
         found = run(_list, url, gateway_config, namespace)
     except ToolscoutError as exc:
@@ -507,18 +504,22 @@ def list_registrations(
             output.print(_line(entry))
 
 
+def _check_namespace(value: str, label: str, output: Output) -> None:
+    """Fail with what a namespace (a run's id) may hold unless `value` is one; `label` names the argument."""
+    from toolscout.config.scopes import NAMESPACE_PATTERN
+
+    if not NAMESPACE_PATTERN.match(value):
+        output.fail(InvalidArguments(f"{label} must be 1-64 letters, digits, _ or -, got {value!r}."))
+
+
 async def _run_view(url: str | None, config: GatewayConfig, run_id: str) -> dict[str, Any]:
     if url is not None:
         return await call_api(url, "GET", f"/internal/mcp/runs/{run_id}/tools")
-    import time
-
-    from toolscout.registry.pipeline import run_view
+    from toolscout.registry.pipeline import run_registrations, run_view
     from toolscout.registry.requests import open_registry
 
     async with open_registry(config) as registry:
-        now = time.time()
-        servers = [r for r in await registry.servers(run_id) if not r.expired(now)]
-        tools = [r for r in await registry.tools(run_id) if not r.expired(now)]
+        servers, tools = await run_registrations(registry, run_id)
     return run_view(run_id, servers, tools)
 
 
@@ -531,12 +532,9 @@ def run_listing(
 ) -> None:
     """One run's registrations by node id, as the multi-tenant pipeline keeps them (nodeId, toolName,
     type, endpoint, serverId; with --url: each with its status on the gateway)."""
-    from toolscout.config.scopes import NAMESPACE_PATTERN
-
     output = Output(as_json)
     gateway_config = registry_config(config, output)
-    if not NAMESPACE_PATTERN.match(run_id):
-        output.fail(InvalidArguments(f"RUN_ID must be 1-64 letters, digits, _ or -, got {run_id!r}."))
+    _check_namespace(run_id, "RUN_ID", output)
     try:
         found = run(_run_view, url, gateway_config, run_id)
     except ToolscoutError as exc:

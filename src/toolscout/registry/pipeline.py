@@ -22,8 +22,9 @@ fields the pipeline's registry keeps for each (`nodeId`, `toolName`, `type`, `en
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -39,6 +40,9 @@ from toolscout.registry.requests import (
     tool_registration,
     unknown_keys,
 )
+
+if TYPE_CHECKING:
+    from toolscout.registry.base import Registry
 
 COMPONENT = "component"
 LOCAL_MCP = "local-mcp"
@@ -170,6 +174,14 @@ def run_token_request(body: Mapping[str, Any]) -> dict[str, Any]:
         "ttlSeconds": request.ttl_seconds,
         "label": request.label or f"run {request.run_id}",
     }
+
+
+async def run_registrations(registry: Registry, run_id: str) -> tuple[list[ServerRegistration], list[ToolRegistration]]:
+    """Return one run's servers and callback tools from `registry`, those expired but not swept yet left out."""
+    now = time.time()
+    servers = [r for r in await registry.servers(run_id) if not r.expired(now)]
+    tools = [r for r in await registry.tools(run_id) if not r.expired(now)]
+    return servers, tools
 
 
 def run_view(

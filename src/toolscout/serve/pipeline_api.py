@@ -38,7 +38,13 @@ from starlette.routing import Route
 from toolscout.config.scopes import NAMESPACE_PATTERN
 from toolscout.gateway.registrations import Registration, Registrations
 from toolscout.registry.base import ServerRegistration
-from toolscout.registry.pipeline import component_registration, local_registration, run_token_request, run_view
+from toolscout.registry.pipeline import (
+    component_registration,
+    local_registration,
+    run_registrations,
+    run_token_request,
+    run_view,
+)
 from toolscout.registry.requests import TokenRequestError, issue_token
 from toolscout.serve.api import ApiError, TokenEvents, answering, json_object, require_registrar
 from toolscout.serve.auth import principal_of
@@ -110,10 +116,7 @@ class PipelineApi:
         if not NAMESPACE_PATTERN.match(run_id):
             raise ApiError(400, "INVALID_NAMESPACE", f"runId must be 1-64 letters, digits, '_' or '-', got {run_id!r}")
         require_registrar(request, run_id)
-        registry = self._registrations.registry
-        now = time.time()  # an entry expired but not swept yet is gone already
-        servers = [r for r in await registry.servers(run_id) if not r.expired(now)]
-        tools = [r for r in await registry.tools(run_id) if not r.expired(now)]
+        servers, tools = await run_registrations(self._registrations.registry, run_id)
         status = {r.name: self._status(r) for r in [*tools, *servers]}
         return JSONResponse(run_view(run_id, servers, tools, status))
 
