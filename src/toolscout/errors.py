@@ -8,6 +8,7 @@ into MCP errors, `isError` results or exit codes.
 
     ToolscoutError                 TOOLSCOUT_ERROR
     ├── ConfigurationError         CONFIGURATION_ERROR
+    ├── SignInFailed               SIGN_IN_FAILED       (`auth login` could not sign in to a server)
     │   └── ServerNameTaken        SERVER_NAME_TAKEN    (a server name another owner has)
     ├── NotFound
     │   ├── ServerNotFound         SERVER_NOT_FOUND
@@ -30,6 +31,7 @@ into MCP errors, `isError` results or exit codes.
     │   └── NotInThisProtocol      NOT_IN_THIS_PROTOCOL (a tool the client's protocol era cannot have)
     ├── Unavailable
     │   ├── ServerUnavailable      SERVER_UNAVAILABLE   (alias SERVER_CONNECTION_ERROR)
+    │   │   └── SignInRequired     SIGN_IN_REQUIRED     (an OAuth upstream needs `toolscout auth login`)
     │   ├── CallTimeout            TIMEOUT              (alias TOOL_EXECUTION_TIMEOUT)
     │   ├── LLMUnavailable         LLM_UNAVAILABLE      (smart mode's LLM failed: the next method decides)
     │   ├── EmbeddingUnavailable   EMBEDDING_UNAVAILABLE (the embedding provider failed: the packaged model embeds)
@@ -242,8 +244,35 @@ class ServerUnavailable(Unavailable):
 
 def server_unavailable(server: str, status: str, error: str | None = None, **details: Any) -> ServerUnavailable:
     """`Server 'x' is <status>: <why>` for a server that cannot be asked now, with its status in the details."""
+    if status == "needs-login" and error:
+        return SignInRequired(error, server=server, status=status, **details)  # the error says it all, and what to run
     because = f": {error}" if error else "."
     return ServerUnavailable(f"Server {server!r} is {status}{because}", server=server, status=status, **details)
+
+
+class SignInRequired(ServerUnavailable):
+    """A remote upstream protected by OAuth has no working sign-in: someone must run `toolscout auth login`.
+
+    Its message carries the command, since the same words serve an agent (which tells its user) and a
+    person at the terminal.
+    """
+
+    code = "SIGN_IN_REQUIRED"
+
+    @classmethod
+    def for_server(cls, server: str, reason: str) -> SignInRequired:
+        """`server` needs login because of `reason` (said without any token)."""
+        return cls(
+            f"Server {server!r} needs login ({reason}). Sign in with `toolscout auth login {server}`, then try again.",
+            server=server,
+            status="needs-login",
+        )
+
+
+class SignInFailed(ToolscoutError):
+    """`toolscout auth login` could not sign in to a server (no metadata, refused, no browser answer)."""
+
+    code = "SIGN_IN_FAILED"
 
 
 class CallTimeout(Unavailable):

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.helpers.web_site import serving
 from toolscout.serve.http import bind
 
 Answer = Callable[[Any], tuple[int, bytes]]
@@ -74,15 +74,9 @@ async def callback_site(answer: Answer) -> AsyncGenerator[CallbackSite]:
             yield content[at : at + step]
 
     app = Starlette(routes=[Route("/{path:path}", endpoint, methods=["POST"])])
-    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: web.serve(sockets=[sock]))
-            try:
-                yield site
-            finally:
-                site.hold.set()
-                site.body_hold.set()
-                web.should_exit = True
-    finally:
-        sock.close()
+    async with serving(app, sock):
+        try:
+            yield site
+        finally:
+            site.hold.set()
+            site.body_hold.set()

@@ -57,6 +57,7 @@ def make_app(command: str | None = None) -> typer.Typer:
         return app
     from toolscout.cli import (
         audit,
+        auth,
         config,
         dashboard,
         doctor,
@@ -80,6 +81,7 @@ def make_app(command: str | None = None) -> typer.Typer:
     app.add_typer(config.rules_app)
     app.add_typer(audit.audit_app)
     app.add_typer(config.cache_app)
+    app.add_typer(auth.auth_app)
     app.add_typer(registry.token_app)
     app.add_typer(registry.registry_app)
     app.add_typer(pins.pins_app)

@@ -58,9 +58,10 @@ _STATUS_MARK = {
     "connected": "[green]✓[/green]",
     "error": "[red]✗[/red]",
     "disconnected": "[red]✗[/red]",
+    "needs-login": "[yellow]![/yellow]",
     "disabled": "[dim]-[/dim]",
 }
-_STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting"}
+_STATUS_TEXT = {"idle": "Not connected", "connecting": "Connecting", "needs-login": "Needs login"}
 
 RefreshOption = Annotated[
     bool,
@@ -150,7 +151,8 @@ def list_servers(
         else:
             _print_servers(output, rows, status=status, show_tools=show_tools)
         # (The spec's codes for `list` have none for a server in error: its row says so.)
-        if output.exit_codes == "toolscout" and any(row["status"] in ("error", "disconnected") for row in rows):
+        failing = ("error", "disconnected", "needs-login")
+        if output.exit_codes == "toolscout" and any(row["status"] in failing for row in rows):
             raise typer.Exit(EXIT_FAILED)
 
     run(body)

@@ -211,7 +211,7 @@ def _progress(gateway: Gateway) -> Table:
             state = "[yellow]connecting…[/yellow]"
         elif up.status is Status.CONNECTED:
             state = f"[green]{gateway.catalog.counts(up.name)[0]} tools[/green]"
-        elif up.status in (Status.ERROR, Status.DISCONNECTED):
+        elif up.status in (Status.ERROR, Status.DISCONNECTED, Status.NEEDS_LOGIN):
             state = f"[red]{up.status.value}[/red] {escape(up.error or '')}"
         else:
             state = "[dim]disabled[/dim]"

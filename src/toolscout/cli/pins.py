@@ -256,7 +256,8 @@ async def _live_hashes(config: GatewayConfig, output: Output) -> dict[PinKey, st
     from toolscout.upstream import Status
 
     async with connected(config, output, live=True) as gateway:
-        failed = [u.name for u in gateway.upstreams if u.status in (Status.ERROR, Status.DISCONNECTED)]
+        failing = (Status.ERROR, Status.DISCONNECTED, Status.NEEDS_LOGIN)
+        failed = [u.name for u in gateway.upstreams if u.status in failing]
         if failed:
             output.fail(ServerUnavailable(f"Cannot verify: {', '.join(failed)} did not connect."), EXIT_FAILED)
         tools = gateway.catalog.tools(include_disabled=True, include_quarantined=True)

@@ -35,7 +35,7 @@ import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
-from toolscout.errors import ServerUnavailable
+from toolscout.errors import ServerUnavailable, SignInRequired
 from toolscout.masking import mask_text
 from toolscout.telemetry.metrics import Histogram
 from toolscout.upstream.calls import (
@@ -179,7 +179,7 @@ class Upstream:
             self.connect_if_idle()
             return True
         waiting = self._state.status in (Status.ERROR, Status.DISCONNECTED) and self._state.retry_at is not None
-        if waiting and self._scope is not None:
+        if (waiting or self._state.status is Status.NEEDS_LOGIN) and self._scope is not None:
             self._scope.cancel()  # the backoff's sleep: the loop goes on to the next attempt
             return True
         return False
@@ -211,6 +211,13 @@ class Upstream:
                 delay = BACKOFF_INITIAL
                 await self._stay_idle()
                 continue
+            if state.status is Status.NEEDS_LOGIN:
+                await self._wait_for_sign_in()
+                if state.stopping:
+                    return
+                delay = BACKOFF_INITIAL
+                state.move(Status.CONNECTING)
+                continue
             if state.stopping or not self.spec.reconnect:
                 return
             if self._connected_since is not None and self._connected_since >= attempt:
@@ -229,6 +236,19 @@ class Upstream:
             delay = min(delay * 2, self.spec.backoff_max)
             self.reconnects += 1
             state.move(Status.CONNECTING)
+
+    async def _wait_for_sign_in(self) -> None:
+        """Wait, without connecting, until the server's sign-in is written anew (or `stop()`)."""
+        from toolscout.upstream.transport import RemoteUpstream
+
+        transport = self.spec.transport
+        with anyio.CancelScope() as waiting:
+            self._scope = waiting
+            if not self._state.stopping:
+                if isinstance(transport, RemoteUpstream):
+                    await transport.wait_for_sign_in()
+                else:
+                    await anyio.sleep_forever()
 
     def connect_if_idle(self) -> None:
         """Someone needs the server: connect if it is idle."""
@@ -291,6 +311,7 @@ class Upstream:
         scope = anyio.CancelScope(deadline=anyio.current_time() + self.spec.connect_timeout)
         self._scope = scope
         failure: str | None = None
+        sign_in: BaseException | None = None
         handshaking = False
         try:
             with scope:
@@ -332,6 +353,8 @@ class Upstream:
                 logger.info("%s: initialize refused (%s); connecting with protocol auto", self.name, message)
                 self._mode = "auto"
                 self._fell_back = True
+            elif isinstance(innermost(exc), SignInRequired):
+                sign_in = innermost(exc)
             else:
                 failure = describe_exception(exc)
         finally:
@@ -340,6 +363,10 @@ class Upstream:
         if handshaking and not self._fell_back and self.spec.protocol == "legacy-first":
             self._mode = "legacy"  # not reached in either era: no reason to skip the handshake next time
         if state.stopping or self._fell_back:
+            return False
+        if isinstance(sign_in, SignInRequired):
+            self._state.move(Status.NEEDS_LOGIN, error=sign_in.message)
+            logger.warning("%s: %s", self.name, sign_in.message)
             return False
         if scope.cancel_called and state.status is Status.CONNECTING:
             failure = f"did not finish connecting within {self.spec.connect_timeout:g}s"
@@ -413,11 +440,21 @@ class Upstream:
         self._tools.catalog.admit_tool(self.name, tool)
         relay = current_relay()
         progress = relay.progress if relay is not None else None
-        return await self._calls.send(
-            call,
-            lambda c: c.call_tool(tool, arguments, progress_callback=progress),
-            limit=self.spec.call_timeout,
-        )
+        try:
+            return await self._calls.send(
+                call,
+                lambda c: c.call_tool(tool, arguments, progress_callback=progress),
+                limit=self.spec.call_timeout,
+            )
+        except ServerUnavailable as exc:
+            raise self._sign_in_required() or exc from None
+
+    def _sign_in_required(self) -> SignInRequired | None:
+        """Why the server refused the connection's sign-in, when that is what ended it (a 401 was not processed)."""
+        from toolscout.upstream.transport import RemoteUpstream
+
+        transport = self.spec.transport
+        return transport.sign_in_required if isinstance(transport, RemoteUpstream) else None
 
     @property
     def server_capabilities(self) -> types.ServerCapabilities | None:
@@ -436,7 +473,10 @@ class Upstream:
         the request in messages. `use=False` (listings) leaves the `idleTimeout` clock alone.
         """
         limit = self.spec.call_timeout if within is None else within
-        return await self._calls.send(Request(self.name, what), operation, limit=limit, use=use)
+        try:
+            return await self._calls.send(Request(self.name, what), operation, limit=limit, use=use)
+        except ServerUnavailable as exc:
+            raise self._sign_in_required() or exc from None
 
     def _on_connected(self, client: Client, tools: Sequence[types.Tool]) -> None:
         """The handshake and the first tool list are done: the session is live."""

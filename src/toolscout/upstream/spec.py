@@ -15,6 +15,9 @@ sets or clears what belongs to the status entered:
     CONNECTED  → CONNECTED   connected again straight after an idle close that was asked to reconnect
     IDLE       → CONNECTING  a call needs it (`connect_if_idle()`)
     ERROR      → CONNECTING  the backoff is over
+    CONNECTING → NEEDS_LOGIN the server asks for an OAuth sign-in there is not (or no longer)
+    CONNECTED  → NEEDS_LOGIN likewise, found on a request (the sign-in was revoked)
+    NEEDS_LOGIN → CONNECTING  the sign-in was written anew (`toolscout auth login`)
     DISCONNECTED → CONNECTING  likewise
     DISABLED                 never moves
 
@@ -56,7 +59,7 @@ def transport_for(name: str, config: AnyServerConfig) -> UpstreamTransport:
     """The transport a configured server asks for."""
     if isinstance(config, StdioServerConfig):
         return StdioUpstream(name, config)
-    return RemoteUpstream(config)
+    return RemoteUpstream(config, name)
 
 
 @dataclass(frozen=True)
@@ -176,15 +179,18 @@ class Status(StrEnum):
     """The last attempt to connect failed."""
     DISCONNECTED = "disconnected"
     """It was connected, and the connection was lost (or ended by the server); connecting again follows."""
+    NEEDS_LOGIN = "needs-login"
+    """It asks for an OAuth sign-in that is missing or ended: it connects again once `toolscout auth login` signs in."""
     DISABLED = "disabled"
 
 
 _NEXT: dict[Status, frozenset[Status]] = {
-    Status.CONNECTING: frozenset({Status.CONNECTED, Status.ERROR, Status.IDLE}),
-    Status.CONNECTED: frozenset({Status.CONNECTED, Status.DISCONNECTED, Status.IDLE}),
+    Status.CONNECTING: frozenset({Status.CONNECTED, Status.ERROR, Status.IDLE, Status.NEEDS_LOGIN}),
+    Status.CONNECTED: frozenset({Status.CONNECTED, Status.DISCONNECTED, Status.IDLE, Status.NEEDS_LOGIN}),
     Status.IDLE: frozenset({Status.CONNECTING}),
     Status.ERROR: frozenset({Status.CONNECTING}),
     Status.DISCONNECTED: frozenset({Status.CONNECTING}),
+    Status.NEEDS_LOGIN: frozenset({Status.CONNECTING}),
     Status.DISABLED: frozenset(),
 }
 """The transitions of the status: from each, the statuses it may move to."""
@@ -226,7 +232,7 @@ class ConnectionState:
         - CONNECTING: no retry is due any more; waiters of `wait_settled` wait again.
         - CONNECTED: the error is cleared; settled.
         - IDLE: settled.
-        - ERROR, DISCONNECTED: `error` is kept; settled.
+        - ERROR, DISCONNECTED, NEEDS_LOGIN: `error` is kept; settled.
         Every move tells `wait_changed` waiters.
         """
         if status not in _NEXT[self.status]:
@@ -242,7 +248,7 @@ class ConnectionState:
         elif status is Status.CONNECTED:
             self.error = None
             self._settle()
-        elif status in (Status.ERROR, Status.DISCONNECTED):
+        elif status in (Status.ERROR, Status.DISCONNECTED, Status.NEEDS_LOGIN):
             self.error = error
             self._settle()
         else:

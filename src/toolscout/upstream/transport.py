@@ -47,7 +47,9 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.shared.message import SessionMessage
 
+    from toolscout.errors import SignInRequired
     from toolscout.upstream._sdk import HttpClientFactory, SessionReadStream, SessionStreams
+    from toolscout.upstream.oauth import SignInFile
 
     UpstreamTarget = Transport | Server[Any] | MCPServer
     """What `mcp.Client` connects to: a stream transport, or a server (low-level or `MCPServer`) run in-process."""
@@ -163,12 +165,39 @@ def _client_factory(verify: ssl.SSLContext) -> HttpClientFactory:
 
 
 class RemoteUpstream:
-    """A server reached over the network: streamable HTTP, or the legacy HTTP+SSE transport."""
+    """A server reached over the network: streamable HTTP, or the legacy HTTP+SSE transport.
 
-    def __init__(self, config: HttpServerConfig | SseServerConfig) -> None:
+    Every connection carries the server's OAuth sign-in (oauth.py): the kept access token, refreshed
+    as needed, and `SignInRequired` when the server asks for a sign-in that is missing or ended.
+    """
+
+    def __init__(self, config: HttpServerConfig | SseServerConfig, name: str | None = None) -> None:
         self._sse = isinstance(config, SseServerConfig)
         self._url = config.url
         self._headers = dict(config.headers) or None
+        self._name = name
+        self._oauth = config.oauth
+        self._static_authorization = any(key.lower() == "authorization" for key in config.headers)
+        self.sign_in_required: SignInRequired | None = None
+        """Why the current connection's server asked for a sign-in that is missing or ended, if it did."""
+
+    def sign_in_file(self) -> SignInFile | None:
+        """Where this server's sign-in is kept (None: a server without a name, made outside a config)."""
+        from toolscout.upstream.oauth import SignInFile
+
+        return SignInFile.of(self._name, self._url) if self._name is not None else None
+
+    async def wait_for_sign_in(self) -> None:
+        """Return once the server's sign-in is written anew (`toolscout auth login`, in any process)."""
+        file = self.sign_in_file()
+        if file is None:
+            await anyio.sleep_forever()
+            return
+        before = file.stamp()
+        while True:
+            await anyio.sleep(SIGN_IN_POLL)
+            if file.stamp() != before:
+                return
 
     @property
     def label(self) -> str:
@@ -178,6 +207,7 @@ class RemoteUpstream:
         return None
 
     def target(self, on_closed: Callable[[], None]) -> UpstreamTarget:
+        self.sign_in_required = None
         return watched(self._open(), on_closed)
 
     @contextlib.asynccontextmanager
@@ -186,19 +216,38 @@ class RemoteUpstream:
         from mcp.client.streamable_http import streamable_http_client
 
         factory = _client_factory(await shared_ssl_context())
+        auth = self._auth()
         if self._sse:
-            async with sse_client(self._url, headers=self._headers, httpx_client_factory=factory) as streams:
+            async with sse_client(self._url, headers=self._headers, auth=auth, httpx_client_factory=factory) as streams:
                 yield streams
             return
         async with (
-            factory(headers=self._headers) as http,
+            factory(headers=self._headers, auth=auth) as http,
             # No cap on one SSE event: a tool's result is one event, and the SDK's 1 MiB default
             # would turn any larger result into a lost connection. Output caps apply downstream.
             streamable_http_client(self._url, http_client=http, max_sse_event_size=None) as streams,
         ):
             yield streams
 
+    def _auth(self) -> httpx2.Auth | None:
+        if self._name is None:
+            return None
+        from toolscout.upstream.oauth_client import upstream_oauth
 
+        return upstream_oauth(
+            self._name,
+            self._url,
+            self._oauth,
+            static_authorization=self._static_authorization,
+            on_required=self._required,
+        )
+
+    def _required(self, error: SignInRequired) -> None:
+        self.sign_in_required = error
+
+
+SIGN_IN_POLL = 1.0
+"""Seconds between two looks at a server's sign-in file while it needs login (a `stat`, nothing more)."""
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 """The largest callback answer read; a larger one is an error result (output caps apply downstream)."""
 _PARSED_ON_LOOP_BYTES = 64 * 1024

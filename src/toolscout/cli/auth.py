@@ -1,0 +1,242 @@
+"""`toolscout auth`: sign in to remote servers protected by OAuth, see where each sign-in stands, sign out.
+
+`login` is the only command that asks a person anything: it prints the authorization URL (and opens
+a browser where there is one), waits for the redirect on a loopback port, and keeps the tokens
+(upstream/sign_in.py). Every other command, and `toolscout serve`, uses the kept sign-in and
+refreshes it by itself; a `serve` that is running picks up a new sign-in within a second.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import anyio
+import typer
+from rich.markup import escape
+
+from toolscout.cli.common import EXIT_FAILED, ConfigOption, JsonOption, Output, iso_utc, load, run
+from toolscout.config.models import HttpServerConfig, SseServerConfig
+from toolscout.errors import ConfigurationError, ToolscoutError
+from toolscout.suggestions import server_not_found
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from toolscout.config import GatewayConfig
+    from toolscout.upstream.sign_in import SignInState
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds `auth login` waits for the browser to come back, unless `--timeout` says otherwise."""
+
+auth_app = typer.Typer(
+    name="auth",
+    help="Sign in to remote servers that use OAuth: login, status, logout.",
+    no_args_is_help=True,
+)
+
+ServerArgument = Annotated[str, typer.Argument(show_default=False, help="The server, as named in the config.")]
+
+
+def _remote(name: str, config: GatewayConfig) -> HttpServerConfig | SseServerConfig:
+    """The entry of the remote server `name`, or the error saying why there is none to sign in to."""
+    entry = config.mcp_servers.get(name)
+    if entry is None:
+        raise server_not_found(name, sorted(config.mcp_servers))
+    if not isinstance(entry, HttpServerConfig | SseServerConfig):
+        raise ConfigurationError(
+            f"{name} is a stdio server: it runs on this machine and gets its credentials from its `env` or `args`, "
+            "not from an OAuth sign-in. Only HTTP and SSE servers sign in."
+        )
+    return entry
+
+
+def _configured(server: str, config: Path | None, output: Output) -> HttpServerConfig | SseServerConfig:
+    """The entry of the remote server `server` in the config the command runs with, or exit saying why not."""
+    gateway_config, _ = load(config, output)
+    try:
+        return _remote(server, gateway_config)
+    except ToolscoutError as exc:
+        output.fail(exc)
+
+
+def _remotes(config: GatewayConfig) -> dict[str, HttpServerConfig | SseServerConfig]:
+    return {
+        name: entry
+        for name, entry in config.mcp_servers.items()
+        if isinstance(entry, HttpServerConfig | SseServerConfig)
+    }
+
+
+def can_open_browser() -> bool:
+    """Whether a graphical browser can be opened here (a console browser would take over the terminal)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+@auth_app.command()
+def login(
+    server: ServerArgument,
+    config: ConfigOption = None,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Only print the URL to open; do not open a browser.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds to wait for the browser to come back.")
+    ] = DEFAULT_TIMEOUT,
+    as_json: JsonOption = False,
+) -> None:
+    """Sign in to SERVER: open its authorization page, wait for the redirect, keep the tokens."""
+    output = Output(as_json)
+    entry = _configured(server, config, output)
+    opening = not no_browser and can_open_browser()
+
+    async def show_url(url: str) -> None:
+        if opening:
+            words = f"Opening your browser to sign in to {server}; if it does not open, open this URL:"
+        else:
+            words = f"Open this URL in a browser to sign in to {server}:"
+        line = f"{words}\n\n  {url}\n"
+        # With --json, stdout carries only the result: the URL goes to stderr.
+        (sys.stderr if as_json else sys.stdout).write(line + "\n")
+        (sys.stderr if as_json else sys.stdout).flush()
+        if opening:
+            import webbrowser
+
+            await anyio.to_thread.run_sync(webbrowser.open, url)
+
+    async def body() -> None:
+        from toolscout.upstream.sign_in import sign_in
+
+        try:
+            done = await sign_in(server, entry, show_url=show_url, within=timeout)
+        except ToolscoutError as exc:
+            output.fail(exc, EXIT_FAILED)
+        until = iso_utc(done.expires_at) if done.expires_at is not None else None
+        if output.json_mode:
+            output.data(
+                {
+                    "success": True,
+                    "server": server,
+                    "subject": done.subject,
+                    "expiresAt": until,
+                    "scopes": done.scopes,
+                    "refreshable": done.refreshable,
+                    "tools": done.tools,
+                }
+            )
+            return
+        who = f" as {done.subject}" if done.subject else " (the server does not say as whom)"
+        when = f" until {until}" if until else ""
+        scopes = f"scopes: {' '.join(done.scopes)}" if done.scopes else "no scopes named"
+        refresh = "refreshed by itself" if done.refreshable else "no refresh token: sign in again when it expires"
+        output.print(
+            f"[green]✓[/green] Signed in to {escape(server)}{escape(who)}{when} ({escape(scopes)}; {refresh})."
+        )
+        output.print(f"  {escape(server)} offers {done.tools} tool{'s' if done.tools != 1 else ''}.")
+
+    run(body)
+
+
+@auth_app.command()
+def status(
+    server: Annotated[
+        list[str] | None, typer.Argument(show_default=False, help="Only these servers (default: every remote one).")
+    ] = None,
+    config: ConfigOption = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Do not ask servers without a kept sign-in whether they want one.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Every remote server's sign-in: signed in (as whom, until when, scopes, refreshable) or needs login."""
+    output = Output(as_json)
+    gateway_config, _ = load(config, output)
+    remotes = _remotes(gateway_config)
+    try:
+        chosen = {name: _remote(name, gateway_config) for name in server} if server else remotes
+    except ToolscoutError as exc:
+        output.fail(exc)
+
+    async def body() -> list[SignInState]:
+        from toolscout.upstream.sign_in import sign_in_states
+
+        return await sign_in_states(chosen, ask=not offline)
+
+    states: list[SignInState] = run(body)
+    if output.json_mode:
+        output.data([_state_dict(state) for state in states])
+        return
+    if not states:
+        output.print("No remote (HTTP or SSE) servers are configured: nothing signs in.")
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("SERVER", "STATE", "AS", "UNTIL", "SCOPES", "REFRESHABLE"):
+        table.add_column(column)
+    for state in states:
+        marker = {"signed in": "[green]✓[/green]", "needs login": "[red]✗[/red]"}.get(state.state, "·")
+        table.add_row(
+            escape(state.server),
+            f"{marker} {state.state}",
+            escape(state.subject or "-"),
+            _moment(state.expires_at),
+            escape(" ".join(state.scopes) or "-"),
+            ("yes" if state.refreshable else "no") if state.state == "signed in" else "-",
+        )
+    output.out.print(table)
+    for state in states:
+        if state.state == "needs login":
+            why = f" ({escape(state.detail)})" if state.detail and "auth login" not in state.detail else ""
+            output.print(f"  {escape(state.server)}: run `toolscout auth login {escape(state.server)}`{why}")
+        elif state.detail:
+            output.print(f"  {escape(state.server)}: {escape(state.detail)}")
+
+
+def _moment(timestamp: float | None) -> str:
+    """A moment as a table shows it: to the minute, in UTC."""
+    if timestamp is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _state_dict(state: SignInState) -> dict[str, Any]:
+    found = state.to_dict()
+    found["expiresAt"] = iso_utc(state.expires_at) if state.expires_at is not None else None
+    if state.state == "needs login":
+        found["nextStep"] = f"toolscout auth login {state.server}"
+    return found
+
+
+@auth_app.command()
+def logout(server: ServerArgument, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Sign out of SERVER: revoke its tokens where its authorization server allows, and forget them."""
+    output = Output(as_json)
+    entry = _configured(server, config, output)
+
+    async def body() -> None:
+        from toolscout.upstream.sign_in import sign_out
+
+        done = await sign_out(server, entry)
+        if output.json_mode:
+            output.data({"success": True, "server": server, "forgotten": done.forgotten, "revocation": done.revocation})
+            return
+        if not done.forgotten:
+            output.print(f"No sign-in was kept for {escape(server)}: nothing to do.")
+            return
+        if done.revocation == "revoked":
+            said = "its tokens were revoked at its authorization server and forgotten here"
+        elif done.revocation == "not offered":
+            said = (
+                "its tokens were forgotten here; its authorization server offers no revocation, so end "
+                "toolscout's access on the provider's site if it must stop now"
+            )
+        else:
+            said = f"its tokens were forgotten here; revoking them at its authorization server {done.revocation}"
+        output.print(f"[green]✓[/green] Signed out of {escape(server)}: {escape(said)}.")
+
+    run(body)

@@ -1,0 +1,273 @@
+"""Signing in to remote upstreams protected by OAuth 2.1, as the MCP authorization spec defines it.
+
+A remote server that answers 401 with `WWW-Authenticate: Bearer` wants an access token. The gateway
+gets one the way the spec says, through the official SDK's OAuth client (`OAuthClientProvider`):
+the protected-resource metadata (RFC 9728) names the authorization server, whose metadata
+(RFC 8414) names its endpoints; the client registers dynamically (RFC 7591) unless the config names a
+`clientId`; the user approves in a browser (the authorization-code grant with PKCE and the `resource`
+indicator of RFC 8707), and the redirect comes back to a loopback port (`LoopbackCallback`).
+
+Signing in is what `toolscout auth login` does (`sign_in`); it is the only place a person is asked.
+Everything else that reaches the server (`serve`, `execute`, `list --refresh`, `doctor`) uses the
+stored sign-in without asking (`UpstreamOAuth` with no `Interaction`): it sends the access token,
+refreshes it shortly before it expires and again when the server answers 401, and when a refresh
+is refused raises `SignInRequired`, which makes the server "needs login" with the command to run
+while the other servers carry on.
+
+A sign-in is kept per server and URL (`SignInFile`: a URL that changes never receives another
+server's token) in the user's state directory, readable by the user only, written whole or not at
+all. Tokens never reach a log, an error, the audit log or `config show`: only the subject, expiry and
+scopes are shown.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from toolscout.config.locations import user_log_dir
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import (
+        AuthorizationCodeResult,
+        OAuthClientInformationFull,
+        OAuthToken,
+    )
+
+    from toolscout.config.models import OAuthSettings
+
+logger = logging.getLogger(__name__)
+
+SIGN_IN_DIR = "sign-ins"
+"""The directory, under the user's state directory, where sign-ins are kept."""
+REFRESH_MARGIN = 60.0
+"""Seconds before its expiry an access token is refreshed (at most a tenth of its lifetime)."""
+CALLBACK_PATH = "/callback"
+
+
+# ---------------------------------------------------------------------------------------------
+# What is kept for one server
+
+
+class SignIn(BaseModel):
+    """Everything kept for one server's sign-in: tokens, the registered client, the discovered metadata."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    server: str
+    url: str
+    tokens: dict[str, Any] | None = None
+    """The token response (`OAuthToken`), kept as JSON so this module imports the SDK only when used."""
+    expires_at: float | None = None
+    """When the access token expires (epoch seconds); None: the server did not say."""
+    client: dict[str, Any] | None = None
+    """The registered (or configured) client (`OAuthClientInformationFull`)."""
+    authorization_server: dict[str, Any] | None = None
+    """The authorization server's metadata (`OAuthMetadata`): its token and revocation endpoints."""
+    resource_metadata: dict[str, Any] | None = None
+    """The server's protected-resource metadata (`ProtectedResourceMetadata`)."""
+    subject: str | None = None
+    """Whom the tokens were issued to, when the server says (an ID token's or a JWT access token's claims)."""
+    signed_in_at: float | None = None
+    ended: str | None = None
+    """Why the sign-in ended (a refresh was refused): the server needs a new login."""
+
+    @property
+    def token(self) -> OAuthToken | None:
+        from mcp.shared.auth import OAuthToken
+
+        return OAuthToken.model_validate(self.tokens) if self.tokens else None
+
+    @property
+    def scopes(self) -> list[str]:
+        scope = (self.tokens or {}).get("scope")
+        return str(scope).split() if scope else []
+
+    @property
+    def refreshable(self) -> bool:
+        return bool((self.tokens or {}).get("refresh_token")) and self.client is not None
+
+    @property
+    def signed_in(self) -> bool:
+        """Whether tokens are held (an expired access token still counts when it can be refreshed)."""
+        return bool(self.tokens) and self.ended is None
+
+    def valid_until(self) -> float | None:
+        """When the access token stops working, if the server said."""
+        return self.expires_at
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:60] or "server"
+
+
+class SignInFile:
+    """One server's sign-in on disk: JSON readable by the user only, replaced whole on every write."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def of(cls, server: str, url: str, directory: Path | None = None) -> SignInFile:
+        """The file of `server` at `url` (another URL is another file: a token never follows a changed URL)."""
+        digest = hashlib.sha256(url.encode()).hexdigest()[:12]
+        return cls((directory or sign_in_dir()) / f"{_slug(server)}-{digest}.json")
+
+    def stamp(self) -> tuple[int, int, int] | None:
+        """What changes whenever the file is written (None: there is no file)."""
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def load(self) -> SignIn | None:
+        """The kept sign-in, or None when there is none (or it cannot be read: the user signs in again)."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.warning("cannot read the sign-in kept at %s: %s", self.path, exc.strerror)
+            return None
+        try:
+            return SignIn.model_validate_json(text)
+        except ValidationError:
+            logger.warning("the sign-in kept at %s is damaged; sign in again", self.path)
+            return None
+
+    def save(self, record: SignIn) -> None:
+        """Write `record`: to a new file readable by the user only, then renamed over the old one."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        data = record.model_dump_json(indent=2).encode()
+        temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+
+    def delete(self) -> bool:
+        """Forget the sign-in; False when there was none."""
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def sign_in_dir() -> Path:
+    """Where sign-ins are kept: `sign-ins/` in the user's state directory (`$TOOLSCOUT_STATE_DIR` replaces it)."""
+    return user_log_dir() / SIGN_IN_DIR
+
+
+def subject_of(*tokens: str | None) -> str | None:
+    """Whom a token was issued to, read from the claims of the first JWT among `tokens`, for showing only.
+
+    Nothing is verified: the user is told whom the server says they are; the server checks the token.
+    """
+    for token in tokens:
+        parts = (token or "").split(".")
+        if len(parts) != 3:
+            continue
+        try:
+            claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(claims, dict):
+            for key in ("email", "preferred_username", "upn", "name", "sub"):
+                value = claims.get(key)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+                if isinstance(value, str) and value:
+                    return value
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The SDK's OAuth client, with the gateway's storage and without a person unless signing in
+
+
+class Storage:
+    """The SDK's `TokenStorage` over one `SignIn`; written to its file on every change when it has one."""
+
+    def __init__(self, record: SignIn, file: SignInFile | None) -> None:
+        self.record = record
+        self.file = file
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.record.token
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        record = self.record
+        record.tokens = tokens.model_dump(mode="json", exclude_none=True)
+        record.expires_at = time.time() + tokens.expires_in if tokens.expires_in else None
+        record.ended = None
+        if self.file is not None:
+            await anyio.to_thread.run_sync(self.file.save, record)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        return OAuthClientInformationFull.model_validate(self.record.client) if self.record.client else None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.record.client = client_info.model_dump(mode="json", exclude_none=True)
+        if self.file is not None:
+            await anyio.to_thread.run_sync(self.file.save, self.record)
+
+
+@dataclass
+class Interaction:
+    """How `auth login` reaches the person signing in: where to send the browser, and how its answer comes back."""
+
+    redirect_uri: str
+    show_url: Callable[[str], Awaitable[None]]
+    wait_for_callback: Callable[[], Awaitable[AuthorizationCodeResult]]
+
+
+def client_metadata(settings: OAuthSettings | None, redirect_uri: str) -> Any:
+    from mcp.shared.auth import OAuthClientMetadata
+
+    scope = " ".join(settings.scopes) if settings is not None and settings.scopes else None
+    return OAuthClientMetadata(
+        client_name="toolscout",
+        redirect_uris=[redirect_uri],  # pyright: ignore[reportArgumentType]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope=scope,
+    )
+
+
+def configured_client(settings: OAuthSettings, redirect_uri: str) -> dict[str, Any] | None:
+    """The client a config names (`clientId`, `clientSecret`), as stored; None when it names none."""
+    if not settings.client_id:
+        return None
+    method = "client_secret_post" if settings.client_secret else "none"
+    client: dict[str, Any] = {
+        "client_id": settings.client_id,
+        "redirect_uris": [redirect_uri],
+        "token_endpoint_auth_method": method,
+        "grant_types": ["authorization_code", "refresh_token"],
+    }
+    if settings.client_secret:
+        client["client_secret"] = settings.client_secret
+    return client

@@ -1,0 +1,361 @@
+"""The SDK's OAuth client as the gateway uses it for one remote upstream (`UpstreamOAuth`).
+
+Kept apart from oauth.py because it imports the SDK: only a connection to a remote server, or
+`toolscout auth`, imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+import httpx2
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.oauth2 import OAuthContext
+from mcp.shared.auth import OAuthMetadata, OAuthToken, ProtectedResourceMetadata
+from pydantic import ValidationError
+
+from toolscout.errors import ServerUnavailable, SignInFailed, SignInRequired
+from toolscout.masking import mask_text
+from toolscout.upstream.oauth import (
+    CALLBACK_PATH,
+    REFRESH_MARGIN,
+    Interaction,
+    SignIn,
+    SignInFile,
+    Storage,
+    client_metadata,
+    subject_of,
+)
+
+if TYPE_CHECKING:
+    from toolscout.config.models import OAuthSettings
+
+
+@dataclass
+class _Looked:
+    """A metadata document the sign-in looked for, and what it found there."""
+
+    what: str
+    url: str
+    problem: str | None
+
+
+class _Context(OAuthContext):
+    """The SDK's context, with a token counted as expired a little before it is."""
+
+    def is_token_valid(self) -> bool:
+        tokens = self.current_tokens
+        if not (tokens and tokens.access_token):
+            return False
+        if self.token_expiry_time is None:
+            return True
+        margin = min(REFRESH_MARGIN, (tokens.expires_in or 0) / 10)
+        return time.time() <= self.token_expiry_time - margin
+
+
+class UpstreamOAuth(OAuthClientProvider):
+    """The SDK's OAuth client for one upstream, as an `httpx2.Auth`.
+
+    With an `Interaction` it runs the SDK's whole flow (discovery, registration, authorization,
+    token) and notes which metadata it found. Without one it never asks anyone: it sends the kept
+    token, refreshes it (early, and on a 401), and raises `SignInRequired` when the server still
+    refuses.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        url: str,
+        settings: OAuthSettings | None,
+        file: SignInFile | None,
+        *,
+        interaction: Interaction | None = None,
+        record: SignIn | None = None,
+        static_authorization: bool = False,
+        on_required: Callable[[SignInRequired], None] | None = None,
+    ) -> None:
+        redirect = interaction.redirect_uri if interaction is not None else f"http://127.0.0.1{CALLBACK_PATH}"
+        self.server = server
+        self.file = file
+        self.storage = Storage(record or SignIn(server=server, url=url), file if interaction is None else None)
+        self.interaction = interaction
+        self.static_authorization = static_authorization
+        """The config sends its own `Authorization` header: a 401 is about it, not a sign-in."""
+        self.on_required = on_required
+        """Told of each `SignInRequired` before it is raised (the connection's calls report it)."""
+        self.looked: list[_Looked] = []
+        self._stamp: tuple[int, int, int] | None = None
+        self._id_token: str | None = None
+        super().__init__(
+            url,
+            client_metadata(settings, redirect),
+            self.storage,
+            redirect_handler=self._show if interaction is not None else None,
+            callback_handler=interaction.wait_for_callback if interaction is not None else None,
+        )
+        old = self.context
+        self.context = _Context(
+            server_url=old.server_url,
+            client_metadata=old.client_metadata,
+            storage=old.storage,
+            redirect_handler=old.redirect_handler,
+            callback_handler=old.callback_handler,
+        )
+
+    # -- what is kept
+
+    async def _initialize(self) -> None:
+        if self.interaction is None and self.file is not None:
+            self._stamp = self.file.stamp()
+            self.storage.record = await anyio.to_thread.run_sync(self.file.load) or self.storage.record
+        record = self.storage.record
+        context = self.context
+        context.current_tokens = record.token if record.ended is None else None
+        context.token_expiry_time = record.expires_at
+        context.client_info = await self.storage.get_client_info()
+        if record.authorization_server:
+            context.oauth_metadata = OAuthMetadata.model_validate(record.authorization_server)
+        if record.resource_metadata:
+            prm = ProtectedResourceMetadata.model_validate(record.resource_metadata)
+            context.protected_resource_metadata = prm
+            if prm.authorization_servers:
+                context.auth_server_url = str(prm.authorization_servers[0])
+        self._initialized = True
+
+    def _changed_on_disk(self) -> bool:
+        return self.file is not None and self.interaction is None and self.file.stamp() != self._stamp
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        if response.status_code in (200, 201):
+            with contextlib.suppress(ValueError, UnicodeDecodeError):
+                body = json.loads(await response.aread())
+                if isinstance(body, dict) and isinstance(body.get("id_token"), str):  # pyright: ignore[reportUnknownMemberType]
+                    self._id_token = str(body["id_token"])  # pyright: ignore[reportUnknownArgumentType]
+        await super()._handle_token_response(response)
+
+    def signed_in_record(self) -> SignIn:
+        """What to keep after a sign-in completed: the tokens and what was discovered on the way."""
+        record = self.storage.record
+        context = self.context
+        if context.oauth_metadata is not None:
+            record.authorization_server = context.oauth_metadata.model_dump(mode="json", exclude_none=True)
+        if context.protected_resource_metadata is not None:
+            prm = context.protected_resource_metadata
+            record.resource_metadata = prm.model_dump(mode="json", exclude_none=True)
+        token = record.token
+        record.subject = subject_of(self._id_token, token.access_token if token else None)
+        record.signed_in_at = time.time()
+        record.ended = None
+        return record
+
+    # -- signing in, with a person
+
+    async def _show(self, url: str) -> None:
+        self._require_metadata()
+        assert self.interaction is not None
+        await self.interaction.show_url(url)
+
+    def _require_metadata(self) -> None:
+        """Stop before registering or authorizing when the server published no OAuth metadata at all."""
+        context = self.context
+        if context.protected_resource_metadata is not None or context.oauth_metadata is not None:
+            return
+        looked = "".join(f"\n  - {seen.what} at {seen.url}: {seen.problem or 'found'}" for seen in self.looked)
+        raise SignInFailed(
+            f"{self.server} asks for a sign-in (it answered 401) but publishes no usable OAuth metadata, so "
+            f"there is no authorization server to sign in with. Looked for:{looked or ' nothing (no request made)'}"
+            "\nAsk its operator to publish its protected-resource metadata (RFC 9728) and its authorization "
+            "server's metadata (RFC 8414); if it takes an API key instead, put it in the server's `headers`.",
+            server=self.server,
+        )
+
+    async def _note(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """Note what a metadata request found, for `_require_metadata`'s message."""
+        path = request.url.path
+        if "/.well-known/" not in path:
+            return
+        protected = "oauth-protected-resource" in path
+        what = "protected-resource metadata (RFC 9728)" if protected else "authorization-server metadata (RFC 8414)"
+        model = ProtectedResourceMetadata if protected else OAuthMetadata
+        problem: str | None = None
+        if response.status_code != 200:
+            problem = f"HTTP {response.status_code}"
+        else:
+            body = await response.aread()
+            try:
+                model.model_validate_json(body)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                problem = f"not valid metadata ({first['msg']}{f' at {where}' if where else ''})"
+        self.looked.append(_Looked(what, str(request.url), problem))
+
+    async def _interactive_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        inner = super()._auth_flow(request)
+        try:
+            outgoing = await inner.__anext__()
+            while True:
+                if outgoing is not request and "/.well-known/" not in outgoing.url.path and self.looked:
+                    self._require_metadata()  # about to register a client, or to ask for a token
+                response = yield outgoing
+                if outgoing is not request:
+                    await self._note(outgoing, response)
+                outgoing = await inner.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await inner.aclose()
+
+    # -- using a sign-in, without a person
+
+    def _refresh_due(self) -> bool:
+        return not self.context.is_token_valid() and self.context.can_refresh_token()
+
+    def _challenged(self, response: httpx2.Response) -> bool:
+        if response.status_code == 401:
+            return True
+        www = response.headers.get("www-authenticate", "")
+        return response.status_code == 403 and "insufficient_scope" in www
+
+    def _authorize(self, request: httpx2.Request) -> str | None:
+        """Put the access token on `request` when one is held and valid; return it."""
+        if self.static_authorization or not self.context.is_token_valid():
+            return None
+        tokens = self.context.current_tokens
+        assert tokens is not None
+        request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+        return tokens.access_token
+
+    async def _refreshed(self, response: httpx2.Response) -> bool:
+        """Take a refresh's answer; False when the authorization server refused it."""
+        held = self.context.current_tokens
+        if response.status_code >= 500 or response.status_code == 429:
+            # The authorization server's trouble, not the sign-in's: the tokens stay, the attempt fails.
+            raise ServerUnavailable(
+                f"Server {self.server!r} could not refresh its sign-in: its authorization server answered "
+                f"HTTP {response.status_code}; the gateway tries again shortly.",
+                server=self.server,
+            )
+        if await self._handle_refresh_response(response):
+            if self.file is not None:
+                self._stamp = self.file.stamp()  # written by this process: not a change to take in
+            return True
+        # Another process may have refreshed with the same (rotated) refresh token a moment ago.
+        if self._changed_on_disk():
+            await self._initialize()
+            return self.context.is_token_valid()
+        await self._end(held, f"its authorization server refused to refresh the sign-in (HTTP {response.status_code})")
+        return False
+
+    async def _end(self, held: OAuthToken | None, reason: str) -> None:
+        """The sign-in no longer works: say so in its file (unless another process signed in anew meanwhile)."""
+        self.context.clear_tokens()
+        self.storage.record.ended = reason
+        if self.file is None:
+            return
+        kept = await anyio.to_thread.run_sync(self.file.load)
+        if kept is None or kept.ended is not None:
+            return
+        token = kept.token
+        if held is not None and token is not None and token.access_token != held.access_token:
+            return
+        kept.ended = reason
+        await anyio.to_thread.run_sync(self.file.save, kept)
+        self._stamp = self.file.stamp()
+
+    def _sign_in_required(self, response: httpx2.Response, reason: str | None) -> Exception:
+        if self.static_authorization:
+            return ServerUnavailable(
+                f"Server {self.server!r} answered HTTP {response.status_code} to the `Authorization` header in "
+                "its `headers`: the credential there is wrong or expired. Replace it, or remove the header and "
+                f"sign in with `toolscout auth login {self.server}` if the server uses OAuth.",
+                server=self.server,
+            )
+        if reason is None and self.storage.record.ended is not None:
+            reason = self.storage.record.ended
+        if reason is None and not self.storage.record.tokens:
+            reason = f"no sign-in is kept for it; {_challenge_reason(response)}"
+        error = SignInRequired.for_server(self.server, reason or _challenge_reason(response))
+        if self.on_required is not None:
+            self.on_required(error)
+        return error
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if self.interaction is not None:
+            inner = self._interactive_flow(request)
+            try:
+                outgoing = await inner.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await inner.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await inner.aclose()
+        reason: str | None = None
+        if self._initialized and not self._refresh_due():
+            # Every request of a connection comes here: no lock and no look at the file unless a
+            # refresh is due (a sign-in written meanwhile is read by the next connection, or on a 401).
+            sent = self._authorize(request)
+        else:
+            async with self.context.lock:
+                if not self._initialized or self._changed_on_disk():
+                    await self._initialize()
+                if self._refresh_due():
+                    answer = yield await self._refresh_token()
+                    await self._refreshed(answer)
+                sent = self._authorize(request)
+        response = yield request
+        if not self._challenged(response):
+            return
+        retry = False
+        async with self.context.lock:
+            if self._changed_on_disk():
+                await self._initialize()
+            held = self.context.current_tokens
+            if held is not None and held.access_token != sent and self.context.is_token_valid():
+                retry = True  # signed in anew, or refreshed by another request, since it was sent
+            elif self.context.can_refresh_token() and not self.static_authorization:
+                answer = yield await self._refresh_token()
+                retry = await self._refreshed(answer)
+            elif held is not None and not self.static_authorization:
+                reason = "the server refused its access token, and there is no refresh token to get another"
+                await self._end(held, reason)
+        if retry:
+            self._authorize(request)
+            response = yield request
+            if not self._challenged(response):
+                return
+        raise self._sign_in_required(response, reason)
+
+
+def _challenge_reason(response: httpx2.Response) -> str:
+    www = response.headers.get("www-authenticate", "")
+    described = re.search(r'error_description="([^"]*)"', www)
+    said = f": {described.group(1)}" if described else ""
+    return mask_text(f"the server answered HTTP {response.status_code}{said}")
+
+
+def upstream_oauth(
+    server: str,
+    url: str,
+    settings: OAuthSettings | None,
+    *,
+    static_authorization: bool = False,
+    on_required: Callable[[SignInRequired], None] | None = None,
+    directory: Path | None = None,
+) -> httpx2.Auth:
+    """The auth of a remote upstream's connection: the kept sign-in, refreshed without asking anyone."""
+    file = SignInFile.of(server, url, directory)
+    return UpstreamOAuth(
+        server, url, settings, file, static_authorization=static_authorization, on_required=on_required
+    )

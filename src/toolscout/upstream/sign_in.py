@@ -1,0 +1,426 @@
+"""Signing in to, and out of, an OAuth-protected upstream, and where each server's sign-in stands:
+what `toolscout auth login`, `auth logout` and `auth status` do.
+
+`sign_in` connects to the server as an MCP client whose OAuth client (oauth.py's `UpstreamOAuth`)
+may ask a person: the server's 401 starts the SDK's flow, which shows the authorization URL
+(`show_url`: printed, and opened in a browser when asked), waits for the browser's redirect on a
+loopback port (`LoopbackCallback`), and exchanges the code for tokens. Only once the MCP handshake
+succeeds with them is the sign-in written, whole, over the old one: a failed login loses nothing.
+
+`sign_out` revokes the tokens where the authorization server offers revocation (RFC 7009) and
+forgets them. `sign_in_states` reads every remote server's kept sign-in and, for a server without
+one, asks the server (one unauthenticated request) whether it wants one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import anyio.abc
+
+from toolscout.config.models import HttpServerConfig, OAuthSettings, SseServerConfig
+from toolscout.errors import SignInFailed
+from toolscout.masking import mask_text
+from toolscout.upstream.calls import innermost
+from toolscout.upstream.oauth import (
+    CALLBACK_PATH,
+    Interaction,
+    SignIn,
+    SignInFile,
+    configured_client,
+)
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import AuthorizationCodeResult
+
+RemoteConfig = HttpServerConfig | SseServerConfig
+_REQUEST_HEAD_BYTES = 16 * 1024
+"""The most of a request to the loopback callback that is read: a redirect is one short GET."""
+_REQUEST_HEAD_WITHIN = 10.0
+"""Seconds a browser has to send its request once connected to the loopback callback."""
+PROBE_TIMEOUT = 10.0
+"""Seconds `auth status` waits for a server's answer when asking whether it wants a sign-in."""
+
+_DONE_PAGE = (
+    "<!doctype html><meta charset=utf-8><title>toolscout</title>"
+    "<body style='font-family:sans-serif;margin:3em'><h1>{title}</h1><p>{text}</p></body>"
+)
+
+
+class LoopbackCallback:
+    """The redirect URI of a sign-in: an HTTP listener on 127.0.0.1 that takes the browser's one redirect.
+
+    It answers the browser with a short page and hands the authorization response (`code`, `state`,
+    `iss`, or the `error` the authorization server sent) to `wait`. Any other path is answered 404 and
+    ignored, so a browser's extra requests (a favicon) do not end the wait.
+    """
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
+        self._result: dict[str, str] | None = None
+        self._arrived = anyio.Event()
+
+    @property
+    def port(self) -> int:
+        assert self._listener is not None
+        return int(self._listener.extra(anyio.abc.SocketAttribute.local_port))
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}{CALLBACK_PATH}"
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncGenerator[LoopbackCallback]:
+        """Listen for the block; raises `OSError` when the port is taken."""
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self._port)
+        self._listener = listener
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(listener.serve, self._answer)
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            await listener.aclose()
+
+    async def _answer(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            head = b""
+            with anyio.move_on_after(_REQUEST_HEAD_WITHIN):
+                while b"\r\n\r\n" not in head and len(head) < _REQUEST_HEAD_BYTES:
+                    try:
+                        head += await stream.receive(4096)
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        break
+            line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            target = urlsplit(line[1]) if len(line) >= 2 and line[0] == "GET" else None
+            if target is None or target.path != CALLBACK_PATH or self._result is not None:
+                await self._reply(stream, 404, "Not here", "This is toolscout's sign-in callback.")
+                return
+            query = {key: values[0] for key, values in parse_qs(target.query).items()}
+            self._result = query
+            self._arrived.set()
+            if "error" in query:
+                text = f"The sign-in was refused: {query.get('error_description') or query['error']}."
+                await self._reply(stream, 200, "Sign-in refused", text)
+            else:
+                await self._reply(stream, 200, "Signed in", "toolscout has the sign-in; you can close this tab.")
+
+    @staticmethod
+    async def _reply(stream: anyio.abc.SocketStream, status: int, title: str, text: str) -> None:
+        body = _DONE_PAGE.format(title=title, text=text).encode()
+        reason = "OK" if status == 200 else "Not Found"
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n"
+        )
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await stream.send(head.encode() + body)
+
+    async def wait(self, within: float) -> AuthorizationCodeResult:
+        """The authorization response, once the browser brings it (`SignInFailed` after `within` seconds)."""
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        with anyio.move_on_after(within):
+            await self._arrived.wait()
+        result = self._result
+        if result is None:
+            raise SignInFailed(
+                f"No answer from the browser within {within:g}s. Open the URL printed above, approve, and let it "
+                "redirect back; or run `toolscout auth login` again with a longer --timeout."
+            )
+        if "error" in result:
+            said = result.get("error_description") or result["error"]
+            raise SignInFailed(f"The authorization server refused the sign-in: {mask_text(said)}.")
+        return AuthorizationCodeResult(code=result.get("code", ""), state=result.get("state"), iss=result.get("iss"))
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """What a completed sign-in tells the user."""
+
+    server: str
+    subject: str | None
+    expires_at: float | None
+    scopes: list[str]
+    refreshable: bool
+    tools: int
+
+
+def _callback_port(settings: OAuthSettings | None, kept: SignIn | None) -> int:
+    """The loopback port: the config's, else the one the kept registration names, else any free one."""
+    if settings is not None and settings.callback_port is not None:
+        return settings.callback_port
+    client = (kept.client if kept is not None else None) or {}
+    for uri in client.get("redirect_uris", []):
+        parts = urlsplit(str(uri))
+        if parts.hostname == "127.0.0.1" and parts.port:
+            return parts.port
+    return 0
+
+
+async def sign_in(
+    name: str,
+    config: RemoteConfig,
+    *,
+    show_url: Callable[[str], Awaitable[None]],
+    within: float,
+    connect_within: float = 60.0,
+) -> SignedIn:
+    """Sign in to the server `name` (its entry `config`), asking the person through `show_url` and a browser.
+
+    Raises:
+        SignInFailed: the server publishes no OAuth metadata, the sign-in was refused or not finished
+            within `within` seconds, or the callback port is taken.
+    """
+    file = SignInFile.of(name, config.url)
+    kept = await anyio.to_thread.run_sync(file.load)
+    settings = config.oauth
+    port = _callback_port(settings, kept)
+    try:
+        try:
+            async with LoopbackCallback(port).serving() as callback:
+                return await _signing_in(name, config, file, kept, callback, show_url, within, connect_within)
+        except OSError as exc:
+            if settings is not None and settings.callback_port is not None:
+                raise SignInFailed(
+                    f"Cannot listen on 127.0.0.1:{port} for the sign-in's redirect ({exc.strerror}): close what "
+                    f"uses it, or change `oauth.callbackPort` of {name} (and the client's redirect URI at its "
+                    "provider)."
+                ) from None
+            if port == 0:
+                raise
+            # The kept registration's port is taken: register anew on a free one.
+            async with LoopbackCallback(0).serving() as fresh:
+                return await _signing_in(name, config, file, None, fresh, show_url, within, connect_within)
+    except BaseExceptionGroup as group:
+        # The callback's task group wraps what went wrong inside it: the error that matters is raised alone.
+        raise innermost(group) from None
+
+
+async def _signing_in(
+    name: str,
+    config: RemoteConfig,
+    file: SignInFile,
+    kept: SignIn | None,
+    callback: LoopbackCallback,
+    show_url: Callable[[str], Awaitable[None]],
+    within: float,
+    connect_within: float,
+) -> SignedIn:
+    from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+
+    redirect = callback.redirect_uri
+    settings = config.oauth
+    # A fresh sign-in: no tokens; the kept registration only when it names this redirect URI.
+    record = SignIn(server=name, url=config.url)
+    configured = configured_client(settings, redirect) if settings is not None else None
+    if configured is not None:
+        record.client = configured
+    elif kept is not None and kept.client is not None and redirect in kept.client.get("redirect_uris", []):
+        record.client = kept.client
+
+    async def wait_for_callback() -> AuthorizationCodeResult:
+        return await callback.wait(within)
+
+    from toolscout.upstream.oauth_client import UpstreamOAuth
+
+    provider = UpstreamOAuth(
+        name,
+        config.url,
+        settings,
+        None,
+        interaction=Interaction(redirect, show_url, wait_for_callback),
+        record=record,
+    )
+    try:
+        tools = await _connect(config, provider, within + connect_within)
+    except* SignInFailed as group:
+        raise group.exceptions[0] from None
+    except* (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as group:
+        said = mask_text(str(group.exceptions[0]))
+        raise SignInFailed(f"Signing in to {name} failed: {said}", server=name) from None
+    signed = provider.signed_in_record()
+    if not signed.tokens:
+        raise SignInFailed(
+            f"{name} answered without asking for a sign-in: it does not use OAuth, or lets anyone in. "
+            "Nothing was stored.",
+            server=name,
+        )
+    await anyio.to_thread.run_sync(file.save, signed)
+    return SignedIn(name, signed.subject, signed.expires_at, signed.scopes, signed.refreshable, tools)
+
+
+async def _connect(config: RemoteConfig, auth: Any, within: float) -> int:
+    """Connect to the server as an MCP client with `auth`, list its tools, and return how many."""
+    from mcp import Client
+    from mcp.client.sse import sse_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from toolscout.upstream.connection import CLIENT_INFO
+    from toolscout.upstream.transport import _client_factory, shared_ssl_context  # pyright: ignore[reportPrivateUsage]
+
+    factory = _client_factory(await shared_ssl_context())
+    headers = dict(config.headers) or None
+    with anyio.fail_after(within):
+        if isinstance(config, SseServerConfig):
+            target: Any = sse_client(config.url, headers=headers, auth=auth, httpx_client_factory=factory)
+            async with Client(target, client_info=CLIENT_INFO, mode="legacy") as client:
+                return len((await client.list_tools()).tools)
+        async with factory(headers=headers, auth=auth) as http:
+            target = streamable_http_client(config.url, http_client=http)
+            async with Client(target, client_info=CLIENT_INFO, mode="legacy") as client:
+                return len((await client.list_tools()).tools)
+
+
+@dataclass(frozen=True)
+class SignedOut:
+    """What `sign_out` did: whether anything was kept, and what the authorization server said."""
+
+    server: str
+    forgotten: bool
+    revocation: str
+    """`revoked`, `not offered` (the server has no revocation endpoint), or why revoking failed."""
+
+
+async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
+    """Revoke `name`'s tokens where its authorization server allows, and forget its sign-in either way."""
+    file = SignInFile.of(name, config.url)
+    kept = await anyio.to_thread.run_sync(file.load)
+    if kept is None or not kept.tokens:
+        forgotten = await anyio.to_thread.run_sync(file.delete)
+        return SignedOut(name, forgotten, "nothing to revoke")
+    revocation = await _revoke(kept)
+    await anyio.to_thread.run_sync(file.delete)
+    return SignedOut(name, True, revocation)
+
+
+async def _revoke(kept: SignIn) -> str:
+    import httpx2
+
+    from toolscout.upstream.transport import shared_ssl_context
+
+    endpoint = (kept.authorization_server or {}).get("revocation_endpoint")
+    client = kept.client or {}
+    tokens = kept.tokens or {}
+    if not endpoint:
+        return "not offered"
+    basic: tuple[str, str] | None = None
+    base: dict[str, str] = {"client_id": str(client.get("client_id", ""))}
+    secret = client.get("client_secret")
+    if secret and client.get("token_endpoint_auth_method") == "client_secret_basic":
+        basic = (base.pop("client_id"), str(secret))
+    elif secret:
+        base["client_secret"] = str(secret)
+    said: list[str] = []
+    async with httpx2.AsyncClient(timeout=PROBE_TIMEOUT, verify=await shared_ssl_context()) as http:
+        # The refresh token first: revoking it ends the access tokens issued from it on most servers.
+        for hint in ("refresh_token", "access_token"):
+            token = tokens.get(hint)
+            if not token:
+                continue
+            form = {**base, "token": str(token), "token_type_hint": hint}
+            try:
+                if basic is not None:
+                    answer = await http.post(str(endpoint), data=form, auth=basic)
+                else:
+                    answer = await http.post(str(endpoint), data=form)
+            except httpx2.HTTPError as exc:
+                said.append(f"{hint}: {mask_text(str(exc)) or type(exc).__name__}")
+                continue
+            if answer.status_code != 200:
+                said.append(f"{hint}: HTTP {answer.status_code}")
+    return "revoked" if not said else "failed (" + "; ".join(said) + ")"
+
+
+@dataclass(frozen=True)
+class SignInState:
+    """Where one remote server's sign-in stands, for `auth status`."""
+
+    server: str
+    state: str
+    """`signed in`, `needs login`, `not needed` (the server answered without one), or `unknown` (unreachable)."""
+    subject: str | None = None
+    expires_at: float | None = None
+    scopes: tuple[str, ...] = ()
+    refreshable: bool = False
+    detail: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "state": self.state,
+            "subject": self.subject,
+            "expiresAt": self.expires_at,
+            "scopes": list(self.scopes),
+            "refreshable": self.refreshable,
+            "detail": self.detail,
+        }
+
+
+def kept_state(name: str, kept: SignIn) -> SignInState | None:
+    """The state a kept sign-in says, or None when there is none to say (no tokens)."""
+    if kept.ended is not None:
+        return SignInState(name, "needs login", kept.subject, detail=kept.ended)
+    if not kept.tokens:
+        return None
+    expired = kept.expires_at is not None and kept.expires_at <= time.time()
+    if expired and not kept.refreshable:
+        return SignInState(name, "needs login", kept.subject, kept.expires_at, tuple(kept.scopes), False, "expired")
+    detail = "the access token expired; it is refreshed on the next use" if expired else None
+    return SignInState(name, "signed in", kept.subject, kept.expires_at, tuple(kept.scopes), kept.refreshable, detail)
+
+
+async def sign_in_states(servers: dict[str, RemoteConfig], *, ask: bool = True) -> list[SignInState]:
+    """Every remote server's sign-in state; a server with none kept is asked (`ask`) whether it wants one."""
+    states: dict[str, SignInState] = {}
+
+    async def one(name: str, config: RemoteConfig) -> None:
+        kept = await anyio.to_thread.run_sync(SignInFile.of(name, config.url).load)
+        state = kept_state(name, kept) if kept is not None else None
+        if state is None:
+            state = await _ask(name, config) if ask else SignInState(name, "not signed in")
+        states[name] = state
+
+    async with anyio.create_task_group() as tg:
+        for name, config in servers.items():
+            tg.start_soon(one, name, config)
+    return [states[name] for name in servers]
+
+
+async def _ask(name: str, config: RemoteConfig) -> SignInState:
+    """Ask a server without a sign-in whether it wants one: one request without credentials."""
+    import httpx2
+
+    from toolscout.upstream.transport import shared_ssl_context
+
+    headers = {"accept": "application/json, text/event-stream", **config.headers}
+    try:
+        async with httpx2.AsyncClient(timeout=PROBE_TIMEOUT, verify=await shared_ssl_context()) as http:
+            if isinstance(config, SseServerConfig):
+                request = http.build_request("GET", config.url, headers={**headers, "accept": "text/event-stream"})
+            else:
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "ping",
+                }
+                request = http.build_request("POST", config.url, headers=headers, json=body)
+            answer = await http.send(request, stream=True)
+            await answer.aclose()  # the headers say it all; an SSE stream is not read
+    except httpx2.HTTPError as exc:
+        return SignInState(name, "unknown", detail=mask_text(f"cannot reach it: {exc or type(exc).__name__}"))
+    bearer = answer.headers.get("www-authenticate", "").lower().startswith("bearer")
+    if answer.status_code == 401 and bearer:
+        return SignInState(name, "needs login", detail=f"run `toolscout auth login {name}`")
+    if answer.status_code == 401:
+        return SignInState(name, "unknown", detail="it answered 401 without asking for a bearer token")
+    return SignInState(name, "not needed", detail=f"it answered HTTP {answer.status_code} without a sign-in")

@@ -1,0 +1,222 @@
+"""A real OAuth-protected MCP server for the tests, built on the SDK's own authorization-server routes.
+
+It registers clients dynamically, requires PKCE and the `resource` indicator, issues short-lived
+access tokens (JWT-shaped, so the gateway can say whom it signed in as) with rotating refresh tokens,
+revokes tokens, and approves every authorization at once, as a user clicking "allow" would. The
+test controls it through `OAuthSite`: how long access tokens live, revoking everything on the
+server side, and serving missing or malformed metadata.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import time
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tests.helpers.web_site import serving
+from toolscout.serve.http import bind
+
+SUBJECT = "ada@example.com"
+"""Whom every authorization is granted to (the user who clicked "allow")."""
+
+Metadata = Literal["ok", "missing", "malformed"]
+"""What the site answers at its metadata paths: the real documents, 404, or a body that is not metadata."""
+
+
+def _segment(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+@dataclass
+class Provider:
+    """The authorization server's state, in memory: clients, codes, and tokens."""
+
+    access_ttl: int = 3600
+    refresh_ttl: int | None = None
+    clients: dict[str, OAuthClientInformationFull] = field(default_factory=dict[str, OAuthClientInformationFull])
+    codes: dict[str, AuthorizationCode] = field(default_factory=dict[str, AuthorizationCode])
+    access: dict[str, AccessToken] = field(default_factory=dict[str, AccessToken])
+    refresh: dict[str, RefreshToken] = field(default_factory=dict[str, RefreshToken])
+    refreshed: int = 0
+    """How many refresh grants were answered."""
+    authorized: int = 0
+    """How many authorizations were approved (a user's clicks)."""
+    revoked: list[str] = field(default_factory=list[str])
+    """The tokens a client revoked at the revocation endpoint."""
+    issued: list[str] = field(default_factory=list[str])
+    """Every access and refresh token ever issued, in order."""
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        assert client_info.client_id is not None
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        code = secrets.token_urlsafe(24)
+        assert client.client_id is not None
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or ["read"],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+            subject=SUBJECT,
+        )
+        self.authorized += 1
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client: OAuthClientInformationFull, authorization_code: str) -> Any:
+        return self.codes.get(authorization_code)
+
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+        now = int(time.time())
+        claims = {"sub": SUBJECT, "iat": now, "exp": now + self.access_ttl, "jti": secrets.token_hex(8)}
+        token = f"{_segment({'alg': 'none', 'typ': 'at+jwt'})}.{_segment(claims)}.{secrets.token_urlsafe(16)}"
+        self.access[token] = AccessToken(
+            token=token,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=now + self.access_ttl,
+            resource=resource,
+            subject=SUBJECT,
+        )
+        refresh = f"rt-{secrets.token_urlsafe(24)}"
+        expires = None if self.refresh_ttl is None else now + self.refresh_ttl
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource, subject=SUBJECT
+        )
+        self.issued += [token, refresh]
+        return OAuthToken(access_token=token, expires_in=self.access_ttl, scope=" ".join(scopes), refresh_token=refresh)
+
+    async def exchange_authorization_code(self, client: OAuthClientInformationFull, code: AuthorizationCode) -> Any:
+        self.codes.pop(code.code, None)
+        return self._issue(code.client_id, code.scopes, code.resource)
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> Any:
+        found = self.refresh.get(refresh_token)
+        if found is None or (found.expires_at is not None and found.expires_at < time.time()):
+            return None
+        return found
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        if self.refresh.pop(refresh_token.token, None) is None:  # rotated: each refresh token works once
+            raise TokenError("invalid_grant", "refresh token already used")
+        self.refreshed += 1
+        return self._issue(refresh_token.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+
+    async def load_access_token(self, token: str) -> Any:
+        found = self.access.get(token)
+        if found is None or (found.expires_at is not None and found.expires_at < time.time()):
+            return None
+        return found
+
+    async def revoke_token(self, token: Any) -> None:
+        self.revoked.append(token.token)
+        self.revoke_all()
+
+    def revoke_all(self) -> None:
+        """Forget every token, as a user revoking the app's access on the provider's site."""
+        self.access.clear()
+        self.refresh.clear()
+
+    def expire_access_tokens(self) -> None:
+        """End every access token's life now (its refresh token stays good)."""
+        for token in self.access.values():
+            token.expires_at = int(time.time()) - 1
+
+
+@dataclass
+class OAuthSite:
+    """The running server: where it answers, and its authorization server's state."""
+
+    base: str
+    provider: Provider
+    metadata: Metadata = "ok"
+    calls: list[str] = field(default_factory=list[str])
+    """The subject of every tool call, in order."""
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint."""
+        return f"{self.base}/mcp"
+
+
+class _MetadataOverride:
+    """ASGI middleware that answers the metadata paths as the site's `metadata` says."""
+
+    def __init__(self, app: ASGIApp, site: OAuthSite) -> None:
+        self._app = app
+        self._site = site
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        if scope["type"] == "http" and path.startswith("/.well-known/") and self._site.metadata != "ok":
+            status, body = (404, b"not found") if self._site.metadata == "missing" else (200, b"{'issuer': nope")
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self._app(scope, receive, send)
+
+
+@asynccontextmanager
+async def oauth_site(*, access_ttl: int = 3600, metadata: Metadata = "ok") -> AsyncGenerator[OAuthSite]:
+    """Serve an OAuth-protected MCP server (tools `whoami` and `add`) on a free loopback port."""
+    sock = bind("127.0.0.1", 0)
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    provider = Provider(access_ttl=access_ttl)
+    site = OAuthSite(base, provider, metadata)
+    server = MCPServer(
+        "oauth-notes",
+        auth_server_provider=provider,  # pyright: ignore[reportArgumentType] - the protocol's generics
+        auth=AuthSettings(
+            issuer_url=base,  # pyright: ignore[reportArgumentType]
+            resource_server_url=f"{base}/mcp",  # pyright: ignore[reportArgumentType]
+            validate_token_resource=True,
+            required_scopes=["read"],
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True, valid_scopes=["read"], default_scopes=["read"]
+            ),
+            revocation_options=RevocationOptions(enabled=True),
+        ),
+    )
+
+    @server.tool()
+    def whoami() -> str:
+        """Say whom the caller's access token was issued to."""
+        site.calls.append(SUBJECT)
+        return f"signed in as {SUBJECT}"
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        site.calls.append(SUBJECT)
+        return a + b
+
+    async with serving(_MetadataOverride(server.streamable_http_app(), site), sock, lifespan="on"):
+        yield site

@@ -1,0 +1,461 @@
+"""Remote upstreams behind OAuth: `toolscout auth login` signs in, everything else uses and refreshes the
+kept sign-in, and a sign-in that ends makes the server "needs login" while the others carry on.
+
+The upstream is a real OAuth-protected MCP server built on the SDK's own authorization-server routes
+(tests/helpers/oauth_site.py): dynamic client registration, PKCE, the `resource` indicator, short
+access tokens, rotating refresh tokens, revocation, and an authorization endpoint that approves at
+once. The test plays the user's browser: it fetches the URL `auth login --no-browser` prints and
+follows its redirect to the loopback callback. Every command is the real `toolscout` process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from benchmarks.processes import served_gateway
+from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.stdio import stdio_client
+
+from tests.helpers.config_files import units
+from tests.helpers.oauth_site import SUBJECT, OAuthSite, oauth_site
+from tests.helpers.paths import PYTHON
+from toolscout.upstream.oauth import SignInFile
+
+pytestmark = [pytest.mark.anyio, pytest.mark.processes]
+
+BOUND = 60
+"""The longest any one step may take (a bound, not an expectation)."""
+
+
+class Home:
+    """A config fronting `notes` (the OAuth site) and the units demo, with its own state and cache."""
+
+    def __init__(self, root: Path, site: OAuthSite, oauth: dict[str, Any] | None = None, **extra: Any) -> None:
+        self.root = root
+        self.site = site
+        self.config = root / "toolscout.json"
+        notes: dict[str, Any] = {"url": site.url, **({"oauth": oauth} if oauth else {})}
+        audit = {"path": str(root / "audit.jsonl")}
+        body = {"mcpServers": {"notes": notes, "units": units()}, "audit": audit, **extra}
+        self.config.write_text(json.dumps(body), encoding="utf-8")
+        self.env = {
+            **os.environ,
+            "HOME": str(root / "home"),
+            "TOOLSCOUT_STATE_DIR": str(root / "state"),
+            "TOOLSCOUT_CACHE_DIR": str(root / "cache"),
+        }
+        self.env.pop("DISPLAY", None)
+        self.env.pop("WAYLAND_DISPLAY", None)
+
+    @property
+    def sign_in(self) -> SignInFile:
+        return SignInFile.of("notes", self.site.url, self.root / "state" / "sign-ins")
+
+    async def run(self, *args: str, expect: int | None = 0) -> subprocess.CompletedProcess[bytes]:
+        """`toolscout ARGS --config CONFIG`, to its end."""
+        with anyio.fail_after(BOUND):
+            done = await anyio.run_process(
+                [PYTHON, "-m", "toolscout", *args, "--config", str(self.config)], env=self.env, check=False
+            )
+        if expect is not None:
+            assert done.returncode == expect, (done.stdout.decode(), done.stderr.decode())
+        return done
+
+    async def login(self, *args: str, expect: int = 0) -> str:
+        """`auth login notes --no-browser`, with the test as the browser: what the command printed."""
+        command = [PYTHON, "-m", "toolscout", "auth", "login", "notes", "--no-browser", "--config", str(self.config)]
+        with anyio.fail_after(BOUND):
+            async with await anyio.open_process([*command, *args], env=self.env) as process:
+                assert process.stdout is not None and process.stderr is not None
+                printed = b""
+                async for chunk in process.stdout:
+                    printed += chunk
+                    found = re.search(rb"^\s+(http\S+/authorize\?\S+)\s*$", printed, re.MULTILINE)
+                    if found:
+                        await browse(found.group(1).decode())
+                        break
+                printed += b"".join([chunk async for chunk in process.stdout])
+                errors = b"".join([chunk async for chunk in process.stderr])
+                await process.wait()
+        out = printed.decode() + errors.decode()
+        assert process.returncode == expect, out
+        return out
+
+    def logs(self) -> str:
+        """Everything kept on disk that is not the sign-in itself: the audit log, caches, other state."""
+        text = ""
+        for path in self.root.rglob("*"):
+            if path.is_file() and path.parent.name != "sign-ins":
+                text += path.read_text(encoding="utf-8", errors="replace")
+        return text
+
+
+async def browse(url: str) -> None:
+    """Do what the user's browser does with the authorization URL: open it, approve, follow the redirect home."""
+    async with httpx2.AsyncClient(follow_redirects=True, timeout=BOUND) as browser:
+        page = await browser.get(url)
+    assert page.status_code == 200, page.text
+    assert "you can close this tab" in page.text
+
+
+def tokens_of(site: OAuthSite) -> list[str]:
+    """Every access and refresh token the site issued, and the registered clients' secrets."""
+    secrets = [c.client_secret for c in site.provider.clients.values() if c.client_secret]
+    assert site.provider.issued
+    return [*site.provider.issued, *secrets]
+
+
+@asynccontextmanager
+async def stdio_serve(home: Home) -> AsyncGenerator[tuple[Client, Path]]:
+    """`toolscout serve` over stdio as a child, and the file its stderr goes to."""
+    errlog = home.root / "serve-stdio.log"
+    params = StdioServerParameters(command=PYTHON, args=["-m", "toolscout", "serve", "--config", str(home.config)])
+    params.env = home.env
+    with errlog.open("w") as err:
+        async with Client(stdio_client(params, errlog=err), mode="legacy") as client:
+            yield client, errlog
+
+
+async def servers_by_name(client: Client) -> dict[str, dict[str, Any]]:
+    result = await client.call_tool("list_mcp_servers", {})
+    assert not result.is_error, result.content
+    content: Any = result.structured_content
+    return {entry["name"]: entry for entry in content["servers"]}
+
+
+async def until_status(client: Client, server: str, wanted: str) -> dict[str, Any]:
+    """`list_mcp_servers`' entry of `server` once its status is `wanted` (asked again until the bound)."""
+    with anyio.fail_after(BOUND):
+        while True:
+            entry = (await servers_by_name(client))[server]
+            if entry["status"] == wanted:
+                return entry
+            await anyio.sleep(0.1)
+
+
+KM = {"value": 1, "from_unit": "km", "to_unit": "m"}
+
+
+async def execute(client: Client, server: str, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    """`execute_tool` of the discovery meta-tools."""
+    return await client.call_tool("execute_tool", {"server": server, "tool": tool, "arguments": arguments})
+
+
+def text(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def test_login_prints_the_url_and_keeps_the_sign_in_for_the_user_only(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        printed = await home.login()
+        assert "Open this URL in a browser to sign in to notes" in printed
+        assert f"Signed in to notes as {SUBJECT} until " in printed
+        assert "scopes: read; refreshed by itself" in printed
+        assert "notes offers 2 tools" in printed
+        # Registered dynamically, with PKCE and the resource indicator, once.
+        assert len(site.provider.clients) == 1
+        assert site.provider.authorized == 1
+        kept = home.sign_in.path
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+        assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+        assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # no temporary file left behind
+        record = json.loads(kept.read_text())
+        assert record["tokens"]["access_token"] in site.provider.access
+        assert record["subject"] == SUBJECT
+        codes = list(site.provider.access.values())
+        assert codes[0].resource == site.url  # the RFC 8707 resource the token is bound to
+
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        notes = next(s for s in status if s["server"] == "notes")
+        assert notes | {"expiresAt": None} == {
+            "server": "notes",
+            "state": "signed in",
+            "subject": SUBJECT,
+            "expiresAt": None,
+            "scopes": ["read"],
+            "refreshable": True,
+            "detail": None,
+        }
+        assert notes["expiresAt"].endswith("+00:00")
+        # Only remote servers sign in: units (stdio) is not listed.
+        assert [s["server"] for s in status] == ["notes"]
+        table = (await home.run("auth", "status")).stdout.decode()
+        assert re.search(
+            rf"notes\s+✓ signed in\s+{re.escape(SUBJECT)}\s+\d{{4}}-\d\d-\d\d \d\d:\d\d UTC\s+read\s+yes", table
+        )
+
+        # Signing in again reuses the registration (its redirect URI is kept) and asks the user again.
+        await home.login()
+        assert len(site.provider.clients) == 1
+        assert site.provider.authorized == 2
+
+
+async def test_execute_and_list_use_the_sign_in_and_refresh_it_without_asking(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        needs = await home.run("execute", "notes/add", "--args", '{"a": 2, "b": 3}', "--json", expect=3)
+        error = json.loads(needs.stdout)["error"]
+        assert error["code"] == "SIGN_IN_REQUIRED"
+        assert "needs login" in error["message"]
+        assert "toolscout auth login notes" in error["message"]
+
+        await home.login()
+        done = await home.run("execute", "notes/add", "--args", '{"a": 2, "b": 3}', "--json")
+        assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 5}
+
+        # The server ends the access token early: the 401 is answered with a refresh, then the call.
+        site.provider.expire_access_tokens()
+        done = await home.run("execute", "notes/whoami", "--json")
+        assert SUBJECT in done.stdout.decode()
+        assert site.provider.refreshed == 1
+        assert site.provider.authorized == 1  # nobody was asked
+
+        # An access token about to expire is refreshed before it is sent.
+        record = json.loads(home.sign_in.path.read_text())
+        record["expires_at"] = 0
+        home.sign_in.path.write_text(json.dumps(record))
+        await home.run("list", "--refresh")
+        assert site.provider.refreshed == 2
+        assert site.provider.authorized == 1
+
+        listed = await home.run("list", "--refresh", "--json")
+        rows = {row["name"]: row for row in json.loads(listed.stdout)["servers"]}
+        assert rows["notes"]["status"] == "connected"
+        assert rows["notes"]["enabledCount"] == 2
+        assert rows["units"]["status"] == "connected"
+
+
+async def test_a_revoked_sign_in_makes_the_server_need_login_and_the_others_carry_on(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        site.provider.revoke_all()  # the user removed the app's access on the provider's site
+
+        listed = await home.run("list", "--refresh", expect=3)
+        out = listed.stdout.decode()
+        assert "! notes" in out
+        assert "Needs login" in out
+        assert "toolscout auth login notes" in out
+        assert "✓ units" in out
+
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        assert status[0]["state"] == "needs login"
+        assert "refused to refresh" in status[0]["detail"]
+        assert status[0]["nextStep"] == "toolscout auth login notes"
+
+        doctor = json.loads((await home.run("doctor", "--json", expect=3)).stdout)
+        notes = next(d for d in doctor["servers"] if d["server"] == "notes")
+        assert notes["failedStep"] == "started"
+        assert "toolscout auth login notes" in notes["reason"]
+
+        units_call = await home.run(
+            "execute", "units/convert_units", "--args", '{"value": 1, "from_unit": "km", "to_unit": "m"}'
+        )
+        assert b"1000" in units_call.stdout
+
+        await home.login()
+        done = await home.run("execute", "notes/add", "--args", '{"a": 1, "b": 1}', "--json")
+        assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 2}
+
+
+async def test_serve_over_stdio_calls_refreshes_needs_login_and_picks_up_a_new_sign_in(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        async with stdio_serve(home) as (client, errlog):
+            entry = await until_status(client, "notes", "needs-login")
+            assert "toolscout auth login notes" in entry["error"]
+            assert (await servers_by_name(client))["units"]["status"] == "connected"
+
+            # Signing in elsewhere is picked up by the running gateway: no restart.
+            await home.login()
+            await until_status(client, "notes", "connected")
+            result = await execute(client, "notes", "add", {"a": 4, "b": 5})
+            assert not result.is_error, result.content
+            assert "9" in text(result)
+
+            site.provider.expire_access_tokens()
+            result = await execute(client, "notes", "whoami", {})
+            assert not result.is_error, result.content
+            assert site.provider.refreshed == 1
+
+            site.provider.revoke_all()
+            result = await execute(client, "notes", "whoami", {})
+            assert result.is_error
+            assert "needs login" in text(result) and "toolscout auth login notes" in text(result)
+            entry = await until_status(client, "notes", "needs-login")
+            assert "refused to refresh" in entry["error"]
+            units_result = await execute(client, "units", "convert_units", KM)
+            assert not units_result.is_error, units_result.content
+            issued = tokens_of(site)
+        logged = errlog.read_text()
+    assert "needs login" in logged
+    everything = logged + home.logs()
+    assert len(issued) >= 5  # two sign-ins' and a refresh's tokens, and the client's secret
+    for token in issued:
+        assert token not in everything
+
+
+async def test_serve_over_http_and_its_dashboard_use_the_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        for name in ("HOME", "TOOLSCOUT_STATE_DIR", "TOOLSCOUT_CACHE_DIR"):
+            monkeypatch.setenv(name, home.env[name])
+        async with served_gateway(home.config) as served, Client(served.mcp_url, mode="auto") as client:
+            await until_status(client, "notes", "needs-login")
+            async with httpx2.AsyncClient(timeout=BOUND) as http:
+                page = (await http.get(f"{served.base_url}/dashboard/servers")).text
+                api = (await http.get(f"{served.api_url}/servers")).json()
+            row = page[page.index('data-server="notes"') :]
+            assert 'data-status="needs-login"' in row[:200]
+            assert "toolscout auth login notes" in row
+            assert "Connect now" in row[: row.index("</tr>")]
+            notes = next(s for s in api["servers"] if s["name"] == "notes")
+            assert notes["status"] == "needs-login"
+
+            await home.login()
+            await until_status(client, "notes", "connected")
+            result = await execute(client, "notes", "add", {"a": 20, "b": 22})
+            assert not result.is_error, result.content
+            assert "42" in text(result)
+            async with httpx2.AsyncClient(timeout=BOUND) as http:
+                page = (await http.get(f"{served.base_url}/dashboard/servers")).text
+            row = page[page.index('data-server="notes"') :]
+            assert 'data-status="connected"' in row[:200]
+            log = "\n".join(served.process.stderr)
+        issued = tokens_of(site)
+        shown = (await home.run("config", "show", "--status")).stdout.decode()
+    for token in issued:
+        assert token not in log
+        assert token not in shown
+        assert token not in home.logs()
+
+
+async def test_logout_revokes_at_the_server_and_forgets(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        record = json.loads(home.sign_in.path.read_text())
+        out = (await home.run("auth", "logout", "notes")).stdout.decode()
+        assert "Signed out of notes: its tokens were revoked at its authorization server and forgotten here" in out
+        assert record["tokens"]["refresh_token"] in site.provider.revoked
+        assert not site.provider.access and not site.provider.refresh
+        assert not home.sign_in.path.exists()
+        again = (await home.run("auth", "logout", "notes")).stdout.decode()
+        assert "No sign-in was kept for notes" in again
+
+
+@pytest.mark.parametrize("metadata", ["missing", "malformed"])
+async def test_login_names_the_metadata_that_is_missing_or_malformed(tmp_path: Path, metadata: str) -> None:
+    async with oauth_site(metadata=metadata) as site:  # type: ignore[arg-type]
+        home = Home(tmp_path, site)
+        command = [PYTHON, "-m", "toolscout", "auth", "login", "notes", "--no-browser", "--config", str(home.config)]
+        with anyio.fail_after(BOUND):
+            done = await anyio.run_process(command, env=home.env, check=False)
+        said = done.stdout.decode() + done.stderr.decode()
+        assert done.returncode == 3, said
+        assert "publishes no usable OAuth metadata" in said
+        problem = "HTTP 404" if metadata == "missing" else "not valid metadata"
+        assert f"protected-resource metadata (RFC 9728) at {site.base}/.well-known/oauth-protected-resource" in said
+        assert (
+            f"authorization-server metadata (RFC 8414) at {site.base}/.well-known/oauth-authorization-server: {problem}"
+            in said
+        )
+        assert "Traceback" not in said
+        assert not site.provider.clients  # nothing was registered
+        assert not home.sign_in.path.exists()
+
+
+async def test_a_configured_client_is_used_instead_of_registering(tmp_path: Path) -> None:
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    async with oauth_site() as site:
+        secret = "s3cr3t-" + "x" * 24
+        home = Home(
+            tmp_path,
+            site,
+            oauth={"clientId": "toolscout-app", "clientSecret": secret, "callbackPort": free_port(), "scopes": "read"},
+        )
+        port = json.loads(home.config.read_text())["mcpServers"]["notes"]["oauth"]["callbackPort"]
+        site.provider.clients["toolscout-app"] = OAuthClientInformationFull(
+            client_id="toolscout-app",
+            client_secret=secret,
+            redirect_uris=[f"http://127.0.0.1:{port}/callback"],  # pyright: ignore[reportArgumentType]
+            token_endpoint_auth_method="client_secret_post",
+            grant_types=["authorization_code", "refresh_token"],
+            scope="read",
+        )
+        printed = await home.login()
+        assert f"redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Fcallback" in printed
+        assert "client_id=toolscout-app" in printed
+        assert list(site.provider.clients) == ["toolscout-app"]  # none registered
+        shown = (await home.run("config", "show")).stdout.decode()
+        assert secret not in shown
+
+
+def free_port() -> int:
+    from benchmarks.processes import free_port as pick
+
+    return pick()
+
+
+async def test_a_refused_static_header_is_an_error_not_a_sign_in(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        config = json.loads(home.config.read_text())
+        config["mcpServers"]["notes"]["headers"] = {"Authorization": "Bearer wrong-key"}
+        home.config.write_text(json.dumps(config))
+        done = await home.run("list", "--refresh", "--json", expect=3)
+        row = next(r for r in json.loads(done.stdout)["servers"] if r["name"] == "notes")
+        assert row["status"] == "error"
+        assert "`Authorization` header in its `headers`" in row["error"]
+
+
+def test_the_sdk_still_has_the_hooks_the_gateway_overrides() -> None:
+    """The gateway's OAuth client (upstream/oauth_client.py) overrides these of the SDK's; an SDK
+    upgrade that renames one would silently bypass the gateway's storage and refresh rules."""
+    for name in ("_auth_flow", "_initialize", "_handle_token_response", "_refresh_token", "_handle_refresh_response"):
+        assert callable(getattr(OAuthClientProvider, name, None)), name
+
+
+async def test_login_explains_what_it_cannot_sign_in_to(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        unknown = await home.run("auth", "login", "note", expect=2)
+        assert "No server named 'note'. Did you mean 'notes'?" in unknown.stderr.decode()
+        local = await home.run("auth", "login", "units", expect=2)
+        assert "units is a stdio server" in local.stderr.decode()
+        # Nobody comes back from the browser: the wait ends with what to do, and the sign-in kept before
+        # still works.
+        await home.login()
+        kept = home.sign_in.path.read_bytes()
+        command = ["auth", "login", "notes", "--no-browser", "--timeout", "1"]
+        waited = await home.run(*command, expect=3)
+        assert "No answer from the browser within 1s" in waited.stderr.decode()
+        assert "Traceback" not in waited.stderr.decode()
+        assert home.sign_in.path.read_bytes() == kept
+        await home.run("execute", "notes/whoami")
+        # A server that asks for no sign-in says so instead of storing nothing.
+        config = json.loads(home.config.read_text())
+        config["mcpServers"]["open"] = {"url": "http://127.0.0.1:1/mcp"}
+        home.config.write_text(json.dumps(config))
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        assert {s["server"]: s["state"] for s in status} == {"notes": "signed in", "open": "unknown"}
+        assert "cannot reach it" in status[1]["detail"]
+        offline = json.loads((await home.run("auth", "status", "--offline", "--json")).stdout)
+        assert {s["server"]: s["state"] for s in offline} == {"notes": "signed in", "open": "not signed in"}
