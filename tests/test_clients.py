@@ -298,7 +298,7 @@ def test_read_cursor_global_and_project() -> None:
     servers = read("cursor", "cursor/project/.cursor/mcp.json", project=project)
     assert entries(servers) == {
         "docs": {"command": "node", "args": ["/home/alice/src/shop/tools/docs-server.js", "--root", "${HOME}/notes"]},
-        "figma": {"url": "http://127.0.0.1:3845/mcp"},
+        "figma": {"url": "http://127.0.0.1:3845/mcp", "oauth": {"clientId": "cursor-figma", "scopes": ["read"]}},
     }
     assert notes(servers) == {
         "docs": (
@@ -307,8 +307,38 @@ def test_read_cursor_global_and_project() -> None:
             "`${workspaceFolder}` became /home/alice/src/shop",
             "`${userHome}` became `${HOME}`: toolscout reads it from its environment",
         ),
-        "figma": ("dropped `auth` (Cursor's static OAuth client); toolscout sends only `headers`",),
+        "figma": ("kept `auth` as `oauth` (clientId, scopes): sign in with `toolscout auth login figma`",),
     }
+
+
+def test_claude_code_oauth_settings_are_kept_as_far_as_they_can_be() -> None:
+    from toolscout.client_configs.entries import CLAUDE_CODE_OAUTH_KEYS, Draft, keep_oauth
+
+    entry: dict[str, object] = {"url": "https://mcp.example.com/mcp"}
+    draft = Draft("linear")
+    given = {
+        "clientId": "abc",
+        "callbackPort": 8080,
+        "scopes": "read write",
+        "authServerMetadataUrl": "https://auth.example.com/.well-known/oauth-authorization-server",
+    }
+    keep_oauth(given, entry, draft, "oauth", CLAUDE_CODE_OAUTH_KEYS)
+    assert entry["oauth"] == {"clientId": "abc", "callbackPort": 8080, "scopes": ["read", "write"]}
+    assert draft.notes == [
+        "toolscout's redirect URI for this server is http://127.0.0.1:8080/callback: if the client was registered "
+        "with a localhost one, add this one at its provider too",
+        "dropped `oauth.authServerMetadataUrl`: toolscout's OAuth settings have no such setting, or not of this kind",
+        "kept `oauth` as `oauth` (clientId, callbackPort, scopes): sign in with `toolscout auth login linear`",
+        "the client keeps a client secret (if it has one) outside its file: add it as `oauth.clientSecret`, as a "
+        "${VAR} reference to keep it out of toolscout's file",
+    ]
+    # What is kept is a valid toolscout entry.
+    from toolscout.config.models import HttpServerConfig
+
+    assert HttpServerConfig.model_validate(entry).oauth is not None
+    broken = Draft("x")
+    keep_oauth("yes", {}, broken, "oauth", CLAUDE_CODE_OAUTH_KEYS)
+    assert broken.notes == ["dropped `oauth`: the client's OAuth settings must be an object"]
 
 
 def test_cursor_project_file_read_without_its_project_asks_for_the_folder() -> None:
@@ -930,3 +960,13 @@ def test_client_entries_use_the_client_spelling() -> None:
         "connection": {"type": "http", **HTTP},
         "description": "d",
     }
+
+
+def test_gemini_oauth_is_kept_only_for_the_mcp_sign_in(tmp_path: Path) -> None:
+    linear = {"httpUrl": "https://mcp.linear.app/mcp", "oauth": {"enabled": True, "clientId": "x", "scopes": ["read"]}}
+    gcp = {"httpUrl": "https://x.run.app/mcp", "authProviderType": "google_credentials", "oauth": {"scopes": ["s"]}}
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"mcpServers": {"linear": linear, "gcp": gcp}}))
+    found = entries(CLIENTS["gemini"].read(settings).servers)
+    assert found["linear"]["oauth"] == {"clientId": "x", "scopes": ["read"]}
+    assert "oauth" not in found["gcp"]

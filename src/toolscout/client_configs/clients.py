@@ -40,6 +40,9 @@ from toolscout.client_configs.base import (
     user_config_root,
 )
 from toolscout.client_configs.entries import (
+    CLAUDE_CODE_OAUTH_KEYS,
+    CURSOR_OAUTH_KEYS,
+    GEMINI_OAUTH_KEYS,
     Draft,
     Entry,
     EntryError,
@@ -48,6 +51,7 @@ from toolscout.client_configs.entries import (
     as_dict,
     exclude_rule,
     generic_client_entry,
+    keep_oauth,
     load_json,
     load_toml,
     load_yaml,
@@ -268,7 +272,7 @@ class Cursor(McpJsonClient):
 
     def extra_keys(self, raw: Mapping[str, Any], entry: Entry, draft: Draft, ctx: FileContext) -> set[str]:
         if "auth" in raw:
-            draft.note("dropped `auth` (Cursor's static OAuth client); toolscout sends only `headers`")
+            keep_oauth(raw["auth"], entry, draft, "auth", CURSOR_OAUTH_KEYS)
         return _envfile_note(raw, draft) | {"auth"}
 
 
@@ -424,7 +428,9 @@ class ClaudeCode(McpJsonClient):
     def extra_keys(self, raw: Mapping[str, Any], entry: Entry, draft: Draft, ctx: FileContext) -> set[str]:
         if "headersHelper" in raw:
             draft.note("dropped `headersHelper` (a command Claude Code runs for headers); put the headers in `headers`")
-        return {"headersHelper"}
+        if "oauth" in raw:
+            keep_oauth(raw["oauth"], entry, draft, "oauth", CLAUDE_CODE_OAUTH_KEYS)
+        return {"headersHelper", "oauth"}
 
     def to_client_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
         # Claude Code writes `type` on every entry and documents no `cwd` or `disabled`.
@@ -462,6 +468,10 @@ class Gemini(McpJsonClient):
             std.setdefault("type", "sse")
         entry, consumed = standard_entry(std, draft)
         consumed |= {"httpUrl", "timeout", "trust", "includeTools", "excludeTools"}
+        # Its `oauth` is MCP's OAuth only with the default provider; Google credentials are another sign-in.
+        if "oauth" in raw and raw.get("authProviderType", "dynamic_discovery") == "dynamic_discovery":
+            consumed.add("oauth")
+            keep_oauth(raw["oauth"], entry, draft, "oauth", GEMINI_OAUTH_KEYS)
         if raw.get("timeout") is not None:
             millis = number(raw["timeout"], "timeout")
             entry["timeout"] = millis / 1000

@@ -525,3 +525,49 @@ def tool_filters(raw: Mapping[str, Any], draft: Draft, exclude_key: str, include
     if included:
         draft.tool_rules.append(include_rule(draft.name, included))
         draft.note(f"`{include_key}` became a toolRules entry disabling every tool but {', '.join(included)}")
+
+
+CURSOR_OAUTH_KEYS = {"CLIENT_ID": "clientId", "CLIENT_SECRET": "clientSecret", "scopes": "scopes"}
+"""Cursor's `auth` keys, as toolscout's `oauth` names them."""
+CLAUDE_CODE_OAUTH_KEYS = {"clientId": "clientId", "callbackPort": "callbackPort", "scopes": "scopes"}
+"""Claude Code's `oauth` keys, as toolscout's `oauth` names them (its client secret is in the keychain)."""
+GEMINI_OAUTH_KEYS = {"clientId": "clientId", "clientSecret": "clientSecret", "scopes": "scopes", "enabled": ""}
+"""Gemini CLI's `oauth` keys, as toolscout's `oauth` names them (`enabled`: toolscout signs in whenever asked)."""
+
+
+def keep_oauth(value: Any, entry: Entry, draft: Draft, key: str, names: Mapping[str, str]) -> None:
+    """Keep what a client's OAuth settings (`value`, under `key`) say that toolscout's `oauth` can use, by
+    `names` (the client's key → toolscout's); note what could not be kept."""
+    if not isinstance(value, dict):
+        draft.note(f"dropped `{key}`: the client's OAuth settings must be an object")
+        return
+    oauth: dict[str, Any] = {}
+    for name, given in cast(dict[str, Any], value).items():
+        ours = names.get(name)
+        if ours == "":
+            continue  # understood, and nothing to keep
+        if ours == "scopes" and isinstance(given, str | list):
+            scopes = given.split() if isinstance(given, str) else cast(list[Any], given)
+            if all(isinstance(s, str) for s in scopes):
+                oauth["scopes"] = list(scopes)
+                continue
+        elif ours == "callbackPort" and isinstance(given, int) and not isinstance(given, bool) and 0 < given < 65536:
+            oauth["callbackPort"] = given
+            draft.note(
+                f"toolscout's redirect URI for this server is http://127.0.0.1:{given}/callback: if the client was "
+                "registered with a localhost one, add this one at its provider too"
+            )
+            continue
+        elif ours in ("clientId", "clientSecret") and isinstance(given, str) and given:
+            oauth[ours] = given
+            continue
+        draft.note(f"dropped `{key}.{name}`: toolscout's OAuth settings have no such setting, or not of this kind")
+    if not oauth:
+        return
+    entry["oauth"] = oauth
+    draft.note(f"kept `{key}` as `oauth` ({', '.join(oauth)}): sign in with `toolscout auth login {draft.name}`")
+    if "clientId" in oauth and "clientSecret" not in oauth and "clientSecret" not in names.values():
+        draft.note(
+            "the client keeps a client secret (if it has one) outside its file: add it as `oauth.clientSecret`, "
+            "as a ${VAR} reference to keep it out of toolscout's file"
+        )
