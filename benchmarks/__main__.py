@@ -48,6 +48,7 @@ BENCHMARKS: dict[str, str] = {
     "loop_stalls": "how long the gateway's own work holds its event loop, 10,000 tools and oversized input",
     "metrics_overhead": "added latency of recording metrics per /mcp call, metrics on against off side by side",
     "memory": "resident memory of the gateway: idle, with the four demo servers, and 527 and 10,000 tools indexed",
+    "oauth_overhead": "what an upstream's OAuth client adds to each HTTP request the gateway sends it, in process",
     "nothing_fits": "how often search still offers a tool for requests no server can do, and flags answerable ones",
     "poisoning": "false positives of the tool-poisoning check on real tools, and the written attacks it catches",
     "proxy_latency": "added latency of a tool call through the gateway against direct, a bare SDK proxy and FastMCP",
