@@ -406,6 +406,10 @@ async def test_a_configured_client_is_used_instead_of_registering(tmp_path: Path
         assert list(site.provider.clients) == ["toolscout-app"]  # none registered
         shown = (await home.run("config", "show")).stdout.decode()
         assert secret not in shown
+        assert secret not in home.sign_in.path.read_text()  # read from the config each time, never kept
+        site.provider.expire_access_tokens()
+        await home.run("execute", "notes/whoami")  # the refresh authenticates with the config's secret
+        assert site.provider.refreshed == 1
 
 
 def free_port() -> int:
@@ -427,10 +431,36 @@ async def test_a_refused_static_header_is_an_error_not_a_sign_in(tmp_path: Path)
 
 
 def test_the_sdk_still_has_the_hooks_the_gateway_overrides() -> None:
-    """The gateway's OAuth client (upstream/oauth_client.py) overrides these of the SDK's; an SDK
-    upgrade that renames one would silently bypass the gateway's storage and refresh rules."""
-    for name in ("_auth_flow", "_initialize", "_handle_token_response", "_refresh_token", "_handle_refresh_response"):
-        assert callable(getattr(OAuthClientProvider, name, None)), name
+    """The gateway's OAuth client (upstream/oauth_client.py) overrides and calls these of the SDK's, and
+    reads and writes these fields of its context; an SDK upgrade that renames or reshapes one would
+    silently bypass the gateway's storage and refresh rules."""
+    import dataclasses
+    import inspect
+
+    from mcp.client.auth.oauth2 import OAuthContext
+
+    expected = {
+        "_auth_flow": ["self", "request"],
+        "_initialize": ["self"],
+        "_handle_token_response": ["self", "response"],
+        "_refresh_token": ["self"],
+        "_handle_refresh_response": ["self", "response"],
+    }
+    for name, parameters in expected.items():
+        method = getattr(OAuthClientProvider, name, None)
+        assert callable(method), name
+        assert list(inspect.signature(method).parameters) == parameters, name
+    used = {
+        "lock",
+        "current_tokens",
+        "token_expiry_time",
+        "client_info",
+        "oauth_metadata",
+        "protected_resource_metadata",
+        "auth_server_url",
+        "client_metadata",
+    }
+    assert used <= {f.name for f in dataclasses.fields(OAuthContext)}
 
 
 async def test_login_explains_what_it_cannot_sign_in_to(tmp_path: Path) -> None:
@@ -450,7 +480,7 @@ async def test_login_explains_what_it_cannot_sign_in_to(tmp_path: Path) -> None:
         assert "Traceback" not in waited.stderr.decode()
         assert home.sign_in.path.read_bytes() == kept
         await home.run("execute", "notes/whoami")
-        # A server that asks for no sign-in says so instead of storing nothing.
+        # A server that cannot be reached is "unknown", with why.
         config = json.loads(home.config.read_text())
         config["mcpServers"]["open"] = {"url": "http://127.0.0.1:1/mcp"}
         home.config.write_text(json.dumps(config))
@@ -459,3 +489,103 @@ async def test_login_explains_what_it_cannot_sign_in_to(tmp_path: Path) -> None:
         assert "cannot reach it" in status[1]["detail"]
         offline = json.loads((await home.run("auth", "status", "--offline", "--json")).stdout)
         assert {s["server"]: s["state"] for s in offline} == {"notes": "signed in", "open": "not signed in"}
+
+
+def expire_locally(home: Home) -> None:
+    """Make the kept access token look expired to the gateway (the server still honours it)."""
+    record = json.loads(home.sign_in.path.read_text())
+    record["expires_at"] = 0
+    home.sign_in.path.write_text(json.dumps(record))
+
+
+async def test_two_processes_refreshing_at_once_send_the_rotated_refresh_token_once(tmp_path: Path) -> None:
+    from toolscout.upstream.oauth_client import upstream_oauth
+
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        expire_locally(home)
+        directory = home.sign_in.path.parent
+        # Two connections with their own sign-in readers, as a `serve` and an `execute` have: the lock is
+        # the file's (flock locks open files, so two in one process exclude each other like two processes).
+        flows = [upstream_oauth("notes", site.url, None, directory=directory) for _ in range(2)]
+        answers: list[int] = []
+
+        async def ping(auth: httpx2.Auth) -> None:
+            async with httpx2.AsyncClient(auth=auth, timeout=BOUND) as http:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+                headers = {"accept": "application/json, text/event-stream"}
+                answers.append((await http.post(site.url, json=body, headers=headers)).status_code)
+
+        async with anyio.create_task_group() as tg:
+            for flow in flows:
+                tg.start_soon(ping, flow)
+        assert 401 not in answers and len(answers) == 2
+        assert site.provider.refreshed == 1
+        assert json.loads(home.sign_in.path.read_text()).get("ended") is None
+        await home.run("execute", "notes/whoami")
+
+
+async def test_an_authorization_server_in_trouble_leaves_the_sign_in_alone(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        expire_locally(home)
+        before = json.loads(home.sign_in.path.read_text())
+        for status in (503, 403):  # an outage, and a firewall in front of the token endpoint
+            site.token_failure = status
+            failed = await home.run("execute", "notes/whoami", "--json", expect=3)
+            message = json.loads(failed.stdout)["error"]["message"]
+            assert f"could not refresh its sign-in: its authorization server answered HTTP {status}" in message
+            assert json.loads(home.sign_in.path.read_text()) == before  # nothing ended, nothing lost
+        site.token_failure = None
+        await home.run("execute", "notes/whoami")
+        assert site.provider.refreshed == 1
+
+
+async def test_the_callback_takes_only_the_answer_to_its_own_authorization() -> None:
+    from toolscout.upstream.sign_in import LoopbackCallback
+
+    callback = await LoopbackCallback.bind(0)
+    async with callback.serving(), httpx2.AsyncClient(timeout=BOUND) as browser:
+        base = callback.redirect_uri
+        callback.expect("https://auth.example.com/authorize?client_id=x&state=the-state&code_challenge=y")
+        hostile = await browser.get(base, params={"error": "access_denied", "error_description": "<script>x</script>"})
+        assert hostile.status_code == 400
+        assert "<script>" not in hostile.text
+        forged = await browser.get(base, params={"code": "forged", "state": "another"})
+        assert forged.status_code == 400
+        assert (await browser.get(base.replace("/callback", "/favicon.ico"))).status_code == 404
+        real = await browser.get(base, params={"code": "the-code", "state": "the-state", "iss": "https://auth"})
+        assert real.status_code == 200
+        result = await callback.wait(BOUND)
+    assert (result.code, result.state, result.iss) == ("the-code", "the-state", "https://auth")
+
+
+async def test_login_failures_are_said_without_a_traceback_and_lose_nothing(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        config = json.loads(home.config.read_text())
+        config["mcpServers"]["gone"] = {"url": "http://127.0.0.1:1/mcp"}
+        home.config.write_text(json.dumps(config))
+        gone = await home.run("auth", "login", "gone", "--no-browser", expect=3)
+        assert "Cannot reach gone at http://127.0.0.1:1/mcp" in gone.stderr.decode()
+        assert "Traceback" not in gone.stderr.decode()
+        # Approved in the browser, but the state directory cannot take the sign-in.
+        (home.root / "state").mkdir(parents=True, exist_ok=True)
+        (home.root / "state" / "sign-ins").write_text("not a directory")
+        printed = await home.login(expect=3)
+        assert "but the sign-in cannot be kept at" in printed
+        assert "Traceback" not in printed
+
+
+async def test_a_server_that_asks_for_no_sign_in_is_not_signed_in_to(tmp_path: Path) -> None:
+    async with oauth_site(protected=False) as site:
+        home = Home(tmp_path, site)
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        assert status[0]["state"] == "not needed"
+        login = await home.run("auth", "login", "notes", "--no-browser", expect=3)
+        assert "notes answered without asking for a sign-in" in login.stderr.decode()
+        assert not home.sign_in.path.exists()
+        done = await home.run("execute", "notes/add", "--args", '{"a": 1, "b": 2}', "--json")
+        assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 3}

@@ -159,6 +159,8 @@ class OAuthSite:
     metadata: Metadata = "ok"
     calls: list[str] = field(default_factory=list[str])
     """The subject of every tool call, in order."""
+    token_failure: int | None = None
+    """When set, the token endpoint answers this HTTP status (an authorization server in trouble)."""
 
     @property
     def url(self) -> str:
@@ -167,7 +169,8 @@ class OAuthSite:
 
 
 class _MetadataOverride:
-    """ASGI middleware that answers the metadata paths as the site's `metadata` says."""
+    """ASGI middleware that answers the metadata paths as the site's `metadata` says, and the token
+    endpoint with the site's `token_failure` when set."""
 
     def __init__(self, app: ASGIApp, site: OAuthSite) -> None:
         self._app = app
@@ -181,29 +184,42 @@ class _MetadataOverride:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
+        if scope["type"] == "http" and path == "/token" and self._site.token_failure is not None:
+            body = b"<html>upstream trouble</html>"
+            headers = [(b"content-type", b"text/html"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": self._site.token_failure, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
         await self._app(scope, receive, send)
 
 
 @asynccontextmanager
-async def oauth_site(*, access_ttl: int = 3600, metadata: Metadata = "ok") -> AsyncGenerator[OAuthSite]:
-    """Serve an OAuth-protected MCP server (tools `whoami` and `add`) on a free loopback port."""
+async def oauth_site(
+    *, access_ttl: int = 3600, metadata: Metadata = "ok", protected: bool = True
+) -> AsyncGenerator[OAuthSite]:
+    """Serve an OAuth-protected MCP server (tools `whoami` and `add`) on a free loopback port
+    (`protected=False`: the same server open to anyone, asking for no sign-in)."""
     sock = bind("127.0.0.1", 0)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     provider = Provider(access_ttl=access_ttl)
     site = OAuthSite(base, provider, metadata)
-    server = MCPServer(
-        "oauth-notes",
-        auth_server_provider=provider,  # pyright: ignore[reportArgumentType] - the protocol's generics
-        auth=AuthSettings(
-            issuer_url=base,  # pyright: ignore[reportArgumentType]
-            resource_server_url=f"{base}/mcp",  # pyright: ignore[reportArgumentType]
-            validate_token_resource=True,
-            required_scopes=["read"],
-            client_registration_options=ClientRegistrationOptions(
-                enabled=True, valid_scopes=["read"], default_scopes=["read"]
+    server = (
+        MCPServer("oauth-notes")
+        if not protected
+        else MCPServer(
+            "oauth-notes",
+            auth_server_provider=provider,  # pyright: ignore[reportArgumentType] - the protocol's generics
+            auth=AuthSettings(
+                issuer_url=base,  # pyright: ignore[reportArgumentType]
+                resource_server_url=f"{base}/mcp",  # pyright: ignore[reportArgumentType]
+                validate_token_resource=True,
+                required_scopes=["read"],
+                client_registration_options=ClientRegistrationOptions(
+                    enabled=True, valid_scopes=["read"], default_scopes=["read"]
+                ),
+                revocation_options=RevocationOptions(enabled=True),
             ),
-            revocation_options=RevocationOptions(enabled=True),
-        ),
+        )
     )
 
     @server.tool()

@@ -228,7 +228,9 @@ def logout(server: ServerArgument, config: ConfigOption = None, as_json: JsonOpt
         if not done.forgotten:
             output.print(f"No sign-in was kept for {escape(server)}: nothing to do.")
             return
-        if done.revocation == "revoked":
+        if done.revocation == "nothing to revoke":
+            said = "it held no tokens any more (its sign-in had ended); what was kept of it is forgotten"
+        elif done.revocation == "revoked":
             said = "its tokens were revoked at its authorization server and forgotten here"
         elif done.revocation == "not offered":
             said = (

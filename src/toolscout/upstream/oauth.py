@@ -31,7 +31,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +57,10 @@ SIGN_IN_DIR = "sign-ins"
 REFRESH_MARGIN = 60.0
 """Seconds before its expiry an access token is refreshed (at most a tenth of its lifetime)."""
 CALLBACK_PATH = "/callback"
+LOCK_WAIT = 30.0
+"""The longest a refresh waits for another process's refresh of the same sign-in."""
+LOCK_POLL = 0.05
+"""Seconds between two tries of a sign-in's lock held by another process."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,11 +173,46 @@ class SignInFile:
 
     def delete(self) -> bool:
         """Forget the sign-in; False when there was none."""
+        with contextlib.suppress(FileNotFoundError):
+            self._lock_path.unlink()
         try:
             self.path.unlink()
         except FileNotFoundError:
             return False
         return True
+
+    @property
+    def _lock_path(self) -> Path:
+        return self.path.with_name(f".{self.path.name}.lock")
+
+    @contextlib.asynccontextmanager
+    async def locked(self, within: float = LOCK_WAIT) -> AsyncGenerator[None]:
+        """Hold the sign-in's lock across processes for the block: one refresh at a time, so that a refresh
+        token the server rotates is never sent twice (a second use ends the sign-in on many servers).
+
+        Waits at most `within` seconds (`TimeoutError`); without `fcntl` (Windows) there is no lock.
+        """
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            with anyio.fail_after(within):
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        await anyio.sleep(LOCK_POLL)  # held by another process's refresh, which is an HTTP round trip
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
 
 def sign_in_dir() -> Path:

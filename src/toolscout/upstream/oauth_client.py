@@ -11,7 +11,7 @@ import json
 import re
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,6 +86,7 @@ class UpstreamOAuth(OAuthClientProvider):
         redirect = interaction.redirect_uri if interaction is not None else f"http://127.0.0.1{CALLBACK_PATH}"
         self.server = server
         self.file = file
+        self.settings = settings
         self.storage = Storage(record or SignIn(server=server, url=url), file if interaction is None else None)
         self.interaction = interaction
         self.static_authorization = static_authorization
@@ -102,14 +103,8 @@ class UpstreamOAuth(OAuthClientProvider):
             redirect_handler=self._show if interaction is not None else None,
             callback_handler=interaction.wait_for_callback if interaction is not None else None,
         )
-        old = self.context
-        self.context = _Context(
-            server_url=old.server_url,
-            client_metadata=old.client_metadata,
-            storage=old.storage,
-            redirect_handler=old.redirect_handler,
-            callback_handler=old.callback_handler,
-        )
+        # The SDK's context, every field carried over, with the early expiry of `_Context`.
+        self.context = _Context(**{f.name: getattr(self.context, f.name) for f in fields(OAuthContext)})
 
     # -- what is kept
 
@@ -122,6 +117,16 @@ class UpstreamOAuth(OAuthClientProvider):
         context.current_tokens = record.token if record.ended is None else None
         context.token_expiry_time = record.expires_at
         context.client_info = await self.storage.get_client_info()
+        settings = self.settings
+        client = context.client_info
+        # A configured client's secret is read from the config, never kept: rotating it there is enough.
+        if (
+            client is not None
+            and settings is not None
+            and settings.client_secret
+            and settings.client_id == client.client_id
+        ):
+            client.client_secret = settings.client_secret
         if record.authorization_server:
             context.oauth_metadata = OAuthMetadata.model_validate(record.authorization_server)
         if record.resource_metadata:
@@ -221,10 +226,9 @@ class UpstreamOAuth(OAuthClientProvider):
         return not self.context.is_token_valid() and self.context.can_refresh_token()
 
     def _challenged(self, response: httpx2.Response) -> bool:
-        if response.status_code == 401:
-            return True
-        www = response.headers.get("www-authenticate", "")
-        return response.status_code == 403 and "insufficient_scope" in www
+        # Only a 401 is about the sign-in. A 403 asking for more scope (`insufficient_scope`) is passed on
+        # as the server's answer to that request: refreshing cannot widen the scope, and the rest works.
+        return response.status_code == 401
 
     def _authorize(self, request: httpx2.Request) -> str | None:
         """Put the access token on `request` when one is held and valid; return it."""
@@ -236,24 +240,29 @@ class UpstreamOAuth(OAuthClientProvider):
         return tokens.access_token
 
     async def _refreshed(self, response: httpx2.Response) -> bool:
-        """Take a refresh's answer; False when the authorization server refused it."""
+        """Take a refresh's answer: True with new tokens, False when the authorization server refused
+        the sign-in (it is then ended); `ServerUnavailable` when the answer says nothing about the sign-in."""
         held = self.context.current_tokens
-        if response.status_code >= 500 or response.status_code == 429:
-            # The authorization server's trouble, not the sign-in's: the tokens stay, the attempt fails.
+        refused = await _refusal(response)
+        if refused is None and response.status_code != 200:
+            # The authorization server's (or the network's) trouble, not the sign-in's: the tokens stay.
             raise ServerUnavailable(
                 f"Server {self.server!r} could not refresh its sign-in: its authorization server answered "
                 f"HTTP {response.status_code}; the gateway tries again shortly.",
                 server=self.server,
             )
-        if await self._handle_refresh_response(response):
-            if self.file is not None:
-                self._stamp = self.file.stamp()  # written by this process: not a change to take in
-            return True
-        # Another process may have refreshed with the same (rotated) refresh token a moment ago.
-        if self._changed_on_disk():
-            await self._initialize()
-            return self.context.is_token_valid()
-        await self._end(held, f"its authorization server refused to refresh the sign-in (HTTP {response.status_code})")
+        if refused is None:
+            if await self._handle_refresh_response(response):
+                if self.file is not None:
+                    self._stamp = self.file.stamp()  # written by this process: not a change to take in
+                return True
+            self.context.current_tokens = held  # (the SDK cleared them) an answer not a token: try again later
+            raise ServerUnavailable(
+                f"Server {self.server!r} could not refresh its sign-in: its authorization server's answer is "
+                "not a bearer token; the gateway tries again shortly.",
+                server=self.server,
+            )
+        await self._end(held, f"its authorization server refused to refresh the sign-in ({refused})")
         return False
 
     async def _end(self, held: OAuthToken | None, reason: str) -> None:
@@ -311,8 +320,15 @@ class UpstreamOAuth(OAuthClientProvider):
                 if not self._initialized or self._changed_on_disk():
                     await self._initialize()
                 if self._refresh_due():
-                    answer = yield await self._refresh_token()
-                    await self._refreshed(answer)
+                    # One refresh at a time across processes, the file read again under the lock: a refresh
+                    # another process made meanwhile is taken instead of sending a rotated refresh token twice.
+                    assert self.file is not None
+                    async with self.file.locked():
+                        if self._changed_on_disk():
+                            await self._initialize()
+                        if self._refresh_due():
+                            answer = yield await self._refresh_token()
+                            await self._refreshed(answer)
                 sent = self._authorize(request)
         response = yield request
         if not self._challenged(response):
@@ -325,8 +341,18 @@ class UpstreamOAuth(OAuthClientProvider):
             if held is not None and held.access_token != sent and self.context.is_token_valid():
                 retry = True  # signed in anew, or refreshed by another request, since it was sent
             elif self.context.can_refresh_token() and not self.static_authorization:
-                answer = yield await self._refresh_token()
-                retry = await self._refreshed(answer)
+                assert self.file is not None
+                async with self.file.locked():  # as above
+                    if self._changed_on_disk():
+                        await self._initialize()
+                    current = self.context.current_tokens
+                    if current is None or current.access_token == sent:
+                        self.context.token_expiry_time = 0  # the server says it is spent, whatever its expiry said
+                    if self._refresh_due():
+                        answer = yield await self._refresh_token()
+                        await self._refreshed(answer)
+                current = self.context.current_tokens
+                retry = current is not None and current.access_token != sent and self.context.is_token_valid()
             elif held is not None and not self.static_authorization:
                 reason = "the server refused its access token, and there is no refresh token to get another"
                 await self._end(held, reason)
@@ -336,6 +362,25 @@ class UpstreamOAuth(OAuthClientProvider):
             if not self._challenged(response):
                 return
         raise self._sign_in_required(response, reason)
+
+
+_SIGN_IN_REFUSED = {"invalid_grant", "invalid_client", "unauthorized_client", "invalid_request", "invalid_scope"}
+"""The token endpoint's errors (RFC 6749 5.2) that say the sign-in itself no longer works."""
+
+
+async def _refusal(response: httpx2.Response) -> str | None:
+    """How a refresh's answer refuses the sign-in (`invalid_grant (HTTP 400)`), or None when it does not:
+    a 400 or 401 naming one of RFC 6749's token errors, or saying nothing readable."""
+    if response.status_code not in (400, 401):
+        return None
+    try:
+        body = json.loads(await response.aread())
+    except (ValueError, UnicodeDecodeError):
+        return f"HTTP {response.status_code}"
+    error = body.get("error") if isinstance(body, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(error, str):
+        return f"HTTP {response.status_code}"
+    return f"{error} (HTTP {response.status_code})" if error in _SIGN_IN_REFUSED else None
 
 
 def _challenge_reason(response: httpx2.Response) -> str:

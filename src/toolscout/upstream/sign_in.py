@@ -15,6 +15,8 @@ one, asks the server (one unauthenticated request) whether it wants one.
 from __future__ import annotations
 
 import contextlib
+import html
+import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ import anyio
 import anyio.abc
 
 from toolscout.config.models import HttpServerConfig, OAuthSettings, SseServerConfig
-from toolscout.errors import SignInFailed
+from toolscout.errors import SignInFailed, ToolscoutError
 from toolscout.masking import mask_text
 from toolscout.upstream.calls import innermost
 from toolscout.upstream.oauth import (
@@ -57,8 +59,9 @@ class LoopbackCallback:
     """The redirect URI of a sign-in: an HTTP listener on 127.0.0.1 that takes the browser's one redirect.
 
     It answers the browser with a short page and hands the authorization response (`code`, `state`,
-    `iss`, or the `error` the authorization server sent) to `wait`. Any other path is answered 404 and
-    ignored, so a browser's extra requests (a favicon) do not end the wait.
+    `iss`, or the `error` the authorization server sent) to `wait`, only when its `state` is the one of
+    the authorization URL shown (`expect`): another page cannot end or spoil the wait. Any other path
+    is answered 404 and ignored, so a browser's extra requests (a favicon) do not end the wait.
     """
 
     def __init__(self, port: int) -> None:
@@ -66,6 +69,11 @@ class LoopbackCallback:
         self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
         self._result: dict[str, str] | None = None
         self._arrived = anyio.Event()
+        self._state: str | None = None
+
+    def expect(self, authorization_url: str) -> None:
+        """Take only the answer to `authorization_url` (the one whose `state` it carries)."""
+        self._state = parse_qs(urlsplit(authorization_url).query).get("state", [None])[0]
 
     @property
     def port(self) -> int:
@@ -76,11 +84,18 @@ class LoopbackCallback:
     def redirect_uri(self) -> str:
         return f"http://127.0.0.1:{self.port}{CALLBACK_PATH}"
 
+    @classmethod
+    async def bind(cls, port: int) -> LoopbackCallback:
+        """A callback listening on 127.0.0.1:`port` (0: a free one); `OSError` when the port is taken."""
+        callback = cls(port)
+        callback._listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
+        return callback
+
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncGenerator[LoopbackCallback]:
-        """Listen for the block; raises `OSError` when the port is taken."""
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self._port)
-        self._listener = listener
+        """Answer the browser for the block, then stop listening."""
+        listener = self._listener
+        assert listener is not None, "bind() first"
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(listener.serve, self._answer)
@@ -106,6 +121,13 @@ class LoopbackCallback:
                 await self._reply(stream, 404, "Not here", "This is toolscout's sign-in callback.")
                 return
             query = {key: values[0] for key, values in parse_qs(target.query).items()}
+            state = query.get("state")
+            if self._state is None or state is None or not secrets.compare_digest(state, self._state):
+                # Not the answer to the authorization asked for (another page can send a browser here):
+                # it neither ends nor spoils the wait.
+                text = "This answer is not for the sign-in in progress; it was ignored."
+                await self._reply(stream, 400, "Not this sign-in", text)
+                return
             self._result = query
             self._arrived.set()
             if "error" in query:
@@ -116,8 +138,8 @@ class LoopbackCallback:
 
     @staticmethod
     async def _reply(stream: anyio.abc.SocketStream, status: int, title: str, text: str) -> None:
-        body = _DONE_PAGE.format(title=title, text=text).encode()
-        reason = "OK" if status == 200 else "Not Found"
+        body = _DONE_PAGE.format(title=html.escape(title), text=html.escape(text)).encode()
+        reason = {200: "OK", 400: "Bad Request"}.get(status, "Not Found")
         head = (
             f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n"
@@ -186,24 +208,45 @@ async def sign_in(
     settings = config.oauth
     port = _callback_port(settings, kept)
     try:
-        try:
-            async with LoopbackCallback(port).serving() as callback:
-                return await _signing_in(name, config, file, kept, callback, show_url, within, connect_within)
-        except OSError as exc:
-            if settings is not None and settings.callback_port is not None:
-                raise SignInFailed(
-                    f"Cannot listen on 127.0.0.1:{port} for the sign-in's redirect ({exc.strerror}): close what "
-                    f"uses it, or change `oauth.callbackPort` of {name} (and the client's redirect URI at its "
-                    "provider)."
-                ) from None
-            if port == 0:
-                raise
-            # The kept registration's port is taken: register anew on a free one.
-            async with LoopbackCallback(0).serving() as fresh:
-                return await _signing_in(name, config, file, None, fresh, show_url, within, connect_within)
-    except BaseExceptionGroup as group:
-        # The callback's task group wraps what went wrong inside it: the error that matters is raised alone.
-        raise innermost(group) from None
+        callback = await LoopbackCallback.bind(port)
+    except OSError as exc:
+        if settings is not None and settings.callback_port is not None:
+            raise SignInFailed(
+                f"Cannot listen on 127.0.0.1:{port} for the sign-in's redirect ({exc.strerror}): close what "
+                f"uses it, or change `oauth.callbackPort` of {name} (and the client's redirect URI at its provider)."
+            ) from None
+        if port == 0:
+            raise SignInFailed(f"Cannot listen on 127.0.0.1 for the sign-in's redirect: {exc.strerror}.") from None
+        # The kept registration's port is taken: register anew on a free one.
+        callback, kept = await LoopbackCallback.bind(0), None
+    try:
+        async with callback.serving():
+            return await _signing_in(name, config, file, kept, callback, show_url, within, connect_within)
+    except Exception as exc:
+        raise _failure(name, config, exc) from None
+
+
+def _failure(name: str, config: RemoteConfig, exc: BaseException) -> BaseException:
+    """What a failed sign-in tells the user: `exc` (out of its task groups) in words, with what to do."""
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+
+    from toolscout.upstream.calls import describe_exception
+
+    found = innermost(exc)
+    if isinstance(found, ToolscoutError):
+        return found
+    where = mask_text(config.url)
+    if isinstance(found, TimeoutError | httpx2.TimeoutException):
+        return SignInFailed(f"{name} did not answer in time at {where}; check the URL and try again.", server=name)
+    if isinstance(found, httpx2.HTTPError | OSError):
+        said = describe_exception(found)
+        return SignInFailed(f"Cannot reach {name} at {where} ({said}); check the URL and the network.", server=name)
+    if isinstance(found, MCPError):
+        return SignInFailed(
+            f"{name} refused the MCP connection after the sign-in: {describe_exception(found)}.", server=name
+        )
+    return found
 
 
 async def _signing_in(
@@ -233,12 +276,16 @@ async def _signing_in(
 
     from toolscout.upstream.oauth_client import UpstreamOAuth
 
+    async def shown(url: str) -> None:
+        callback.expect(url)
+        await show_url(url)
+
     provider = UpstreamOAuth(
         name,
         config.url,
         settings,
         None,
-        interaction=Interaction(redirect, show_url, wait_for_callback),
+        interaction=Interaction(redirect, shown, wait_for_callback),
         record=record,
     )
     try:
@@ -255,7 +302,17 @@ async def _signing_in(
             "Nothing was stored.",
             server=name,
         )
-    await anyio.to_thread.run_sync(file.save, signed)
+    if configured is not None and signed.client is not None:
+        # The config's client secret stays in the config (a ${VAR} there stays out of every file).
+        signed.client = {key: value for key, value in signed.client.items() if key != "client_secret"}
+    try:
+        await anyio.to_thread.run_sync(file.save, signed)
+    except OSError as exc:
+        raise SignInFailed(
+            f"Signed in to {name}, but the sign-in cannot be kept at {file.path} ({exc.strerror}): make that "
+            "directory writable (or set $TOOLSCOUT_STATE_DIR) and sign in again.",
+            server=name,
+        ) from None
     return SignedIn(name, signed.subject, signed.expires_at, signed.scopes, signed.refreshable, tools)
 
 
@@ -298,6 +355,10 @@ async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
     if kept is None or not kept.tokens:
         forgotten = await anyio.to_thread.run_sync(file.delete)
         return SignedOut(name, forgotten, "nothing to revoke")
+    settings = config.oauth
+    client = kept.client or {}
+    if settings is not None and settings.client_secret and client.get("client_id") == settings.client_id:
+        kept.client = {**client, "client_secret": settings.client_secret}  # the config's secret, never kept
     revocation = await _revoke(kept)
     await anyio.to_thread.run_sync(file.delete)
     return SignedOut(name, True, revocation)
