@@ -359,7 +359,10 @@ class Upstream:
                 failure = describe_exception(exc)
         finally:
             state.end_attempt()
-            self._tools.list_offline()
+            if not state.stopping:
+                # (Stopped for good, it is being forgotten: listing its tools again would show them, for a
+                # moment, under the names that suit the servers left.)
+                self._tools.list_offline()
         if handshaking and not self._fell_back and self.spec.protocol == "legacy-first":
             self._mode = "legacy"  # not reached in either era: no reason to skip the handshake next time
         if state.stopping or self._fell_back:
