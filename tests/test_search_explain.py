@@ -143,7 +143,9 @@ async def test_the_learned_ranker_and_a_single_ranker_explain_their_own_parts() 
 @pytest.mark.anyio
 async def test_stale_embeddings_are_counted_and_synced() -> None:
     async with gateway() as found:
-        state = await found.semantic_state()
+        # Synced first: an index built in the background while the servers were still connecting holds
+        # only the tools listed by then, which this test would otherwise count as stale.
+        state = await found.semantic_state(sync=True)
         total = len(found.catalog.tools())
         assert (state.embedded, state.stale, state.dimensions) == (total, 0, 256)
         await found.set_servers(
