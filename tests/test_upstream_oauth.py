@@ -589,3 +589,23 @@ async def test_a_server_that_asks_for_no_sign_in_is_not_signed_in_to(tmp_path: P
         assert not home.sign_in.path.exists()
         done = await home.run("execute", "notes/add", "--args", '{"a": 1, "b": 2}', "--json")
         assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 3}
+
+
+async def test_a_server_over_sse_signs_in_and_refreshes_alike(tmp_path: Path) -> None:
+    async with oauth_site(sse=True) as site:
+        home = Home(tmp_path, site)
+        config = json.loads(home.config.read_text())
+        config["mcpServers"]["notes"]["transport"] = "sse"
+        home.config.write_text(json.dumps(config))
+        printed = await home.login()
+        assert f"Signed in to notes as {SUBJECT}" in printed
+        assert site.provider.access[next(iter(site.provider.access))].resource == site.url
+        done = await home.run("execute", "notes/add", "--args", '{"a": 2, "b": 2}', "--json")
+        assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 4}
+        site.provider.expire_access_tokens()
+        await home.run("execute", "notes/whoami")
+        assert site.provider.refreshed == 1
+        site.provider.revoke_all()
+        listed = await home.run("list", "--refresh", "--json", expect=3)
+        row = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
+        assert row["status"] == "needs-login"

@@ -159,13 +159,15 @@ class OAuthSite:
     metadata: Metadata = "ok"
     calls: list[str] = field(default_factory=list[str])
     """The subject of every tool call, in order."""
+    path: str = "/mcp"
+    """The MCP endpoint's path: `/mcp` (streamable HTTP) or `/sse` (the legacy HTTP+SSE transport)."""
     token_failure: int | None = None
     """When set, the token endpoint answers this HTTP status (an authorization server in trouble)."""
 
     @property
     def url(self) -> str:
         """The MCP endpoint."""
-        return f"{self.base}/mcp"
+        return f"{self.base}{self.path}"
 
 
 class _MetadataOverride:
@@ -195,14 +197,15 @@ class _MetadataOverride:
 
 @asynccontextmanager
 async def oauth_site(
-    *, access_ttl: int = 3600, metadata: Metadata = "ok", protected: bool = True
+    *, access_ttl: int = 3600, metadata: Metadata = "ok", protected: bool = True, sse: bool = False
 ) -> AsyncGenerator[OAuthSite]:
     """Serve an OAuth-protected MCP server (tools `whoami` and `add`) on a free loopback port
-    (`protected=False`: the same server open to anyone, asking for no sign-in)."""
+    (`protected=False`: the same server open to anyone, asking for no sign-in; `sse`: over the legacy
+    HTTP+SSE transport at `/sse` instead of streamable HTTP at `/mcp`)."""
     sock = bind("127.0.0.1", 0)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     provider = Provider(access_ttl=access_ttl)
-    site = OAuthSite(base, provider, metadata)
+    site = OAuthSite(base, provider, metadata, path="/sse" if sse else "/mcp")
     server = (
         MCPServer("oauth-notes")
         if not protected
@@ -211,7 +214,7 @@ async def oauth_site(
             auth_server_provider=provider,  # pyright: ignore[reportArgumentType] - the protocol's generics
             auth=AuthSettings(
                 issuer_url=base,  # pyright: ignore[reportArgumentType]
-                resource_server_url=f"{base}/mcp",  # pyright: ignore[reportArgumentType]
+                resource_server_url=site.url,  # pyright: ignore[reportArgumentType]
                 validate_token_resource=True,
                 required_scopes=["read"],
                 client_registration_options=ClientRegistrationOptions(
@@ -234,5 +237,6 @@ async def oauth_site(
         site.calls.append(SUBJECT)
         return a + b
 
-    async with serving(_MetadataOverride(server.streamable_http_app(), site), sock, lifespan="on"):
+    app = server.sse_app() if sse else server.streamable_http_app()
+    async with serving(_MetadataOverride(app, site), sock, lifespan="off" if sse else "on"):
         yield site
