@@ -50,7 +50,6 @@ class Provider:
     """The authorization server's state, in memory: clients, codes, and tokens."""
 
     access_ttl: int = 3600
-    refresh_ttl: int | None = None
     clients: dict[str, OAuthClientInformationFull] = field(default_factory=dict[str, OAuthClientInformationFull])
     codes: dict[str, AuthorizationCode] = field(default_factory=dict[str, AuthorizationCode])
     access: dict[str, AccessToken] = field(default_factory=dict[str, AccessToken])
@@ -104,9 +103,8 @@ class Provider:
             subject=SUBJECT,
         )
         refresh = f"rt-{secrets.token_urlsafe(24)}"
-        expires = None if self.refresh_ttl is None else now + self.refresh_ttl
         self.refresh[refresh] = RefreshToken(
-            token=refresh, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource, subject=SUBJECT
+            token=refresh, client_id=client_id, scopes=scopes, expires_at=None, resource=resource, subject=SUBJECT
         )
         self.issued += [token, refresh]
         return OAuthToken(access_token=token, expires_in=self.access_ttl, scope=" ".join(scopes), refresh_token=refresh)
@@ -116,10 +114,7 @@ class Provider:
         return self._issue(code.client_id, code.scopes, code.resource)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> Any:
-        found = self.refresh.get(refresh_token)
-        if found is None or (found.expires_at is not None and found.expires_at < time.time()):
-            return None
-        return found
+        return self.refresh.get(refresh_token)
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
@@ -157,8 +152,6 @@ class OAuthSite:
     base: str
     provider: Provider
     metadata: Metadata = "ok"
-    calls: list[str] = field(default_factory=list[str])
-    """The subject of every tool call, in order."""
     path: str = "/mcp"
     """The MCP endpoint's path: `/mcp` (streamable HTTP) or `/sse` (the legacy HTTP+SSE transport)."""
     token_failure: int | None = None
@@ -228,13 +221,11 @@ async def oauth_site(
     @server.tool()
     def whoami() -> str:
         """Say whom the caller's access token was issued to."""
-        site.calls.append(SUBJECT)
         return f"signed in as {SUBJECT}"
 
     @server.tool()
     def add(a: int, b: int) -> int:
         """Add two integers."""
-        site.calls.append(SUBJECT)
         return a + b
 
     app = server.sse_app() if sse else server.streamable_http_app()

@@ -105,15 +105,6 @@ class SignIn(BaseModel):
     def refreshable(self) -> bool:
         return bool((self.tokens or {}).get("refresh_token")) and self.client is not None
 
-    @property
-    def signed_in(self) -> bool:
-        """Whether tokens are held (an expired access token still counts when it can be refreshed)."""
-        return bool(self.tokens) and self.ended is None
-
-    def valid_until(self) -> float | None:
-        """When the access token stops working, if the server said."""
-        return self.expires_at
-
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:60] or "server"

@@ -289,7 +289,7 @@ async def _signing_in(
         record=record,
     )
     try:
-        tools = await _connect(config, provider, within + connect_within)
+        tools = await _connect(name, config, provider, within + connect_within)
     except* SignInFailed as group:
         raise group.exceptions[0] from None
     except* (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as group:
@@ -316,26 +316,17 @@ async def _signing_in(
     return SignedIn(name, signed.subject, signed.expires_at, signed.scopes, signed.refreshable, tools)
 
 
-async def _connect(config: RemoteConfig, auth: Any, within: float) -> int:
+async def _connect(name: str, config: RemoteConfig, auth: Any, within: float) -> int:
     """Connect to the server as an MCP client with `auth`, list its tools, and return how many."""
     from mcp import Client
-    from mcp.client.sse import sse_client
-    from mcp.client.streamable_http import streamable_http_client
 
     from toolscout.upstream.connection import CLIENT_INFO
-    from toolscout.upstream.transport import _client_factory, shared_ssl_context  # pyright: ignore[reportPrivateUsage]
+    from toolscout.upstream.transport import RemoteUpstream
 
-    factory = _client_factory(await shared_ssl_context())
-    headers = dict(config.headers) or None
+    target = RemoteUpstream(config, name, auth=auth).target(lambda: None)
     with anyio.fail_after(within):
-        if isinstance(config, SseServerConfig):
-            target: Any = sse_client(config.url, headers=headers, auth=auth, httpx_client_factory=factory)
-            async with Client(target, client_info=CLIENT_INFO, mode="legacy") as client:
-                return len((await client.list_tools()).tools)
-        async with factory(headers=headers, auth=auth) as http:
-            target = streamable_http_client(config.url, http_client=http)
-            async with Client(target, client_info=CLIENT_INFO, mode="legacy") as client:
-                return len((await client.list_tools()).tools)
+        async with Client(target, client_info=CLIENT_INFO, mode="legacy") as client:
+            return len((await client.list_tools()).tools)
 
 
 @dataclass(frozen=True)

@@ -171,8 +171,12 @@ class RemoteUpstream:
     as needed, and `SignInRequired` when the server asks for a sign-in that is missing or ended.
     """
 
-    def __init__(self, config: HttpServerConfig | SseServerConfig, name: str | None = None) -> None:
+    def __init__(
+        self, config: HttpServerConfig | SseServerConfig, name: str | None = None, *, auth: httpx2.Auth | None = None
+    ) -> None:
         self._sse = isinstance(config, SseServerConfig)
+        self._given_auth = auth
+        """The auth every connection uses instead of the kept sign-in's (`toolscout auth login`'s own)."""
         self._url = config.url
         self._headers = dict(config.headers) or None
         self._name = name
@@ -230,8 +234,8 @@ class RemoteUpstream:
             yield streams
 
     def _auth(self) -> httpx2.Auth | None:
-        if self._name is None:
-            return None
+        if self._given_auth is not None or self._name is None:
+            return self._given_auth
         from toolscout.upstream.oauth_client import upstream_oauth
 
         return upstream_oauth(
