@@ -315,6 +315,38 @@ async def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
         assert [r["arguments"]["i"] for r in found if r["server"] == name] == list(range(each))
 
 
+@pytest.mark.anyio
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks to see a blocked flock")
+async def test_opening_waits_for_a_line_being_written(tmp_path: Path) -> None:
+    # Another writer is inside its write: the first half of its line is in, the second not yet.
+    # A log opening now must not take that half for a cut fragment and end it with its own
+    # newline, which would leave an empty line once the second half lands.
+    import fcntl
+
+    path = tmp_path / "audit.jsonl"
+    async with AuditLog(path) as earlier:
+        await write(earlier, 1)
+    line = path.read_bytes()
+    other = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        fcntl.flock(other, fcntl.LOCK_SH)
+        os.write(other, line[:40])
+        later = AuditLog(path)
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.to_thread.run_sync, later.open)
+            blocked = f"-> FLOCK  ADVISORY  WRITE {os.getpid()} "
+            with anyio.fail_after(10):
+                while blocked not in await anyio.Path("/proc/locks").read_text():  # noqa: ASYNC110 - the kernel's lock table signals nothing
+                    await anyio.sleep(0.01)
+            os.write(other, line[40:])
+            fcntl.flock(other, fcntl.LOCK_UN)
+        await write(later, 1, start=1)
+        later.close()
+    finally:
+        os.close(other)
+    assert [r["arguments"]["i"] for r in records(path)] == [0, 0, 1]
+
+
 async def _run_to_completion(command: Sequence[str]) -> None:
     with anyio.fail_after(60):
         done = await anyio.run_process(command)

@@ -6,8 +6,12 @@ client key or an issued token (the scope's, `toolscout.config.scopes.current_sco
 
 Each line reaches the file with one `os.write` on an `O_APPEND` descriptor: the kernel appends it
 whole, so a gateway killed at any moment leaves only complete lines, and two writers never
-interleave inside a line. The file is renamed to `<path>.1` (`.1` to `.2`, and so on) before a line
-would take it past `max_bytes`, so rotation never splits a line either.
+interleave inside a line. A writer that opens a file whose last line is cut short (the machine
+lost power, or a process was killed inside a write) ends that fragment first; it checks under an
+exclusive `flock` while every append holds a shared one, so another writer's line, half-copied into
+the page cache at that instant, is never mistaken for a fragment. The file is renamed to
+`<path>.1` (`.1` to `.2`, and so on) before a line would take it past `max_bytes`, so rotation
+never splits a line either.
 
 The log must never cost a tool call: when the file cannot be written, a warning is logged
 once and the gateway carries on.
@@ -27,6 +31,7 @@ import logging
 import math
 import os
 import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextvars import ContextVar
@@ -239,7 +244,8 @@ class AuditLog:
         synced: int | None = None
         try:
             fd = self._writable(len(line))
-            self._write_all(fd, line)
+            with _flocked(fd, shared=True):
+                self._write_all(fd, line)
             # A duplicate for fsync: a rotation by another call meanwhile cannot close it.
             synced = os.dup(fd) if self.fsync else None
         except OSError as exc:
@@ -270,10 +276,14 @@ class AuditLog:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(self.path, flags, 0o600)  # arguments may be private even with secrets redacted
         self._fd, self._ino = fd, os.fstat(fd).st_ino
-        if os.fstat(fd).st_size and not _ends_with_newline(self.path):
-            # Someone cut the file mid-line (or the machine lost power): end that fragment so our
-            # first line stands on its own and stays readable.
-            self._write_all(fd, b"\n")
+        if os.fstat(fd).st_size:
+            # A write in progress elsewhere can show a line whose first pages are in and the rest not
+            # yet: only with every writer out of the file does a missing newline mean a fragment.
+            with _flocked(fd, shared=False):
+                if not _ends_with_newline(self.path):
+                    # Someone cut the file mid-line (or the machine lost power): end that fragment so
+                    # our first line stands on its own and stays readable.
+                    self._write_all(fd, b"\n")
 
     def _writable(self, size: int) -> int:
         """The descriptor to append `size` bytes to, after reopening or rotating as needed."""
@@ -352,6 +362,28 @@ def _fsync_and_close(fd: int) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def _flocked(fd: int, *, shared: bool) -> Generator[None]:
+    """Hold an advisory lock on the file for one write; Windows has no `flock`, so nothing is held there."""
+    if sys.platform == "win32":
+        yield
+        return
+    import fcntl
+
+    # Every holder keeps the lock for a single write or a one-byte check, so waiting is short. A
+    # file system without locks (ENOLCK on some network mounts) still gets the line, unlocked.
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        locked = True
+    except OSError:
+        locked = False
+    try:
+        yield
+    finally:
+        if locked:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _ends_with_newline(path: Path) -> bool:
