@@ -122,6 +122,31 @@ class CatalogTool:
         return self.tool.output_schema
 
 
+def least_permissive(entries: Iterable[CatalogTool]) -> types.ToolAnnotations:
+    """The annotations of a tool that can run any of `entries`: what the most permissive of them may do.
+
+    A client's approval prompt for `execute_tool` (or code mode's `run_code`) reads these, so they
+    promise no more than the riskiest tool it can reach. Unset hints take the protocol's defaults:
+    a tool is not read-only, is destructive when it writes, is not idempotent and reaches an open
+    world. Nothing to reach leaves a tool that only reads: it can do nothing else.
+    """
+    read_only = idempotent = True
+    destructive = open_world = False
+    for entry in entries:
+        hints = entry.tool.annotations or types.ToolAnnotations()
+        writes = hints.read_only_hint is not True
+        read_only = read_only and not writes
+        destructive = destructive or (writes and hints.destructive_hint is not False)
+        idempotent = idempotent and hints.idempotent_hint is True
+        open_world = open_world or hints.open_world_hint is not False
+    return types.ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+
+
 Visible = Callable[[CatalogTool], bool]
 """Whether the scope of a request sees a tool (gateway/visibility.py)."""
 Quarantine = Callable[[str, types.Tool], bool]
