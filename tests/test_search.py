@@ -88,8 +88,13 @@ def test_summary_is_the_first_sentence() -> None:
 
 # --- stemming, names, steps, hybrid ---------------------------------------------------------------
 
+from benchmarks.search import DEFAULT_EVAL_DIR  # noqa: E402
+
+from toolscout.search.evaluation import load_catalog_servers  # noqa: E402
 from toolscout.search.hybrid import HybridBackend, split_steps  # noqa: E402
 from toolscout.search.text import NameMatcher  # noqa: E402
+
+LIVEMCPBENCH = DEFAULT_EVAL_DIR / "catalog_livemcpbench.jsonl"
 
 
 def _catalog_tools() -> list[CatalogTool]:
@@ -170,6 +175,27 @@ def test_named_tool_goes_first_in_hybrid_search() -> None:
     assert hits[0].tool.name == "get_file_info"
     assert hits[0].relevance >= 0.85
     assert backend.search("read_file")[0].relevance == 1.0
+
+
+# The public eval data is not part of the repository: it sits next to the checkout on the
+# development machine, and TOOLSCOUT_EVAL_DIR points at it from anywhere else.
+@pytest.mark.skipif(not LIVEMCPBENCH.is_file(), reason=f"no eval data at {LIVEMCPBENCH}; set TOOLSCOUT_EVAL_DIR")
+def test_every_tool_is_found_first_by_its_exact_name() -> None:
+    # Clients' own tool search misses exact names; toolscout must not, in any of the forms an agent
+    # copies a name in. Namesakes on other servers may tie with it at the top.
+    catalog = Catalog()
+    for server, tools in load_catalog_servers(LIVEMCPBENCH).items():
+        catalog.set_server_tools(server, list({t.name: t for t in tools}.values()))
+    backend = make_backend("hybrid", use_cache=False)
+    backend.rebuild(catalog.tools())
+    missed: list[str] = []
+    for entry in catalog.tools():
+        for query in (entry.name, f"{entry.server}__{entry.name}", f"{entry.server}/{entry.name}"):
+            hits = backend.search(query)
+            top = [(h.tool.server, h.tool.name) for h in hits if h.relevance >= hits[0].relevance]
+            if (entry.server, entry.name) not in top:
+                missed.append(query)
+    assert len(catalog.tools()) > 500 and missed == []
 
 
 def test_enum_values_are_words_a_search_matches() -> None:
