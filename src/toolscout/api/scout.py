@@ -155,6 +155,8 @@ class ToolDetails:
     tags: tuple[str, ...]
     definition: types.Tool
     """The tool as its server listed it (under its own name)."""
+    hidden: bool = False
+    """Kept out of listings by `toolRules` (`hidden: true`), yet found by `search` and run by `execute`."""
 
     @property
     def summary(self) -> str:
@@ -313,6 +315,7 @@ class Scout:
             annotations=entry.tool.annotations,
             tags=entry.tags,
             definition=entry.tool,
+            hidden=entry.hidden,
         )
 
     async def execute(

@@ -1,0 +1,408 @@
+"""The Python API's helpers for the model APIs (`toolscout.api.anthropic`, `toolscout.api.openai`).
+
+What they make is checked against the official packages' own types (`conforms`: every nested item,
+nothing unknown), then sent by the official clients (`anthropic.AsyncAnthropic`, `openai.AsyncOpenAI`)
+to a small real HTTP server standing in for the API, which records each request and answers with a
+scripted tool call; the helpers then run that call through a gateway of real MCP servers (the demo
+notes server and the kitchen test server, in process) and the next request carries its result.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import anthropic
+import anyio
+import mcp_types as types
+import openai
+import pytest
+from anthropic.types import MessageParam, ToolParam, ToolReferenceBlockParam, ToolResultBlockParam
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionToolMessageParam
+from openai.types.responses import (
+    FunctionToolParam,
+    NamespaceToolParam,
+    ResponseInputItemParam,
+    ResponseToolSearchOutputItemParamParam,
+    ToolSearchToolParam,
+)
+from openai.types.responses.response_input_item_param import FunctionCallOutput
+
+from tests.helpers.callback_site import CallbackSite, callback_site
+from tests.helpers.chat_site import anthropic_message, completion, scripted
+from tests.helpers.config_files import BOUND
+from tests.helpers.model_apis import (
+    anthropic_tool_use,
+    chat_tool_calls,
+    conforms,
+    function_call,
+    output_text,
+    plain,
+    responses_output,
+    tool_search_call,
+)
+from tests.servers.kitchen import Kitchen
+from toolscout.api import Scout, ToolDetails
+from toolscout.api import anthropic as for_anthropic
+from toolscout.api import openai as for_openai
+from toolscout.config.rules import RuleSet, ToolRule
+from toolscout.demo import notes
+from toolscout.gateway.core import Gateway
+from toolscout.upstream import InProcessUpstream, UpstreamSpec
+
+pytestmark = pytest.mark.anyio
+
+OPENAI_CLIENT = pytest.mark.processes
+"""The mark of a test that sends with the openai client: its platform headers run `uname -p` (`platform.processor`)."""
+
+VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""A tool name both APIs accept."""
+
+
+@asynccontextmanager
+async def opened(tmp_path: Path) -> AsyncGenerator[Scout]:
+    """A scout over the notes demo server (its store in `tmp_path`) and the kitchen test server, in
+    process; the kitchen's delete tool disabled, its weather tool hidden from listings."""
+    specs = [
+        UpstreamSpec("notes", InProcessUpstream(notes.build_server(tmp_path / "notes.json")), description="Notes."),
+        UpstreamSpec("kitchen", InProcessUpstream(Kitchen().server)),
+    ]
+    rules = RuleSet(
+        [
+            ToolRule(server="kitchen", pattern=["delete_*"], enabled=False),
+            ToolRule(server="kitchen", pattern=["get_weather"], hidden=True),
+        ]
+    )
+    with anyio.fail_after(BOUND):
+        async with Scout(Gateway(specs, rules=rules)) as scout:
+            yield scout
+
+
+def sent(site: CallbackSite, index: int) -> dict[str, Any]:
+    """The JSON body of the `index`th request the site received."""
+    return site.received[index][1]
+
+
+def stored_titles(tmp_path: Path) -> list[str]:
+    return [note["title"] for note in json.loads((tmp_path / "notes.json").read_text(encoding="utf-8"))["notes"]]
+
+
+# Anthropic's Messages API
+
+
+async def test_anthropic_tool_definitions_conform_and_name_every_tool_a_search_may_name(tmp_path: Path) -> None:
+    async with opened(tmp_path) as scout:
+        deferred = await for_anthropic.tool_params(scout, defer_loading=True)
+        for param in deferred:
+            conforms(ToolParam, param)
+            assert VALID_NAME.match(param["name"]) and param.get("defer_loading") is True
+        names = {param["name"] for param in deferred}
+        assert {"notes__create_note", "kitchen__render_chart", "kitchen__get_weather"} <= names
+        assert "kitchen__delete_city" not in names  # disabled: never offered
+        listed = await for_anthropic.tool_params(scout)
+        assert "defer_loading" not in listed[0] and "kitchen__get_weather" not in {p["name"] for p in listed}
+        create = next(p for p in deferred if p["name"] == "notes__create_note")
+        assert create["input_schema"] == (await scout.tool_details("notes", "create_note")).input_schema
+        assert create.get("description", "").startswith("Create a new note")
+
+        search = for_anthropic.search_tool_param()
+        conforms(ToolParam, search)
+        assert "defer_loading" not in search
+        hits = await scout.search("current weather in a city", limit=2)
+        references = for_anthropic.tool_reference_blocks(hits)
+        for block in references:
+            conforms(ToolReferenceBlockParam, block)
+        assert references[0] == {"type": "tool_reference", "tool_name": "kitchen__get_weather"}
+        assert {block["tool_name"] for block in references} <= names  # each loads a tool the request has
+
+
+async def test_an_anthropic_loop_searches_loads_and_runs_a_tool_through_the_gateway(tmp_path: Path) -> None:
+    answers = scripted(
+        [
+            anthropic_tool_use(("toolu_1", "search_tools", {"query": "create a note"})),
+            anthropic_tool_use(("toolu_2", "notes__create_note", {"title": "Groceries", "body": "milk"})),
+            anthropic_message("Done: the note is saved."),
+        ]
+    )
+    async with opened(tmp_path) as scout, callback_site(answers) as site:
+        client = anthropic.AsyncAnthropic(base_url=site.base, api_key="test", max_retries=0)
+        tools = [for_anthropic.search_tool_param(), *await for_anthropic.tool_params(scout, defer_loading=True)]
+        messages: list[MessageParam] = [{"role": "user", "content": "Note that I need milk."}]
+        stop_reasons: list[str | None] = []
+        with anyio.fail_after(BOUND):
+            for _ in range(3):
+                response = await client.messages.create(
+                    model="claude-test", max_tokens=256, messages=messages, tools=tools
+                )
+                stop_reasons.append(response.stop_reason)
+                if response.stop_reason != "tool_use":
+                    break
+                results = await for_anthropic.tool_results(scout, response.content)
+                for block in results:
+                    conforms(ToolResultBlockParam, block)
+                asked: MessageParam = {"role": "assistant", "content": response.content}
+                answered: MessageParam = {"role": "user", "content": results}
+                messages += [asked, answered]
+        await client.close()
+
+    assert stop_reasons == ["tool_use", "tool_use", "end_turn"]
+    first = sent(site, 0)
+    offered = {tool["name"]: tool for tool in first["tools"]}
+    assert "defer_loading" not in offered["search_tools"]
+    assert offered["notes__create_note"]["defer_loading"] is True
+    # The search's answer loads create_note: a tool_reference to it, the best hit first.
+    searched = sent(site, 1)["messages"][-1]["content"][0]
+    assert searched["type"] == "tool_result" and searched["tool_use_id"] == "toolu_1"
+    assert searched["content"][0] == {"type": "tool_reference", "tool_name": "notes__create_note"}
+    # The call ran on the notes server, and its result went back to the model.
+    ran = sent(site, 2)["messages"][-1]["content"][0]
+    assert ran["tool_use_id"] == "toolu_2" and "is_error" not in ran
+    assert json.loads(ran["content"][0]["text"])["title"] == "Groceries"
+    assert stored_titles(tmp_path)[-1] == "Groceries"
+
+
+async def test_anthropic_tool_results_carry_images_errors_and_refusals(tmp_path: Path) -> None:
+    async with opened(tmp_path) as scout:
+        chart = await for_anthropic.tool_result(
+            scout, {"type": "tool_use", "id": "t1", "name": "kitchen__render_chart", "input": {"values": [1, 2]}}
+        )
+        conforms(ToolResultBlockParam, chart)
+        content = plain(chart)["content"]
+        assert [block["type"] for block in content] == ["text", "image", "text", "text", "text"]
+        assert content[1]["source"]["media_type"] == "image/png"
+        assert "audio of audio/wav" in content[2]["text"] and content[3]["text"].endswith("1,2,3")
+        assert "data://chart.png" in content[4]["text"]
+
+        failed = await for_anthropic.tool_result(
+            scout, {"type": "tool_use", "id": "t2", "name": "kitchen__fail_politely", "input": {}}
+        )
+        assert plain(failed)["is_error"] is True and plain(failed)["content"][0]["text"] == "the oven is off"
+
+        refusals = {
+            "unknown": ("notes__create_nte", {"title": "x", "body": "y"}, "TOOL_NOT_FOUND"),
+            "invalid": ("notes__create_note", {"title": 3}, "VALIDATION_ERROR"),
+            "disabled": ("kitchen__delete_city", {"city": "Paris"}, "TOOL_DISABLED"),
+        }
+        for id_, (name, arguments, code) in refusals.items():
+            refused = await for_anthropic.tool_result(
+                scout, {"type": "tool_use", "id": id_, "name": name, "input": arguments}
+            )
+            conforms(ToolResultBlockParam, refused)
+            text = plain(refused)["content"][0]["text"]
+            assert plain(refused)["is_error"] is True and text.startswith(f"{code}: "), text
+        assert "notes__create_note" in text_of_refusal(scout, "notes__create_nte")
+
+        wrong_search = await for_anthropic.tool_search_result(
+            scout, {"type": "tool_use", "id": "s1", "name": "search_tools", "input": {"limit": 3}}
+        )
+        assert plain(wrong_search)["is_error"] is True
+        nothing = await for_anthropic.tool_search_result(
+            scout, {"type": "tool_use", "id": "s2", "name": "search_tools", "input": {"query": "zzqx"}}
+        )
+        assert "is_error" not in nothing and plain(nothing)["content"][0]["type"] == "text"
+    assert not (tmp_path / "notes.json").exists()  # no refused call reached the notes server
+
+
+def text_of_refusal(scout: Scout, name: str) -> str:
+    """The did-you-mean a name no tool has gets."""
+    try:
+        scout.tool_named(name)
+    except Exception as exc:
+        return str(exc)
+    raise AssertionError(f"{name} named a tool")
+
+
+# OpenAI's Responses API and Chat Completions
+
+
+async def test_openai_namespaces_carry_each_server_with_its_description_and_conform(tmp_path: Path) -> None:
+    async with opened(tmp_path) as scout:
+        spaces = await for_openai.namespace_tool_params(scout)
+        for space in spaces:
+            conforms(NamespaceToolParam, space)
+        by_name = {space["name"]: space for space in spaces}
+        assert by_name["notes"]["description"] == "Notes."
+        assert by_name["kitchen"]["description"]  # (none configured: said anyway, the API requires one)
+        functions = {tool["name"]: tool for tool in by_name["notes"]["tools"]}
+        assert functions["create_note"].get("defer_loading") is True
+        assert "get_weather" in {tool["name"] for tool in by_name["kitchen"]["tools"]}  # hidden, yet searchable
+        listed = {space["name"]: space for space in await for_openai.namespace_tool_params(scout, defer_loading=False)}
+        assert "get_weather" not in {tool["name"] for tool in listed["kitchen"]["tools"]}
+        assert "defer_loading" not in next(iter(listed["kitchen"]["tools"]))
+
+        flat = await for_openai.function_tool_params(scout, server="notes")
+        for function in flat:
+            conforms(FunctionToolParam, function)
+            assert VALID_NAME.match(function["name"])
+        assert flat[0]["name"] == "notes__create_note" and flat[0]["strict"] is False
+        for execution in ("server", "client"):
+            conforms(ToolSearchToolParam, for_openai.tool_search_tool_param(execution))
+        assert await for_openai.tool_named(scout, "create_note", "notes") == ("notes", "create_note")
+        assert await for_openai.tool_named(scout, "notes__create_note") == ("notes", "create_note")
+
+
+@OPENAI_CLIENT
+async def test_an_openai_loop_runs_a_deferred_namespace_function_through_the_gateway(tmp_path: Path) -> None:
+    answers = scripted(
+        [
+            responses_output(function_call("call_1", "create_note", {"title": "Trip", "body": "tickets"}, "notes")),
+            responses_output(output_text("Saved.")),
+        ]
+    )
+    async with opened(tmp_path) as scout, callback_site(answers) as site:
+        client = openai.AsyncOpenAI(base_url=f"{site.base}/v1", api_key="test", max_retries=0)
+        tools: list[Any] = [for_openai.tool_search_tool_param(), *await for_openai.namespace_tool_params(scout)]
+        items: list[ResponseInputItemParam] = [{"role": "user", "content": "Remember the trip tickets."}]
+        with anyio.fail_after(BOUND):
+            response = await client.responses.create(model="gpt-test", input=items, tools=tools)
+            answered = await for_openai.outputs(scout, response.output)
+            for item in answered:
+                conforms(FunctionCallOutput, item)
+            items += [cast(ResponseInputItemParam, item.model_dump(exclude_none=True)) for item in response.output]
+            items += answered
+            final = await client.responses.create(model="gpt-test", input=items, tools=tools)
+        await client.close()
+
+    assert final.output_text == "Saved."
+    assert site.received[0][0] == "/v1/responses"
+    request = sent(site, 0)
+    assert request["tools"][0] == {"type": "tool_search"}
+    notes_space = next(tool for tool in request["tools"] if tool.get("name") == "notes")
+    assert notes_space["type"] == "namespace" and notes_space["description"] == "Notes."
+    output = sent(site, 1)["input"][-1]
+    assert output["type"] == "function_call_output" and output["call_id"] == "call_1"
+    assert json.loads(output["output"])["title"] == "Trip"
+    assert stored_titles(tmp_path)[-1] == "Trip"
+
+
+@OPENAI_CLIENT
+async def test_an_openai_client_tool_search_loads_the_hits_namespaces(tmp_path: Path) -> None:
+    answers = scripted(
+        [
+            responses_output(tool_search_call("call_s", {"query": "create a note", "limit": 2})),
+            responses_output(function_call("call_c", "create_note", {"title": "Plan", "body": "steps"}, "notes")),
+            responses_output(output_text("Noted.")),
+        ]
+    )
+    async with opened(tmp_path) as scout, callback_site(answers) as site:
+        client = openai.AsyncOpenAI(base_url=f"{site.base}/v1", api_key="test", max_retries=0)
+        tools: list[Any] = [for_openai.tool_search_tool_param("client")]
+        items: list[ResponseInputItemParam] = [{"role": "user", "content": "Plan the steps in a note."}]
+        with anyio.fail_after(BOUND):
+            for _ in range(3):
+                response = await client.responses.create(model="gpt-test", input=items, tools=tools)
+                answered = await for_openai.outputs(scout, response.output)
+                if not answered:
+                    break
+                for item in answered:
+                    kind = (
+                        ResponseToolSearchOutputItemParamParam if plain(item)["type"] == "tool_search_output" else None
+                    )
+                    conforms(kind or FunctionCallOutput, item)
+                items += [cast(ResponseInputItemParam, i.model_dump(exclude_none=True)) for i in response.output]
+                items += answered
+        await client.close()
+
+    assert sent(site, 0)["tools"] == [for_openai.tool_search_tool_param("client")]
+    loaded = sent(site, 1)["input"][-1]
+    assert loaded["type"] == "tool_search_output" and loaded["call_id"] == "call_s"
+    assert loaded["tools"][0]["name"] == "notes" and loaded["tools"][0]["description"] == "Notes."
+    assert loaded["tools"][0]["tools"][0]["name"] == "create_note"
+    assert sum(len(space["tools"]) for space in loaded["tools"]) == 2  # the search's limit
+    assert json.loads(sent(site, 2)["input"][-1]["output"])["title"] == "Plan"
+    assert stored_titles(tmp_path)[-1] == "Plan"
+
+
+async def test_openai_function_outputs_carry_images_and_say_why_a_call_was_refused(tmp_path: Path) -> None:
+    async with opened(tmp_path) as scout:
+        chart = await for_openai.function_call_output(
+            scout, {"type": "function_call", "call_id": "c1", "name": "render_chart", "namespace": "kitchen"}
+        )
+        conforms(FunctionCallOutput, chart)
+        parts = cast(list[dict[str, Any]], chart["output"])
+        assert [part["type"] for part in parts] == [
+            "input_text",
+            "input_image",
+            "input_text",
+            "input_text",
+            "input_text",
+        ]
+        assert parts[1]["image_url"].startswith("data:image/png;base64,")
+
+        refused = await for_openai.function_call_output(
+            scout, {"type": "function_call", "call_id": "c2", "name": "create_note", "namespace": "note"}
+        )
+        conforms(FunctionCallOutput, refused)
+        assert str(refused["output"]).startswith("TOOL_NOT_FOUND: ")
+        bad_json = await for_openai.function_call_output(
+            scout, {"type": "function_call", "call_id": "c3", "name": "notes__create_note", "arguments": "{title"}
+        )
+        assert str(bad_json["output"]).startswith("INVALID_ARGUMENTS: ")
+        failed = await for_openai.function_call_output(
+            scout, {"type": "function_call", "call_id": "c4", "name": "fail_politely", "namespace": "kitchen"}
+        )
+        assert failed["output"] == "The tool reported an error: the oven is off"
+
+
+@OPENAI_CLIENT
+async def test_chat_completions_tools_and_tool_messages(tmp_path: Path) -> None:
+    answers = scripted(
+        [
+            chat_tool_calls(("call_1", "notes__create_note", {"title": "Chat", "body": "hello"})),
+            completion("Done."),
+        ]
+    )
+    async with opened(tmp_path) as scout, callback_site(answers) as site:
+        tools = await for_openai.chat_tool_params(scout)
+        for tool in tools:
+            conforms(ChatCompletionFunctionToolParam, tool)
+        client = openai.AsyncOpenAI(base_url=f"{site.base}/v1", api_key="test", max_retries=0)
+        with anyio.fail_after(BOUND):
+            asked = await client.chat.completions.create(
+                model="gpt-test", messages=[{"role": "user", "content": "Say hello in a note."}], tools=tools
+            )
+            calls = asked.choices[0].message.tool_calls or []
+            replies = [await for_openai.chat_tool_message(scout, call) for call in calls]
+            for reply in replies:
+                conforms(ChatCompletionToolMessageParam, reply)
+        await client.close()
+    assert {tool["function"]["name"] for tool in sent(site, 0)["tools"]} >= {"notes__create_note"}
+    assert replies[0]["tool_call_id"] == "call_1"
+    assert json.loads(str(replies[0]["content"]))["title"] == "Chat"
+    assert stored_titles(tmp_path)[-1] == "Chat"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_helper_whose_package_is_missing_names_the_extra(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [name for name in sys.modules if name == provider or name.startswith(f"{provider}.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, f"toolscout.api.{provider}")
+    with pytest.raises(ImportError, match=re.escape(f"pip install 'toolscout[{provider}]'")):
+        importlib.import_module(f"toolscout.api.{provider}")
+
+
+def details(server: str, tool: str) -> ToolDetails:
+    """A tool's details, as the scout gives them, for a tool named anyhow."""
+    definition = types.Tool(name=tool, input_schema={"type": "object"})
+    return ToolDetails(server, tool, f"{server}__{tool}", "", {"type": "object"}, None, None, None, (), definition)
+
+
+def test_namespaces_and_functions_are_valid_names_unique_and_lead_back() -> None:
+    tools = [details("a.b", "get item"), details("a_b", "get item"), details("a_b", "get_item"), details("c", "x" * 80)]
+    names = for_openai.Namespaces(tools)
+    spaces = {names.namespace[t.server] for t in tools}
+    functions = {(names.namespace[t.server], names.function(t.server, t.tool)) for t in tools}
+    assert len(spaces) == 3 and len(functions) == 4  # servers "a.b" and "a_b" clash once cleaned: one is hashed
+    assert all(VALID_NAME.match(name) for pair in functions for name in pair)
+    for tool in tools:
+        assert names.route(names.namespace[tool.server], names.function(tool.server, tool.tool)) == (
+            tool.server,
+            tool.tool,
+        )
+    assert names.route("c", "x") is None
