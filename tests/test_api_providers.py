@@ -51,6 +51,7 @@ from tests.servers.kitchen import Kitchen
 from toolscout.api import Scout, ToolDetails
 from toolscout.api import anthropic as for_anthropic
 from toolscout.api import openai as for_openai
+from toolscout.api.results import result_parts
 from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.demo import notes
 from toolscout.gateway.core import Gateway
@@ -406,3 +407,19 @@ def test_namespaces_and_functions_are_valid_names_unique_and_lead_back() -> None
             tool.tool,
         )
     assert names.route("c", "x") is None
+
+
+def test_result_parts_give_structured_content_alone_as_json_and_say_what_a_model_cannot_read() -> None:
+    structured = types.CallToolResult(content=[], structured_content={"celsius": 21.5})
+    assert result_parts(structured, image_types=for_anthropic.IMAGE_TYPES) == ['{"celsius": 21.5}']
+    assert result_parts(types.CallToolResult(content=[]), image_types=for_anthropic.IMAGE_TYPES) == []
+    blob = types.BlobResourceContents(uri="file:///a.bin", blob="AAAA", mime_type="application/octet-stream")
+    svg = types.ImageContent(data="PHN2Zz4=", mime_type="image/svg+xml")
+    parts = result_parts(
+        types.CallToolResult(content=[types.EmbeddedResource(resource=blob), svg]),
+        image_types=for_anthropic.IMAGE_TYPES,
+    )
+    assert parts == [
+        "[resource file:///a.bin: application/octet-stream, 3 bytes, not shown]",
+        "[image of image/svg+xml, 5 bytes, not shown]",
+    ]

@@ -157,11 +157,10 @@ async def tool_result(scout: Scout, tool_use: ToolUse) -> ToolResultBlockParam:
         result = await scout.execute(server, tool, arguments_of(arguments))
     except ToolscoutError as error:
         return _failed(tool_use_id, error_text(error))
-    block: ToolResultBlockParam = {
-        "type": "tool_result",
-        "tool_use_id": tool_use_id,
-        "content": result_content(result_parts(result, image_types=IMAGE_TYPES)),
-    }
+    block: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": tool_use_id}
+    content = result_content(result_parts(result, image_types=IMAGE_TYPES))
+    if content:  # (a tool that returned nothing: `content` is optional)
+        block["content"] = content
     if result.is_error:
         block["is_error"] = True
     return block
