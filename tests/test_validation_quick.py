@@ -87,3 +87,15 @@ def test_accepts_exactly_what_jsonschema_accepts(index: int) -> None:
             found = sorted(v["message"] for v in refused.details["violations"])
             assert len(found) == len(expected), (instance, found, expected)
     assert accepted > 0  # the seed reaches both sides of every schema
+
+
+def test_a_violation_quotes_a_huge_value_only_in_part() -> None:
+    # jsonschema writes the value into its message: a 10 MB argument must not come back whole.
+    schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 10}}}
+    huge = "w " * 5_000_000
+    with pytest.raises(ArgumentValidationError) as refused:
+        ArgumentValidator().validate(schema, {"text": huge}, server="text", tool="word_count")
+    (violation,) = refused.value.details["violations"]
+    assert violation["path"] == "$.text"
+    assert violation["message"].startswith("'w w w") and violation["message"].endswith("is too long")
+    assert len(str(refused.value)) < 1_000

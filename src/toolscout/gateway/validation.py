@@ -48,6 +48,8 @@ MAX_SECONDS = 1.0
 """The most time one validation may take, whatever the machine's speed."""
 MAX_VIOLATIONS = 100
 """The most violations one refusal lists (the first found; fixing them shows the next)."""
+MAX_VIOLATION_CHARS = 240
+"""The longest message of one violation: the value it quotes is cut in the middle."""
 
 
 class ArgumentValidator:
@@ -234,8 +236,11 @@ def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
 
 def _violation(error: ValidationError) -> dict[str, str]:
     message = error.message
-    if error.validator == "additionalProperties" and len(message) > 200:
-        message = message[:197] + "..."
+    if len(message) > MAX_VIOLATION_CHARS:
+        # jsonschema writes the offending value into its message ("'...' is too long"): a 10 MB
+        # argument would come back whole to the model. Its start and the verdict at the end stay.
+        head, tail = MAX_VIOLATION_CHARS * 2 // 3, MAX_VIOLATION_CHARS // 3
+        message = f"{message[:head]} … {message[-tail:]}"
     return {"path": error.json_path, "message": message}
 
 
