@@ -158,6 +158,7 @@ for call in ("weather", "delete", "typo", "positional"):
         ("get_weather", "VALIDATION_ERROR"),
         ("delete_city", "TOOL_DISABLED"),
         ("get_wether", "TOOL_NOT_FOUND"),
+        ("get_weather", "INVALID_ARGUMENTS"),  # refused before execute: audited all the same
     ]
 
 
@@ -245,7 +246,10 @@ print(gone["title"], note["id"] in [n["id"] for n in left["notes"]])
 
 
 @pytest.mark.parametrize(("action", "confirm"), [("decline", True), ("cancel", True), ("accept", False)])
-async def test_a_destructive_call_the_user_does_not_confirm_raises_and_runs_nothing(action: str, confirm: bool) -> None:
+async def test_a_destructive_call_the_user_does_not_confirm_raises_and_runs_nothing(
+    action: str, confirm: bool, tmp_path: Path
+) -> None:
+    audit = tmp_path / "audit.jsonl"
     user = Confirmer(action, confirm)
     program = """
 note = await notes.create_note(title="Keep", body="x")
@@ -256,10 +260,18 @@ except ToolError as e:
 left = await notes.list_notes()
 print(note["id"] in [n["id"] for n in left["notes"]])
 """
-    async with code_gateway() as gateway, code_client(gateway, elicitation_callback=user) as client:
+    async with (
+        code_gateway(audit_path=audit) as gateway,
+        code_client(gateway, elicitation_callback=user) as client,
+    ):
         result = await run(client, program)
     printed = cast(dict[str, Any], result.structured_content)["output"].splitlines()
     assert "(DECLINED)" in printed[0] and printed[1] == "True"
+    assert [(line["tool"], line["outcome"], line["code"]) for line in audit_lines(audit)] == [
+        ("create_note", "ok", None),
+        ("delete_note", "error", "DECLINED"),
+        ("list_notes", "ok", None),
+    ]
 
 
 async def test_without_elicitation_a_destructive_call_raises_unless_the_config_allows_it() -> None:

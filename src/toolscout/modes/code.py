@@ -51,11 +51,14 @@ from toolscout.modes.smart import ask_user_to_run, is_destructive
 from toolscout.render.python import python_call
 from toolscout.render.signatures import is_flat
 from toolscout.render.text import details_text, search_text
+from toolscout.upstream.calls import current_relay
 
 RUN_CODE = "run_code"
 FUNCTIONS = frozenset({"search_tools", "call_tool"})
 """The host functions a program calls by name (beside `ToolError`, the prelude's)."""
 SEARCH_LIMIT = 50
+UNCONFIRMED = "CONFIRMATION_REQUIRED"
+"""The code of a destructive call the user could not be asked about (no elicitation): run nothing."""
 
 
 class RunCodeArgs(ArgsModel):
@@ -154,6 +157,7 @@ class ProgramHost:
         if call.receiver is not None:
             tool = self.names.tool(call.receiver, call.name)
             if call.args:
+                await self._audit_refused(call.receiver, tool, call.kwargs, "INVALID_ARGUMENTS")
                 raise CallFailed(
                     f"{call.receiver}/{tool}: pass the arguments by name, as the tool's input schema names them "
                     f"({call.name}(title=...)), not by position (INVALID_ARGUMENTS)"
@@ -183,13 +187,15 @@ class ProgramHost:
         entry = self.gateway.visibility.get(self.scope, server, tool)
         if entry is not None and entry.enabled and is_destructive(entry) and not self.config.allow_destructive:
             answer = await ask_user_to_run(qualified, arguments)
+            if answer is not True:
+                await self._audit_refused(server, tool, arguments, "DECLINED" if answer is False else UNCONFIRMED)
             if answer is False:
                 raise CallFailed(f"{qualified}: the user declined running it; nothing was run (DECLINED)")
             if answer is None:
                 raise CallFailed(
                     f"{qualified}: it may destroy data (destructiveHint), and the user could not be asked to "
                     "confirm it: your client does not support elicitation. Ask the user, and have the operator "
-                    "set code.allowDestructive: true to run such tools from programs (CONFIRMATION_REQUIRED)"
+                    f"set code.allowDestructive: true to run such tools from programs ({UNCONFIRMED})"
                 )
         try:
             result = await self.gateway.execute(server, tool, arguments, max_output_chars=0)
@@ -199,6 +205,13 @@ class ProgramHost:
         if result.is_error:
             raise CallFailed(f"{qualified}: {' '.join(texts) or 'the tool reported an error'} (TOOL_EXECUTION_ERROR)")
         return result_value(result, texts)
+
+    async def _audit_refused(self, server: str, tool: str, arguments: dict[str, Any], code: str) -> None:
+        """Audit a call the program made that never reached `Gateway.execute` (which audits the others)."""
+        if self.gateway.audit is not None:
+            relay = current_relay()
+            request = {"server": server, "tool": tool, "arguments": arguments}
+            await self.gateway.audit.record_refused(request, code, client=relay.client if relay is not None else None)
 
     async def _search(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         try:
