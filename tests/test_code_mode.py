@@ -11,13 +11,15 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from pydantic import ValidationError
 
 from tests.helpers.code_gateway import audit_lines, code_client, code_gateway, error_of, run, text_of
 from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES
-from toolscout.config import ToolRule
+from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.code import CodeConfig
 from toolscout.config.scopes import Scope, scoped
 from toolscout.errors import ProgramFailed
+from toolscout.modes.base import SurfaceOptions
 from toolscout.modes.code import CodeTool
 
 # Every program runs in a Monty worker process of its own (started by Monty's Rust pool, so the
@@ -304,3 +306,16 @@ async def test_code_tool_adds_run_code_beside_the_meta_tools(mode: Any) -> None:
     assert names[: len(META_TOOL_NAMES)] == META_TOOL_NAMES and "run_code" in names
     assert cast(dict[str, Any], result.structured_content)["result"] == "Rome"
     assert not executed.is_error
+
+
+# The configuration
+
+
+def test_the_code_section_reads_camel_case_keys_and_refuses_a_timeout_over_its_maximum() -> None:
+    config = GatewayConfig.model_validate(
+        {"mode": "code", "codeTool": True, "code": {"timeout": 10, "maxTimeout": 20, "maxToolCalls": 7}}
+    )
+    assert (config.mode, config.code_tool, config.code.max_tool_calls) == ("code", True, 7)
+    assert SurfaceOptions.from_config(config).code == config.code
+    with pytest.raises(ValidationError, match=r"code.timeout \(30\) is over code.maxTimeout \(20\)"):
+        GatewayConfig.model_validate({"code": {"maxTimeout": 20}})
