@@ -226,6 +226,24 @@ async def test_a_scope_that_does_not_see_a_server_cannot_call_it() -> None:
     assert cast(dict[str, Any], seen.structured_content)["result"] == "Oslo"
 
 
+async def test_run_codes_annotations_follow_the_catalog() -> None:
+    # A scope that sees get_weather (read-only) and whatever trick_* the kitchen learns (no annotations).
+    scope = Scope.of(servers=["kitchen"], tools=["get_weather", "trick_*"], label="tricks")
+    async with code_gateway() as gateway:
+        tool = CodeTool(gateway, CodeConfig())
+        with scoped(scope):
+            before = tool.definition()
+        await gateway.execute("kitchen", "learn_trick", {"name": "trick_fire"})
+        with anyio.fail_after(10):
+            while gateway.visibility.get(scope, "kitchen", "trick_fire") is None:
+                await gateway.catalog.changes.wait()
+        with scoped(scope):
+            after = tool.definition()
+    assert before.annotations is not None and before.annotations.read_only_hint is True
+    assert after.annotations is not None and after.annotations.read_only_hint is False
+    assert after.annotations.destructive_hint is True  # a tool that says nothing may destroy
+
+
 # Destructive tools
 
 
