@@ -63,6 +63,8 @@ LIMITS = {
     "huge string": ('x = "x" * 10**10', "MemoryError"),
     "huge list": ("x = [0] * 10**9", "MemoryError"),
     "growing list": ("x = []\nwhile True:\n    x.append('y' * 1000)", "MemoryError"),
+    "infinite generator": ("sum(x for x in iter(int, 1))", "MemoryError"),
+    "endless count": ("import itertools\nlist(itertools.count())", "MemoryError"),
 }
 
 
