@@ -20,7 +20,7 @@ from toolscout.config.code import CodeConfig
 from toolscout.config.scopes import Scope, scoped
 from toolscout.errors import ProgramFailed
 from toolscout.modes.base import SurfaceOptions
-from toolscout.modes.code import CodeTool
+from toolscout.modes.code import CodeTool, python_names
 
 # Every program runs in a Monty worker process of its own (started by Monty's Rust pool, so the
 # tiers' audit hook cannot see it): these tests start child processes.
@@ -337,3 +337,18 @@ def test_the_code_section_reads_camel_case_keys_and_refuses_a_timeout_over_its_m
     assert SurfaceOptions.from_config(config).code == config.code
     with pytest.raises(ValidationError, match=r"code.timeout \(30\) is over code.maxTimeout \(20\)"):
         GatewayConfig.model_validate({"code": {"maxTimeout": 20}})
+
+
+def test_servers_and_tools_get_names_a_program_can_write() -> None:
+    names = ["notes", "my-notes", "my_notes", "json", "print", "search_tools", "1x", "class", "__init__"]
+    assert python_names(names) == {
+        "notes": "notes",
+        "my-notes": "my_notes",
+        "my_notes": "my_notes_2",  # the second to want a name gets a number
+        "json": "json_",  # an importable module
+        "print": "print_",  # a builtin
+        "search_tools": "search_tools_",  # the program's own function
+        "1x": "_1x",
+        "class": "class_",
+        "__init__": "_init__",  # a program may not write a leading double underscore
+    }

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import keyword
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import mcp_types as types
@@ -76,13 +76,27 @@ RUN_CODE_DESCRIPTION = (
 
 
 def python_names(names: list[str]) -> dict[str, str]:
-    """Each name (a server, or a tool of one server) to the identifier a program calls it by, in order: a
-    keyword or a Python name gets `_` after it, and a name another already took gets `_2`, `_3`, ..."""
-    taken: set[str] = set(FUNCTIONS) | {"ToolError"}
+    """Each server's name to the identifier a program calls it by (`_identifiers`); a Python name (a builtin,
+    an importable module) or one of the program's own functions gets `_` after it."""
+    return _identifiers(names, lambda base: is_reserved(base) or base in FUNCTIONS)
+
+
+def tool_names(entries: list[CatalogTool]) -> dict[str, str]:
+    """Each tool's name to the method name a program calls it by (`_identifiers`)."""
+    return _identifiers([entry.name for entry in entries], lambda base: False)
+
+
+def _identifiers(names: list[str], reserved: Callable[[str], bool]) -> dict[str, str]:
+    """Each of `names` as an identifier, in order: other characters `_`, a keyword, `ToolError` or a
+    `reserved` name with `_` after it, no leading double underscore (a program cannot write one), and a
+    name another already took with `_2`, `_3`, ..."""
+    taken: set[str] = set()
     out: dict[str, str] = {}
     for name in names:
         base = identifier(name)
-        if base in taken or is_reserved(base):
+        if base.startswith("__"):
+            base = "_" + base.lstrip("_") if base.strip("_") else "_tool"
+        if keyword.iskeyword(base) or base == "ToolError" or reserved(base):
             base += "_"
         candidate, n = base, 1
         while candidate in taken:
@@ -90,23 +104,6 @@ def python_names(names: list[str]) -> dict[str, str]:
             candidate = f"{base}_{n}"
         taken.add(candidate)
         out[name] = candidate
-    return out
-
-
-def tool_names(entries: list[CatalogTool]) -> dict[str, str]:
-    """Each tool's name to its method name: `identifier`, `_` after a keyword, `_2` on a clash."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for entry in entries:
-        base = identifier(entry.name)
-        if base in taken or base == "ToolError" or base.startswith("__") or keyword.iskeyword(base):
-            base += "_"
-        candidate, n = base, 1
-        while candidate in taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        taken.add(candidate)
-        out[entry.name] = candidate
     return out
 
 
