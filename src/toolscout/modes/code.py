@@ -67,11 +67,10 @@ class RunCodeArgs(ArgsModel):
 
 
 RUN_CODE_DESCRIPTION = (
-    "Run a Python program that calls tools: each server is an object, each tool an async method taking "
-    "keyword arguments (`r = await notes.create_note(title='x')`), returning its structured result (else its "
-    "text, as JSON when it parses); a failure raises ToolError. `await search_tools('query')` finds more. "
-    "Only what it prints and its last expression come back. No files, network or other imports than json, "
-    "re, math, datetime, asyncio, collections, itertools."
+    "Run Python that calls tools: `r = await server.tool(arg=...)` returns the tool's structured result (else "
+    "its text, as JSON when it parses); a failure raises ToolError; `await search_tools('query')` finds tools. "
+    "Only what it prints, and its last expression, come back. Imports: json, re, math, datetime, asyncio, "
+    "collections, itertools."
 )
 
 
