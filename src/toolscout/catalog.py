@@ -12,7 +12,7 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel
 
-from toolscout.config.rules import RuleSet
+from toolscout.config.rules import Load, RuleSet
 from toolscout.errors import ToolDisabled, ToolNotFound, ToolUnusable, tool_quarantined
 from toolscout.schemas import schema_problem
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
@@ -96,6 +96,8 @@ class CatalogTool:
     within the budget: `schema_problem`); such a tool is never enabled, searched or called."""
     hidden: bool = False
     """Kept out of every listing by `toolRules` (`hidden: true`), yet found by search and callable."""
+    load: Load | None = None
+    """`eager` or `deferred` as `toolRules` say (`load`); None: as its server's entry says."""
 
     @property
     def name(self) -> str:
@@ -214,6 +216,7 @@ class Catalog:
             quarantined=held,
             unusable=unusable,
             hidden=verdict.hidden,
+            load=verdict.load,
         )
 
     def order_servers(self, names: Sequence[str]) -> None:
