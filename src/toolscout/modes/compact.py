@@ -100,7 +100,8 @@ class CompactSurface:
         lines = ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
         for upstream in upstreams:
             about = upstream.identity.instructions if upstream.identity and upstream.identity.instructions else None
-            about = cut_text(about or upstream.description, INSTRUCTIONS_LIMIT)
+            # Its own words only: one made from its tools would say again what the lines below list.
+            about = cut_text(about or upstream.own_description, INSTRUCTIONS_LIMIT)
             head = f"  Server: {upstream.name}" + (f" - {about}" if about else "")
             # An idle server's tools are called as any others (it connects for the call): only a
             # server that cannot answer now is marked, so that the model knows before it calls.
