@@ -29,6 +29,7 @@ from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, InvalidArguments, Phrasing, ToolExecutionError
 from toolscout.gateway.core import Gateway
 from toolscout.modes.client import SurfaceClient
+from toolscout.modes.hints import OWN_TOOL_META
 from toolscout.render.examples import tool_examples
 from toolscout.render.signatures import call_signature, is_flat, parameters
 from toolscout.render.text import (
@@ -212,13 +213,15 @@ class ToolSpec(Generic[ArgsT]):
 
     def definition(self) -> types.Tool:
         """The tool as `tools/list` gives it."""
-        return types.Tool(
+        tool = types.Tool(
             name=self.name,
             description=self.description,
             input_schema=_compact_schema(self.args.model_json_schema(by_alias=True)),
             # Only what differs from the spec's default (not read-only) and lets clients auto-approve.
             annotations=types.ToolAnnotations(read_only_hint=True) if self.read_only else None,
         )
+        # Always in context, in a client that defers MCP tools: the way to every other tool.
+        return tool.model_copy(update={"meta": dict(OWN_TOOL_META)})
 
     def parse(self, arguments: dict[str, Any] | None) -> ArgsT:
         """A call's `arguments` validated against `args` (`parse_arguments`)."""
