@@ -67,7 +67,10 @@ async def test_compact_mode_lists_inspect_and_exec_with_the_catalog_in_the_descr
         assert "protocol_error" not in description  # disabled by rules
         assert inspect.input_schema["required"] == ["server_name"]
         assert run.input_schema["required"] == ["server_name", "tool_name"]
-        assert run.annotations is None  # not read-only, open world: the defaults, so nothing to say
+        # exec reaches the kitchen's tools, some of which write: what the riskiest of them may do.
+        assert run.annotations == types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+        )
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -20,6 +20,7 @@ from toolscout.catalog import CatalogTool
 from toolscout.config import ToolRule
 from toolscout.config.models import ModeName
 from toolscout.config.rules import Load, RuleSet
+from toolscout.config.scopes import Scope, scoped
 from toolscout.gateway.core import Gateway
 from toolscout.modes.hints import ALWAYS_LOAD, HINT_LIMIT, SEARCH_HINT, search_hint
 from toolscout.render.text import tool_definitions_json
@@ -234,3 +235,26 @@ def test_a_search_hint_is_bounded_deterministic_and_made_of_what_the_search_know
     assert hint.endswith(": Create a note with a title and body")
     long = CatalogTool("s", tool("do_" + "thing_" * 40, "Word " * 200), True, ())
     assert len(search_hint(long)) <= HINT_LIMIT
+
+
+@pytest.mark.parametrize("mode", ["discovery", "dynamic", "smart", "compact"])
+async def test_the_tool_that_runs_others_is_annotated_as_the_riskiest_tool_its_scope_reaches(mode: ModeName) -> None:
+    runner = {"discovery": "execute_tool", "dynamic": "execute_tool", "smart": "smart_tool_discovery"}.get(mode, "exec")
+    async with gateway_of(specs()) as gateway:
+
+        async def annotations() -> types.ToolAnnotations:
+            tools = {t.name: t for t in await listed(gateway, mode)}
+            found = tools[runner].annotations
+            assert found is not None
+            return found
+
+        with scoped(Scope.of(servers=["weather"])):
+            reading = await annotations()
+        assert reading.read_only_hint is True and reading.destructive_hint is False
+        assert reading.idempotent_hint is False  # get_alerts does not say it is
+        with scoped(Scope.of(servers=["files"], tools=["read_file"])):
+            assert (await annotations()).read_only_hint is True
+        writing = await annotations()  # unscoped: delete_file is within reach
+        assert writing.read_only_hint is False and writing.destructive_hint is True
+        with scoped(Scope.of(servers=["files"])):
+            assert (await annotations()).destructive_hint is True

@@ -22,7 +22,7 @@ from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import BY_NAME, META_TOOLS, ArgsModel, ToolRefArgs, ToolSpec, run_meta_tool, tool_result
-from toolscout.modes.hints import hinted, is_eager, native_order, server_loads
+from toolscout.modes.hints import Reach, hinted, is_eager, native_order, server_loads
 from toolscout.modes.passthrough import NativeNames
 
 
@@ -65,6 +65,7 @@ class DynamicSurface:
         self._unload = ToolSpec("unload_tools", "Remove loaded tools from your tool list.", UnloadToolsArgs)
         self._definitions = [tool.definition() for tool in (*META_TOOLS, self._load, self._unload)]
         self._modern_definitions = [tool.definition() for tool in META_TOOLS]
+        self._reach = Reach(gateway, (tool.name for tool in META_TOOLS if tool.runs_tools))
         self._eager_lists = ScopedCache[list[types.Tool]]()
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
@@ -74,7 +75,7 @@ class DynamicSurface:
             # 2026-07-28: tools/list must not vary per connection, so nothing is loaded into it
             # (a principal's pinned tools are how a client gets tools of its own there); the eager
             # tools vary by scope alone.
-            return [*self._modern_definitions, *eager]
+            return [*self._reach.applied(self._modern_definitions), *eager]
         loaded: list[types.Tool] = []
         shown = {tool.name for tool in eager}
         scope = current_scope()
@@ -84,7 +85,7 @@ class DynamicSurface:
             # it comes back if the server offers it again.
             if entry is not None and entry.enabled and self.names.name(server, tool) not in shown:
                 loaded.append(hinted(entry, self.names.name(entry.server, entry.name), loads))
-        return [*self._definitions, *eager, *loaded]
+        return [*self._reach.applied(self._definitions), *eager, *loaded]
 
     def _eager(self, loads: dict[str, Load | None]) -> list[types.Tool]:
         """The eager tools the request's scope sees, listed natively from the start after the meta-tools

@@ -31,11 +31,12 @@ from typing import Any
 
 import mcp_types as types
 
-from toolscout.catalog import CatalogTool
+from toolscout.catalog import CatalogTool, least_permissive
 from toolscout.config.rules import Load
-from toolscout.config.scopes import UNSCOPED, scoped
+from toolscout.config.scopes import UNSCOPED, current_scope, scoped
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.index import import_search_package
+from toolscout.gateway.visibility import ScopedCache
 
 ALWAYS_LOAD = "anthropic/alwaysLoad"
 """`_meta` key: `true` keeps the tool in the model's context in a client that defers tools."""
@@ -135,3 +136,33 @@ def native_order(entries: Iterable[CatalogTool], loads: Mapping[str, Load | None
     for entry in listed:
         place.setdefault(entry.server, len(place))
     return sorted(listed, key=lambda e: (not is_eager(e, loads), place[e.server], e.name))
+
+
+class Reach:
+    """The annotations of a tool that runs upstream tools (`execute_tool`, `exec`, `smart_tool_discovery`)
+    for the request's scope: the least permissive of the enabled tools the scope sees (`least_permissive`),
+    made once per catalog version and scope. `tools/list` may vary by the authorization of a request,
+    never by its connection, and so do these."""
+
+    def __init__(self, gateway: Gateway, names: Iterable[str]) -> None:
+        self.gateway = gateway
+        self.names = frozenset(names)
+        """The tools of a surface that run upstream tools."""
+        self._cache = ScopedCache[types.ToolAnnotations]()
+
+    def annotations(self) -> types.ToolAnnotations:
+        """What the request's scope can reach, as annotations."""
+        scope = current_scope()
+        gateway = self.gateway
+        version = (gateway.catalog.version, tuple(u.name for u in gateway.upstreams))
+        return self._cache.get(scope, version, lambda: least_permissive(gateway.visibility.tools(scope)))
+
+    def applied(self, definitions: list[types.Tool]) -> list[types.Tool]:
+        """`definitions` with the annotations of the request's scope on the tools that run others."""
+        if not any(tool.name in self.names for tool in definitions):
+            return definitions
+        annotations = self.annotations()
+        return [
+            tool.model_copy(update={"annotations": annotations}) if tool.name in self.names else tool
+            for tool in definitions
+        ]
