@@ -18,9 +18,11 @@ from tests.helpers.gateway_client import ERAS, structured, text
 from tests.servers.shelf import shelf_server, tool
 from toolscout.catalog import CatalogTool
 from toolscout.config import ToolRule
+from toolscout.config.loader import parse_config
 from toolscout.config.models import ModeName
 from toolscout.config.rules import Load, RuleSet
 from toolscout.config.scopes import Scope, scoped
+from toolscout.errors import ConfigurationError
 from toolscout.gateway.core import Gateway
 from toolscout.modes.hints import ALWAYS_LOAD, HINT_LIMIT, SEARCH_HINT, search_hint
 from toolscout.render.text import tool_definitions_json
@@ -258,3 +260,26 @@ async def test_the_tool_that_runs_others_is_annotated_as_the_riskiest_tool_its_s
         assert writing.read_only_hint is False and writing.destructive_hint is True
         with scoped(Scope.of(servers=["files"])):
             assert (await annotations()).destructive_hint is True
+
+
+YAML = """\
+mcpServers:
+  weather: {command: weather-server, load: eager}
+  files: {command: files-server}
+toolRules:
+  - {pattern: "delete_*", server: weather, load: deferred}
+"""
+
+
+def test_load_is_read_from_server_entries_and_tool_rules_and_a_wrong_value_says_what_to_write() -> None:
+    config = parse_config(YAML, "yaml", "toolscout.yaml")
+    weather = UpstreamSpec.from_config("weather", config.mcp_servers["weather"])
+    files = UpstreamSpec.from_config("files", config.mcp_servers["files"])
+    assert (weather.load, files.load) == ("eager", None)  # unset: an upstream's own alwaysLoad may stand
+    assert config.mcp_servers["files"].load == "deferred"
+    rules = RuleSet(config.tool_rules)
+    assert rules.verdict("weather", "delete_city").load == "deferred"
+    assert rules.verdict("files", "delete_file").load is None
+    with pytest.raises(ConfigurationError) as raised:
+        parse_config(YAML.replace("load: eager", "load: always"), "yaml", "toolscout.yaml")
+    assert "load" in raised.value.message and "'eager'" in raised.value.message
