@@ -82,8 +82,8 @@ def _hint(name: str, title: str, tags: tuple[str, ...], summary: str) -> str:
 def search_hint(entry: CatalogTool) -> str:
     """The words a client's tool search should find `entry` by: the words of its name, title and tags,
     the other verbs of each verb's family the search knows (`create` brings `add`, `new`, ...), then its
-    summary; at most `HINT_LIMIT` characters. Made once per tool text (remembered), so a catalog of
-    10,000 tools pays for it once, and only for the tools that changed after."""
+    summary; at most `HINT_LIMIT` characters. Remembered per tool text: a large catalog pays for its
+    hints once, and after a change only for the tools that changed."""
     return _hint(entry.name, entry.title or "", entry.tags, entry.summary)
 
 
