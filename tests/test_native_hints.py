@@ -283,3 +283,13 @@ def test_load_is_read_from_server_entries_and_tool_rules_and_a_wrong_value_says_
     with pytest.raises(ConfigurationError) as raised:
         parse_config(YAML.replace("load: eager", "load: always"), "yaml", "toolscout.yaml")
     assert "load" in raised.value.message and "'eager'" in raised.value.message
+
+
+async def test_a_pinned_tool_carries_the_hints_and_keeps_its_upstreams_meta() -> None:
+    async with gateway_of(specs(weather="eager")) as gateway:
+        with scoped(Scope.of(pinned_tools=["weather/get_forecast", "files/read_file"])):
+            tools = {t.name: t for t in await listed(gateway, "discovery")}
+        forecast, read = tools["weather__get_forecast"], tools["files__read_file"]
+        same_but_name_and_meta(RICH, forecast)
+        assert meta(forecast)[ALWAYS_LOAD] is True
+        assert meta(read)[SEARCH_HINT].startswith("read file") and ALWAYS_LOAD not in meta(read)
