@@ -12,6 +12,7 @@ from pathlib import Path
 
 from benchmarks import harness
 from benchmarks.search import DEFAULT_EVAL_DIR
+from toolscout.catalog import least_permissive
 from toolscout.modes.discovery import META_TOOLS
 from toolscout.render.text import ENCODING, tool_tokens
 from toolscout.search.evaluation import load_catalog
@@ -30,7 +31,14 @@ def main() -> None:
         ),
         key=lambda pair: -pair[1],
     )
-    meta = tool_tokens([t.definition() for t in META_TOOLS])
+    # execute_tool is annotated as the riskiest tool it reaches (modes/hints.py), as a client receives it.
+    reach = least_permissive(catalog.tools())
+    meta = tool_tokens(
+        [
+            t.definition().model_copy(update={"annotations": reach}) if t.runs_tools else t.definition()
+            for t in META_TOOLS
+        ]
+    )
     direct = tool_tokens(tools)
     print(f"token cost, {harness.today()}, {ENCODING}")
     print("| exposed | tools | tokens |")

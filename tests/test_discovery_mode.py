@@ -53,7 +53,8 @@ async def test_list_mcp_servers_reports_counts_status_and_instructions(era: str)
         kitchen, notes = data["servers"]
         assert kitchen == {
             "name": "kitchen",
-            "description": "",
+            # It says nothing of itself beyond its instructions: a description made from its tools.
+            "description": kitchen["description"],
             "status": "connected",
             "toolCount": 8,
             "enabledCount": 7,
@@ -61,6 +62,7 @@ async def test_list_mcp_servers_reports_counts_status_and_instructions(era: str)
             "serverInfo": {"name": "kitchen", "version": "1.2.3"},
             "protocolVersion": "2026-07-28",
         }
+        assert kitchen["description"].startswith("Tools: fail_politely (Always fails")
         assert notes["description"] == "Personal notes"
         assert (data["totalTools"], data["enabledTools"]) == (10, 9)
         assert "kitchen [connected] 7 tools (+1 disabled)" in text(result)

@@ -12,7 +12,7 @@ import anyio
 import mcp_types as types
 from pydantic import BaseModel
 
-from toolscout.config.rules import RuleSet
+from toolscout.config.rules import Load, RuleSet
 from toolscout.errors import ToolDisabled, ToolNotFound, ToolUnusable, tool_quarantined
 from toolscout.schemas import schema_problem
 from toolscout.suggestions import MAX_SUGGESTIONS, closest
@@ -96,6 +96,8 @@ class CatalogTool:
     within the budget: `schema_problem`); such a tool is never enabled, searched or called."""
     hidden: bool = False
     """Kept out of every listing by `toolRules` (`hidden: true`), yet found by search and callable."""
+    load: Load | None = None
+    """`eager` or `deferred` as `toolRules` say (`load`); None: as its server's entry says."""
 
     @property
     def name(self) -> str:
@@ -120,6 +122,22 @@ class CatalogTool:
     @property
     def output_schema(self) -> dict[str, Any] | None:
         return self.tool.output_schema
+
+
+SERVER_DESCRIPTION_LIMIT = 200
+"""The characters of a description made from a server's tools: a sentence or two, in any listing."""
+
+
+def describe_server(entries: Iterable[CatalogTool], limit: int = SERVER_DESCRIPTION_LIMIT) -> str:
+    """A server's description made from its tools, for a server that says nothing of itself: what
+    its tools do, by name and summary, in name order (the same tools give the same words however the
+    server orders its list), cut to `limit` characters. Empty for a server without tools."""
+    tools = sorted(entries, key=lambda e: e.name)
+    if not tools:
+        return ""
+    parts = [f"{e.name} ({e.summary.rstrip('.')})" if e.summary else e.name for e in tools]
+    text = f"Tools: {'; '.join(parts)}."
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ;,(") + "…"
 
 
 def least_permissive(entries: Iterable[CatalogTool]) -> types.ToolAnnotations:
@@ -168,6 +186,8 @@ class Catalog:
         self._servers: dict[str, dict[str, CatalogTool]] = {}
         self._order: dict[str, int] = {}
         self.changes = Changes()
+        self._described: tuple[int, dict[str, str]] = (-1, {})
+        """Each server's description made from its tools (`described`), as of one catalog version."""
 
     @property
     def version(self) -> int:
@@ -214,6 +234,7 @@ class Catalog:
             quarantined=held,
             unusable=unusable,
             hidden=verdict.hidden,
+            load=verdict.load,
         )
 
     def order_servers(self, names: Sequence[str]) -> None:
@@ -294,6 +315,17 @@ class Catalog:
         """(all tools, enabled tools) of `server`."""
         entries = self._servers.get(server, {})
         return len(entries), sum(1 for t in entries.values() if t.enabled and not t.quarantined)
+
+    def described(self, server: str) -> str:
+        """`server`'s description made from its listed tools (`describe_server`: enabled, not hidden),
+        made once per catalog version."""
+        version, made = self._described
+        if version != self.version:
+            version, made = self._described = (self.version, {})
+        found = made.get(server)
+        if found is None:
+            found = made[server] = describe_server(self.tools(server, include_hidden=False))
+        return found
 
     def hidden_count(self, server: str) -> int:
         """How many of `server`'s enabled tools are hidden: in no listing, though found by search."""

@@ -431,13 +431,17 @@ class CatalogView:
             raise server_not_found(name, list(self._config.mcp_servers))
         return found
 
+    def description(self, server: ServerView) -> str:
+        """`server`'s description as a running gateway gives it: its own, else one made from its tools."""
+        return server.description or self.catalog.described(server.name)
+
     def row(self, server: ServerView) -> dict[str, Any]:
         """The server as `toolscout list --json` shows it: `list_mcp_servers`'s keys, and `stale` and
         `cachedAt` when its tools are stored ones, `failedAt` when its error is a remembered one."""
         total, enabled = self.catalog.counts(server.name)
         row: dict[str, Any] = {
             "name": server.name,
-            "description": server.description,
+            "description": self.description(server),
             "status": server.status,
             "toolCount": total,
             "enabledCount": enabled,
@@ -522,7 +526,7 @@ class CatalogView:
             self.server(server)
         backend = make_backend(search.backend, model=search.model, fuzzy_names=search.fuzzy_names)
         tools = [t for t in self.catalog.tools(include_disabled=include_disabled) if t.unusable is None]
-        backend.rebuild(tools, {s.name: server_context(s.description, s.instructions) for s in self.servers})
+        backend.rebuild(tools, {s.name: server_context(self.description(s), s.instructions) for s in self.servers})
         return backend, floor
 
     def tools(self, server: str) -> list[CatalogTool]:

@@ -649,8 +649,8 @@ def tokens(
     catalog without being started; `--refresh` starts every server and measures what it lists now.
     """
     from toolscout.modes.base import SurfaceOptions
-    from toolscout.modes.costs import COUNTED_ERA, mode_tokens, server_costs
-    from toolscout.modes.discovery import META_TOOLS
+    from toolscout.modes.costs import COUNTED_ERA, NewClient, mode_tokens, server_costs
+    from toolscout.modes.discovery import META_TOOLS, DiscoverySurface
     from toolscout.render.text import ENCODING, tool_tokens
 
     output = Output(as_json)
@@ -665,7 +665,8 @@ def tokens(
                     row["cachedAt"] = stored[row["server"]]
             measured = await mode_tokens(gateway, options=SurfaceOptions.from_config(gateway_config))
             modes = [cost.to_dict() for cost in measured]
-        meta = tool_tokens([t.definition() for t in META_TOOLS])
+            # As a client receives them: execute_tool's annotations depend on the tools it reaches.
+            meta = tool_tokens(await DiscoverySurface(gateway).tools(NewClient()))
         total = sum(row["tokens"] for row in per_server)
         summary: dict[str, Any] = {
             "encoding": ENCODING,

@@ -55,7 +55,7 @@ from pydantic.alias_generators import to_camel
 from toolscout.config.code import CodeConfig
 from toolscout.config.http import AuthConfig, HttpServeConfig
 from toolscout.config.locations import absolute_path, user_log_dir
-from toolscout.config.rules import RuleEvaluation, ToolRule, patterns_compile
+from toolscout.config.rules import Load, RuleEvaluation, ToolRule, patterns_compile
 from toolscout.config.telemetry import TelemetryConfig
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -126,6 +126,9 @@ class _ServerBase(_Model):
     """Close the connection after this many seconds without calls, reopen on demand (lazy: 300 unless set)."""
     tools: list[StaticTool] = Field(default_factory=list[StaticTool])
     """Tools to list while the server is not connected; the server's own list replaces them once it is."""
+    load: Load = "deferred"
+    """Whether a client that defers tool schemas keeps its tools in context (`eager`) or finds them with
+    its own tool search (`deferred`); a tool rule's `load` wins (`Load`)."""
 
 
 class StdioServerConfig(_ServerBase):

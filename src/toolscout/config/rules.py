@@ -141,6 +141,11 @@ def patterns_compile(patterns: list[str]) -> list[str]:
     return patterns
 
 
+Load = Literal["eager", "deferred"]
+"""How a client that defers tool schemas should treat a tool (`load` on a server entry or a tool rule):
+always in its context (`eager`: `_meta["anthropic/alwaysLoad"]`), or found by its own tool search
+(`deferred`, the default). In dynamic mode an eager tool is also listed from the start."""
+
 RuleEvaluation = Literal["first-match", "first-change", "deny-wins"]
 """Which matching rule's `enabled` decides a tool's verdict (the module's docstring says each)."""
 RULE_EVALUATIONS: tuple[RuleEvaluation, ...] = ("first-match", "first-change", "deny-wins")
@@ -159,6 +164,9 @@ class ToolRule(BaseModel):
     """Tools only: `true` keeps the tools out of every listing (tools/list, list_tools, the catalog in a
     description) while search, smart mode and calls by name still find them; the first rule that sets
     it decides, as for `enabled`."""
+    load: Load | None = None
+    """Tools only: `eager` or `deferred` for the matching tools, over their server's `load`; the first
+    rule that sets it decides, as for `hidden`."""
     kind: Literal["tool", "prompt", "resource"] | None = None
     """What the rule is about: tools (by name; the default, also when unset), prompts (by name) or
     resources (by URI, templates by their URI template). Each kind has rules, and a whitelist, of its own."""
@@ -183,6 +191,8 @@ class Verdict:
     tags: tuple[str, ...]
     hidden: bool = False
     """Listed nowhere, though found by search and callable (`ToolRule.hidden`)."""
+    load: Load | None = None
+    """`eager` or `deferred` as a rule says (`ToolRule.load`); None: as its server's entry says."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +203,7 @@ class _CompiledRule:
     enabled: bool | None
     tags: tuple[str, ...]
     hidden: bool | None = None
+    load: Load | None = None
 
 
 class RuleSet:
@@ -218,6 +229,7 @@ class RuleSet:
                 enabled=rule.enabled,
                 tags=tuple(rule.tags),
                 hidden=rule.hidden,
+                load=rule.load,
             )
             for rule in rules
         )
@@ -277,6 +289,7 @@ class RuleSet:
     def verdict(self, server: str, tool: str, kind: RuleKind = "tool") -> Verdict:
         """Return what the rules of `kind` say about `server`'s tool (or prompt name, or resource URI) `tool`."""
         hidden: bool | None = None
+        load: Load | None = None
         tags: dict[str, None] = {}
         said: list[tuple[int, bool]] = []
         for index, rule in enumerate(self._rules):
@@ -290,6 +303,8 @@ class RuleSet:
                 said.append((index, rule.enabled))
             if hidden is None and rule.hidden is not None:
                 hidden = rule.hidden
+            if load is None and rule.load is not None:
+                load = rule.load
             tags.update(dict.fromkeys(rule.tags))
         enabled = self._decide(said, kind)[0]
-        return Verdict(enabled=enabled, tags=tuple(tags), hidden=bool(hidden))
+        return Verdict(enabled=enabled, tags=tuple(tags), hidden=bool(hidden), load=load)

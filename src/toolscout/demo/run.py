@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -98,13 +99,20 @@ async def run_demo() -> None:
                     os.environ[name] = value
 
 
+def _as_counted(listed: Sequence[types.Tool]) -> list[types.Tool]:
+    """The meta-tools as a client of `COUNTED_ERA` receives them: their definitions, with the
+    annotations `listed` gave each (execute_tool's depend on the tools it reaches)."""
+    given = {tool.name: tool.annotations for tool in listed}
+    return [t.definition().model_copy(update={"annotations": given.get(t.name)}) for t in META_TOOLS]
+
+
 async def _walk(demo: _Demo) -> None:
     client, console = demo.client, demo.console
     listed = await client.list_tools()
     meta_cost = tool_tokens(listed.tools)
     era = client.protocol_version
     # The eras serialise schemas with their keys in another order, which shifts the count a little.
-    other = "" if era == COUNTED_ERA else f"; {tool_tokens([t.definition() for t in META_TOOLS])} at {COUNTED_ERA}"
+    other = "" if era == COUNTED_ERA else f"; {tool_tokens(_as_counted(listed.tools))} at {COUNTED_ERA}"
     console.print(
         f"The agent's tools/list: {len(listed.tools)} tools, [bold]{meta_cost} tokens[/bold] at protocol {era}"
         f"{other} ({', '.join(t.name for t in listed.tools)}).\n"
@@ -130,7 +138,7 @@ async def _walk(demo: _Demo) -> None:
 
     costs = await _direct_costs()
     # Counted in one era (the eras serialise schemas differently): the meta-tools as `toolscout tokens` counts them.
-    meta = tool_tokens([t.definition() for t in META_TOOLS])
+    meta = tool_tokens(_as_counted(listed.tools))
     table = Table(
         title=f"What the agent carries in every request ({ENCODING} tokens, protocol {COUNTED_ERA})",
         title_justify="left",

@@ -356,7 +356,10 @@ class Gateway:
         status (`disconnected` once a live connection was lost, `error` when an attempt failed) and its
         configuration entry with every secret masked (`config`)."""
         total, enabled = self.visibility.counts(current_scope(), upstream.name)
-        entry: dict[str, Any] = {"name": upstream.name, "description": upstream.description}
+        entry: dict[str, Any] = {
+            "name": upstream.name,
+            "description": self.visibility.description(current_scope(), upstream),
+        }
         entry |= {"status": upstream.status.value, "toolCount": total, "enabledCount": enabled}
         hidden = self.visibility.hidden_count(current_scope(), upstream.name)
         if hidden:  # enabled, and found by search_tools, yet left out of list_tools

@@ -434,16 +434,23 @@ class SearchIndex:
             return self._search
 
     def server_context(self, scope: Scope | None = None) -> dict[str, str]:
-        """What each server (each one `scope` sees, if given) says about itself: context for its tools."""
-        return server_contexts(self._upstreams if scope is None else self._visibility.upstreams(scope))
+        """What each server (each one `scope` sees, if given) says about itself: context for its tools,
+        and the document a server is ranked by (its description made from its tools when it says nothing)."""
+        if scope is None:
+            return server_contexts(self._upstreams)
+        return server_contexts(self._visibility.upstreams(scope), lambda up: self._visibility.description(scope, up))
 
 
-def server_contexts(upstreams: Iterable[Upstream]) -> dict[str, str]:
-    """What each of `upstreams` says about itself (description, instructions), by name: context for its tools."""
+def server_contexts(upstreams: Iterable[Upstream], describe: Callable[[Upstream], str] | None = None) -> dict[str, str]:
+    """What each of `upstreams` says about itself (description, instructions), by name: context for its
+    tools. `describe`: its description as the request's scope reads it (default: `Upstream.description`)."""
     from toolscout.search.base import server_context
 
     return {
-        up.name: server_context(up.description, up.identity.instructions if up.identity else None) for up in upstreams
+        up.name: server_context(
+            describe(up) if describe is not None else up.description, up.identity.instructions if up.identity else None
+        )
+        for up in upstreams
     }
 
 

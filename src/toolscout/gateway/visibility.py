@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any, Generic, TypeVar, TypeVarTuple
 
-from toolscout.catalog import Catalog, CatalogTool
+from toolscout.catalog import Catalog, CatalogTool, describe_server
 from toolscout.config.rules import RuleKind
 from toolscout.config.scopes import UNSCOPED, Scope, scoped
 from toolscout.errors import ToolNotFound, tool_quarantined
@@ -139,6 +139,13 @@ class Visibility:
             return self._catalog.counts(server)
         tools = self.tools(scope, server, include_disabled=True)
         return len(tools), sum(1 for t in tools if t.enabled)
+
+    def description(self, scope: Scope, upstream: Upstream) -> str:
+        """`upstream`'s description as `scope` reads it: its configured one, else what it said about
+        itself, else one made from the tools `scope` sees of it (never naming one it does not see)."""
+        if not narrows(scope) or upstream.own_description:
+            return upstream.description
+        return describe_server(self.tools(scope, upstream.name, include_hidden=False))
 
     def hidden_count(self, scope: Scope, server: str) -> int:
         """Count the enabled tools of `server` that `scope` sees and no listing shows (`hidden: true`)."""

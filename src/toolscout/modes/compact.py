@@ -25,6 +25,7 @@ from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool, tool_result
+from toolscout.modes.hints import Reach
 from toolscout.render.text import INSTRUCTIONS_LIMIT, cut_text
 from toolscout.render.toon import compressed_result_off_loop, data_text, schemas_as_typescript
 from toolscout.upstream import Status, Upstream
@@ -81,9 +82,11 @@ class CompactSurface:
             ExecArgs,
             handler=self._run_exec,
             read_only=False,
+            runs_tools=True,
         )
         self._by_name = {tool.name: tool for tool in (self._inspect, self._exec)}
         self._described = ScopedCache[str]()
+        self._reach = Reach(gateway, [self._exec.name])
 
     def description(self) -> str:
         """Return `inspect`'s description: a header, then one block per server the request's scope sees, with the
@@ -100,7 +103,8 @@ class CompactSurface:
         lines = ["Inspect available MCP tools and their schemas.", "", "Available tools:"]
         for upstream in upstreams:
             about = upstream.identity.instructions if upstream.identity and upstream.identity.instructions else None
-            about = cut_text(about or upstream.description, INSTRUCTIONS_LIMIT)
+            # Its own words only: one made from its tools would say again what the lines below list.
+            about = cut_text(about or upstream.own_description, INSTRUCTIONS_LIMIT)
             head = f"  Server: {upstream.name}" + (f" - {about}" if about else "")
             # An idle server's tools are called as any others (it connects for the call): only a
             # server that cannot answer now is marked, so that the model knows before it calls.
@@ -116,7 +120,7 @@ class CompactSurface:
         await self.gateway.settle_startup()
         inspect = self._inspect.definition()
         inspect.description = self.description()
-        return [inspect, self._exec.definition()]
+        return [inspect, self._exec.definition().model_copy(update={"annotations": self._reach.annotations()})]
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(self._by_name, self.gateway, name, arguments)

@@ -29,6 +29,7 @@ from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, InvalidArguments, Phrasing, ToolExecutionError
 from toolscout.gateway.core import Gateway
 from toolscout.modes.client import SurfaceClient
+from toolscout.modes.hints import OWN_TOOL_META, Reach
 from toolscout.render.examples import tool_examples
 from toolscout.render.signatures import call_signature, is_flat, parameters
 from toolscout.render.text import (
@@ -209,16 +210,21 @@ class ToolSpec(Generic[ArgsT]):
     description: str
     args: type[ArgsT]
     read_only: bool = True
+    runs_tools: bool = False
+    """Whether it runs upstream tools: its annotations are then those of the riskiest tool the request's
+    scope can reach (`hints.Reach`), not its own `read_only`."""
 
     def definition(self) -> types.Tool:
         """The tool as `tools/list` gives it."""
-        return types.Tool(
+        tool = types.Tool(
             name=self.name,
             description=self.description,
             input_schema=_compact_schema(self.args.model_json_schema(by_alias=True)),
             # Only what differs from the spec's default (not read-only) and lets clients auto-approve.
             annotations=types.ToolAnnotations(read_only_hint=True) if self.read_only else None,
         )
+        # Always in context, in a client that defers MCP tools: the way to every other tool.
+        return tool.model_copy(update={"meta": dict(OWN_TOOL_META)})
 
     def parse(self, arguments: dict[str, Any] | None) -> ArgsT:
         """A call's `arguments` validated against `args` (`parse_arguments`)."""
@@ -613,6 +619,7 @@ META_TOOLS: tuple[MetaTool, ...] = (
         ExecuteArgs,
         handler=execute_tool,
         read_only=False,
+        runs_tools=True,
     ),
 )
 BY_NAME = {t.name: t for t in META_TOOLS}
@@ -643,9 +650,10 @@ class DiscoverySurface:
         self.execute_result: ExecuteResult = execute_result
         self._tools = {**BY_NAME, **{tool.name: tool for tool in extra}}
         self._definitions = [tool.definition() for tool in self._tools.values()]
+        self._reach = Reach(gateway, (tool.name for tool in self._tools.values() if tool.runs_tools))
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
-        return self._definitions
+        return self._reach.applied(self._definitions)
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(

@@ -1,6 +1,7 @@
 """Dynamic mode: the meta-tools, plus `load_tools`/`unload_tools` that put chosen tools in this client's own list.
 
-An agent searches as in discovery mode, then loads the few tools it needs; they appear in its
+Tools whose `load` is `eager` (hints.py) are listed natively beside the meta-tools from the start, for
+every client. For the others an agent searches as in discovery mode, then loads the few it needs; they appear in its
 session's `tools/list` as native tools (passthrough naming, full schemas), the client is told
 with `notifications/tools/list_changed` (a `subscriptions/listen` event at 2026-07-28), and the
 model calls them directly. State is per client (serve/sessions.py) and capped at `max_loaded`.
@@ -14,11 +15,14 @@ import mcp_types as types
 from pydantic import Field
 
 from toolscout.config.models import DEFAULT_MAX_LOADED_TOOLS, ExecuteResult, ListingFormat
+from toolscout.config.rules import Load
 from toolscout.config.scopes import current_scope
 from toolscout.errors import AGENT_STEPS, LoadLimitReached, NotInThisProtocol, Phrasing
 from toolscout.gateway.core import Gateway
+from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import BY_NAME, META_TOOLS, ArgsModel, ToolRefArgs, ToolSpec, run_meta_tool, tool_result
+from toolscout.modes.hints import Reach, hinted, is_eager, native_order, server_loads
 from toolscout.modes.passthrough import NativeNames
 
 
@@ -61,21 +65,42 @@ class DynamicSurface:
         self._unload = ToolSpec("unload_tools", "Remove loaded tools from your tool list.", UnloadToolsArgs)
         self._definitions = [tool.definition() for tool in (*META_TOOLS, self._load, self._unload)]
         self._modern_definitions = [tool.definition() for tool in META_TOOLS]
+        self._reach = Reach(gateway, (tool.name for tool in META_TOOLS if tool.runs_tools))
+        self._eager_lists = ScopedCache[list[types.Tool]]()
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
+        loads = server_loads(self.gateway)
+        eager = self._eager(loads)
         if client.modern:
             # 2026-07-28: tools/list must not vary per connection, so nothing is loaded into it
-            # (a principal's pinned tools are how a client gets tools of its own there).
-            return self._modern_definitions
+            # (a principal's pinned tools are how a client gets tools of its own there); the eager
+            # tools vary by scope alone.
+            return [*self._reach.applied(self._modern_definitions), *eager]
         loaded: list[types.Tool] = []
+        shown = {tool.name for tool in eager}
         scope = current_scope()
         for server, tool in client.loaded:
             entry = self.gateway.visibility.get(scope, server, tool)
             # A tool its server dropped, or a rule disabled, leaves the list but stays loaded:
             # it comes back if the server offers it again.
-            if entry is not None and entry.enabled:
-                loaded.append(self.names.expose(entry))
-        return [*self._definitions, *loaded]
+            if entry is not None and entry.enabled and self.names.name(server, tool) not in shown:
+                loaded.append(hinted(entry, self.names.name(entry.server, entry.name), loads))
+        return [*self._reach.applied(self._definitions), *eager, *loaded]
+
+    def _eager(self, loads: dict[str, Load | None]) -> list[types.Tool]:
+        """The eager tools the request's scope sees, listed natively from the start after the meta-tools
+        (hints.py: in its order, with its hints), made once per catalog version and scope."""
+        scope = current_scope()
+        visibility = self.gateway.visibility
+
+        def make() -> list[types.Tool]:
+            listed = visibility.tools(scope, include_hidden=False)
+            eager = [entry for entry in native_order(listed, loads) if is_eager(entry, loads)]
+            names = self.names.names_of(eager)
+            return [hinted(entry, name, loads) for entry, name in zip(eager, names, strict=True)]
+
+        version = (self.gateway.catalog.version, tuple(loads.items()), tuple(u.name for u in self.gateway.upstreams))
+        return self._eager_lists.get(scope, version, make)
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         if name in BY_NAME:

@@ -30,11 +30,13 @@ import mcp_types as types
 
 from toolscout.catalog import Catalog, CatalogTool, Visible
 from toolscout.config.models import ToolNaming
+from toolscout.config.rules import Load
 from toolscout.config.scopes import UNSCOPED, Scope, current_scope, scoped
 from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
+from toolscout.modes.hints import hinted, native_order, server_loads
 from toolscout.naming import native_names, only_owner
 from toolscout.upstream import Upstream, UpstreamSpec
 
@@ -131,6 +133,12 @@ class NativeNames:
         preferred = registered_names([pair], self._registered()) if self._registered is not None else None
         return native_names([pair], bare=self._bare, preferred=preferred)[pair]
 
+    def names_of(self, entries: Iterable[CatalogTool]) -> list[str]:
+        """The native names of `entries`, in their order (one look at the table for all of them: a large
+        catalog's list asks for every name at once)."""
+        names, _ = self._table()
+        return [names.get((e.server, e.name)) or self.name(e.server, e.name) for e in entries]
+
     def route(self, name: str, visible: Visible | None = None) -> tuple[str, str] | None:
         """The `(server, tool)` a native name stands for, its `server__tool` name when names are bare, or
         an upstream's own tool name (naming.py), in that order.
@@ -196,7 +204,8 @@ def native_names_for(naming: ToolNaming, gateway: Gateway) -> NativeNames:
 
 
 class PassthroughSurface:
-    """The enabled tools themselves: description, schemas and annotations as their server gave them."""
+    """The enabled tools themselves: description, schemas, annotations and `_meta` as their server gave
+    them, toolscout's hints added to `_meta`, in the order of `hints.native_order`."""
 
     per_client = False
     next_steps: Phrasing = PASSTHROUGH_STEPS
@@ -207,7 +216,8 @@ class PassthroughSurface:
         self.names = native_names_for(naming, gateway)
         self._exposed: list[types.Tool] = []
         self._entries: list[CatalogTool] = []
-        self._exposed_version = -1
+        self._loads: dict[str, Load | None] = {}
+        self._exposed_version: object = None
         self._scoped = ScopedCache[list[types.Tool]]()
         """What each scope that narrows sees of `_exposed`."""
         self.instructions = "toolscout passes through the tools of its MCP servers; " + (
@@ -221,29 +231,38 @@ class PassthroughSurface:
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
         await self.gateway.settle_startup()
-        # Made again only when the catalog changed: copying every tool of a large catalog on each
-        # tools/list held the event loop.
+        # Made again only when the catalog (or a server's `load`) changed: copying every tool of a
+        # large catalog on each tools/list held the event loop, and so would their search hints.
         catalog = self.gateway.catalog
-        if self._exposed_version != catalog.version:
-            self._entries = catalog.tools(include_hidden=False)  # a hidden tool is called by name, never listed
+        loads = server_loads(self.gateway)
+        version = (catalog.version, tuple(loads.items()))
+        if self._exposed_version != version:
+            # A hidden tool is called by name, never listed; the order is the one a prompt cache keeps (hints.py).
+            self._entries = native_order(catalog.tools(include_hidden=False), loads)
+            self._loads = loads
             # Under per-namespace names each scope's list is made below, from the entries.
-            self._exposed = [] if self.names.per_namespace else [self.names.expose(e) for e in self._entries]
-            self._exposed_version = catalog.version
+            self._exposed = [] if self.names.per_namespace else self._expose(self._entries)
+            self._exposed_version = version
         scope = current_scope()
         visible = self.gateway.visibility.tool_filter(scope)
         if self.names.per_namespace:  # each namespace has names of its own
             return self._scoped.get(
                 scope,
-                (catalog.version, tuple(u.name for u in self.gateway.upstreams)),
-                lambda: [self.names.expose(e) for e in self._entries if visible is None or visible(e)],
+                (version, tuple(u.name for u in self.gateway.upstreams)),
+                lambda: self._expose([e for e in self._entries if visible is None or visible(e)]),
             )
         if visible is None:
             return self._exposed
         return self._scoped.get(
             scope,
-            (catalog.version, tuple(u.name for u in self.gateway.upstreams)),
+            (version, tuple(u.name for u in self.gateway.upstreams)),
             lambda: [tool for entry, tool in zip(self._entries, self._exposed, strict=True) if visible(entry)],
         )
+
+    def _expose(self, entries: list[CatalogTool]) -> list[types.Tool]:
+        """`entries` as this surface lists them: under their native names, with the hints of hints.py."""
+        names = self.names.names_of(entries)
+        return [hinted(entry, name, self._loads) for entry, name in zip(entries, names, strict=True)]
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         visible = self.gateway.visibility.tool_filter(current_scope())
@@ -302,8 +321,12 @@ class PinnedTools:
         return list(found.values())
 
     def tools(self) -> list[types.Tool]:
-        """The request's scope's pinned tools under their native names."""
-        return [self.names.expose(entry) for entry in self.entries(current_scope())]
+        """The request's scope's pinned tools under their native names, with the hints of hints.py."""
+        entries = self.entries(current_scope())
+        if not entries:
+            return []
+        loads = server_loads(self.gateway)
+        return [hinted(entry, self.names.name(entry.server, entry.name), loads) for entry in entries]
 
     def route(self, name: str) -> tuple[str, str] | None:
         """The `(server, tool)` of the request's scope's pinned tool called `name` natively, if any."""

@@ -60,6 +60,7 @@ from toolscout.gateway.store import store_path
 from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
+from toolscout.modes.hints import Reach
 from toolscout.modes.smart_suggestions import category_fallback, json_text, not_found, suggestions
 from toolscout.naming import split_tool_label, tool_spellings
 from toolscout.render.signatures import call_signature
@@ -88,7 +89,7 @@ def smart_tool(smart: SmartDiscovery) -> MetaTool:
     async def run(_: Gateway, args: SmartArgs) -> types.CallToolResult:
         return await smart.run(args)
 
-    return MetaTool(SMART_TOOL, DESCRIPTION, SmartArgs, handler=run, read_only=False)
+    return MetaTool(SMART_TOOL, DESCRIPTION, SmartArgs, handler=run, read_only=False, runs_tools=True)
 
 
 SMART_STEPS: Phrasing = {
@@ -116,9 +117,10 @@ class SmartSurface:
         self.smart = smart
         self._tools = {SMART_TOOL: smart_tool(smart)}
         self._definitions = [tool.definition() for tool in self._tools.values()]
+        self._reach = Reach(gateway, [SMART_TOOL])
 
     async def tools(self, client: SurfaceClient) -> list[types.Tool]:
-        return self._definitions
+        return self._reach.applied(self._definitions)
 
     async def call(self, client: SurfaceClient, name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
         return await run_meta_tool(self._tools, self.gateway, name, arguments)

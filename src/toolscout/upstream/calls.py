@@ -378,6 +378,10 @@ class ToolListing(Protocol):
         """(all tools, enabled tools) of `server`."""
         ...
 
+    def described(self, server: str) -> str:
+        """`server`'s description made from its listed tools (empty without any)."""
+        ...
+
     def admit_tool(self, server: str, name: str) -> object:
         """Raise unless `server` listed a tool called exactly `name` and the rules enable it."""
         ...

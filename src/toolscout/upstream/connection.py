@@ -185,12 +185,18 @@ class Upstream:
         return False
 
     @property
-    def description(self) -> str:
-        """Its configured description, else what it said about itself."""
+    def own_description(self) -> str:
+        """Its configured description, else what it said about itself (its description, else its title)."""
         if self.spec.description:
             return self.spec.description
         identity = self.identity
         return (identity.description or identity.title or "") if identity is not None else ""
+
+    @property
+    def description(self) -> str:
+        """Its configured description, else what it said about itself, else one made from its listed
+        tools (`Catalog.described`): every server has words for `list_mcp_servers` and the search."""
+        return self.own_description or self._tools.catalog.described(self.name)
 
     async def run(self) -> None:
         """Connect and stay connected until stopped; after a failure or a lost connection, connect

@@ -43,6 +43,7 @@ from toolscout.config.models import (
     StdioServerConfig,
     config_hash,
 )
+from toolscout.config.rules import Load
 from toolscout.upstream.stdio_child import StdioUpstream
 from toolscout.upstream.transport import RemoteUpstream, UpstreamTransport
 
@@ -102,6 +103,10 @@ class UpstreamSpec:
     tool_prefix: str | None = None
     """What `toolNames: registered` puts before its tools' names (`{tool_prefix}__{tool}`): a registered
     server's `toolName`; None: `registered_name`."""
+    load: Load | None = None
+    """`eager` or `deferred` as its entry sets it (`load`, config/rules.py's `Load`): how a client that
+    defers tool schemas treats its tools unless a tool rule says otherwise; None: unset (deferred, unless
+    the server marks a tool `alwaysLoad` itself)."""
     bare_tools: bool = False
     """Whether `toolNames: registered` shows its tools under their own names (a callback tool: a run's component)."""
 
@@ -135,6 +140,7 @@ class UpstreamSpec:
             ),
             cache_key=config_hash(config),
             config=config,
+            load=config.load if "load" in config.model_fields_set else None,
         )
 
 
