@@ -14,7 +14,7 @@ destructive tool asks the user first (`ask_user_to_run`, as smart mode does), on
 one with its arguments, never about the program as a whole, which the user would have to read.
 
 `run_code`'s annotations are the least permissive of the tools the scope can reach
-(`catalog.least_permissive`), so its definition follows the catalog and the scope.
+(`hints.Reach`, as for `execute_tool`), so its definition follows the catalog and the scope.
 """
 
 from __future__ import annotations
@@ -28,12 +28,11 @@ from typing import Any, cast
 import mcp_types as types
 from pydantic import Field
 
-from toolscout.catalog import CatalogTool, least_permissive
+from toolscout.catalog import CatalogTool
 from toolscout.config.code import CodeConfig
 from toolscout.config.scopes import Scope, current_scope
 from toolscout.errors import AGENT_STEPS, InvalidArguments, Phrasing, ToolscoutError
 from toolscout.gateway.core import Gateway
-from toolscout.gateway.visibility import ScopedCache
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import (
     ArgsModel,
@@ -46,6 +45,7 @@ from toolscout.modes.discovery import (
     search_tools,
     tool_result,
 )
+from toolscout.modes.hints import Reach
 from toolscout.modes.sandbox import CallFailed, HostCall, Limits, Sandbox, identifier, is_reserved, rendered
 from toolscout.modes.smart import ask_user_to_run, is_destructive
 from toolscout.render.python import python_call
@@ -259,17 +259,12 @@ class CodeTool:
         self.config = config
         self.sandbox = Sandbox(max_programs=config.max_programs)
         self.spec = ToolSpec(RUN_CODE, RUN_CODE_DESCRIPTION, RunCodeArgs, read_only=False)
+        self._reach = Reach(gateway, (RUN_CODE,))
         self._base = self.spec.definition()
-        self._definitions = ScopedCache[types.Tool]()
 
     def definition(self) -> types.Tool:
         """`run_code` as the request's scope lists it: annotated as the riskiest tool it can reach."""
-        scope = current_scope()
-        return self._definitions.get(scope, self.gateway.catalog.version, lambda: self._definition(scope))
-
-    def _definition(self, scope: Scope) -> types.Tool:
-        reachable = self.gateway.visibility.tools(scope)
-        return self._base.model_copy(update={"annotations": least_permissive(reachable)})
+        return self._reach.applied([self._base])[0]
 
     async def call(self, arguments: dict[str, Any]) -> types.CallToolResult:
         """Run the program `arguments` carry; a failure of the program is raised (`ProgramFailed`), for the
