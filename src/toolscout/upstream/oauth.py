@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         OAuthToken,
     )
 
-    from toolscout.config.models import OAuthSettings
+    from toolscout.config.oauth import OAuthSettings
 
 logger = logging.getLogger(__name__)
 

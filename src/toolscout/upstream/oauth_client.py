@@ -37,7 +37,7 @@ from toolscout.upstream.oauth import (
 )
 
 if TYPE_CHECKING:
-    from toolscout.config.models import OAuthSettings
+    from toolscout.config.oauth import OAuthSettings
 
 
 @dataclass

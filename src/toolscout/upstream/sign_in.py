@@ -26,7 +26,8 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import anyio.abc
 
-from toolscout.config.models import HttpServerConfig, OAuthSettings, SseServerConfig
+from toolscout.config.models import HttpServerConfig, SseServerConfig
+from toolscout.config.oauth import OAuthSettings
 from toolscout.errors import SignInFailed, ToolscoutError
 from toolscout.masking import mask_text
 from toolscout.upstream.calls import innermost
