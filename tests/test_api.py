@@ -4,9 +4,11 @@ an agent's meta-tools would; and `import toolscout` still loading none of the MC
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +19,11 @@ import pytest
 import toolscout
 from tests.helpers.config_files import BOUND
 from tests.helpers.paths import PYTHON
-from toolscout.api import API_STEPS, load_gateway_config, open_gateway
+from toolscout.api import API_STEPS, Scout, load_gateway_config, open_gateway
 from toolscout.errors import (
     ArgumentValidationError,
     ConfigurationError,
+    GatewayNotOpen,
     InvalidArguments,
     ServerNotFound,
     ToolDisabled,
@@ -198,6 +201,47 @@ async def test_no_config_means_the_file_serve_would_find_else_the_built_in_defau
     with anyio.fail_after(BOUND):
         async with open_gateway() as scout:
             assert scout.servers() == [] and await scout.search("anything") == []
+
+
+def every_method(scout: Scout) -> dict[str, Callable[[], object]]:
+    """A call of each of the scout's methods, as a program would make it (those that are async not awaited)."""
+    return {
+        "servers": scout.servers,
+        "connected": scout.connected,
+        "search": lambda: scout.search("convert units"),
+        "tools": lambda: scout.tools(),
+        "tool_details": lambda: scout.tool_details("units", "convert_units"),
+        "execute": lambda: scout.execute("units", "list_units", {}),
+        "native_name": lambda: scout.native_name("units", "convert_units"),
+        "tool_named": lambda: scout.tool_named("units__convert_units"),
+    }
+
+
+async def refusal(call: Callable[[], object]) -> str:
+    """The message of the `GatewayNotOpen` `call` raises at once (awaited, when it is async)."""
+
+    async def use() -> None:
+        answer = call()
+        if inspect.isawaitable(answer):
+            await answer
+
+    with anyio.fail_after(2), pytest.raises(GatewayNotOpen) as raised:
+        await use()
+    assert raised.value.code == "GATEWAY_NOT_OPEN"
+    return raised.value.message
+
+
+async def test_a_scout_answers_only_inside_its_async_with_block_which_it_enters_once() -> None:
+    scout = open_gateway({"mcpServers": {"units": demo("units")}})
+    for name, call in every_method(scout).items():
+        assert "async with toolscout.open_gateway(" in await refusal(call), name
+    with anyio.fail_after(BOUND):
+        async with scout:
+            assert (await scout.search("convert units"))[0].tool == "convert_units"
+            assert "entered once" in await refusal(scout.__aenter__)
+    for name, call in every_method(scout).items():
+        assert "was closed" in await refusal(call), name  # never an answer from the stopped gateway
+    assert "entered once" in await refusal(scout.__aenter__)
 
 
 def test_importing_toolscout_loads_no_sdk_until_the_api_is_named() -> None:

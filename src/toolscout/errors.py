@@ -30,7 +30,8 @@ into MCP errors, `isError` results or exit codes.
     │   ├── ValidationTooCostly    VALIDATION_TOO_COSTLY (checking them would take more than the budget)
     │   ├── AmbiguousName          AMBIGUOUS_NAME
     │   ├── LoadLimitReached       LOAD_LIMIT_REACHED
-    │   └── NotInThisProtocol      NOT_IN_THIS_PROTOCOL (a tool the client's protocol era cannot have)
+    │   ├── NotInThisProtocol      NOT_IN_THIS_PROTOCOL (a tool the client's protocol era cannot have)
+    │   └── GatewayNotOpen         GATEWAY_NOT_OPEN     (the Python API's Scout used outside its `async with`)
     ├── Unavailable
     │   ├── ServerUnavailable      SERVER_UNAVAILABLE   (alias SERVER_CONNECTION_ERROR)
     │   │   └── SignInRequired     SIGN_IN_REQUIRED     (an OAuth upstream needs `toolscout auth login`)
@@ -231,6 +232,13 @@ class NotInThisProtocol(Invalid):
     where tools/list cannot vary per connection)."""
 
     code = "NOT_IN_THIS_PROTOCOL"
+
+
+class GatewayNotOpen(Invalid):
+    """The Python API's `Scout` was used outside its `async with` block: before entering it, after
+    leaving it (its servers are stopped), or entered a second time (a `Scout` runs once)."""
+
+    code = "GATEWAY_NOT_OPEN"
 
 
 class Unavailable(ToolscoutError):

@@ -24,7 +24,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
@@ -34,7 +34,7 @@ from toolscout.config import CONFIG_ENV_VAR, GatewayConfig, find_config, parse_c
 from toolscout.config.locations import candidate_paths
 from toolscout.config.scopes import current_scope
 from toolscout.config.sources import load_with_sources
-from toolscout.errors import ConfigurationError, InvalidArguments, Phrasing, ToolNotFound
+from toolscout.errors import ConfigurationError, GatewayNotOpen, InvalidArguments, Phrasing, ToolNotFound
 from toolscout.gateway.core import Gateway
 from toolscout.modes.passthrough import NativeNames
 from toolscout.render.examples import Example, tool_examples
@@ -49,6 +49,19 @@ ConfigLike = GatewayConfig | Mapping[str, Any] | str | os.PathLike[str] | None
 
 API_CLIENT = "python-api"
 """The client the audit log names for a call made through a `Scout` (unless it was given another)."""
+
+NOT_OPEN_YET = (
+    "This gateway is not open yet: use the Scout inside `async with toolscout.open_gateway(...) as scout:`, "
+    "which starts its servers."
+)
+CLOSED = (
+    "This gateway was closed when its `async with` block ended, and its servers were stopped; open a new one "
+    "with `async with toolscout.open_gateway(...) as scout:`."
+)
+ENTERED_TWICE = (
+    "This gateway was already opened: a Scout is entered once. Open a new one with "
+    "`async with toolscout.open_gateway(...) as scout:`."
+)
 
 SETTLE_MARGIN_SECONDS = 1.0
 """Added to the longest connect timeout when waiting on entry: the time for the servers' tasks to start."""
@@ -183,7 +196,8 @@ class Scout:
     """A running gateway's tools for a program's own agent loop (see the module's docstring).
 
     Made by `open_gateway`, or around a `Gateway` built in code (in-process servers); it runs once:
-    entering starts the gateway and leaving stops it.
+    entering starts the gateway and leaving stops it. Outside its `async with` block (before, after, or
+    entered again) every method raises `GatewayNotOpen` at once.
     """
 
     def __init__(self, gateway: Gateway, *, wait: float | None = None, client: str = API_CLIENT) -> None:
@@ -193,17 +207,27 @@ class Scout:
         self._wait = wait
         self._stack: AsyncExitStack | None = None
         self._names = NativeNames(gateway.catalog)
+        self._state: Literal["new", "opening", "open", "closed"] = "new"
 
     async def __aenter__(self) -> Scout:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(self.gateway)
-            await self._settle()
-            self._stack = stack.pop_all()
+        if self._state != "new":
+            raise GatewayNotOpen(ENTERED_TWICE)
+        self._state = "opening"
+        try:
+            async with AsyncExitStack() as stack:
+                await stack.enter_async_context(self.gateway)
+                await self._settle()
+                self._stack = stack.pop_all()
+        except BaseException:
+            self._state = "closed"
+            raise
+        self._state = "open"
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        self._state = "closed"
         stack, self._stack = self._stack, None
         if stack is None:
             return None
@@ -218,10 +242,21 @@ class Scout:
         with anyio.move_on_after(bound):
             await self.gateway.settle()
 
+    def _open(self) -> Gateway:
+        """The gateway, while this Scout's `async with` block runs; else `GatewayNotOpen`, which says why.
+
+        Outside it the gateway answers nothing sound: before, its search index and servers have not
+        started (a call would wait for a server that never connects); after, its servers are stopped.
+        """
+        if self._state == "open":
+            return self.gateway
+        raise GatewayNotOpen(CLOSED if self._state == "closed" else NOT_OPEN_YET)
+
     # Servers
 
     def servers(self) -> list[ServerInfo]:
         """Every configured server, in the configuration's order, with its status and tool counts."""
+        self._open()
         found: list[ServerInfo] = []
         for upstream in self.gateway.upstreams:
             row = self.gateway.server_status(upstream)
@@ -240,6 +275,7 @@ class Scout:
 
     def connected(self) -> list[str]:
         """The servers connected just now."""
+        self._open()
         return [u.name for u in self.gateway.upstreams if u.status is Status.CONNECTED]
 
     # Tools
@@ -259,6 +295,7 @@ class Scout:
         `search.minRelevance`; 0 keeps every match). Raises `ServerNotFound` for an unknown `server`,
         `InvalidArguments` for a query past `search.maxQueryChars` or `maxQuerySteps`, or a `limit` below 1.
         """
+        self._open()
         if limit < 1:
             raise InvalidArguments(f"limit must be 1 or more, got {limit}.")
         if server is not None:
@@ -288,6 +325,7 @@ class Scout:
         `include_hidden`: also those `toolRules` keep out of listings (`hidden: true`), which `search`
         finds and `execute` runs; a program that hands the model every tool a search may name wants them.
         """
+        self._open()
         if server is not None:
             entries = await self.gateway.tools(server, include_hidden=include_hidden)
         else:
@@ -301,7 +339,7 @@ class Scout:
         Raises `ServerNotFound` or `ToolNotFound` (with the closest names), `ToolDisabled` when
         `toolRules` disable it, `ToolQuarantined` when its definition changed since it was pinned.
         """
-        return self._details(await self.gateway.tool(server, tool))
+        return self._details(await self._open().tool(server, tool))
 
     def _details(self, entry: CatalogTool) -> ToolDetails:
         return ToolDetails(
@@ -334,7 +372,7 @@ class Scout:
         `ToolUnusable`, `ArgumentValidationError` (every violation with its JSON path), `InvalidArguments`;
         `ServerUnavailable` when the server cannot be reached, `CallTimeout` after its `timeout`.
         """
-        return await self.gateway.execute(
+        return await self._open().execute(
             server, tool, arguments, max_output_chars=max_output_chars, client=self.client
         )
 
@@ -342,11 +380,13 @@ class Scout:
 
     def native_name(self, server: str, tool: str) -> str:
         """The tool's name for a model API: `server__tool`, valid for all of them (`^[a-zA-Z0-9_-]{1,64}$`)."""
+        self._open()
         return self._names.name(server, tool)
 
     def tool_named(self, name: str) -> tuple[str, str]:
         """The `(server, tool)` a native name stands for (an upstream's own tool name too, when one server
         alone has it). Raises `ToolNotFound` with the closest native names, or `AmbiguousName`."""
+        self._open()
         route = self._names.route(name)
         if route is not None:
             return route
