@@ -10,7 +10,7 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -174,6 +174,12 @@ async def test_a_config_is_a_file_a_dict_or_a_gateway_config_and_mistakes_name_t
     with pytest.raises(ConfigurationError, match="does not exist"):
         open_gateway(tmp_path / "missing.yaml")
 
+    for wrong in (42, ["a"], b"/p", 2.5):
+        with pytest.raises(ConfigurationError, match=r"path of a configuration file .* a dict of its keys"):
+            open_gateway(cast(Any, wrong))
+    with pytest.raises(InvalidArguments, match="`wait` must be a number of seconds"):
+        open_gateway(as_dict, wait=cast(Any, "5"))
+
     yaml_file = tmp_path / "toolscout.yaml"
     yaml_file.write_text("mcpServers:\n  units:\n    command: python\n", encoding="utf-8")
     assert list(load_gateway_config(str(yaml_file)).mcp_servers) == ["units"]
@@ -203,6 +209,44 @@ async def test_no_config_means_the_file_serve_would_find_else_the_built_in_defau
             assert scout.servers() == [] and await scout.search("anything") == []
 
 
+async def test_arguments_of_a_wrong_type_are_refused_naming_the_parameter_and_what_it_takes() -> None:
+    async with open_gateway({"mcpServers": {"units": demo("units")}}) as scout:
+        wrong = cast(Any, scout)  # (called as a program without a type checker would)
+        calls: dict[str, tuple[Callable[[], object], str]] = {
+            "query None": (lambda: wrong.search(None), "query"),
+            "query int": (lambda: wrong.search(5), "query"),
+            "query bytes": (lambda: wrong.search(b"x"), "query"),
+            "query mixed steps": (lambda: wrong.search(["note", 5]), "query"),
+            "query dict": (lambda: wrong.search({"q": 1}), "query"),
+            "limit str": (lambda: wrong.search("note", limit="5"), "limit"),
+            "limit float": (lambda: wrong.search("note", limit=2.5), "limit"),
+            "limit bool": (lambda: wrong.search("note", limit=True), "limit"),
+            "min_relevance str": (lambda: wrong.search("note", min_relevance="x"), "min_relevance"),
+            "server int": (lambda: wrong.search("note", server=5), "server"),
+            "execute tool int": (lambda: wrong.execute("units", 5, {}), "tool"),
+            "execute server None": (lambda: wrong.execute(None, "list_units", {}), "server"),
+            "execute arguments str": (lambda: wrong.execute("units", "list_units", "{}"), "arguments"),
+            "max_output_chars -1": (
+                lambda: wrong.execute("units", "list_units", {}, max_output_chars=-1),
+                "max_output_chars",
+            ),
+            "max_output_chars str": (
+                lambda: wrong.execute("units", "list_units", max_output_chars="9"),
+                "max_output_chars",
+            ),
+            "tool_details tool None": (lambda: wrong.tool_details("units", None), "tool"),
+            "tools server int": (lambda: wrong.tools(5), "server"),
+            "tools include_hidden str": (lambda: wrong.tools(include_hidden="yes"), "include_hidden"),
+            "native_name server int": (lambda: wrong.native_name(1, "convert_units"), "server"),
+            "tool_named None": (lambda: wrong.tool_named(None), "name"),
+        }
+        for label, (call, parameter) in calls.items():
+            with anyio.fail_after(BOUND):
+                message = (await raised(call, InvalidArguments)).message
+            assert message.startswith(f"`{parameter}` must be "), (label, message)
+        assert (await scout.search("convert units", limit=1))[0].tool == "convert_units"  # still answering
+
+
 def every_method(scout: Scout) -> dict[str, Callable[[], object]]:
     """A call of each of the scout's methods, as a program would make it (those that are async not awaited)."""
     return {
@@ -217,18 +261,26 @@ def every_method(scout: Scout) -> dict[str, Callable[[], object]]:
     }
 
 
-async def refusal(call: Callable[[], object]) -> str:
-    """The message of the `GatewayNotOpen` `call` raises at once (awaited, when it is async)."""
+E = TypeVar("E", bound=Exception)
 
-    async def use() -> None:
+
+async def raised(call: Callable[[], object], kind: type[E]) -> E:
+    """The `kind` of error `call` raises (awaited, when it is async)."""
+    try:
         answer = call()
         if inspect.isawaitable(answer):
             await answer
+    except kind as error:
+        return error
+    raise AssertionError(f"no {kind.__name__} was raised")
 
-    with anyio.fail_after(2), pytest.raises(GatewayNotOpen) as raised:
-        await use()
-    assert raised.value.code == "GATEWAY_NOT_OPEN"
-    return raised.value.message
+
+async def refusal(call: Callable[[], object]) -> str:
+    """The message of the `GatewayNotOpen` `call` raises at once."""
+    with anyio.fail_after(2):
+        error = await raised(call, GatewayNotOpen)
+    assert error.code == "GATEWAY_NOT_OPEN"
+    return error.message
 
 
 async def test_a_scout_answers_only_inside_its_async_with_block_which_it_enters_once() -> None:

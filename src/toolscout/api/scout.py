@@ -24,7 +24,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import mcp_types as types
@@ -75,6 +75,39 @@ API_STEPS: Phrasing = {
 its program's): what `ToolscoutError.explain(API_STEPS)` writes in the provider helpers' error results."""
 
 
+CONFIG_FORMS = (
+    "the path of a configuration file (a str or a pathlib.Path), a dict of its keys (`mcpServers`, ...), "
+    "a GatewayConfig, or None for the file `toolscout serve` would find"
+)
+"""What `open_gateway` takes as its configuration, in the words of the error for anything else."""
+
+
+def _is(value: object, *kinds: type) -> bool:
+    """Whether `value` is of one of `kinds`; a bool counts as an int only where `bool` is one of them."""
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
+
+
+def _expect(parameter: str, value: object, takes: str, ok: bool) -> None:
+    """Raise `InvalidArguments` unless `ok`: `parameter` takes `takes`, and was given `value`.
+
+    The API's methods check their arguments' types at once with it, so that a wrong one is named
+    instead of failing later, deep in the gateway, with a TypeError of its own.
+    """
+    if not ok:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+        raise InvalidArguments(f"`{parameter}` must be {takes}; got {shown} ({type(value).__name__}).")
+
+
+def _is_query(value: object) -> bool:
+    """Whether `value` is a search query: a string, or a list (any sequence) of strings, the steps of a task."""
+    if isinstance(value, str):
+        return True
+    if not isinstance(value, Sequence) or isinstance(value, bytes | bytearray):
+        return False
+    return all(isinstance(step, str) for step in cast(Sequence[object], value))
+
+
 def load_gateway_config(config: ConfigLike = None) -> GatewayConfig:
     """The configuration `config` names (`ConfigLike`), loaded as `toolscout serve` loads it: `${VAR}`s
     filled in from the environment, the servers of its `sources` added.
@@ -83,6 +116,10 @@ def load_gateway_config(config: ConfigLike = None) -> GatewayConfig:
     directory); when there is no file anywhere, the built-in default configuration (no servers) is used,
     as `serve` does, and a warning logged. A mistake raises `ConfigurationError`, naming the key.
     """
+    is_path = _is(config, str, os.PathLike) and isinstance(os.fspath(cast(os.PathLike[Any], config)), str)
+    if not (config is None or is_path or _is(config, GatewayConfig, Mapping)):
+        shown = repr(config) if len(repr(config)) <= 60 else f"{repr(config)[:57]}..."
+        raise ConfigurationError(f"open_gateway takes {CONFIG_FORMS}; got {shown} ({type(config).__name__}).")
     if isinstance(config, GatewayConfig):
         return config
     if isinstance(config, Mapping):
@@ -201,6 +238,9 @@ class Scout:
     """
 
     def __init__(self, gateway: Gateway, *, wait: float | None = None, client: str = API_CLIENT) -> None:
+        waits = "a number of seconds (0 or more) or None"
+        _expect("wait", wait, waits, wait is None or (_is(wait, int, float) and wait >= 0))
+        _expect("client", client, "a string", _is(client, str))
         self.gateway = gateway
         """The gateway underneath, for what this class does not say (resources, prompts, metrics)."""
         self.client = client
@@ -296,8 +336,15 @@ class Scout:
         `InvalidArguments` for a query past `search.maxQueryChars` or `maxQuerySteps`, or a `limit` below 1.
         """
         self._open()
-        if limit < 1:
-            raise InvalidArguments(f"limit must be 1 or more, got {limit}.")
+        _expect("query", query, "a string, or a list of strings (the steps of a task)", _is_query(query))
+        _expect("server", server, "a server's name (a string) or None", server is None or _is(server, str))
+        _expect("limit", limit, "an integer of 1 or more", _is(limit, int) and limit >= 1)
+        _expect(
+            "min_relevance",
+            min_relevance,
+            "a number from 0 to 1, or None",
+            min_relevance is None or (_is(min_relevance, int, float) and 0 <= min_relevance <= 1),
+        )
         if server is not None:
             self.gateway.upstream(server)  # SERVER_NOT_FOUND with the closest names
         steps = not isinstance(query, str)
@@ -326,6 +373,8 @@ class Scout:
         finds and `execute` runs; a program that hands the model every tool a search may name wants them.
         """
         self._open()
+        _expect("server", server, "a server's name (a string) or None", server is None or _is(server, str))
+        _expect("include_hidden", include_hidden, "True or False", _is(include_hidden, bool))
         if server is not None:
             entries = await self.gateway.tools(server, include_hidden=include_hidden)
         else:
@@ -339,7 +388,9 @@ class Scout:
         Raises `ServerNotFound` or `ToolNotFound` (with the closest names), `ToolDisabled` when
         `toolRules` disable it, `ToolQuarantined` when its definition changed since it was pinned.
         """
-        return self._details(await self._open().tool(server, tool))
+        gateway = self._open()
+        _names_expected(server, tool)
+        return self._details(await gateway.tool(server, tool))
 
     def _details(self, entry: CatalogTool) -> ToolDetails:
         return ToolDetails(
@@ -372,21 +423,35 @@ class Scout:
         `ToolUnusable`, `ArgumentValidationError` (every violation with its JSON path), `InvalidArguments`;
         `ServerUnavailable` when the server cannot be reached, `CallTimeout` after its `timeout`.
         """
-        return await self._open().execute(
-            server, tool, arguments, max_output_chars=max_output_chars, client=self.client
+        gateway = self._open()
+        _names_expected(server, tool)
+        _expect(
+            "arguments",
+            arguments,
+            "a dict of the tool's arguments, or None",
+            arguments is None or _is(arguments, Mapping),
         )
+        _expect(
+            "max_output_chars",
+            max_output_chars,
+            "an integer of 0 or more (0: no cap), or None",
+            max_output_chars is None or (_is(max_output_chars, int) and max_output_chars >= 0),
+        )
+        return await gateway.execute(server, tool, arguments, max_output_chars=max_output_chars, client=self.client)
 
     # Native names
 
     def native_name(self, server: str, tool: str) -> str:
         """The tool's name for a model API: `server__tool`, valid for all of them (`^[a-zA-Z0-9_-]{1,64}$`)."""
         self._open()
+        _names_expected(server, tool)
         return self._names.name(server, tool)
 
     def tool_named(self, name: str) -> tuple[str, str]:
         """The `(server, tool)` a native name stands for (an upstream's own tool name too, when one server
         alone has it). Raises `ToolNotFound` with the closest native names, or `AmbiguousName`."""
         self._open()
+        _expect("name", name, "a tool's name (a string)", _is(name, str))
         route = self._names.route(name)
         if route is not None:
             return route
@@ -394,3 +459,9 @@ class Scout:
 
         known = [self.native_name(e.server, e.name) for e in self.gateway.visibility.tools(current_scope())]
         raise ToolNotFound(f"No tool is named {name!r}.{did_you_mean(closest(name, known))}", next_step="find_tool")
+
+
+def _names_expected(server: object, tool: object) -> None:
+    """`InvalidArguments` unless `server` and `tool` are names (strings)."""
+    _expect("server", server, "a server's name (a string)", _is(server, str))
+    _expect("tool", tool, "a tool's name (a string)", _is(tool, str))
