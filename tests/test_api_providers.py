@@ -52,6 +52,7 @@ from toolscout.api import Scout, ToolDetails
 from toolscout.api import anthropic as for_anthropic
 from toolscout.api import openai as for_openai
 from toolscout.api.results import result_parts
+from toolscout.config.models import ListCacheConfig
 from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.demo import notes
 from toolscout.gateway.core import Gateway
@@ -208,6 +209,19 @@ async def test_anthropic_tool_results_carry_images_errors_and_refusals(tmp_path:
         )
         assert "is_error" not in nothing and plain(nothing)["content"][0]["type"] == "text"
     assert not (tmp_path / "notes.json").exists()  # no refused call reached the notes server
+
+
+async def test_tools_of_every_server_list_again_what_is_older_than_the_cache_ttl_as_one_server_does(
+    tmp_path: Path,
+) -> None:
+    async with opened(tmp_path) as scout:
+        scout.gateway.list_cache = ListCacheConfig(enabled=False)  # every list is out of date at once
+        for server in (None, "notes"):
+            before = {up.name: up.listed_at for up in scout.gateway.upstreams}
+            await anyio.sleep(0.01)
+            await scout.tools(server)
+            relisted = [up.name for up in scout.gateway.upstreams if up.listed_at != before[up.name]]
+            assert relisted == (["notes", "kitchen"] if server is None else ["notes"])
 
 
 def text_of_refusal(scout: Scout, name: str) -> str:

@@ -378,7 +378,9 @@ class Scout:
         if server is not None:
             entries = await self.gateway.tools(server, include_hidden=include_hidden)
         else:
+            # As the one-server path (`Gateway.tools`) does: each list older than `cache.ttl` is asked again first.
             await self.gateway.settle_startup()
+            await self.gateway.relist_expired()
             entries = self.gateway.visibility.tools(current_scope(), include_hidden=include_hidden)
         return [self._details(entry) for entry in entries]
 
