@@ -131,9 +131,14 @@ async def test_refused_calls_raise_toolscout_errors_and_reach_no_server(tmp_path
             with pytest.raises(InvalidArguments):
                 await scout.search("convert", limit=0)
             with pytest.raises(ToolNotFound, match="notes__create_note"):
-                scout.tool_named("notes__create_nte")
-            assert scout.tool_named("notes__create_note") == ("notes", "create_note")
-            assert scout.tool_named("convert_units") == ("units", "convert_units")  # one server has it
+                await scout.tool_named("notes__create_nte")
+            assert await scout.tool_named("notes__create_note") == ("notes", "create_note")
+            assert await scout.tool_named("convert_units") == ("units", "convert_units")  # one server has it
+            assert scout.native_name("notes", "create_note") == "notes__create_note"
+            with pytest.raises(ServerNotFound, match="'notes'"):
+                scout.native_name("note", "create_note")  # no name is made up for what does not exist
+            with pytest.raises(ToolNotFound, match="create_note"):
+                scout.native_name("notes", "create_nte")
     assert not (tmp_path / "notes.json").exists()  # no call reached the notes server
     audited = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {r["client"] for r in audited} == {"my-agent"} and all(r["outcome"] == "error" for r in audited)

@@ -198,7 +198,10 @@ async def test_anthropic_tool_results_carry_images_errors_and_refusals(tmp_path:
             conforms(ToolResultBlockParam, refused)
             text = plain(refused)["content"][0]["text"]
             assert plain(refused)["is_error"] is True and text.startswith(f"{code}: "), text
-        assert "notes__create_note" in text_of_refusal(scout, "notes__create_nte")
+        assert "notes__create_note" in await text_of_refusal(scout, "notes__create_nte")
+        # A hidden tool is called by name (the deferred helpers hand it to the model): suggested too.
+        assert "kitchen__get_weather" in await text_of_refusal(scout, "kitchen__get_weathr")
+        assert await for_anthropic.tool_named(scout, "kitchen__get_weather") == ("kitchen", "get_weather")
 
         wrong_search = await for_anthropic.tool_search_result(
             scout, {"type": "tool_use", "id": "s1", "name": "search_tools", "input": {"limit": 3}}
@@ -224,10 +227,10 @@ async def test_tools_of_every_server_list_again_what_is_older_than_the_cache_ttl
             assert relisted == (["notes", "kitchen"] if server is None else ["notes"])
 
 
-def text_of_refusal(scout: Scout, name: str) -> str:
+async def text_of_refusal(scout: Scout, name: str) -> str:
     """The did-you-mean a name no tool has gets."""
     try:
-        scout.tool_named(name)
+        await scout.tool_named(name)
     except Exception as exc:
         return str(exc)
     raise AssertionError(f"{name} named a tool")

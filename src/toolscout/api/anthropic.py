@@ -18,7 +18,7 @@ Each helper is named for what it returns:
   images; a refused call (unknown tool, invalid arguments) is an `is_error` result saying why.
 - `await tool_results(scout, content, search_tool="search_tools")` → `list[ToolResultBlockParam]`:
   every `tool_use` block of an assistant message answered, in order: the user turn that follows it.
-- `tool_named(scout, name)` → `(server, tool)`.
+- `await tool_named(scout, name)` → `(server, tool)`.
 
 A `tool_use` is the response's `ToolUseBlock` or its dict (`ToolUseBlockParam`). docs/PYTHON_API.md has a loop.
 """
@@ -153,7 +153,7 @@ async def tool_result(scout: Scout, tool_use: ToolUse) -> ToolResultBlockParam:
     """Run the tool a `tool_use` block names with its input, through `Scout.execute`: its `tool_result`."""
     tool_use_id, name, arguments = _fields(tool_use)
     try:
-        server, tool = scout.tool_named(name)
+        server, tool = await scout.tool_named(name)
         result = await scout.execute(server, tool, arguments_of(arguments))
     except ToolscoutError as error:
         return _failed(tool_use_id, error_text(error))
@@ -192,6 +192,6 @@ def _as_tool_use(block: object) -> ToolUse | None:
     return None
 
 
-def tool_named(scout: Scout, name: str) -> tuple[str, str]:
+async def tool_named(scout: Scout, name: str) -> tuple[str, str]:
     """The `(server, tool)` a tool name the model used stands for (`Scout.tool_named`)."""
-    return scout.tool_named(name)
+    return await scout.tool_named(name)

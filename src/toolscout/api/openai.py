@@ -20,7 +20,7 @@ Each helper is named for what it returns:
 - `chat_tool_params(scout, server=None)` → `list[ChatCompletionFunctionToolParam]` and
   `await chat_tool_message(scout, tool_call)` → `ChatCompletionToolMessageParam`: the same for Chat
   Completions (no namespaces, no tool search there).
-- `tool_named(scout, name, namespace=None)` → `(server, tool)`.
+- `await tool_named(scout, name, namespace=None)` → `(server, tool)`.
 
 Calls and items are the response's models (`ResponseFunctionToolCall`, `ResponseToolSearchCall`,
 `ChatCompletionMessageToolCallUnion`) or their dicts. Strict mode is off for every function: MCP
@@ -212,7 +212,7 @@ async def tool_search_output(scout: Scout, call: ToolSearchCall) -> ResponseTool
 async def tool_named(scout: Scout, name: str, namespace: str | None = None) -> tuple[str, str]:
     """The `(server, tool)` a function call names: a namespace's function, or a native name."""
     if namespace is None:
-        return scout.tool_named(name)
+        return await scout.tool_named(name)
     route = Namespaces(await scout.tools(include_hidden=True)).route(namespace, name)
     if route is None:
         raise ToolNotFound(f"No tool is named {name!r} in the namespace {namespace!r}.", next_step="find_tool")

@@ -356,7 +356,7 @@ class Scout:
             Hit(
                 server=hit.tool.server,
                 tool=hit.tool.name,
-                name=self.native_name(hit.tool.server, hit.tool.name),
+                name=self._names.name(hit.tool.server, hit.tool.name),
                 relevance=hit.relevance,
                 summary=hit.tool.summary,
                 signature=call_signature(hit.tool.name, hit.tool.input_schema, max_description_len=0, brief=True),
@@ -398,7 +398,7 @@ class Scout:
         return ToolDetails(
             server=entry.server,
             tool=entry.name,
-            name=self.native_name(entry.server, entry.name),
+            name=self._names.name(entry.server, entry.name),
             description=entry.description,
             input_schema=entry.input_schema,
             output_schema=entry.output_schema,
@@ -444,22 +444,34 @@ class Scout:
     # Native names
 
     def native_name(self, server: str, tool: str) -> str:
-        """The tool's name for a model API: `server__tool`, valid for all of them (`^[a-zA-Z0-9_-]{1,64}$`)."""
-        self._open()
+        """The name of `server`'s `tool` for a model API: `server__tool`, valid for all of them
+        (`^[a-zA-Z0-9_-]{1,64}$`). Raises `ServerNotFound` or `ToolNotFound` (with the closest names)
+        for a server or tool the gateway does not have: a name made up for it would lead nowhere."""
+        gateway = self._open()
         _names_expected(server, tool)
+        gateway.upstream(server)  # SERVER_NOT_FOUND with the closest names
+        if gateway.visibility.get(current_scope(), server, tool) is None:
+            raise gateway.visibility.not_found(current_scope(), server, tool)
         return self._names.name(server, tool)
 
-    def tool_named(self, name: str) -> tuple[str, str]:
+    async def tool_named(self, name: str) -> tuple[str, str]:
         """The `(server, tool)` a native name stands for (an upstream's own tool name too, when one server
-        alone has it). Raises `ToolNotFound` with the closest native names, or `AmbiguousName`."""
-        self._open()
+        alone has it). Raises `ToolNotFound` with the closest native names, or `AmbiguousName`.
+
+        Async as the other questions about the catalog are: it first waits, as they do, for the servers
+        still on their first attempt to connect, whose tools would otherwise be missing.
+        """
+        gateway = self._open()
         _expect("name", name, "a tool's name (a string)", _is(name, str))
+        await gateway.settle_startup()
         route = self._names.route(name)
         if route is not None:
             return route
         from toolscout.suggestions import closest, did_you_mean
 
-        known = [self.native_name(e.server, e.name) for e in self.gateway.visibility.tools(current_scope())]
+        # Hidden tools too: they are called by name, and the deferred helpers hand them to the model.
+        listed = gateway.visibility.tools(current_scope(), include_hidden=True)
+        known = [self._names.name(e.server, e.name) for e in listed]
         raise ToolNotFound(f"No tool is named {name!r}.{did_you_mean(closest(name, known))}", next_step="find_tool")
 
 
