@@ -13,7 +13,7 @@ import importlib
 import json
 import re
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -55,6 +55,7 @@ from toolscout.api.results import result_parts
 from toolscout.config.models import ListCacheConfig
 from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.demo import notes
+from toolscout.errors import InvalidArguments
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -225,6 +226,57 @@ async def test_tools_of_every_server_list_again_what_is_older_than_the_cache_ttl
             await scout.tools(server)
             relisted = [up.name for up in scout.gateway.upstreams if up.listed_at != before[up.name]]
             assert relisted == (["notes", "kitchen"] if server is None else ["notes"])
+
+
+async def test_a_call_without_the_id_its_api_always_sends_is_the_programs_mistake_and_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    note = {"title": "x", "body": "y"}
+    async with opened(tmp_path) as scout:
+        mistakes: dict[str, tuple[Callable[[], Awaitable[object]], str]] = {
+            "tool_use without id": (
+                lambda: for_anthropic.tool_result(
+                    scout, {"type": "tool_use", "name": "notes__create_note", "input": note}
+                ),
+                "`id`",
+            ),
+            "tool_use without name": (
+                lambda: for_anthropic.tool_result(scout, {"type": "tool_use", "id": "t"}),
+                "`name`",
+            ),
+            "search tool_use without id": (
+                lambda: for_anthropic.tool_search_result(scout, {"name": "search_tools", "input": {"query": "x"}}),
+                "`id`",
+            ),
+            "no content": (lambda: for_anthropic.tool_results(scout, cast(Any, None)), "`content`"),
+            "content's tool_use without id": (
+                lambda: for_anthropic.tool_results(scout, [{"type": "tool_use", "name": "notes__create_note"}]),
+                "`id`",
+            ),
+            "function_call without call_id": (
+                lambda: for_openai.function_call_output(
+                    scout, {"type": "function_call", "name": "notes__create_note", "arguments": json.dumps(note)}
+                ),
+                "`call_id`",
+            ),
+            "no output": (lambda: for_openai.outputs(scout, cast(Any, None)), "`output`"),
+            "chat tool call without function": (lambda: for_openai.chat_tool_message(scout, {"id": "c"}), "`function`"),
+            "chat tool call without id": (
+                lambda: for_openai.chat_tool_message(
+                    scout, {"type": "function", "function": {"name": "notes__create_note", "arguments": "{}"}}
+                ),
+                "`id`",
+            ),
+        }
+        for label, (call, field) in mistakes.items():
+            with pytest.raises(InvalidArguments) as raised:
+                await call()
+            assert field in raised.value.message, label
+        # What the model got wrong still goes back to it, as an error result.
+        unknown = await for_anthropic.tool_result(scout, {"type": "tool_use", "id": "t", "name": "nope", "input": {}})
+        assert plain(unknown)["is_error"] is True
+        assert await for_anthropic.tool_results(scout, "plain text, no tool called") == []
+    assert not (tmp_path / "notes.json").exists()  # nothing ran
 
 
 async def text_of_refusal(scout: Scout, name: str) -> str:

@@ -48,9 +48,11 @@ from toolscout.api.results import (
     SEARCH_PARAMETERS,
     ImagePart,
     arguments_of,
+    blocks_of,
     error_text,
     result_parts,
     searched,
+    sent_field,
 )
 from toolscout.api.scout import Hit, Scout, ToolDetails
 from toolscout.errors import ToolscoutError
@@ -109,9 +111,15 @@ def tool_reference_blocks(hits: Iterable[Hit]) -> list[ToolReferenceBlockParam]:
 
 
 def _fields(tool_use: ToolUse) -> tuple[str, str, object]:
+    """A `tool_use` block's id, name and input; `InvalidArguments` when it lacks the id or name the API always sends."""
     if isinstance(tool_use, ToolUseBlock):
         return tool_use.id, tool_use.name, tool_use.input
-    return str(tool_use["id"]), str(tool_use["name"]), tool_use.get("input")
+    block = "tool_use block"
+    return sent_field(tool_use, "id", block), sent_field(tool_use, "name", block), _input(tool_use)
+
+
+def _input(tool_use: object) -> object:
+    return cast(Mapping[str, Any], tool_use).get("input") if isinstance(tool_use, Mapping) else None
 
 
 def _failed(tool_use_id: str, text: str) -> ToolResultBlockParam:
@@ -170,9 +178,13 @@ async def tool_results(
     scout: Scout, content: Iterable[object], *, search_tool: str | None = SEARCH_TOOL
 ) -> list[ToolResultBlockParam]:
     """The answer to every `tool_use` block of an assistant message's `content`, in order (other blocks
-    are passed over): a search for those of `search_tool`, the tool's run for the others."""
+    are passed over): a search for those of `search_tool`, the tool's run for the others.
+
+    A block the model got wrong (a tool it has not, arguments its schema refuses) is answered with an
+    `is_error` result saying why; one without the `id` or `name` the API always sends raises `InvalidArguments`.
+    """
     answers: list[ToolResultBlockParam] = []
-    for block in content:
+    for block in blocks_of(content, "content", "an assistant message's content (`response.content`)"):
         tool_use = _as_tool_use(block)
         if tool_use is None:
             continue

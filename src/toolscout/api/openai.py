@@ -63,12 +63,14 @@ from toolscout.api.results import (
     SEARCH_PARAMETERS,
     ImagePart,
     arguments_of,
+    blocks_of,
     error_text,
     result_parts,
     searched,
+    sent_field,
 )
 from toolscout.api.scout import Scout, ToolDetails
-from toolscout.errors import ToolNotFound, ToolscoutError
+from toolscout.errors import InvalidArguments, ToolNotFound, ToolscoutError
 from toolscout.naming import native_names
 
 __all__ = [
@@ -244,16 +246,21 @@ async def _run(scout: Scout, name: str, namespace: str | None, arguments: object
 
 
 async def function_call_output(scout: Scout, call: FunctionCall) -> FunctionCallOutput:
-    """Run the tool a `function_call` item names with its arguments: its `function_call_output` item."""
-    output = await _run(scout, str(_get(call, "name")), _get(call, "namespace"), _get(call, "arguments"))
-    return {"type": "function_call_output", "call_id": str(_get(call, "call_id")), "output": output}
+    """Run the tool a `function_call` item names with its arguments: its `function_call_output` item.
+
+    An unknown function or bad arguments are answered in the output; an item without the `call_id` or
+    `name` the API always sends raises `InvalidArguments` (nothing is run)."""
+    call_id = sent_field(call, "call_id", "function_call item")
+    name = sent_field(call, "name", "function_call item")
+    output = await _run(scout, name, _get(call, "namespace"), _get(call, "arguments"))
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
 async def outputs(scout: Scout, output: Iterable[object]) -> list[ResponseInputItemParam]:
     """The answer to every `function_call` and client `tool_search_call` item of a response's `output`,
     in order (other items are passed over): the input items that follow them."""
     answers: list[ResponseInputItemParam] = []
-    for item in output:
+    for item in blocks_of(output, "output", "a response's output (`response.output`)"):
         kind = _get(item, "type")
         if kind == "function_call":
             answers.append(await function_call_output(scout, cast(FunctionCall, item)))
@@ -278,13 +285,21 @@ async def chat_tool_params(scout: Scout, *, server: str | None = None) -> list[C
 
 async def chat_tool_message(scout: Scout, tool_call: ChatToolCall) -> ChatCompletionToolMessageParam:
     """Run the tool a Chat Completions tool call names: the `tool` message answering it (text only; a
-    call of a custom tool, which no gateway tool is, is answered with `TOOL_NOT_FOUND`)."""
-    function = _get(tool_call, "function")
+    call of a custom tool, which no gateway tool is, is answered with `TOOL_NOT_FOUND`). A tool call
+    without the `id`, or the `function` (or `custom`) and its `name`, the API always sends raises
+    `InvalidArguments` (nothing is run)."""
+    tool_call_id = sent_field(tool_call, "id", "tool call")
+    function, custom = _get(tool_call, "function"), _get(tool_call, "custom")
+    if function is None and custom is None:
+        raise InvalidArguments(
+            "The tool call has neither `function` nor `custom`: pass the tool call on as the model API sent it."
+        )
     if function is None:
-        name = str(_get(_get(tool_call, "custom"), "name"))
+        name = sent_field(custom, "name", "tool call's custom")
         output: str | list[Any] = error_text(ToolNotFound(f"No function is named {name!r}.", next_step="find_tool"))
     else:
-        output = await _run(scout, str(_get(function, "name")), None, _get(function, "arguments"))
+        name = sent_field(function, "name", "tool call's function")
+        output = await _run(scout, name, None, _get(function, "arguments"))
     if not isinstance(output, str):
         output = "\n".join(item["text"] if item["type"] == "input_text" else "[image, not shown]" for item in output)
-    return {"role": "tool", "tool_call_id": str(_get(tool_call, "id")), "content": output}
+    return {"role": "tool", "tool_call_id": tool_call_id, "content": output}

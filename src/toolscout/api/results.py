@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -89,6 +89,35 @@ def result_parts(result: types.CallToolResult, *, image_types: Collection[str]) 
 def error_text(error: ToolscoutError) -> str:
     """A refused call as the model reads it: its code, what went wrong and what to do next."""
     return f"{error.code}: {error.explain(API_STEPS)}"
+
+
+def sent_field(block: object, key: str, kind: str) -> str:
+    """The string `key` of a `kind` (a `tool_use` block, a `function_call` item) that its model API
+    always sends, read from its model or its dict.
+
+    A block without it was not passed on as the API sent it: a mistake of the program, not of the
+    model, so it raises `InvalidArguments` naming the field (no answer could be matched to the call).
+    """
+    value = cast(Mapping[str, Any], block).get(key) if isinstance(block, Mapping) else getattr(block, key, None)
+    if not isinstance(value, str):
+        raise InvalidArguments(
+            f"The {kind} has no `{key}` (a string; got {value!r}): pass the {kind} on as the model API sent it."
+        )
+    return value
+
+
+def blocks_of(value: object, parameter: str, what: str) -> list[object]:
+    """The blocks (or items) of `value`, `what` a response holds; `InvalidArguments` for anything else.
+
+    A string has none: an Anthropic message's content may be plain text, which calls no tool.
+    """
+    got = type(value).__name__
+    if isinstance(value, str):
+        return []
+    if isinstance(value, Mapping | bytes) or not isinstance(value, Iterable):
+        raise InvalidArguments(f"`{parameter}` must be {what}, a list; got {got}.")
+    blocks: Iterable[object] = cast(Iterable[object], value)
+    return list(blocks)
 
 
 def arguments_of(raw: object) -> dict[str, Any]:
