@@ -279,6 +279,33 @@ async def test_a_call_without_the_id_its_api_always_sends_is_the_programs_mistak
     assert not (tmp_path / "notes.json").exists()  # nothing ran
 
 
+def references(result: ToolResultBlockParam) -> set[str]:
+    """The tools a search's result loads: the names its `tool_reference` blocks give."""
+    return {block["tool_name"] for block in plain(result).get("content", []) if block["type"] == "tool_reference"}
+
+
+async def test_an_anthropic_search_references_only_the_tools_the_request_sent(tmp_path: Path) -> None:
+    def search(query: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": "s", "name": "search_tools", "input": {"query": query, "limit": 5}}
+
+    async with opened(tmp_path) as scout:
+        notes_tools = await for_anthropic.tool_params(scout, server="notes", defer_loading=True)
+        names = {param["name"] for param in notes_tools}
+        everywhere = await for_anthropic.tool_search_result(scout, search("weather in a city"))
+        assert "kitchen__get_weather" in references(everywhere)  # a search sees every server unless told
+        [answer] = await for_anthropic.tool_results(scout, [search("create a note")], server="notes")
+        assert references(answer) and references(answer) <= names  # the same server as tool_params
+        [elsewhere] = await for_anthropic.tool_results(scout, [search("weather in a city")], server="notes")
+        assert "kitchen__get_weather" not in references(elsewhere)
+
+        # Given the request's tools, a hit among the others is left out (a server that connected since).
+        sent = [for_anthropic.search_tool_param(), *notes_tools]
+        weather = await for_anthropic.tool_search_result(scout, search("weather in a city"), tools=iter(sent))
+        assert "kitchen__get_weather" not in references(weather) and references(weather) <= names
+        [nothing] = await for_anthropic.tool_results(scout, [search("create a note")], tools=iter(sent[:1]))
+        assert references(nothing) == set() and "No tool matches" in plain(nothing)["content"][0]["text"]
+
+
 async def text_of_refusal(scout: Scout, name: str) -> str:
     """The did-you-mean a name no tool has gets."""
     try:

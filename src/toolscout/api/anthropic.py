@@ -11,13 +11,17 @@ Each helper is named for what it returns:
   the model calls with `{query, limit?}`; never deferred.
 - `tool_reference_blocks(hits)` → `list[ToolReferenceBlockParam]`: search hits as `tool_reference`
   blocks, which load those deferred tools.
-- `await tool_search_result(scout, tool_use)` → `ToolResultBlockParam`: runs the search a `tool_use`
-  of the search tool asks for and answers with the hits' `tool_reference` blocks.
+- `await tool_search_result(scout, tool_use, server=None, tools=None)` → `ToolResultBlockParam`: runs
+  the search a `tool_use` of the search tool asks for and answers with the hits' `tool_reference`
+  blocks. A reference must name a tool the request sent (else the API refuses the request): give it
+  the `server` given to `tool_params`, and `tools`, the request's tools, to leave out any other hit
+  (a server that connected after the request's tools were made).
 - `await tool_result(scout, tool_use)` → `ToolResultBlockParam`: maps the block's tool name back to
   `(server, tool)` (`tool_named`), runs it through `Scout.execute` and answers with its text and
   images; a refused call (unknown tool, invalid arguments) is an `is_error` result saying why.
-- `await tool_results(scout, content, search_tool="search_tools")` → `list[ToolResultBlockParam]`:
-  every `tool_use` block of an assistant message answered, in order: the user turn that follows it.
+- `await tool_results(scout, content, search_tool="search_tools", server=None, tools=None)` →
+  `list[ToolResultBlockParam]`: every `tool_use` block of an assistant message answered, in order:
+  the user turn that follows it (`server` and `tools` as for `tool_search_result`).
 - `await tool_named(scout, name)` → `(server, tool)`.
 
 A `tool_use` is the response's `ToolUseBlock` or its dict (`ToolUseBlockParam`). docs/PYTHON_API.md has a loop.
@@ -131,14 +135,28 @@ def _failed(tool_use_id: str, text: str) -> ToolResultBlockParam:
     }
 
 
-async def tool_search_result(scout: Scout, tool_use: ToolUse) -> ToolResultBlockParam:
+async def tool_search_result(
+    scout: Scout,
+    tool_use: ToolUse,
+    *,
+    server: str | None = None,
+    tools: Iterable[Mapping[str, object]] | None = None,
+) -> ToolResultBlockParam:
     """The answer to a `tool_use` of the search tool: the hits' `tool_reference` blocks (a text block
-    when nothing was found; an `is_error` one when the search was asked wrongly)."""
+    when nothing was found; an `is_error` one when the search was asked wrongly).
+
+    A `tool_reference` to a tool the request did not send makes the API refuse the request, so the
+    search must see the tools that were sent: only `server`'s (give the one given to `tool_params`),
+    and, given `tools` (the request's `tools`), only hits of those names.
+    """
     tool_use_id, _, arguments = _fields(tool_use)
     try:
-        hits = await searched(scout, arguments)
+        hits = await searched(scout, arguments, server=server)
     except ToolscoutError as error:
         return _failed(tool_use_id, error_text(error))
+    if tools is not None:
+        sent = {tool.get("name") for tool in tools}
+        hits = [hit for hit in hits if hit.name in sent]
     content: list[ToolReferenceBlockParam | TextBlockParam] = [*tool_reference_blocks(hits)]
     if not content:
         content = [{"type": "text", "text": "No tool matches; search again with other words."}]
@@ -175,21 +193,28 @@ async def tool_result(scout: Scout, tool_use: ToolUse) -> ToolResultBlockParam:
 
 
 async def tool_results(
-    scout: Scout, content: Iterable[object], *, search_tool: str | None = SEARCH_TOOL
+    scout: Scout,
+    content: Iterable[object],
+    *,
+    search_tool: str | None = SEARCH_TOOL,
+    server: str | None = None,
+    tools: Iterable[Mapping[str, object]] | None = None,
 ) -> list[ToolResultBlockParam]:
     """The answer to every `tool_use` block of an assistant message's `content`, in order (other blocks
-    are passed over): a search for those of `search_tool`, the tool's run for the others.
+    are passed over): a search for those of `search_tool` (among `server`'s tools and `tools`, as
+    `tool_search_result` says), the tool's run for the others.
 
     A block the model got wrong (a tool it has not, arguments its schema refuses) is answered with an
     `is_error` result saying why; one without the `id` or `name` the API always sends raises `InvalidArguments`.
     """
+    sent = None if tools is None else list(tools)  # (read at each search: an iterator would be spent at the first)
     answers: list[ToolResultBlockParam] = []
     for block in blocks_of(content, "content", "an assistant message's content (`response.content`)"):
         tool_use = _as_tool_use(block)
         if tool_use is None:
             continue
         if search_tool is not None and _fields(tool_use)[1] == search_tool:
-            answers.append(await tool_search_result(scout, tool_use))
+            answers.append(await tool_search_result(scout, tool_use, server=server, tools=sent))
         else:
             answers.append(await tool_result(scout, tool_use))
     return answers

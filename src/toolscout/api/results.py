@@ -135,8 +135,11 @@ def arguments_of(raw: object) -> dict[str, Any]:
     return dict(cast(Mapping[str, Any], value))
 
 
-async def searched(scout: Scout, raw: object, *, default_limit: int = DEFAULT_SEARCH_LIMIT) -> list[Hit]:
-    """The hits for a tool search the model made with `raw` arguments (`SEARCH_PARAMETERS`)."""
+async def searched(
+    scout: Scout, raw: object, *, server: str | None = None, default_limit: int = DEFAULT_SEARCH_LIMIT
+) -> list[Hit]:
+    """The hits for a tool search the model made with `raw` arguments (`SEARCH_PARAMETERS`), among the
+    tools of `server` (or of all)."""
     arguments = arguments_of(raw)
     query = arguments.get("query")
     if not isinstance(query, str) or not query.strip():
@@ -144,4 +147,4 @@ async def searched(scout: Scout, raw: object, *, default_limit: int = DEFAULT_SE
     limit = arguments.get("limit", default_limit)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise InvalidArguments(f"`limit` must be an integer from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}.")
-    return await scout.search(query, limit=limit)
+    return await scout.search(query, server=server, limit=limit)
