@@ -55,7 +55,7 @@ from toolscout.api.results import result_parts
 from toolscout.config.models import ListCacheConfig
 from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.demo import notes
-from toolscout.errors import InvalidArguments
+from toolscout.errors import GatewayNotOpen, InvalidArguments
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -277,6 +277,22 @@ async def test_a_call_without_the_id_its_api_always_sends_is_the_programs_mistak
         assert plain(unknown)["is_error"] is True
         assert await for_anthropic.tool_results(scout, "plain text, no tool called") == []
     assert not (tmp_path / "notes.json").exists()  # nothing ran
+
+
+async def test_the_helpers_of_a_closed_scout_raise_instead_of_answering_the_model(tmp_path: Path) -> None:
+    async with opened(tmp_path) as scout:
+        pass
+    use = {"type": "tool_use", "id": "t", "name": "notes__create_note", "input": {"title": "x", "body": "y"}}
+    search = {"type": "tool_use", "id": "s", "name": "search_tools", "input": {"query": "create a note"}}
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: for_anthropic.tool_result(scout, use),
+        lambda: for_anthropic.tool_search_result(scout, search),
+        lambda: for_openai.function_call_output(scout, function_call("c", "create_note", {}, "notes")),
+        lambda: for_openai.tool_search_output(scout, tool_search_call("s", {"query": "create a note"})),
+    ]
+    for call in calls:
+        with pytest.raises(GatewayNotOpen):
+            await call()
 
 
 def references(result: ToolResultBlockParam) -> set[str]:

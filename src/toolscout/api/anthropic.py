@@ -59,7 +59,7 @@ from toolscout.api.results import (
     sent_field,
 )
 from toolscout.api.scout import Hit, Scout, ToolDetails
-from toolscout.errors import ToolscoutError
+from toolscout.errors import GatewayNotOpen, ToolscoutError
 
 __all__ = [
     "IMAGE_TYPES",
@@ -152,6 +152,8 @@ async def tool_search_result(
     tool_use_id, _, arguments = _fields(tool_use)
     try:
         hits = await searched(scout, arguments, server=server)
+    except GatewayNotOpen:
+        raise  # the program's mistake, not the model's: never an answer to it
     except ToolscoutError as error:
         return _failed(tool_use_id, error_text(error))
     if tools is not None:
@@ -181,6 +183,8 @@ async def tool_result(scout: Scout, tool_use: ToolUse) -> ToolResultBlockParam:
     try:
         server, tool = await scout.tool_named(name)
         result = await scout.execute(server, tool, arguments_of(arguments))
+    except GatewayNotOpen:
+        raise  # the program's mistake, not the model's: never an answer to it
     except ToolscoutError as error:
         return _failed(tool_use_id, error_text(error))
     block: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": tool_use_id}

@@ -70,7 +70,7 @@ from toolscout.api.results import (
     sent_field,
 )
 from toolscout.api.scout import Scout, ToolDetails
-from toolscout.errors import InvalidArguments, ToolNotFound, ToolscoutError
+from toolscout.errors import GatewayNotOpen, InvalidArguments, ToolNotFound, ToolscoutError
 from toolscout.naming import native_names
 
 __all__ = [
@@ -237,6 +237,8 @@ async def _run(scout: Scout, name: str, namespace: str | None, arguments: object
     try:
         server, tool = await tool_named(scout, name, namespace)
         result = await scout.execute(server, tool, arguments_of(arguments))
+    except GatewayNotOpen:
+        raise  # the program's mistake, not the model's: never an answer to it
     except ToolscoutError as error:
         return error_text(error)
     output = _output(result_parts(result, image_types=IMAGE_TYPES))
