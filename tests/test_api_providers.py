@@ -51,7 +51,7 @@ from tests.servers.kitchen import Kitchen
 from toolscout.api import Scout, ToolDetails
 from toolscout.api import anthropic as for_anthropic
 from toolscout.api import openai as for_openai
-from toolscout.api.results import result_parts
+from toolscout.api.results import DEFAULT_SEARCH_LIMIT, result_parts
 from toolscout.config.models import ListCacheConfig
 from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.demo import notes
@@ -461,6 +461,34 @@ async def test_openai_function_outputs_carry_images_and_say_why_a_call_was_refus
             scout, {"type": "function_call", "call_id": "c4", "name": "fail_politely", "namespace": "kitchen"}
         )
         assert failed["output"] == "The tool reported an error: the oven is off"
+
+
+async def test_an_openai_client_search_asked_wrongly_is_told_apart_from_one_that_found_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    wrongly: dict[str, object] = {
+        "not JSON": "not an object",
+        "no query": {"limit": 3},
+        "limit of a wrong type": {"query": "create a note", "limit": "3"},
+    }
+    async with opened(tmp_path) as scout:
+        query = "weather, or a note"
+        found = await for_openai.tool_search_output(scout, tool_search_call("s1", {"query": query}))
+        ranked = [hit.server for hit in await scout.search(query, limit=DEFAULT_SEARCH_LIMIT)]
+        nothing = await for_openai.tool_search_output(scout, tool_search_call("s2", {"query": "zzqx"}))
+        answers = {
+            label: await for_openai.tool_search_output(scout, {**tool_search_call("s3", {}), "arguments": arguments})
+            for label, arguments in wrongly.items()
+        }
+    for output in (found, nothing, *answers.values()):
+        conforms(ResponseToolSearchOutputItemParamParam, output)
+    assert found.get("status") == "completed"
+    # One namespace per server, in the order of each server's best hit.
+    assert [plain(space)["name"] for space in found["tools"]] == list(dict.fromkeys(ranked)) and len(set(ranked)) == 2
+    assert nothing.get("status") == "completed" and list(nothing["tools"]) == []
+    for label, output in answers.items():
+        assert output.get("status") == "incomplete" and list(output["tools"]) == [], label
+    assert caplog.text.count("INVALID_ARGUMENTS") == len(wrongly)
 
 
 @OPENAI_CLIENT

@@ -29,6 +29,7 @@ input schemas are not written for it. docs/PYTHON_API.md has a loop.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
@@ -86,6 +87,8 @@ __all__ = [
     "tool_search_output",
     "tool_search_tool_param",
 ]
+
+logger = logging.getLogger(__name__)
 
 IMAGE_TYPES: frozenset[str] = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types a function's output may carry; others are described in words."""
@@ -191,11 +194,19 @@ def _get(item: object, key: str) -> Any:
 
 async def tool_search_output(scout: Scout, call: ToolSearchCall) -> ResponseToolSearchOutputItemParamParam:
     """The answer to a client-executed `tool_search_call`: the hits' functions in their servers'
-    namespaces (none when the search was asked wrongly or found nothing)."""
+    namespaces, one namespace per server in the order of its best hit (the ranking kept within it).
+
+    The item has no field for an error. A search asked wrongly (arguments that are not a JSON object
+    with a `query` string, a `limit` out of range) is answered with no tools and `status: "incomplete"`,
+    where one that found nothing is `completed` with no tools; its error is logged as a warning, which
+    is the most the type allows to tell them apart.
+    """
+    status: Literal["completed", "incomplete"] = "completed"
     try:
         hits = await searched(scout, _get(call, "arguments"))
-    except ToolscoutError:
-        hits = []
+    except InvalidArguments as error:  # (the model's mistake; any other error is the program's, and raised)
+        logger.warning("answered a client tool_search_call asked wrongly with no tools: %s", error_text(error))
+        hits, status = [], "incomplete"
     every = await scout.tools(include_hidden=True)
     by_pair = {(details.server, details.tool): details for details in every}
     found = [by_pair[(hit.server, hit.tool)] for hit in hits if (hit.server, hit.tool) in by_pair]
@@ -203,6 +214,7 @@ async def tool_search_output(scout: Scout, call: ToolSearchCall) -> ResponseTool
     output: ResponseToolSearchOutputItemParamParam = {
         "type": "tool_search_output",
         "execution": "client",
+        "status": status,
         "tools": cast(list[ToolSearchOutputNamespaceToolParam], loaded),
     }
     call_id = _get(call, "call_id")
