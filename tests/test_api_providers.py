@@ -55,7 +55,7 @@ from toolscout.api.results import DEFAULT_SEARCH_LIMIT, result_parts
 from toolscout.config.models import ListCacheConfig
 from toolscout.config.rules import RuleSet, ToolRule
 from toolscout.demo import notes
-from toolscout.errors import GatewayNotOpen, InvalidArguments
+from toolscout.errors import GatewayNotOpen, InvalidArguments, ServerNotFound
 from toolscout.gateway.core import Gateway
 from toolscout.upstream import InProcessUpstream, UpstreamSpec
 
@@ -345,6 +345,10 @@ async def test_openai_namespaces_carry_each_server_with_its_description_and_conf
         functions = {tool["name"]: tool for tool in by_name["notes"]["tools"]}
         assert functions["create_note"].get("defer_loading") is True
         assert "get_weather" in {tool["name"] for tool in by_name["kitchen"]["tools"]}  # hidden, yet searchable
+        only_notes = await for_openai.namespace_tool_params(scout, server="notes")
+        assert [space["name"] for space in only_notes] == ["notes"] and only_notes[0] == by_name["notes"]
+        with pytest.raises(ServerNotFound, match="'notes'"):
+            await for_openai.namespace_tool_params(scout, server="note")
         listed = {space["name"]: space for space in await for_openai.namespace_tool_params(scout, defer_loading=False)}
         assert "get_weather" not in {tool["name"] for tool in listed["kitchen"]["tools"]}
         assert "defer_loading" not in next(iter(listed["kitchen"]["tools"]))

@@ -3,9 +3,10 @@
 
 Each helper is named for what it returns:
 
-- `namespace_tool_params(scout, defer_loading=True)` → `list[NamespaceToolParam]`: one namespace per
-  server, carrying the server's description, its tools as functions under their own names; with
-  `defer_loading` the model sees only the namespaces until its `tool_search` loads their functions.
+- `namespace_tool_params(scout, server=None, defer_loading=True)` → `list[NamespaceToolParam]`: one
+  namespace per server (or `server`'s alone), carrying the server's description, its tools as
+  functions under their own names; with `defer_loading` the model sees only the namespaces until its
+  `tool_search` loads their functions.
 - `function_tool_params(scout, server=None, defer_loading=False)` → `list[FunctionToolParam]`: every
   enabled tool as a top-level function under its native name (`server__tool`).
 - `tool_search_tool_param(execution="server")` → `ToolSearchToolParam`: the `tool_search` tool;
@@ -168,11 +169,15 @@ def _namespaces(
     ]
 
 
-async def namespace_tool_params(scout: Scout, *, defer_loading: bool = True) -> list[NamespaceToolParam]:
-    """One namespace per server with tools: the server's description, its tools as functions
-    (deferred, also those `toolRules` hide from listings: a search may load them)."""
+async def namespace_tool_params(
+    scout: Scout, *, server: str | None = None, defer_loading: bool = True
+) -> list[NamespaceToolParam]:
+    """One namespace per server with tools (or `server`'s alone): the server's description, its tools
+    as functions (deferred, also those `toolRules` hide from listings: a search may load them)."""
+    if server is not None:
+        await scout.tools(server)  # SERVER_NOT_FOUND with the closest names
     every = await scout.tools(include_hidden=True)  # named among all, so that a name never depends on the listing
-    shown = every if defer_loading else [t for t in every if not t.hidden]
+    shown = [t for t in every if (defer_loading or not t.hidden) and server in (None, t.server)]
     return _namespaces(scout, shown, Namespaces(every), defer_loading=defer_loading)
 
 
