@@ -16,8 +16,9 @@ Completions' tools and tool messages; the `openai` extra). docs/PYTHON_API.md sh
 
 Every failure is a `toolscout.errors.ToolscoutError` with a stable `code`: `ConfigurationError` when
 the configuration cannot be read, `ServerNotFound`/`ToolNotFound` (with the closest names),
-`ToolDisabled`, `ArgumentValidationError`, `ServerUnavailable`, `CallTimeout`, and the others of
-`toolscout.errors`. `error.explain(API_STEPS)` words one for a model.
+`ToolDisabled`, `ArgumentValidationError`, `InvalidArguments` (an argument of a wrong type too),
+`ServerUnavailable`, `CallTimeout`, `GatewayNotOpen` (a `Scout` used outside its `async with` block),
+and the others of `toolscout.errors`. `error.explain(API_STEPS)` words one for a model.
 """
 
 from toolscout.api.scout import (
