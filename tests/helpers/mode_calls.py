@@ -50,3 +50,13 @@ async def call_in_mode(
                     "isError": executed["isError"],
                 }
             )
+        case "code":
+            # One program that makes the call and returns what it is worth to a program (its
+            # structuredContent, else its text as JSON or as it is), rebuilt here as a result.
+            program = f"await call_tool({server!r}, {tool!r}, {arguments!r})"
+            answer = await client.call_tool("run_code", {"code": program})
+            if answer.is_error:
+                return answer
+            value = cast(dict[str, Any], answer.structured_content or {}).get("result")
+            structured = cast(dict[str, Any], value) if isinstance(value, dict) else None
+            return types.CallToolResult(content=answer.content, structured_content=structured)
