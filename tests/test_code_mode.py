@@ -122,7 +122,8 @@ except ToolError as e:
     print("caught:", e)
 await kitchen.fail_politely()
 """
-    async with code_gateway() as gateway, code_client(gateway) as client:
+    # fail_politely says nothing of what it does: only `confirm: annotated` runs it without asking.
+    async with code_gateway() as gateway, code_client(gateway, code=CodeConfig(confirm="annotated")) as client:
         result = await run(client, program)
     error = error_of(result)
     assert error["code"] == "CODE_ERROR" and error["line"] == 6
@@ -171,7 +172,7 @@ import asyncio
 a, b = await asyncio.gather(kitchen.rendezvous(parties=2), kitchen.rendezvous(parties=2))
 print(a, b)
 """
-    async with code_gateway() as gateway, code_client(gateway) as client:
+    async with code_gateway() as gateway, code_client(gateway, code=CodeConfig(allow_destructive=True)) as client:
         result = await run(client, program, timeout=20)
     assert not result.is_error, text_of(result)
 
@@ -308,6 +309,46 @@ print("deleted")
     assert "CONFIRMATION_REQUIRED" in error_of(refused)["message"]
     assert "code.allowDestructive" in error_of(refused)["message"]
     assert not allowed.is_error and text_of(allowed) == "deleted\n"
+
+
+async def test_a_tool_that_does_not_say_it_is_safe_asks_unless_the_config_narrows_it(tmp_path: Path) -> None:
+    # kitchen.delete_city has no annotations: by the protocol's defaults it may destroy. render_chart, tagged
+    # dangerous by a rule, asks under both settings; get_weather (read-only) never asks.
+    audit = tmp_path / "audit.jsonl"
+    program = """
+for call in ("delete", "chart", "weather"):
+    try:
+        if call == "delete":
+            await kitchen.delete_city(city="Paris")
+        elif call == "chart":
+            await kitchen.render_chart(values=[1])
+        else:
+            await kitchen.get_weather(city="Paris")
+        print(call, "ran")
+    except ToolError as e:
+        print(call, e)
+"""
+    rules = [ToolRule(pattern=["render_chart"], tags=["dangerous"])]
+    asked: dict[str, list[str]] = {}
+    printed: dict[str, list[str]] = {}
+    async with code_gateway(rules=rules, audit_path=audit) as gateway:
+        for confirm in ("may-destroy", "annotated"):
+            user = Confirmer("decline")
+            code = CodeConfig(confirm=cast(Any, confirm))
+            async with code_client(gateway, code=code, elicitation_callback=user) as client:
+                result = await run(client, program)
+            assert not result.is_error, text_of(result)
+            printed[confirm] = cast(dict[str, Any], result.structured_content)["output"].splitlines()
+            asked[confirm] = [cast(types.ElicitRequestFormParams, q).message.split()[1] for q in user.asked]
+    assert asked == {
+        "may-destroy": ["kitchen/delete_city", "kitchen/render_chart"],
+        "annotated": ["kitchen/render_chart"],
+    }
+    assert (
+        printed["may-destroy"][0].startswith("delete kitchen/delete_city") and "(DECLINED)" in printed["may-destroy"][0]
+    )
+    assert printed["annotated"][0] == "delete ran" and printed["annotated"][2] == "weather ran"
+    assert ("delete_city", "DECLINED") in [(line["tool"], line["code"]) for line in audit_lines(audit)]
 
 
 # codeTool

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -25,8 +27,12 @@ class CodeConfig(BaseModel):
     """Characters of a program."""
     max_programs: int = Field(default=2, ge=1, le=64)
     """Programs running at once, each in a worker process of its own; more wait their turn within their timeout."""
+    confirm: Literal["may-destroy", "annotated"] = "may-destroy"
+    """Which tools ask the user before each call: `may-destroy`, every tool that may destroy by the protocol's
+    defaults (not `readOnlyHint: true` and not `destructiveHint: false`: a tool that says nothing asks), or
+    `annotated`, only those annotated `destructiveHint: true`; a tool tagged `dangerous` asks under both."""
     allow_destructive: bool = False
-    """Run tools annotated `destructiveHint: true` (or tagged `dangerous`) without asking the user."""
+    """Run every tool without asking the user, whatever `confirm` says."""
 
     @model_validator(mode="after")
     def _timeout_within_maximum(self) -> CodeConfig:

@@ -9,9 +9,11 @@ Inside a program each server the request's scope sees is an object named after i
 tools an async method; `search_tools(query, limit=5)` and `call_tool(server, tool, arguments)` are
 functions (`ProgramHost`). Every call goes through `Gateway.execute`, as `execute_tool`'s does: the
 scope, the rules, pinning's quarantine, the arguments against the schema, the audit line. A
-destructive tool asks the user first (`ask_user_to_run`, as smart mode does), once per call, unless
-`code.allowDestructive` says not to: a program can do many things, and the user is asked about each
-one with its arguments, never about the program as a whole, which the user would have to read.
+tool that may destroy (`may_destroy`: by the protocol's defaults, so a tool that says nothing asks too;
+`code.confirm: annotated` narrows it to those annotated destructive) asks the user first
+(`ask_user_to_run`, as smart mode does), once per call, unless `code.allowDestructive` says not to:
+a program can do many things, and the user is asked about each one with its arguments, never about
+the program as a whole, which the user would have to read.
 
 `run_code`'s annotations are the least permissive of the tools the scope can reach
 (`hints.Reach`, as for `execute_tool`), so its definition follows the catalog and the scope.
@@ -181,7 +183,12 @@ class ProgramHost:
         the program, or `CallFailed` with what went wrong."""
         qualified = f"{server}/{tool}"
         entry = self.gateway.visibility.get(self.scope, server, tool)
-        if entry is not None and entry.enabled and is_destructive(entry) and not self.config.allow_destructive:
+        if (
+            entry is not None
+            and entry.enabled
+            and not self.config.allow_destructive
+            and may_destroy(entry, self.config)
+        ):
             answer = await ask_user_to_run(qualified, arguments)
             if answer is not True:
                 await self._audit_refused(server, tool, arguments, "DECLINED" if answer is False else UNCONFIRMED)
@@ -189,9 +196,10 @@ class ProgramHost:
                 raise CallFailed(f"{qualified}: the user declined running it; nothing was run (DECLINED)")
             if answer is None:
                 raise CallFailed(
-                    f"{qualified}: it may destroy data (destructiveHint), and the user could not be asked to "
-                    "confirm it: your client does not support elicitation. Ask the user, and have the operator "
-                    f"set code.allowDestructive: true to run such tools from programs ({UNCONFIRMED})"
+                    f"{qualified}: it may destroy data (it is not annotated read-only or destructiveHint: false), "
+                    "and the user could not be asked to confirm it: your client does not support elicitation. Ask "
+                    "the user, and have the operator set code.allowDestructive: true to run such tools from "
+                    f"programs, or code.confirm: annotated to ask only for tools annotated destructive ({UNCONFIRMED})"
                 )
         try:
             result = await self.gateway.execute(server, tool, arguments, max_output_chars=0)
@@ -236,6 +244,18 @@ class ProgramHost:
             }
             for hit in hits
         ]
+
+
+def may_destroy(entry: CatalogTool, config: CodeConfig) -> bool:
+    """Whether a program's call of `entry` asks the user first, under `code.confirm`.
+
+    `may-destroy` reads unset hints as the protocol's defaults, as `hints.Reach` does for `run_code`'s own
+    annotations: a tool that does not say it only reads, or that it destroys nothing, may destroy.
+    """
+    if config.confirm == "annotated" or "dangerous" in entry.tags:
+        return is_destructive(entry)
+    hints = entry.tool.annotations or types.ToolAnnotations()
+    return hints.read_only_hint is not True and hints.destructive_hint is not False
 
 
 def result_value(result: types.CallToolResult, texts: list[str]) -> Any:
