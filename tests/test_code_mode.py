@@ -311,6 +311,35 @@ print("deleted")
     assert not allowed.is_error and text_of(allowed) == "deleted\n"
 
 
+async def test_the_user_is_asked_only_about_a_call_that_could_run(tmp_path: Path) -> None:
+    # Arguments the schema refuses, and a tool the rules disable: refused for what they are, never put to the user.
+    audit = tmp_path / "audit.jsonl"
+    user = Confirmer("decline")
+    program = """
+for call in ("wrong type", "disabled"):
+    try:
+        if call == "wrong type":
+            await notes.delete_note(id=[1])
+        else:
+            await kitchen.delete_city(city="Paris")
+    except ToolError as e:
+        print(e)
+"""
+    rules = [ToolRule(pattern=["delete_city"], enabled=False)]
+    async with (
+        code_gateway(rules=rules, audit_path=audit) as gateway,
+        code_client(gateway, elicitation_callback=user) as client,
+    ):
+        result = await run(client, program)
+    printed = cast(dict[str, Any], result.structured_content)["output"].splitlines()
+    assert user.asked == []
+    assert "(VALIDATION_ERROR)" in printed[0] and "(TOOL_DISABLED)" in printed[1]
+    assert [(line["tool"], line["code"]) for line in audit_lines(audit)] == [
+        ("delete_note", "VALIDATION_ERROR"),
+        ("delete_city", "TOOL_DISABLED"),
+    ]
+
+
 async def test_a_tool_that_does_not_say_it_is_safe_asks_unless_the_config_narrows_it(tmp_path: Path) -> None:
     # kitchen.delete_city has no annotations: by the protocol's defaults it may destroy. render_chart, tagged
     # dangerous by a rule, asks under both settings; get_weather (read-only) never asks.

@@ -77,6 +77,8 @@ Ts = TypeVarTuple("Ts")
 T = TypeVar("T")
 
 ResultShape = Callable[[types.CallToolResult], Awaitable[types.CallToolResult]]
+Confirm = Callable[[CatalogTool, dict[str, Any]], Awaitable[None]]
+"""Asked of a call admitted and validated, just before it leaves for its server; raises to refuse it."""
 """What a mode makes of an upstream's result before the caps on its text and size (compact mode's TOON)."""
 
 
@@ -547,6 +549,7 @@ class Gateway:
         max_output_chars: int | None = None,
         client: str | None = None,
         shape: ResultShape | None = None,
+        confirm: Confirm | None = None,
     ) -> types.CallToolResult:
         """Validate `arguments` and call the tool upstream; its result comes back as it came, text capped.
 
@@ -554,12 +557,14 @@ class Gateway:
         rewrites the result before the caps, so that they measure what the client receives. Every
         call, failed ones included, is audited with `client` (who asked, if known); one refused
         before it reached the server has outcome `error` and the refusal's code. Only a tool the
-        server listed under exactly `name`, enabled by `toolRules`, is ever called (`Catalog.admit`)."""
+        server listed under exactly `name`, enabled by `toolRules`, is ever called (`Catalog.admit`).
+        `confirm`, when given, is awaited once the call is admitted and its arguments valid (the user is
+        asked only about a call that could run); what it raises refuses the call, audited with its code."""
         if self.audit is None:
-            return await self._execute(server, name, arguments, max_output_chars, shape)
+            return await self._execute(server, name, arguments, max_output_chars, shape, confirm)
         if client is None and (relay := current_relay()) is not None:
             client = relay.client  # a call through the MCP server names its client session
-        call = functools.partial(self._execute, server, name, arguments, max_output_chars, shape)
+        call = functools.partial(self._execute, server, name, arguments, max_output_chars, shape, confirm)
         return await self.audit.record_call(call, server=server, tool=name, arguments=arguments, client=client)
 
     async def record_refused(self, request: Mapping[str, Any], error: ToolscoutError) -> None:
@@ -576,6 +581,7 @@ class Gateway:
         arguments: Mapping[str, Any] | None,
         max_output_chars: int | None,
         shape: ResultShape | None = None,
+        confirm: Confirm | None = None,
     ) -> types.CallToolResult:
         if arguments is not None and not isinstance(arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidArguments(
@@ -586,6 +592,8 @@ class Gateway:
         entry = self.visibility.admit_tool(current_scope(), server, name)
         # jsonschema's own walk, when needed, runs off the event loop under a budget, and ends with this call.
         await self.validator.check(entry.input_schema, args, server=server, tool=name)
+        if confirm is not None:
+            await confirm(entry, args)
         started = time.perf_counter()
         outcome = "error"
         try:

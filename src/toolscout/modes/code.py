@@ -59,8 +59,18 @@ RUN_CODE = "run_code"
 FUNCTIONS = frozenset({"search_tools", "call_tool"})
 """The host functions a program calls by name (beside `ToolError`, the prelude's)."""
 SEARCH_LIMIT = 50
-UNCONFIRMED = "CONFIRMATION_REQUIRED"
-"""The code of a destructive call the user could not be asked about (no elicitation): run nothing."""
+
+
+class CallDeclined(ToolscoutError):
+    """The user said no to a program's call of a tool that may destroy: nothing was run."""
+
+    code = "DECLINED"
+
+
+class CallUnconfirmed(ToolscoutError):
+    """A program's call of a tool that may destroy could not be put to the user: nothing was run."""
+
+    code = "CONFIRMATION_REQUIRED"
 
 
 class RunCodeArgs(ArgsModel):
@@ -179,36 +189,33 @@ class ProgramHost:
         return await self.run_tool(server, tool, cast(dict[str, Any], arguments or {}))
 
     async def run_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
-        """Run `server`'s `tool` as execute_tool does (a destructive one asked of the user first); its value for
-        the program, or `CallFailed` with what went wrong."""
+        """Run `server`'s `tool` as execute_tool does (one that may destroy asked of the user first, once
+        admitted and its arguments valid); its value for the program, or `CallFailed` with what went wrong."""
         qualified = f"{server}/{tool}"
-        entry = self.gateway.visibility.get(self.scope, server, tool)
-        if (
-            entry is not None
-            and entry.enabled
-            and not self.config.allow_destructive
-            and may_destroy(entry, self.config)
-        ):
-            answer = await ask_user_to_run(qualified, arguments)
-            if answer is not True:
-                await self._audit_refused(server, tool, arguments, "DECLINED" if answer is False else UNCONFIRMED)
-            if answer is False:
-                raise CallFailed(f"{qualified}: the user declined running it; nothing was run (DECLINED)")
-            if answer is None:
-                raise CallFailed(
-                    f"{qualified}: it may destroy data (it is not annotated read-only or destructiveHint: false), "
-                    "and the user could not be asked to confirm it: your client does not support elicitation. Ask "
-                    "the user, and have the operator set code.allowDestructive: true to run such tools from "
-                    f"programs, or code.confirm: annotated to ask only for tools annotated destructive ({UNCONFIRMED})"
-                )
         try:
-            result = await self.gateway.execute(server, tool, arguments, max_output_chars=0)
+            result = await self.gateway.execute(server, tool, arguments, max_output_chars=0, confirm=self._confirm)
         except ToolscoutError as exc:
             raise CallFailed(f"{qualified}: {exc.message} ({exc.code})") from None
         texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
         if result.is_error:
             raise CallFailed(f"{qualified}: {' '.join(texts) or 'the tool reported an error'} (TOOL_EXECUTION_ERROR)")
         return result_value(result, texts)
+
+    async def _confirm(self, entry: CatalogTool, arguments: dict[str, Any]) -> None:
+        """Ask the user about a call of `entry` that may destroy (`may_destroy`), unless the config says not to;
+        raise unless they said yes."""
+        if self.config.allow_destructive or not may_destroy(entry, self.config):
+            return
+        answer = await ask_user_to_run(f"{entry.server}/{entry.name}", arguments)
+        if answer is False:
+            raise CallDeclined("the user declined running it; nothing was run")
+        if answer is None:
+            raise CallUnconfirmed(
+                "it may destroy data (it is not annotated read-only or destructiveHint: false), and the user could "
+                "not be asked to confirm it: your client does not support elicitation. Ask the user, and have the "
+                "operator set code.allowDestructive: true to run such tools from programs, or code.confirm: "
+                "annotated to ask only for tools annotated destructive"
+            )
 
     async def _audit_refused(self, server: str, tool: str, arguments: dict[str, Any], code: str) -> None:
         """Audit a call the program made that never reached `Gateway.execute` (which audits the others)."""
