@@ -340,6 +340,38 @@ for call in ("wrong type", "disabled"):
     ]
 
 
+async def test_the_user_sees_every_argument_or_is_not_asked(tmp_path: Path) -> None:
+    # A body past the old 300-character cut is shown whole, in the schema's order (id, title, body, tags,
+    # whatever order the program wrote); one past what a question shows is refused without asking.
+    audit = tmp_path / "audit.jsonl"
+    user = Confirmer("decline")
+    body = "x" * 1000 + "THE END"
+    program = f"""
+note = await notes.create_note(title="Keep", body="x")
+for size in (1, 10):
+    try:
+        await notes.update_note(tags=["a"], body="{body}" * size, title="New", id=note["id"])
+    except ToolError as e:
+        print(e)
+"""
+    async with (
+        code_gateway(audit_path=audit) as gateway,
+        code_client(gateway, elicitation_callback=user) as client,
+    ):
+        result = await run(client, program)
+    printed = cast(dict[str, Any], result.structured_content)["output"].splitlines()
+    (question,) = user.asked
+    message = cast(types.ElicitRequestFormParams, question).message
+    assert body + '"' in message
+    assert [message.index(f'"{key}"') for key in ("id", "title", "body", "tags")] == sorted(
+        message.index(f'"{key}"') for key in ("id", "title", "body", "tags")
+    )
+    assert "(DECLINED)" in printed[0]
+    assert "(CONFIRMATION_REQUIRED)" in printed[1] and "smaller calls" in printed[1]
+    assert "code.allowDestructive" in printed[1]
+    assert [line["code"] for line in audit_lines(audit)] == [None, "DECLINED", "CONFIRMATION_REQUIRED"]
+
+
 async def test_a_tool_that_does_not_say_it_is_safe_asks_unless_the_config_narrows_it(tmp_path: Path) -> None:
     # kitchen.delete_city has no annotations: by the protocol's defaults it may destroy. render_chart, tagged
     # dangerous by a rule, asks under both settings; get_weather (read-only) never asks.
@@ -368,7 +400,7 @@ for call in ("delete", "chart", "weather"):
                 result = await run(client, program)
             assert not result.is_error, text_of(result)
             printed[confirm] = cast(dict[str, Any], result.structured_content)["output"].splitlines()
-            asked[confirm] = [cast(types.ElicitRequestFormParams, q).message.split()[1] for q in user.asked]
+            asked[confirm] = [cast(types.ElicitRequestFormParams, q).message.split()[1].rstrip("?") for q in user.asked]
     assert asked == {
         "may-destroy": ["kitchen/delete_city", "kitchen/render_chart"],
         "annotated": ["kitchen/render_chart"],

@@ -50,6 +50,7 @@ from toolscout.modes.discovery import (
 from toolscout.modes.hints import Reach
 from toolscout.modes.sandbox import CallFailed, HostCall, Limits, Sandbox, identifier, is_reserved, rendered
 from toolscout.modes.smart import ask_user_to_run, is_destructive
+from toolscout.modes.smart_suggestions import CONFIRM_ARGUMENTS_CHARS, confirmation_question
 from toolscout.render.python import python_call
 from toolscout.render.signatures import is_flat
 from toolscout.render.text import details_text, search_text
@@ -206,7 +207,14 @@ class ProgramHost:
         raise unless they said yes."""
         if self.config.allow_destructive or not may_destroy(entry, self.config):
             return
-        answer = await ask_user_to_run(f"{entry.server}/{entry.name}", arguments)
+        qualified = f"{entry.server}/{entry.name}"
+        if confirmation_question(qualified, arguments, entry.input_schema) is None:
+            raise CallUnconfirmed(
+                f"its arguments are over the {CONFIRM_ARGUMENTS_CHARS} characters the user can be shown to confirm "
+                "them, and it may destroy data: nothing was run. Make smaller calls (split the data over several), "
+                "or have the operator set code.allowDestructive: true"
+            )
+        answer = await ask_user_to_run(qualified, arguments, entry.input_schema)
         if answer is False:
             raise CallDeclined("the user declined running it; nothing was run")
         if answer is None:

@@ -61,7 +61,13 @@ from toolscout.gateway.visibility import scope_key
 from toolscout.modes.client import SurfaceClient
 from toolscout.modes.discovery import ArgsModel, MetaTool, forgive_arguments, run_meta_tool
 from toolscout.modes.hints import Reach
-from toolscout.modes.smart_suggestions import category_fallback, json_text, not_found, suggestions
+from toolscout.modes.smart_suggestions import (
+    category_fallback,
+    confirmation_question,
+    json_text,
+    not_found,
+    suggestions,
+)
 from toolscout.naming import split_tool_label, tool_spellings
 from toolscout.render.signatures import call_signature
 from toolscout.smart.confirmation import Confirmations
@@ -593,7 +599,7 @@ class DestructiveGuard:
         return None if problem is None else f"the confirmation_id {problem}"
 
     async def _ask_user(self, choice: Choice, arguments: Mapping[str, Any]) -> bool | None:
-        return await ask_user_to_run(choice.qualified, arguments)
+        return await ask_user_to_run(choice.qualified, arguments, choice.tool.input_schema)
 
 
 def is_destructive(entry: CatalogTool) -> bool:
@@ -602,14 +608,20 @@ def is_destructive(entry: CatalogTool) -> bool:
     return "dangerous" in entry.tags or (annotations is not None and annotations.destructive_hint is True)
 
 
-async def ask_user_to_run(qualified: str, arguments: Mapping[str, Any]) -> bool | None:
+async def ask_user_to_run(
+    qualified: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None
+) -> bool | None:
     """The user's answer, through elicitation, to running the destructive tool `qualified` (`server/tool`)
-    with `arguments`: True to run, False declined, None when they cannot be asked."""
+    with `arguments` (shown whole, `confirmation_question`): True to run, False declined, None when they
+    cannot be asked, or the arguments are too large to show."""
+    question = confirmation_question(qualified, arguments, schema)
+    if question is None:
+        return None
     relay = current_relay()
     if relay is None:
         return None
     params = types.ElicitRequestFormParams(
-        message=f"Run {qualified} with {json_text(arguments)}? It may destroy data.",
+        message=question,
         requested_schema={
             "type": "object",
             "properties": {"confirm": {"type": "boolean", "title": "Run it", "description": "Run this call"}},

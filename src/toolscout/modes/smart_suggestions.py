@@ -42,6 +42,27 @@ def json_text(arguments: Mapping[str, Any]) -> str:
     return text if len(text) <= TEXT_ARGUMENTS_CHARS else text[: TEXT_ARGUMENTS_CHARS - 1] + "…"
 
 
+CONFIRM_ARGUMENTS_CHARS = 4000
+"""The most characters of arguments a confirmation shows: all of them, or the user is not asked at all (a
+question the user cannot read whole is no confirmation)."""
+
+
+def confirmation_question(
+    qualified: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None
+) -> str | None:
+    """What the user is asked before `qualified` runs: every argument, in the order of `schema`'s
+    `properties` and then the rest, as JSON (so no value can pass for another line); None when that
+    is over `CONFIRM_ARGUMENTS_CHARS`."""
+    properties = (schema or {}).get("properties")
+    order = list(cast(Mapping[str, Any], properties)) if isinstance(properties, Mapping) else []
+    ordered = {key: arguments[key] for key in order if key in arguments}
+    ordered.update({key: value for key, value in arguments.items() if key not in ordered})
+    text = json.dumps(ordered, ensure_ascii=False, indent=2, default=str)
+    if len(text) > CONFIRM_ARGUMENTS_CHARS:
+        return None
+    return f"Run {qualified}? It may destroy data. Its arguments, all of them:\n{text}"
+
+
 def suggestions(
     choices: Sequence[Choice],
     mapped: Sequence[tuple[Mapping[str, Any], str, Sequence[str]]],
