@@ -35,7 +35,22 @@ ESCAPES = {
     "globals()": ("globals()['x'] = 1", "globals()"),
     "class bases": ("class E(Exception):\n    pass", "class inheritance"),
     "generator": ("def g():\n    yield 1", "yield"),
+    "fullwidth exec": ("ｅｘｅｃ('import sys')", "exec()"),
+    "fullwidth in an f-string": ("x = f\"{ｅｖａｌ('1')}\"", "eval()"),
+    "fullwidth dunder": ("x = ()\nx._＿class__", "__class__"),
 }
+
+FULLWIDTH = {
+    "eval": "ｅｖａｌ('1+1')",
+    "exec": "ｅｘｅｃ('import sys')",
+    "compile": "ｃｏｍｐｉｌｅ('1', 'x', 'eval')",
+    "globals": "ｇｌｏｂａｌｓ()",
+    "locals": "ｌｏｃａｌｓ()",
+    "__class__": "().__ｃｌａｓｓ__",
+    "__import__": "_＿ｉｍｐｏｒｔ__('os')",  # (a name cannot start with ＿, in Monty either)
+    "import": "import ｏｓ",
+}
+"""Each refused name written in fullwidth letters, which Python (and Monty) read as the name itself (NFKC)."""
 
 
 @pytest.mark.parametrize(("code", "said"), list(ESCAPES.values()), ids=list(ESCAPES))
@@ -56,6 +71,10 @@ def test_the_token_check_refuses_before_running_and_leaves_strings_and_comments_
     assert refused is not None and refused.details["line"] == 3
     assert refusal("from . import x") is not None
     assert refusal("x = (") is None  # Monty's parser says what is wrong with it
+    for name, code in FULLWIDTH.items():
+        refused = refusal(code)
+        assert refused is not None and name.strip("_") in refused.message, name
+    assert refusal("ｅｖａｌｕａｔｅ = 1\nprint(f'{ｅｖａｌｕａｔｅ}')") is None  # another name, in any letters
 
 
 LIMITS = {

@@ -17,9 +17,10 @@ naming the call.
 
 Before the program runs, `refusal` reads its tokens: `import` of a module outside `ALLOWED_MODULES`,
 `eval`/`exec`/`compile` and the other introspection builtins, and any name that starts with a double
-underscore are refused with the line. Monty has no `__class__`, `__subclasses__` or `__globals__`
-walks in the first place; the token check makes the refusal say why, and keeps `eval` from running
-strings the check could not read.
+underscore are refused with the line. Each name is read as Python and Monty read it (NFKC: `ｅｖａｌ` is
+`eval`), so no spelling of `eval` or `exec` gets past the check to run code it never read. Monty has no
+`__class__`, `__subclasses__` or `__globals__` walks in the first place; the check makes the refusal
+say why.
 
 Limits: the wall clock (`timeout`, tool calls included) is an anyio deadline on the whole drive,
 which kills the worker when it passes; Monty's own `max_feed_duration_secs` stops the interpreter at
@@ -37,7 +38,8 @@ import os
 import re
 import signal
 import tokenize
-from collections.abc import Awaitable, Callable, Mapping
+import unicodedata
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 from uuid import UUID
@@ -178,13 +180,14 @@ def refusal(code: str) -> ProgramFailed | None:
     """What in `code` is refused before it runs, with its line; None when nothing is (or when the code does
     not tokenize: Monty's parser then says what is wrong, better)."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+        tokens = _names_joined(tokenize.generate_tokens(io.StringIO(code).readline))
     except (tokenize.TokenError, SyntaxError):  # (IndentationError is a SyntaxError)
         return None
     starts_statement = True
     for index, token in enumerate(tokens):
         kind, text, line = token.type, token.string, token.start[0]
         if kind == tokenize.NAME:
+            text = _normalized(text)
             refused = _refused_name(text)
             if refused:
                 return _refused(line, refused)
@@ -193,7 +196,7 @@ def refusal(code: str) -> ProgramFailed | None:
                 if problem:
                     return _refused(line, problem)
         elif kind == tokenize.STRING and _is_fstring(text):
-            for inner in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _fstring_fields(text)):
+            for inner in re.findall(r"[^\W\d]\w*", _normalized(_fstring_fields(text))):
                 refused = _refused_name(inner)
                 if refused:
                     return _refused(line, refused)
@@ -201,6 +204,31 @@ def refusal(code: str) -> ProgramFailed | None:
             continue
         starts_statement = kind in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT) or text in (";", ":")
     return None
+
+
+def _names_joined(tokens: Iterable[tokenize.TokenInfo]) -> list[tokenize.TokenInfo]:
+    """`tokens`, each name whole: Python's tokenize splits a name at a character its pattern does not know
+    (`_＿class__` as `_`, an error token `＿`, `class__`) where Monty's parser reads one name."""
+    out: list[tokenize.TokenInfo] = []
+    for token in tokens:
+        previous = out[-1] if out else None
+        if previous is not None and previous.end == token.start and _name_part(previous) and _name_part(token):
+            out[-1] = previous._replace(type=tokenize.NAME, string=previous.string + token.string, end=token.end)
+        else:
+            out.append(token)
+    return out
+
+
+def _name_part(token: tokenize.TokenInfo) -> bool:
+    text = _normalized(token.string)
+    return (
+        token.type in (tokenize.NAME, tokenize.ERRORTOKEN) and bool(text) and all(c == "_" or c.isalnum() for c in text)
+    )
+
+
+def _normalized(text: str) -> str:
+    """`text` as Python reads an identifier (NFKC, as Monty does too): `ｅｖａｌ` is `eval`."""
+    return unicodedata.normalize("NFKC", text)
 
 
 def _refused_name(name: str) -> str | None:
@@ -214,7 +242,7 @@ def _refused_name(name: str) -> str | None:
 def _import_refused(tokens: list[tokenize.TokenInfo], index: int) -> str | None:
     """What is wrong with the import statement starting at `tokens[index]`, if anything."""
     modules: list[str] = []
-    head = tokens[index].string
+    head = _normalized(tokens[index].string)
     expect_module = True
     for token in tokens[index + 1 :]:
         if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or token.string == ";":
@@ -223,12 +251,12 @@ def _import_refused(tokens: list[tokenize.TokenInfo], index: int) -> str | None:
             if token.string == ".":
                 return "relative imports are not available: a program is one file"
             if token.type == tokenize.NAME:
-                modules.append(token.string)
+                modules.append(_normalized(token.string))
             break
         if token.string == "," or (token.type == tokenize.NL):
             expect_module = True
         elif token.type == tokenize.NAME and expect_module:
-            modules.append(token.string)
+            modules.append(_normalized(token.string))
             expect_module = False
     for module in modules:
         if module not in ALLOWED_MODULES:
