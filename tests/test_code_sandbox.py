@@ -35,6 +35,9 @@ ESCAPES = {
     "globals()": ("globals()['x'] = 1", "globals()"),
     "class bases": ("class E(Exception):\n    pass", "class inheritance"),
     "generator": ("def g():\n    yield 1", "yield"),
+    # Builtins Monty lacks reach the gateway as outside calls: none of them is call_tool.
+    "help as call_tool": ("await help('kitchen', 'get_weather', {'city': 'Paris'})", "help() is not available"),
+    "dir": ("dir(1)", "dir() is not available in run_code's programs"),
     "fullwidth exec": ("ｅｘｅｃ('import sys')", "exec()"),
     "fullwidth in an f-string": ("x = f\"{ｅｖａｌ('1')}\"", "eval()"),
     "fullwidth dunder": ("x = ()\nx._＿class__", "__class__"),

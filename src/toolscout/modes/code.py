@@ -174,7 +174,9 @@ class ProgramHost:
             return await self.run_tool(call.receiver, tool, call.kwargs)
         if call.name == "search_tools":
             return await self._search(*call.args, **call.kwargs)
-        return await self._call_tool(*call.args, **call.kwargs)
+        if call.name == "call_tool":
+            return await self._call_tool(*call.args, **call.kwargs)
+        raise CallFailed(f"{call.name}() is not available in run_code's programs")
 
     async def _call_tool(self, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -406,7 +406,14 @@ class _Driver:
                     "environment or network; it reaches the outside only through the tools.",
                     line=self.line,
                 )
+            name = str(snapshot.function_name)
             receiver = self._objects.get(snapshot.object_id) if snapshot.object_id is not None else None
+            if receiver is None and (snapshot.object_id is not None or name not in self.host.functions()):
+                # A builtin Monty lacks (`dir`, `help`, `input`, ...) comes here as an outside call too:
+                # it is not the host's to answer, whatever its arguments look like.
+                raise ProgramFailed(
+                    f"line {self.line}: {name}() is not available in run_code's programs.", line=self.line
+                )
             self.calls += 1
             if self.calls > self.limits.max_calls:
                 raise self.limit(
@@ -414,7 +421,7 @@ class _Driver:
                     "(code.maxToolCalls): it was stopped",
                     line=self.line,
                 )
-            call = HostCall(receiver, str(snapshot.function_name), snapshot.args, dict(snapshot.kwargs), self.line)
+            call = HostCall(receiver, name, snapshot.args, dict(snapshot.kwargs), self.line)
             self._pending[snapshot.call_id] = _Pending(call)
             return snapshot.resume({"future": ...})
         if isinstance(snapshot, monty.FutureSnapshot):
