@@ -6,6 +6,7 @@ runs in a Monty worker process of its own."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, cast
 
@@ -125,6 +126,25 @@ async def test_a_program_that_never_ends_is_stopped_at_its_timeout_while_the_gat
     error = error_of(results["loop"])
     assert error["code"] == "CODE_LIMIT_EXCEEDED" and "code.timeout" in error["message"]
     assert cast(dict[str, Any], again.structured_content)["result"] == 45  # the next program runs as usual
+
+
+async def test_a_program_that_finds_every_sandbox_busy_is_told_so_and_not_that_it_ran_too_long() -> None:
+    # One slot (maxPrograms: 1), held by a loop: the next program waits its 1 s, never starts, and says why.
+    probe = Probe()
+    loop = "await probe.started()\nwhile True:\n    pass"
+    results: dict[str, Any] = {}
+    async with code_gateway(probe=probe) as gateway, code_client(gateway, code=CodeConfig(max_programs=1)) as client:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(functools.partial(run, client, loop, timeout=3))
+                await probe.started.wait()
+                results["waiting"] = await run(client, "1 + 1", timeout=1)
+            after = await run(client, "1 + 1", timeout=1)
+    error = error_of(results["waiting"])
+    assert error["code"] == "CODE_LIMIT_EXCEEDED"
+    assert "code.maxPrograms" in error["message"] and "never started" in error["message"]
+    assert "ran longer" not in error["message"]
+    assert cast(dict[str, Any], after.structured_content)["result"] == 2  # the slot came back
 
 
 async def test_a_programs_timeout_is_capped_by_the_config() -> None:

@@ -26,7 +26,8 @@ class CodeConfig(BaseModel):
     max_code_chars: int = Field(default=20_000, ge=100, le=1_000_000)
     """Characters of a program."""
     max_programs: int = Field(default=2, ge=1, le=64)
-    """Programs running at once, each in a worker process of its own; more wait their turn within their timeout."""
+    """Programs running at once, each in a worker process of its own; another waits at most its timeout for a free
+    one, then fails saying so (its own timeout counts from when it starts)."""
     confirm: Literal["may-destroy", "annotated"] = "may-destroy"
     """Which tools ask the user before each call: `may-destroy`, every tool that may destroy by the protocol's
     defaults (not `readOnlyHint: true` and not `destructiveHint: false`: a tool that says nothing asks), or

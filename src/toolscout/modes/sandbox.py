@@ -3,7 +3,7 @@
 Monty is a Python subset interpreted in Rust. Its pool runs each program in a worker *process*, so
 neither a program's loop nor its allocations touch the gateway's process. Each program gets a worker
 of its own, spawned for it and gone when it ends (nothing of one caller's program is left for the
-next), driven through Monty's blocking API from a thread of a limiter of `max_programs`: the event
+next), driven through Monty's blocking API from a thread, at most `max_programs` at once: the event
 loop only waits for that thread, and answers every other request meanwhile.
 
 The program is driven here snapshot by snapshot, never with Monty's automatic resumption: every
@@ -22,7 +22,8 @@ underscore are refused with the line. Each name is read as Python and Monty read
 `__class__`, `__subclasses__` or `__globals__` walks in the first place; the check makes the refusal
 say why.
 
-Limits: the wall clock (`timeout`, tool calls included) is an anyio deadline on the whole drive,
+Limits: the wall clock (`timeout`, tool calls included) is an anyio deadline on the whole drive
+(started once the program has its slot; waiting for one is bounded by the same timeout, apart),
 which kills the worker when it passes; Monty's own `max_feed_duration_secs` stops the interpreter at
 the same time from the inside, `max_memory` bounds the heap, `max_recursion_depth` the stack, the
 print collector what is printed, and `max_calls` the host calls (the next one stops the program).
@@ -284,24 +285,40 @@ class Sandbox:
     """Runs programs, at most `max_programs` at once, each in a Monty worker process of its own."""
 
     def __init__(self, *, max_programs: int) -> None:
-        self._threads = anyio.CapacityLimiter(max_programs)
+        self.max_programs = max_programs
+        self._slots = anyio.CapacityLimiter(max_programs)
 
     async def run(self, code: str, host: Host, limits: Limits) -> Outcome:
         """Run `code` to its end and return what it printed and its last value; a failure is `ProgramFailed`
-        (`ProgramLimitExceeded` for a limit), a worker that cannot start `SandboxUnavailable`."""
+        (`ProgramLimitExceeded` for a limit), a worker that cannot start `SandboxUnavailable`.
+
+        A program waits for a free slot at most its timeout, and its own clock starts once it has one:
+        a program that never started is told so, not that it ran too long."""
         problem = refusal(code)
         if problem is not None:
             raise problem
+        with anyio.move_on_after(limits.timeout) as waiting:
+            await self._slots.acquire()
+        if waiting.cancelled_caught:
+            raise ProgramLimitExceeded(
+                f"all {self.max_programs} of run_code's sandboxes (code.maxPrograms) were busy with other programs "
+                f"for the {limits.timeout:g} s this one could wait: it never started. Run it again shortly, or "
+                "have the operator raise code.maxPrograms.",
+                tool_calls=0,
+            )
         driver = _Driver(code, host, limits)
         try:
             with anyio.fail_after(limits.timeout):
-                # Monty's blocking API, in a thread of this limiter: its pool never calls back into the event
-                # loop on its own (the async API's runtime can wake a closed loop at exit, which aborts).
-                return await anyio.to_thread.run_sync(driver.run, abandon_on_cancel=True, limiter=self._threads)
+                # Monty's blocking API, in a thread of its own (the slot above bounds them): its pool never
+                # calls back into the event loop on its own (the async API's runtime can wake a closed loop at
+                # exit, which aborts).
+                thread = anyio.CapacityLimiter(1)
+                return await anyio.to_thread.run_sync(driver.run, abandon_on_cancel=True, limiter=thread)
         except TimeoutError:
             raise driver.limit(timed_out(limits.timeout), line=driver.line) from None
         finally:
             driver.stop()
+            self._slots.release()
 
 
 def timed_out(timeout: float) -> str:
