@@ -198,6 +198,35 @@ async def test_call_tool_reaches_a_tool_by_its_exact_names() -> None:
     assert cast(dict[str, Any], result.structured_content)["result"] == "Oslo"
 
 
+async def test_call_tool_called_wrongly_is_refused_and_audited(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    program = """
+for args in ((1, "get_weather", {}), ("kitchen", "get_weather", ["Paris"]), ("kitchen",), (1, 2, 3, 4)):
+    try:
+        await call_tool(*args)
+    except ToolError as e:
+        print(e)
+try:
+    await search_tools("weather", 5, 6)
+except ToolError as e:
+    print(e)
+"""
+    async with code_gateway(audit_path=audit) as gateway, code_client(gateway) as client:
+        result = await run(client, program)
+    printed = cast(dict[str, Any], result.structured_content)["output"].splitlines()
+    assert len(printed) == 5 and all("(INVALID_ARGUMENTS)" in line for line in printed), printed
+    assert "server and tool are strings" in printed[0] and "arguments is a dict" in printed[1]
+    assert all(name not in "".join(printed) for name in ("ProgramHost", "_bound", "_signature"))
+    assert printed[2].startswith("call_tool(server, tool, arguments): ")
+    assert printed[4].startswith("search_tools(query, limit=5): ")
+    assert [(line["server"], line["tool"], line["code"]) for line in audit_lines(audit)] == [
+        ("?", "get_weather", "INVALID_ARGUMENTS"),
+        ("kitchen", "get_weather", "INVALID_ARGUMENTS"),
+        ("kitchen", "?", "INVALID_ARGUMENTS"),
+        ("?", "?", "INVALID_ARGUMENTS"),
+    ]  # search_tools runs no tool: no audit line
+
+
 # Scope
 
 

@@ -161,7 +161,8 @@ async def test_tool_calls_in_a_loop_stop_at_max_tool_calls(tmp_path: Path) -> No
         result = await run(c, program)
     error = error_of(result)
     assert error["code"] == "CODE_LIMIT_EXCEEDED" and "code.maxToolCalls" in error["message"]
-    assert len(audit_lines(audit)) == 5  # the sixth call never left the gateway
+    # The sixth call never left the gateway, and is audited as refused.
+    assert [line["code"] for line in audit_lines(audit)] == [None] * 5 + ["CODE_LIMIT_EXCEEDED"]
 
 
 async def test_a_huge_tool_result_stays_bounded() -> None:

@@ -22,10 +22,11 @@ the program as a whole, which the user would have to read.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import keyword
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import mcp_types as types
 from pydantic import Field
@@ -54,7 +55,6 @@ from toolscout.modes.smart_suggestions import CONFIRM_ARGUMENTS_CHARS, confirmat
 from toolscout.render.python import python_call
 from toolscout.render.signatures import is_flat
 from toolscout.render.text import details_text, search_text
-from toolscout.upstream.calls import current_relay
 
 RUN_CODE = "run_code"
 FUNCTIONS = frozenset({"search_tools", "call_tool"})
@@ -166,10 +166,10 @@ class ProgramHost:
         if call.receiver is not None:
             tool = self.names.tool(call.receiver, call.name)
             if call.args:
-                await self._audit_refused(call.receiver, tool, call.kwargs, "INVALID_ARGUMENTS")
-                raise CallFailed(
+                await self._refuse(
+                    {"server": call.receiver, "tool": tool, "arguments": call.kwargs},
                     f"{call.receiver}/{tool}: pass the arguments by name, as the tool's input schema names them "
-                    f"({call.name}(title=...)), not by position (INVALID_ARGUMENTS)"
+                    f"({call.name}(title=...)), not by position",
                 )
             return await self.run_tool(call.receiver, tool, call.kwargs)
         if call.name == "search_tools":
@@ -178,18 +178,41 @@ class ProgramHost:
             return await self._call_tool(*call.args, **call.kwargs)
         raise CallFailed(f"{call.name}() is not available in run_code's programs")
 
-    async def _call_tool(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await self._bound_call_tool(*args, **kwargs)
-        except TypeError as exc:
-            raise CallFailed(f"call_tool(server, tool, arguments): {exc} (INVALID_ARGUMENTS)") from None
+    async def refused(self, call: HostCall, error: ToolscoutError) -> None:
+        """Audit the tool call `call` the sandbox refused before it reached the host (over `code.maxToolCalls`)."""
+        if call.receiver is not None:
+            await self._audit(
+                {"server": call.receiver, "tool": self.names.tool(call.receiver, call.name), "arguments": call.kwargs},
+                error,
+            )
+        elif call.name == "call_tool":
+            await self._audit(_call_tool_request(call.args, call.kwargs), error)
 
-    async def _bound_call_tool(self, server: Any, tool: Any, arguments: Any = None) -> Any:
+    async def _call_tool(self, *args: Any, **kwargs: Any) -> Any:
+        request = _call_tool_request(args, kwargs)
+        try:
+            CALL_TOOL.bind(*args, **kwargs)
+        except TypeError as exc:
+            await self._refuse(request, f"call_tool(server, tool, arguments): {exc}")
+        server, tool, arguments = request["server"], request["tool"], request["arguments"]
         if not isinstance(server, str) or not isinstance(tool, str):
-            raise CallFailed("call_tool(server, tool, arguments): server and tool are strings (INVALID_ARGUMENTS)")
+            await self._refuse(request, "call_tool(server, tool, arguments): server and tool are strings")
         if arguments is not None and not isinstance(arguments, dict):
-            raise CallFailed(f"call_tool({server!r}, {tool!r}, arguments): arguments is a dict (INVALID_ARGUMENTS)")
+            await self._refuse(request, f"call_tool({server!r}, {tool!r}, arguments): arguments is a dict")
         return await self.run_tool(server, tool, cast(dict[str, Any], arguments or {}))
+
+    async def _refuse(self, request: Mapping[str, Any], message: str) -> NoReturn:
+        """Audit a call the program made that never reached `Gateway.execute` (which audits the others) as
+        `INVALID_ARGUMENTS`, and raise it in the program."""
+        error = InvalidArguments(message)
+        await self._audit(request, error)
+        raise CallFailed(f"{message} ({error.code})")
+
+    async def _audit(self, request: Mapping[str, Any], error: ToolscoutError) -> None:
+        arguments: Any = request.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            request = {**request, "arguments": repr(arguments)}  # a program's value, which JSON may not hold
+        await self.gateway.record_refused(request, error)
 
     async def run_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
         """Run `server`'s `tool` as execute_tool does (one that may destroy asked of the user first, once
@@ -227,20 +250,13 @@ class ProgramHost:
                 "annotated to ask only for tools annotated destructive"
             )
 
-    async def _audit_refused(self, server: str, tool: str, arguments: dict[str, Any], code: str) -> None:
-        """Audit a call the program made that never reached `Gateway.execute` (which audits the others)."""
-        if self.gateway.audit is not None:
-            relay = current_relay()
-            request = {"server": server, "tool": tool, "arguments": arguments}
-            await self.gateway.audit.record_refused(request, code, client=relay.client if relay is not None else None)
-
     async def _search(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         try:
-            return await self._bound_search(*args, **kwargs)
+            bound = SEARCH_TOOLS.bind(*args, **kwargs)
         except TypeError as exc:
             raise CallFailed(f"search_tools(query, limit=5): {exc} (INVALID_ARGUMENTS)") from None
-
-    async def _bound_search(self, query: Any, limit: Any = 5) -> list[dict[str, Any]]:
+        bound.apply_defaults()
+        query, limit = bound.arguments["query"], bound.arguments["limit"]
         if not isinstance(query, str) or not query.strip():
             raise CallFailed("search_tools(query, limit=5): query is a non-empty string (INVALID_ARGUMENTS)")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= SEARCH_LIMIT:
@@ -261,6 +277,28 @@ class ProgramHost:
             }
             for hit in hits
         ]
+
+
+def _call_tool_signature(server: Any, tool: Any, arguments: Any = None) -> None:
+    """`call_tool`'s parameters, as a program sees them."""
+
+
+def _search_tools_signature(query: Any, limit: Any = 5) -> None:
+    """`search_tools`'s parameters, as a program sees them."""
+
+
+CALL_TOOL = inspect.signature(_call_tool_signature)
+SEARCH_TOOLS = inspect.signature(_search_tools_signature)
+"""What a program's calls of its functions are bound against: a wrong call's `TypeError` names no method of ours."""
+
+
+def _call_tool_request(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """What a program's `call_tool(...)` asked for, as far as it can be read (for its audit line)."""
+    named = ("server", "tool", "arguments")
+    request: dict[str, Any] = dict.fromkeys(named)
+    request.update(zip(named, args, strict=False))
+    request.update({key: kwargs[key] for key in named if key in kwargs})
+    return request
 
 
 def may_destroy(entry: CatalogTool, config: CodeConfig) -> bool:

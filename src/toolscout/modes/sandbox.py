@@ -137,6 +137,10 @@ class Host(Protocol):
         """The value of `call` for the program; `CallFailed` to raise in it, any `ToolscoutError` to stop it."""
         ...
 
+    async def refused(self, call: HostCall, error: ToolscoutError) -> None:
+        """Record that `call` was refused with `error` before it was asked of the host (a limit)."""
+        ...
+
 
 @dataclass
 class Outcome:
@@ -431,14 +435,16 @@ class _Driver:
                 raise ProgramFailed(
                     f"line {self.line}: {name}() is not available in run_code's programs.", line=self.line
                 )
+            call = HostCall(receiver, name, snapshot.args, dict(snapshot.kwargs), self.line)
             self.calls += 1
             if self.calls > self.limits.max_calls:
-                raise self.limit(
+                error = self.limit(
                     f"line {self.line}: the program made more than {self.limits.max_calls} tool calls "
                     "(code.maxToolCalls): it was stopped",
                     line=self.line,
                 )
-            call = HostCall(receiver, name, snapshot.args, dict(snapshot.kwargs), self.line)
+                anyio.from_thread.run(self.host.refused, call, error)  # audited as any other refused call
+                raise error
             self._pending[snapshot.call_id] = _Pending(call)
             return snapshot.resume({"future": ...})
         if isinstance(snapshot, monty.FutureSnapshot):
