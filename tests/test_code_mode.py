@@ -157,6 +157,7 @@ for call in ("weather", "delete", "typo", "positional"):
     assert printed[1].startswith("kitchen/delete_city") and "(TOOL_DISABLED)" in printed[1]
     assert "(TOOL_NOT_FOUND)" in printed[2] and "get_weather" in printed[2]  # with the closest name
     assert "by name" in printed[3] and "(INVALID_ARGUMENTS)" in printed[3]
+    assert "get_weather(city=...)" in printed[3]  # the tool's own first parameter
     assert [(line["tool"], line["code"]) for line in audit_lines(audit)] == [
         ("get_weather", "VALIDATION_ERROR"),
         ("delete_city", "TOOL_DISABLED"),
@@ -195,7 +196,9 @@ sorted(hits[0].keys())
 async def test_call_tool_reaches_a_tool_by_its_exact_names() -> None:
     async with code_gateway() as gateway, code_client(gateway) as client:
         result = await run(client, 'r = await call_tool("kitchen", "get_weather", {"city": "Oslo"})\nr["city"]')
+        server = await run(client, "kitchen")
     assert cast(dict[str, Any], result.structured_content)["result"] == "Oslo"
+    assert text_of(server) == "<server kitchen>"  # not where toolscout keeps its class
 
 
 async def test_call_tool_called_wrongly_is_refused_and_audited(tmp_path: Path) -> None:

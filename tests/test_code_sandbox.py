@@ -88,6 +88,10 @@ LIMITS = {
     "growing list": ("x = []\nwhile True:\n    x.append('y' * 1000)", "MemoryError"),
     "infinite generator": ("sum(x for x in iter(int, 1))", "MemoryError"),
     "endless count": ("import itertools\nlist(itertools.count())", "MemoryError"),
+    "undefined names in a loop": (
+        "for i in range(10**6):\n    try:\n        undefined\n    except NameError:\n        pass",
+        "Define each name before using it",
+    ),
 }
 
 

@@ -169,7 +169,7 @@ class ProgramHost:
                 await self._refuse(
                     {"server": call.receiver, "tool": tool, "arguments": call.kwargs},
                     f"{call.receiver}/{tool}: pass the arguments by name, as the tool's input schema names them "
-                    f"({call.name}(title=...)), not by position",
+                    f"({call.name}({self._first_parameter(call.receiver, tool)}=...)), not by position",
                 )
             return await self.run_tool(call.receiver, tool, call.kwargs)
         if call.name == "search_tools":
@@ -177,6 +177,12 @@ class ProgramHost:
         if call.name == "call_tool":
             return await self._call_tool(*call.args, **call.kwargs)
         raise CallFailed(f"{call.name}() is not available in run_code's programs")
+
+    def _first_parameter(self, server: str, tool: str) -> str:
+        """The first parameter `server`'s `tool` names in its schema (a placeholder when it names none)."""
+        entry = self.gateway.visibility.get(self.scope, server, tool)
+        properties = entry.input_schema.get("properties") if entry is not None else None
+        return next(iter(cast(Mapping[str, Any], properties)), "name") if isinstance(properties, Mapping) else "name"
 
     async def refused(self, call: HostCall, error: ToolscoutError) -> None:
         """Audit the tool call `call` the sandbox refused before it reached the host (over `code.maxToolCalls`)."""

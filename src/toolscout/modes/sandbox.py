@@ -180,6 +180,13 @@ class ToolServer:
     """What a server is to the sandbox: an object whose every method call comes to the driver (its name
     is what `type(notes)` says in a program)."""
 
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        # What a program that returns a server gets back: the server, not where toolscout keeps its class.
+        return f"<server {self.name}>"
+
 
 def refusal(code: str) -> ProgramFailed | None:
     """What in `code` is refused before it runs, with its line; None when nothing is (or when the code does
@@ -403,7 +410,9 @@ class _Driver:
         except monty.MontyCrashedError as exc:
             if self._stopped:
                 raise anyio.get_cancelled_exc_class()() from None
-            raise SandboxUnavailable(f"the sandbox's worker process stopped under the program: {exc}") from None
+            raise SandboxUnavailable(
+                f"{self._where()}the sandbox's worker process stopped under the program: {exc}"
+            ) from None
         except monty.MontyError as exc:
             raise self._failure(exc, printed.output) from None
         except FileNotFoundError as exc:
@@ -423,7 +432,7 @@ class _Driver:
         if isinstance(snapshot, monty.FunctionSnapshot):
             if snapshot.is_os_function:
                 raise ProgramFailed(
-                    f"line {self.line}: {snapshot.function_name} is refused: a program has no files, "
+                    f"{self._where()}{snapshot.function_name} is refused: a program has no files, "
                     "environment or network; it reaches the outside only through the tools.",
                     line=self.line,
                 )
@@ -432,14 +441,12 @@ class _Driver:
             if receiver is None and (snapshot.object_id is not None or name not in self.host.functions()):
                 # A builtin Monty lacks (`dir`, `help`, `input`, ...) comes here as an outside call too:
                 # it is not the host's to answer, whatever its arguments look like.
-                raise ProgramFailed(
-                    f"line {self.line}: {name}() is not available in run_code's programs.", line=self.line
-                )
+                raise ProgramFailed(f"{self._where()}{name}() is not available in run_code's programs.", line=self.line)
             call = HostCall(receiver, name, snapshot.args, dict(snapshot.kwargs), self.line)
             self.calls += 1
             if self.calls > self.limits.max_calls:
                 error = self.limit(
-                    f"line {self.line}: the program made more than {self.limits.max_calls} tool calls "
+                    f"{self._where()}the program made more than {self.limits.max_calls} tool calls "
                     "(code.maxToolCalls): it was stopped",
                     line=self.line,
                 )
@@ -463,7 +470,7 @@ class _Driver:
 
         key = self.host.objects().get(name)
         if key is not None:
-            wrapped = monty.ClassInstance(ToolServer())
+            wrapped = monty.ClassInstance(ToolServer(name))
             self._objects[wrapped.id] = key
             return {"value": wrapped}
         if name in self.host.functions():
@@ -495,6 +502,10 @@ class _Driver:
         else:
             pending.result = {"return_value": value}
 
+    def _where(self) -> str:
+        """`line N: ` where the program was last seen, or nothing when it never was (code outside its own)."""
+        return f"line {self.line}: " if self.line is not None else ""
+
     def _line_of(self, offset: int) -> int:
         return self._source[:offset].count(b"\n") + 1
 
@@ -520,6 +531,16 @@ class _Driver:
         if kind == "TimeoutError" and "limit exceeded" in message:
             # Monty's own clock and the gateway's deadline end a looping program together: one message.
             return self.limit(timed_out(self.limits.timeout), line=line)
+        if kind == "RuntimeError" and "suspension limit" in message:
+            # Each lookup of a name the program does not define stops it for the host: a loop of them
+            # (a NameError caught each time) reaches Monty's bound on those stops, which follows maxToolCalls.
+            return ProgramLimitExceeded(
+                f"{where}the program looked up names it does not define, or called outside, more than Monty lets "
+                "one program (a bound that grows with code.maxToolCalls): it was stopped. Define each name before "
+                "using it instead of catching NameError in a loop.",
+                line=line,
+                tool_calls=self.calls,
+            )
         if kind == "RecursionError":
             return ProgramLimitExceeded(f"{text}\nCalls nest at most {MAX_RECURSION_DEPTH} deep.", line=line)
         return ProgramFailed(text, line=line, tool_calls=self.calls)
