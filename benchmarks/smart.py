@@ -69,7 +69,7 @@ from toolscout.catalog import CatalogTool
 from toolscout.config.models import SelectionMode, SmartCacheConfig, SmartConfig
 from toolscout.demo.catalog_server import build_server
 from toolscout.errors import LLMUnavailable
-from toolscout.gateway.core import Gateway, ResultShape
+from toolscout.gateway.core import Confirm, Gateway, ResultShape
 from toolscout.gateway.validation import ArgumentValidator
 from toolscout.modes.smart import MAX_REQUEST_CHARS, SmartArgs, SmartDiscovery, candidate_line
 from toolscout.search import make_backend
@@ -286,10 +286,11 @@ class TimedGateway(Gateway):
         max_output_chars: int | None = None,
         client: str | None = None,
         shape: ResultShape | None = None,
+        confirm: Confirm | None = None,
     ) -> types.CallToolResult:
         self.reached = time.perf_counter()
         return await super().execute(
-            server, name, arguments, max_output_chars=max_output_chars, client=client, shape=shape
+            server, name, arguments, max_output_chars=max_output_chars, client=client, shape=shape, confirm=confirm
         )
 
 

@@ -64,7 +64,7 @@ from benchmarks.scripted_llm import Expected, ScriptedLLM, scripted_llm
 from toolscout.config import GatewayConfig
 from toolscout.config.models import LLMConfig, SelectionMode, SmartCacheConfig, SmartConfig
 from toolscout.demo import files, notes, text, units
-from toolscout.gateway.core import Gateway, ResultShape
+from toolscout.gateway.core import Confirm, Gateway, ResultShape
 from toolscout.modes.smart import SmartArgs, SmartDiscovery, llm_source
 from toolscout.search.evaluation import bootstrap_interval
 from toolscout.smart.selection import CONFIDENT_SEARCH
@@ -244,10 +244,11 @@ class RecordingGateway(Gateway):
         max_output_chars: int | None = None,
         client: str | None = None,
         shape: ResultShape | None = None,
+        confirm: Confirm | None = None,
     ) -> types.CallToolResult:
         self.executed.append((f"{server}/{name}", dict(arguments or {})))
         return await super().execute(
-            server, name, arguments, max_output_chars=max_output_chars, client=client, shape=shape
+            server, name, arguments, max_output_chars=max_output_chars, client=client, shape=shape, confirm=confirm
         )
 
 

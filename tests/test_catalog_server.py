@@ -109,7 +109,10 @@ async def test_every_mode_over_stdio_and_http_in_front_of_the_fixture(tmp_path: 
             "mail": {"url": f"http://127.0.0.1:{upstream.match.group(1)}{server_path('mail')}"},
         }
         config = tmp_path / "toolscout.json"
-        config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+        # The fixture's tools say nothing of what they do, so a program's calls would ask the user
+        # first (code.confirm), and this client cannot be asked.
+        code = {"allowDestructive": True}
+        config.write_text(json.dumps({"mcpServers": servers, "code": code}), encoding="utf-8")
         serve = [PYTHON, "-m", "toolscout", "serve", "--config", str(config), "--mode", mode]
         calls = [("Weather Station", "forecast", {"city": "Oslo"}), ("mail", "send", {"to": "ada", "body": "hi"})]
         with (tmp_path / "gateway.log").open("w") as errlog:

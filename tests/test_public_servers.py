@@ -22,6 +22,7 @@ from tests.helpers.paths import NPM_DIR, PYTHON, node_path, npm_tool
 from toolscout.config import GatewayConfig
 from toolscout.config.models import ModeName
 from toolscout.gateway.core import Gateway
+from toolscout.modes.hints import SEARCH_HINT
 from toolscout.serve.server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -218,7 +219,11 @@ async def test_passthrough_mode_is_the_servers_own_tools_under_prefixed_names() 
         listed = {t.name: t for t in (await client.list_tools()).tools}
         for tool in own:
             native = listed[f"everything__{tool.name.replace('.', '_')}"]
-            assert native.model_copy(update={"name": tool.name}) == tool  # schemas, annotations, all as given
+            # Schemas, annotations, all as given; toolscout's hints for clients that defer tools are
+            # added to `_meta` beside the server's own keys (modes/hints.py).
+            assert (native.meta or {}).get(SEARCH_HINT)
+            own_meta = {k: v for k, v in (native.meta or {}).items() if k != SEARCH_HINT} or tool.meta
+            assert native.model_copy(update={"name": tool.name, "meta": own_meta}) == tool
         assert "time__get_current_time" in listed
         echoed = await client.call_tool("everything__echo", {"message": "hi"})
         assert hop_free(echoed) == hop_free(await direct.call_tool("echo", {"message": "hi"}))
