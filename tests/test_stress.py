@@ -70,6 +70,10 @@ async def gateway_in_front_of_echo_servers(tmp_path: Path, audit: Path) -> Async
             },
             "search": {"backend": "bm25"},
             "audit": {"path": str(audit)},
+            # A client's pooled connection may sit idle past the default header deadline while its
+            # other calls are answered on a loaded machine; the server closing it just as the client
+            # reuses it is a keep-alive race, not what this test is about.
+            "http": {"headerTimeout": 120},
         }
         path = tmp_path / "toolscout.json"
         path.write_text(json.dumps(config), encoding="utf-8")
