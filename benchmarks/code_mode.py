@@ -1,0 +1,493 @@
+"""Code mode against the meta-tools and FastMCP's CodeMode: tokens, round trips and time for multi-step tasks.
+
+    python -m benchmarks code_mode --install-fastmcp   # once: FastMCP, CodeMode's sandbox, in benchmarks/.venv-fastmcp
+    python -m benchmarks code_mode [--repeat 5] [--legs meta,code,fastmcp] [--tasks NAME,...]
+
+The tasks are `benchmarks/code_mode_tasks.py`'s: 22 requests over the four bundled demo servers (notes,
+units, text, files) and three npm reference servers (server-memory, server-filesystem,
+server-everything), each needing 2–6 tool calls whose results feed the next. Each runs in three legs,
+scripted (the script plays the model; no LLM is involved), each a real MCP client over stdio to a real
+child process in front of real upstream processes:
+
+* meta-tools: `toolscout serve --mode discovery`; for each distinct tool the task needs, `search_tools`
+  (a verb and an object, limit 5) and `get_tool_details` of the hit, then one `execute_tool` per call,
+  the model reading each answer before writing the next request (this process runs the task's program,
+  each call in it an `execute_tool`);
+* toolscout code mode: `toolscout serve --mode code`; the same discovery, then the whole program in one
+  `run_code`;
+* FastMCP CodeMode: FastMCP 4.1.6's `create_proxy` over the same seven servers with the `CodeMode`
+  transform (its default discovery, `search` and `get_schema`, and `execute` in pydantic-monty's
+  sandbox), from its own venv; for each distinct tool `search` (limit 5) and `get_schema`, then the
+  program in FastMCP's dialect (`await call_tool("notes_create_note", {...})`, `return` the answer) in
+  one `execute`.
+
+Each leg has its own workspace (a folder, the notes store, server-memory's graph, in a temporary
+directory) made fresh for every repetition, and checks each task's answer and the state it leaves, so a
+broken leg stops the run instead of reporting figures. Tokens (o200k_base, the project's count) are what
+the model has in context for the task: the `tools/list` it is shown, once, plus every request it writes
+(the tool's name and its arguments as compact JSON) and the text of every answer it reads. Round trips
+are the tool calls the model makes. Time is the wall time of a leg's whole task, discovery included,
+the median over the repetitions; in each repetition the three legs run each task back to back, in a
+shuffled order, so the machine's drift falls on all three alike. Prints Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from benchmarks import harness
+from benchmarks.code_mode_tasks import (
+    QUERIES,
+    ROOT,
+    TASKS,
+    Task,
+    Workspace,
+    fastmcp_program,
+    identifier,
+    local_program,
+    toolscout_program,
+)
+from benchmarks.proxy_latency import FASTMCP_VENV, FASTMCP_VERSION, fastmcp_version, install_fastmcp
+from toolscout.render.text import ENCODING, compact_json, count_tokens, tool_tokens
+
+PYTHON = sys.executable
+LEGS = {"meta": "meta-tools", "code": "toolscout code mode", "fastmcp": "FastMCP CodeMode"}
+"""Each leg by its short name (`--legs`) and the name the tables give it."""
+DIRECTORIES = {"meta": "meta", "code": "code", "fastmcp": "fmcp"}
+"""Each leg's workspace under the repetition's: names of one length, as server-filesystem writes paths into answers."""
+SEARCH_LIMIT = 5
+TASK_TIMEOUT = 120
+
+# Run by the FastMCP venv's Python: `-c FASTMCP_CODE_MODE <config.json>`, serving stdio.
+FASTMCP_CODE_MODE = """
+import json, sys
+import anyio
+from fastmcp import Client
+from fastmcp.experimental.transforms.code_mode import CodeMode
+from fastmcp.server import create_proxy
+
+with open(sys.argv[1], encoding="utf-8") as f:
+    config = json.load(f)
+
+async def main():
+    async with Client(config) as backend:
+        proxy = create_proxy(backend, name="fastmcp-code-mode")
+        proxy.add_transform(CodeMode())
+        await proxy.run_async(transport="stdio", show_banner=False)
+
+anyio.run(main)
+"""
+
+# What fastmcp-slim's `code-mode` extra requires (pydantic-monty), as the venv's own `packaging` reads it.
+CODE_MODE_REQUIREMENTS = """
+from packaging.requirements import Requirement
+
+for line in importlib.metadata.requires("fastmcp-slim") or []:
+    req = Requirement(line)
+    marker = req.marker
+    if marker is not None and marker.evaluate({"extra": "code-mode"}) and not marker.evaluate({"extra": ""}):
+        print(str(req).split(";")[0])
+"""
+
+
+class LegFailed(Exception):
+    """A leg did not do its task: an error answer, a tool its search did not find, a wrong outcome."""
+
+
+@dataclass
+class Run:
+    """One leg doing one task once."""
+
+    listed: int
+    written: int = 0
+    read: int = 0
+    round_trips: int = 0
+    seconds: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.listed + self.written + self.read
+
+
+def read_tokens(result: types.CallToolResult) -> int:
+    """Tokens of what the model reads of an answer: its text blocks (any other block as its JSON)."""
+    parts = [
+        block.text
+        if isinstance(block, types.TextContent)
+        else compact_json(block.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        for block in result.content
+    ]
+    return count_tokens("\n".join(parts))
+
+
+def answer_text(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def decoded(result: types.CallToolResult) -> Any:
+    """A tool's result as a program receives it: structuredContent, else its text as JSON, else the text."""
+    if result.structured_content is not None:
+        return result.structured_content
+    text = answer_text(result)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@dataclass
+class Session:
+    """One leg's connection while it does a task: every call the model makes, counted."""
+
+    client: Client
+    run: Run
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        self.run.written += count_tokens(name) + count_tokens(compact_json(arguments))
+        result = await self.client.call_tool(name, arguments)
+        self.run.round_trips += 1
+        self.run.read += read_tokens(result)
+        if result.is_error:
+            raise LegFailed(f"{name} answered an error: {answer_text(result)[:500]}")
+        return result
+
+
+Script = Callable[[Session, Task], Awaitable[Any]]
+"""A leg's script for one task: the model's requests, returning the task's answer."""
+
+
+async def toolscout_discovery(session: Session, task: Task) -> dict[tuple[str, str], str]:
+    """search_tools then get_tool_details for each distinct tool of the task; each tool's name as listed."""
+    names: dict[tuple[str, str], str] = {}
+    for server, function in task.tools:
+        found = await session.call("search_tools", {"query": QUERIES[server, function], "limit": SEARCH_LIMIT})
+        content = cast(dict[str, Any], found.structured_content or {})
+        hits = cast(list[dict[str, Any]], content.get("results", []))
+        hit = next((h for h in hits if h["server"] == server and identifier(h["tool"]) == function), None)
+        if hit is None:
+            raise LegFailed(f"search_tools({QUERIES[server, function]!r}) did not find {server}/{function}")
+        names[server, function] = hit["tool"]
+        await session.call("get_tool_details", {"server": server, "tool": hit["tool"]})
+    return names
+
+
+class _Server:
+    """A server as the meta-tools leg's program sees it: each attribute a tool, run with execute_tool."""
+
+    def __init__(self, session: Session, server: str, names: dict[tuple[str, str], str]) -> None:
+        self._session, self._server, self._names = session, server, names
+
+    def __getattr__(self, function: str) -> Callable[..., Awaitable[Any]]:
+        tool = self._names[self._server, function]
+
+        async def call(**arguments: Any) -> Any:
+            executed = await self._session.call(
+                "execute_tool", {"server": self._server, "tool": tool, "arguments": arguments}
+            )
+            return decoded(executed)
+
+        return call
+
+
+async def meta_tools(session: Session, task: Task) -> Any:
+    names = await toolscout_discovery(session, task)
+    namespace: dict[str, Any] = {server: _Server(session, server, names) for server, _ in task.tools}
+    code = compile(local_program(task), f"<{task.name}>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    pending = eval(code, namespace)  # the model's own steps between calls, run here
+    if pending is not None:
+        await pending
+    return namespace["answer"]
+
+
+async def toolscout_code(session: Session, task: Task) -> Any:
+    await toolscout_discovery(session, task)
+    ran = await session.call("run_code", {"code": toolscout_program(task)})
+    return json.loads(answer_text(ran))
+
+
+async def fastmcp_code(session: Session, task: Task) -> Any:
+    names: dict[tuple[str, str], str] = {}
+    for server, function in task.tools:
+        found = answer_text(await session.call("search", {"query": QUERIES[server, function], "limit": SEARCH_LIMIT}))
+        listed = [line[2:].split(":", 1)[0] for line in found.splitlines() if line.startswith("- ")]
+        name = next(
+            (n for n in listed if n.startswith(f"{server}_") and identifier(n[len(server) + 1 :]) == function), None
+        )
+        if name is None:
+            raise LegFailed(f"search({QUERIES[server, function]!r}) did not find {server}/{function}: {listed}")
+        names[server, function] = name
+        await session.call("get_schema", {"tools": [name]})
+    ran = await session.call("execute", {"code": fastmcp_program(task, names)})
+    return json.loads(answer_text(ran))
+
+
+SCRIPTS: dict[str, Script] = {"meta": meta_tools, "code": toolscout_code, "fastmcp": fastmcp_code}
+WARM_UP: dict[str, tuple[str, dict[str, Any]]] = {
+    "meta": ("search_tools", {"query": "read a file"}),
+    "code": ("run_code", {"code": "1 + 1"}),
+    "fastmcp": ("execute", {"code": "return 1 + 1"}),
+}
+"""A call each leg makes once before it is measured (its search index built, its sandbox loaded)."""
+
+
+@dataclass
+class Leg:
+    """One leg's running front process, its client and its workspace."""
+
+    name: str
+    client: Client
+    workspace: Workspace
+    listed: int
+    runs: dict[str, list[Run]] = field(default_factory=dict[str, list[Run]])
+
+
+@asynccontextmanager
+async def open_leg(name: str, root: Path, fastmcp_python: Path, errlog: TextIO) -> AsyncGenerator[Leg]:
+    """Start the leg's front process over fresh upstreams in `root`, connect to it, and warm it up."""
+    workspace = Workspace(root)
+    workspace.seed()
+    servers = workspace.servers()
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    if name == "fastmcp":
+        config = root / "fastmcp.json"
+        config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+        params = StdioServerParameters(command=str(fastmcp_python), args=["-c", FASTMCP_CODE_MODE, str(config)])
+    else:
+        config = root / "toolscout.json"
+        document = {
+            "mcpServers": servers,
+            "audit": {"path": str(root / "audit.jsonl")},
+            "catalogCache": {"path": str(root / "catalog.sqlite3")},
+        }
+        config.write_text(json.dumps(document), encoding="utf-8")
+        mode = "discovery" if name == "meta" else "code"
+        params = StdioServerParameters(
+            command=PYTHON,
+            args=["-m", "toolscout", "serve", "--config", str(config), "--mode", mode],
+            cwd=str(ROOT),
+            env=env,
+        )
+    async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+        with anyio.fail_after(120):
+            tools = (await client.list_tools()).tools
+            warm_tool, warm_arguments = WARM_UP[name]
+            warmed = await client.call_tool(warm_tool, warm_arguments)
+        if warmed.is_error:
+            raise SystemExit(f"{LEGS[name]}: the warm-up call failed: {answer_text(warmed)[:500]}")
+        yield Leg(name, client, workspace, tool_tokens(tools))
+
+
+async def run_task(leg: Leg, task: Task) -> Run:
+    run = Run(leg.listed)
+    session = Session(leg.client, run)
+    started = time.perf_counter()
+    try:
+        with anyio.fail_after(TASK_TIMEOUT):
+            answer = await SCRIPTS[leg.name](session, task)
+    except LegFailed as failed:
+        raise LegFailed(f"{LEGS[leg.name]}, task {task.name}: {failed}") from failed
+    run.seconds = time.perf_counter() - started
+    problem = task.check(answer, leg.workspace)
+    if problem is not None:
+        raise LegFailed(f"{LEGS[leg.name]}, task {task.name}: {problem}")
+    return run
+
+
+async def measure(
+    tasks: list[Task], legs: list[str], repeat: int, seed: int, fastmcp_python: Path, scratch: Path, errlog: TextIO
+) -> None:
+    runs: dict[tuple[str, str], list[Run]] = {(t.name, leg): [] for t in tasks for leg in legs}
+    rng = random.Random(seed)
+    loads: list[float] = []
+    started = time.perf_counter()
+    for rep in range(repeat):
+        async with AsyncExitStack() as stack:
+            opened: dict[str, Leg] = {}
+            for leg in legs:
+                root = scratch / f"r{rep}" / DIRECTORIES[leg]
+                opened[leg] = await stack.enter_async_context(open_leg(leg, root, fastmcp_python, errlog))
+            loads.append(harness.load())
+            for task in tasks:
+                order = legs[:]
+                rng.shuffle(order)
+                for leg in order:
+                    runs[task.name, leg].append(await run_task(opened[leg], task))
+        print(f"<!-- repetition {rep + 1} of {repeat} done, load {harness.load():.2f} -->", flush=True)
+    took = time.perf_counter() - started
+    report(tasks, legs, runs, repeat, loads, took, fastmcp_python)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def report(
+    tasks: list[Task],
+    legs: list[str],
+    runs: dict[tuple[str, str], list[Run]],
+    repeat: int,
+    loads: list[float],
+    took: float,
+    fastmcp_python: Path,
+) -> None:
+    peer = fastmcp_version(fastmcp_python) if "fastmcp" in legs else "not run"
+    monty = "pydantic-monty " + _monty_version(fastmcp_python) if "fastmcp" in legs else ""
+
+    def tokens(task: Task, leg: str) -> int:
+        return round(_median([r.tokens for r in runs[task.name, leg]]))
+
+    def trips(task: Task, leg: str) -> int:
+        return runs[task.name, leg][0].round_trips
+
+    def ms(task: Task, leg: str) -> float:
+        return _median([r.seconds for r in runs[task.name, leg]]) * 1000
+
+    calls = {t.name: _program_calls(t, runs) for t in tasks}
+    print(f"## Code mode — {harness.today()}")
+    print()
+    print(
+        f"{harness.machine_line()}; load {min(loads):.2f}–{max(loads):.2f} at the repetitions' starts; "
+        f"peer: {peer}, {monty}; tokens: {ENCODING}; {len(tasks)} tasks × {len(legs)} legs × {repeat} "
+        f"repetitions, interleaved ({took:.0f} s)."
+    )
+    print()
+    names = [LEGS[leg] for leg in legs]
+    print(
+        "| task | tools (calls) | "
+        + " | ".join(f"tokens: {n}" for n in names)
+        + " | round trips: "
+        + " / ".join(names)
+        + " | "
+        + " | ".join(f"ms: {n}" for n in names)
+        + " |"
+    )
+    print("|---|---|" + "---|" * (2 * len(legs) + 1))
+    for task in tasks:
+        cells = [f"{task.name}", f"{len(task.tools)} ({calls[task.name]})"]
+        cells += [str(tokens(task, leg)) for leg in legs]
+        cells.append(" / ".join(str(trips(task, leg)) for leg in legs))
+        cells += [f"{ms(task, leg):.0f}" for leg in legs]
+        print("| " + " | ".join(cells) + " |")
+        for leg in legs:
+            harness.record(f"{task.name}/{leg}/tokens", tokens(task, leg))
+            harness.record(f"{task.name}/{leg}/round trips", trips(task, leg))
+            harness.record(f"{task.name}/{leg}/ms", round(ms(task, leg), 1))
+    print()
+    base = legs[0]
+    totals = {
+        leg: (
+            sum(tokens(t, leg) for t in tasks),
+            runs[tasks[0].name, leg][0].listed,
+            sum(trips(t, leg) for t in tasks),
+            sum(ms(t, leg) for t in tasks),
+        )
+        for leg in legs
+    }
+    print(
+        f"| leg | tools/list tokens | tokens, {len(tasks)} tasks | × {LEGS[base]} | round trips | × {LEGS[base]} "
+        f"| time, sum of the tasks' medians (s) | × {LEGS[base]} | median task (ms) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for leg in legs:
+        total, listed, trip, spent = totals[leg]
+        b_total, _, b_trip, b_spent = totals[base]
+        median_task = _median([ms(t, leg) for t in tasks])
+        print(
+            f"| {LEGS[leg]} | {listed} | {total:,} | {total / b_total:.2f} | {trip} | {trip / b_trip:.2f} "
+            f"| {spent / 1000:.2f} | {spent / b_spent:.2f} | {median_task:.0f} |"
+        )
+        harness.record(f"total/{leg}/tokens", total)
+        harness.record(f"total/{leg}/round trips", trip)
+        harness.record(f"total/{leg}/seconds", round(spent / 1000, 3))
+
+
+def _program_calls(task: Task, runs: dict[tuple[str, str], list[Run]]) -> str:
+    """How many tool calls the task's program makes: the meta-tools leg's round trips past its discovery."""
+    meta = runs.get((task.name, "meta"))
+    if not meta:
+        return "?"
+    return str(meta[0].round_trips - 2 * len(task.tools))
+
+
+def _monty_version(python: Path) -> str:
+    done = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('pydantic-monty'))"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"no pydantic-monty at {python}: run `python -m benchmarks code_mode --install-fastmcp` first")
+    return done.stdout.strip()
+
+
+def install(venv: Path) -> None:
+    """FastMCP in `venv` as proxy_latency installs it, then what CodeMode needs (fastmcp-slim's `code-mode` extra)."""
+    python = venv / "bin" / "python"
+    try:
+        fastmcp_version(python)
+    except SystemExit:
+        install_fastmcp(venv, FASTMCP_VERSION)
+    listed = subprocess.run([str(python), "-c", CODE_MODE_REQUIREMENTS], check=True, capture_output=True, text=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, *listed.stdout.split()], check=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="repetitions, each over fresh processes and state")
+    parser.add_argument("--legs", default="meta,code,fastmcp", help="which legs, in the tables' order")
+    parser.add_argument("--tasks", default="", help="only these tasks (comma-separated names)")
+    parser.add_argument("--seed", type=int, default=40, help="seed of the legs' shuffled order")
+    parser.add_argument("--fastmcp-python", type=Path, default=FASTMCP_VENV / "bin" / "python")
+    parser.add_argument(
+        "--install-fastmcp",
+        action="store_true",
+        help=f"install fastmcp {FASTMCP_VERSION} and its CodeMode sandbox in {FASTMCP_VENV.relative_to(ROOT)} and stop",
+    )
+    args = parser.parse_args()
+    if args.install_fastmcp:
+        install(FASTMCP_VENV)
+        print(
+            fastmcp_version(FASTMCP_VENV / "bin" / "python"),
+            "pydantic-monty",
+            _monty_version(FASTMCP_VENV / "bin" / "python"),
+        )
+        return
+    legs = [leg.strip() for leg in str(args.legs).split(",") if leg.strip()]
+    unknown = [leg for leg in legs if leg not in LEGS]
+    if unknown or not legs:
+        raise SystemExit(f"--legs takes some of {', '.join(LEGS)}")
+    wanted = {name.strip() for name in str(args.tasks).split(",") if name.strip()}
+    tasks = [t for t in TASKS if not wanted or t.name in wanted]
+    if wanted - {t.name for t in tasks}:
+        raise SystemExit(f"no task named {', '.join(sorted(wanted - {t.name for t in tasks}))}")
+    if "fastmcp" in legs:
+        _monty_version(args.fastmcp_python)
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="toolscout-code-mode-") as scratch,
+            (Path(scratch) / "children.log").open("w", encoding="utf-8") as errlog,
+        ):
+            run = (tasks, legs, args.repeat, args.seed, args.fastmcp_python, Path(scratch).resolve(), errlog)
+            anyio.run(measure, *run)
+    except* LegFailed as failed:
+        raise SystemExit("; ".join(str(e) for e in failed.exceptions)) from None
