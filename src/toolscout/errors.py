@@ -9,6 +9,8 @@ into MCP errors, `isError` results or exit codes.
     ToolscoutError                 TOOLSCOUT_ERROR
     ├── ConfigurationError         CONFIGURATION_ERROR
     ├── SignInFailed               SIGN_IN_FAILED       (`auth login` could not sign in to a server)
+    ├── ProgramFailed              CODE_ERROR           (a `run_code` program: syntax, refused, raised)
+    │   └── ProgramLimitExceeded   CODE_LIMIT_EXCEEDED  (its time, memory, tool calls or output)
     │   └── ServerNameTaken        SERVER_NAME_TAKEN    (a server name another owner has)
     ├── NotFound
     │   ├── ServerNotFound         SERVER_NOT_FOUND
@@ -273,6 +275,25 @@ class SignInFailed(ToolscoutError):
     """`toolscout auth login` could not sign in to a server (no metadata, refused, no browser answer)."""
 
     code = "SIGN_IN_FAILED"
+
+
+class ProgramFailed(ToolscoutError):
+    """A program `run_code` ran failed: it did not parse, did something refused, or raised; `line` (when
+    known) is the program's line, and the message ends with what it printed before."""
+
+    code = "CODE_ERROR"
+
+
+class ProgramLimitExceeded(ProgramFailed):
+    """A program reached one of the `code` section's limits (time, memory, tool calls, output) and was stopped."""
+
+    code = "CODE_LIMIT_EXCEEDED"
+
+
+class SandboxUnavailable(Unavailable):
+    """`run_code`'s sandbox (pydantic-monty's worker process) could not start or died under a program."""
+
+    code = "SANDBOX_UNAVAILABLE"
 
 
 class CallTimeout(Unavailable):

@@ -52,6 +52,7 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from toolscout.config.code import CodeConfig
 from toolscout.config.http import AuthConfig, HttpServeConfig
 from toolscout.config.locations import absolute_path, user_log_dir
 from toolscout.config.rules import RuleEvaluation, ToolRule, patterns_compile
@@ -61,9 +62,10 @@ DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 
 
-ModeName = Literal["discovery", "compact", "passthrough", "dynamic", "smart"]
+ModeName = Literal["discovery", "compact", "passthrough", "dynamic", "smart", "code"]
 """What the agent sees: the five meta-tools, `inspect` and `exec`, every tool natively as `server__tool`,
-the meta-tools plus the tools a client loads, or one `smart_tool_discovery` tool (`SmartConfig`)."""
+the meta-tools plus the tools a client loads, one `smart_tool_discovery` tool (`SmartConfig`), or
+`search_tools`, `get_tool_details` and `run_code`, which runs a program that calls the tools (`CodeConfig`)."""
 
 DEFAULT_MAX_LOADED_TOOLS = 20
 
@@ -711,6 +713,10 @@ class GatewayConfig(_Model):
     """How `smart_tool_discovery` selects a tool and maps arguments."""
     smart_tool: bool = False
     """Discovery mode: offer `smart_tool_discovery` beside the five meta-tools."""
+    code_tool: bool = False
+    """Discovery and dynamic mode: offer `run_code` beside the meta-tools."""
+    code: CodeConfig = Field(default_factory=CodeConfig)
+    """The limits of `run_code`'s programs."""
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     """`/metrics` and OpenTelemetry traces (config/telemetry.py)."""
     cli: CliConfig = Field(default_factory=CliConfig)

@@ -6,6 +6,9 @@
 * `dynamic`: the meta-tools plus `load_tools`/`unload_tools`; loaded tools join that client's
   own list as native tools (dynamic.py).
 * `smart`: one tool, `smart_tool_discovery`, that takes plain words and runs the right tool (smart.py).
+* `code`: `search_tools` and `get_tool_details`, each tool written as the Python call a program makes,
+  and `run_code`, which runs the agent's program in a sandbox (code.py, sandbox.py); `codeTool: true`
+  adds `run_code` to discovery's and dynamic's meta-tools.
 * `compact`: two tools, `inspect(server_name, tool_name?)` and `exec(server_name, tool_name,
   arguments)`, with every server and tool listed in `inspect`'s own description, as MCPX
   does it (compact.py).
@@ -27,6 +30,7 @@ from toolscout.config import GatewayConfig
 from toolscout.config.models import (
     DEFAULT_MAX_DESCRIPTION_LEN,
     DEFAULT_MAX_LOADED_TOOLS,
+    CodeConfig,
     CompactFormat,
     ExecuteResult,
     ListingFormat,
@@ -40,6 +44,7 @@ from toolscout.errors import Phrasing
 from toolscout.gateway.core import Gateway
 from toolscout.gateway.index import import_search_package
 from toolscout.modes.client import SurfaceClient
+from toolscout.modes.code import CodeSurface, CodeTool, WithCodeTool
 from toolscout.modes.compact import CompactSurface
 from toolscout.modes.discovery import DiscoverySurface
 from toolscout.modes.dynamic import DynamicSurface
@@ -96,6 +101,10 @@ class SurfaceOptions:
     """Discovery mode: `smart_tool_discovery` beside the five meta-tools."""
     memory_path: Path | None = None
     """Where smart mode's learning is kept (None: in memory only, or learning is off)."""
+    code_tool: bool = False
+    """Discovery and dynamic mode: `run_code` beside the meta-tools."""
+    code: CodeConfig = field(default_factory=CodeConfig)
+    """The limits of `run_code`'s programs."""
     confirmations: Confirmations | None = None
     """Smart mode's confirmation ids (None: signed and spent in this process alone); the face gives
     one over the Redis registry, so that replicas honour each other's."""
@@ -113,6 +122,8 @@ class SurfaceOptions:
             smart=config.smart,
             llm=config.llm,
             smart_tool=config.smart_tool,
+            code_tool=config.code_tool,
+            code=config.code,
             memory_path=memory_path(config) if config.smart.enable_learning else None,
         )
 
@@ -168,7 +179,9 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
             discovery = DiscoverySurface(
                 gateway, listing_format=options.listing_format, execute_result=options.execute_result, extra=extra
             )
-            return WithPinnedTools(discovery, gateway)
+            return WithPinnedTools(_with_code_tool(discovery, gateway, options), gateway)
+        case "code":
+            return WithPinnedTools(CodeSurface(gateway, options.code), gateway)
         case "smart":
             return WithPinnedTools(SmartSurface(gateway, options.smart_discovery(gateway)), gateway)
         case "compact":
@@ -188,4 +201,9 @@ def make_surface(mode: ModeName, gateway: Gateway, options: SurfaceOptions | Non
                 listing_format=options.listing_format,
                 execute_result=options.execute_result,
             )
-            return WithPinnedTools(dynamic, gateway)
+            return WithPinnedTools(_with_code_tool(dynamic, gateway, options), gateway)
+
+
+def _with_code_tool(surface: Surface, gateway: Gateway, options: SurfaceOptions) -> Surface:
+    """`surface`, with `run_code` after its tools when `codeTool` says so."""
+    return WithCodeTool(surface, CodeTool(gateway, options.code)) if options.code_tool else surface

@@ -551,10 +551,7 @@ class DestructiveGuard:
 
     def destructive(self, entry: CatalogTool) -> bool:
         """Whether `entry` needs a confirmation (and `confirmDestructive` is on)."""
-        if not self.config.confirm_destructive:
-            return False
-        annotations = entry.tool.annotations
-        return "dangerous" in entry.tags or (annotations is not None and annotations.destructive_hint is True)
+        return self.config.confirm_destructive and is_destructive(entry)
 
     async def held(
         self, args: SmartArgs, choice: Choice, decision: Decision, arguments: Mapping[str, Any]
@@ -594,22 +591,33 @@ class DestructiveGuard:
         return None if problem is None else f"the confirmation_id {problem}"
 
     async def _ask_user(self, choice: Choice, arguments: Mapping[str, Any]) -> bool | None:
-        """The user's answer through elicitation: True to run, False declined, None when they cannot be asked."""
-        relay = current_relay()
-        if relay is None:
-            return None
-        params = types.ElicitRequestFormParams(
-            message=f"Run {choice.qualified} with {json_text(arguments)}? It may destroy data.",
-            requested_schema={
-                "type": "object",
-                "properties": {"confirm": {"type": "boolean", "title": "Run it", "description": "Run this call"}},
-                "required": ["confirm"],
-            },
-        )
-        answer = await relay.elicit(params)
-        if isinstance(answer, types.ErrorData):
-            return None
-        return answer.action == "accept" and bool((answer.content or {}).get("confirm"))
+        return await ask_user_to_run(choice.qualified, arguments)
+
+
+def is_destructive(entry: CatalogTool) -> bool:
+    """Whether `entry` may destroy data: annotated `destructiveHint: true`, or tagged `dangerous` by the rules."""
+    annotations = entry.tool.annotations
+    return "dangerous" in entry.tags or (annotations is not None and annotations.destructive_hint is True)
+
+
+async def ask_user_to_run(qualified: str, arguments: Mapping[str, Any]) -> bool | None:
+    """The user's answer, through elicitation, to running the destructive tool `qualified` (`server/tool`)
+    with `arguments`: True to run, False declined, None when they cannot be asked."""
+    relay = current_relay()
+    if relay is None:
+        return None
+    params = types.ElicitRequestFormParams(
+        message=f"Run {qualified} with {json_text(arguments)}? It may destroy data.",
+        requested_schema={
+            "type": "object",
+            "properties": {"confirm": {"type": "boolean", "title": "Run it", "description": "Run this call"}},
+            "required": ["confirm"],
+        },
+    )
+    answer = await relay.elicit(params)
+    if isinstance(answer, types.ErrorData):
+        return None
+    return answer.action == "accept" and bool((answer.content or {}).get("confirm"))
 
 
 # The answers. A tool that ran: `discovery_reasoning`, `confidence_score`, `tool_name`

@@ -126,8 +126,9 @@ class GatewayServer(Server[ConnectionScope]):
         self.loads = SharedLoads(shared) if shared is not None and mode == "dynamic" else None
         self.subscriptions = ResourceSubscriptions(gateway.mirror, self.clients)
         self.rounds = Rounds(gateway, replica=replica)
-        # The five meta-tools (smart mode's one tool) never change; the others follow the catalog or the client.
-        self.tools_changed = mode not in ("discovery", "smart")
+        # The five meta-tools (smart mode's one tool) never change; the others follow the catalog or the client
+        # (`run_code`'s annotations follow the tools it can reach).
+        self.tools_changed = mode not in ("discovery", "smart") or (mode == "discovery" and options.code_tool)
         self._serving = 0
         """Lifespans entered and not yet left: one per connection on stdio and in process, one on HTTP."""
         self._stop_following: list[Callable[[], None]] = []
