@@ -114,17 +114,25 @@ class LegFailed(Exception):
 
 @dataclass
 class Run:
-    """One leg doing one task once."""
+    """One leg doing one task once: tokens in the model's context, its tool calls, the wall time."""
 
     listed: int
-    written: int = 0
-    read: int = 0
-    round_trips: int = 0
+    """The `tools/list` the model is shown."""
+    discovery: int = 0
+    """Written and read in the discovery calls (search, details)."""
+    execution: int = 0
+    """Written and read in the calls that run the tools (execute_tool, run_code, execute)."""
+    discovery_trips: int = 0
+    execution_trips: int = 0
     seconds: float = 0.0
 
     @property
     def tokens(self) -> int:
-        return self.listed + self.written + self.read
+        return self.listed + self.discovery + self.execution
+
+    @property
+    def round_trips(self) -> int:
+        return self.discovery_trips + self.execution_trips
 
 
 def read_tokens(result: types.CallToolResult) -> int:
@@ -160,11 +168,16 @@ class Session:
     client: Client
     run: Run
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        self.run.written += count_tokens(name) + count_tokens(compact_json(arguments))
+    async def call(self, name: str, arguments: dict[str, Any], *, execution: bool = False) -> types.CallToolResult:
+        written = count_tokens(name) + count_tokens(compact_json(arguments))
         result = await self.client.call_tool(name, arguments)
-        self.run.round_trips += 1
-        self.run.read += read_tokens(result)
+        tokens = written + read_tokens(result)
+        if execution:
+            self.run.execution += tokens
+            self.run.execution_trips += 1
+        else:
+            self.run.discovery += tokens
+            self.run.discovery_trips += 1
         if result.is_error:
             raise LegFailed(f"{name} answered an error: {answer_text(result)[:500]}")
         return result
@@ -200,7 +213,7 @@ class _Server:
 
         async def call(**arguments: Any) -> Any:
             executed = await self._session.call(
-                "execute_tool", {"server": self._server, "tool": tool, "arguments": arguments}
+                "execute_tool", {"server": self._server, "tool": tool, "arguments": arguments}, execution=True
             )
             return decoded(executed)
 
@@ -219,8 +232,9 @@ async def meta_tools(session: Session, task: Task) -> Any:
 
 async def toolscout_code(session: Session, task: Task) -> Any:
     await toolscout_discovery(session, task)
-    ran = await session.call("run_code", {"code": toolscout_program(task)})
-    return json.loads(answer_text(ran))
+    ran = await session.call("run_code", {"code": toolscout_program(task)}, execution=True)
+    # structuredContent is {"output": printed text, "result": the last expression's value, "toolCalls": n}.
+    return cast(dict[str, Any], ran.structured_content or {}).get("result")
 
 
 async def fastmcp_code(session: Session, task: Task) -> Any:
@@ -235,17 +249,17 @@ async def fastmcp_code(session: Session, task: Task) -> Any:
             raise LegFailed(f"search({QUERIES[server, function]!r}) did not find {server}/{function}: {listed}")
         names[server, function] = name
         await session.call("get_schema", {"tools": [name]})
-    ran = await session.call("execute", {"code": fastmcp_program(task, names)})
+    ran = await session.call("execute", {"code": fastmcp_program(task, names)}, execution=True)
     return json.loads(answer_text(ran))
 
 
 SCRIPTS: dict[str, Script] = {"meta": meta_tools, "code": toolscout_code, "fastmcp": fastmcp_code}
-WARM_UP: dict[str, tuple[str, dict[str, Any]]] = {
-    "meta": ("search_tools", {"query": "read a file"}),
-    "code": ("run_code", {"code": "1 + 1"}),
-    "fastmcp": ("execute", {"code": "return 1 + 1"}),
+WARM_UP: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "meta": [("search_tools", {"query": "read a file"})],
+    "code": [("search_tools", {"query": "read a file"}), ("run_code", {"code": "1 + 1"})],
+    "fastmcp": [("search", {"query": "read a file"}), ("execute", {"code": "return 1 + 1"})],
 }
-"""A call each leg makes once before it is measured (its search index built, its sandbox loaded)."""
+"""The calls each leg makes once before it is measured: its search index built, its sandbox loaded."""
 
 
 @dataclass
@@ -276,6 +290,8 @@ async def open_leg(name: str, root: Path, fastmcp_python: Path, errlog: TextIO) 
             "mcpServers": servers,
             "audit": {"path": str(root / "audit.jsonl")},
             "catalogCache": {"path": str(root / "catalog.sqlite3")},
+            # execute_tool and FastMCP's call_tool run destructive tools without asking; so does run_code here.
+            "code": {"allowDestructive": True},
         }
         config.write_text(json.dumps(document), encoding="utf-8")
         mode = "discovery" if name == "meta" else "code"
@@ -288,10 +304,10 @@ async def open_leg(name: str, root: Path, fastmcp_python: Path, errlog: TextIO) 
     async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
         with anyio.fail_after(120):
             tools = (await client.list_tools()).tools
-            warm_tool, warm_arguments = WARM_UP[name]
-            warmed = await client.call_tool(warm_tool, warm_arguments)
-        if warmed.is_error:
-            raise SystemExit(f"{LEGS[name]}: the warm-up call failed: {answer_text(warmed)[:500]}")
+            for warm_tool, warm_arguments in WARM_UP[name]:
+                warmed = await client.call_tool(warm_tool, warm_arguments)
+                if warmed.is_error:
+                    raise LegFailed(f"{LEGS[name]}: the warm-up call {warm_tool} failed: {answer_text(warmed)[:500]}")
         yield Leg(name, client, workspace, tool_tokens(tools))
 
 
@@ -349,10 +365,10 @@ def report(
     fastmcp_python: Path,
 ) -> None:
     peer = fastmcp_version(fastmcp_python) if "fastmcp" in legs else "not run"
-    monty = "pydantic-monty " + _monty_version(fastmcp_python) if "fastmcp" in legs else ""
+    monty = ", pydantic-monty " + _monty_version(fastmcp_python) if "fastmcp" in legs else ""
 
-    def tokens(task: Task, leg: str) -> int:
-        return round(_median([r.tokens for r in runs[task.name, leg]]))
+    def tokens(task: Task, leg: str, part: Callable[[Run], int] = lambda r: r.tokens) -> int:
+        return round(_median([part(r) for r in runs[task.name, leg]]))
 
     def trips(task: Task, leg: str) -> int:
         return runs[task.name, leg][0].round_trips
@@ -360,19 +376,18 @@ def report(
     def ms(task: Task, leg: str) -> float:
         return _median([r.seconds for r in runs[task.name, leg]]) * 1000
 
-    calls = {t.name: _program_calls(t, runs) for t in tasks}
     print(f"## Code mode — {harness.today()}")
     print()
     print(
         f"{harness.machine_line()}; load {min(loads):.2f}–{max(loads):.2f} at the repetitions' starts; "
-        f"peer: {peer}, {monty}; tokens: {ENCODING}; {len(tasks)} tasks × {len(legs)} legs × {repeat} "
+        f"peer: {peer}{monty}; tokens: {ENCODING}; {len(tasks)} tasks × {len(legs)} legs × {repeat} "
         f"repetitions, interleaved ({took:.0f} s)."
     )
     print()
     names = [LEGS[leg] for leg in legs]
     print(
         "| task | tools (calls) | "
-        + " | ".join(f"tokens: {n}" for n in names)
+        + " | ".join(f"tokens (running the tools): {n}" for n in names)
         + " | round trips: "
         + " / ".join(names)
         + " | "
@@ -381,50 +396,51 @@ def report(
     )
     print("|---|---|" + "---|" * (2 * len(legs) + 1))
     for task in tasks:
-        cells = [f"{task.name}", f"{len(task.tools)} ({calls[task.name]})"]
-        cells += [str(tokens(task, leg)) for leg in legs]
+        cells = [task.name, f"{len(task.tools)} ({_program_calls(task, runs)})"]
+        cells += [f"{tokens(task, leg)} ({tokens(task, leg, lambda r: r.execution)})" for leg in legs]
         cells.append(" / ".join(str(trips(task, leg)) for leg in legs))
         cells += [f"{ms(task, leg):.0f}" for leg in legs]
         print("| " + " | ".join(cells) + " |")
         for leg in legs:
             harness.record(f"{task.name}/{leg}/tokens", tokens(task, leg))
+            harness.record(f"{task.name}/{leg}/execution tokens", tokens(task, leg, lambda r: r.execution))
             harness.record(f"{task.name}/{leg}/round trips", trips(task, leg))
             harness.record(f"{task.name}/{leg}/ms", round(ms(task, leg), 1))
     print()
     base = legs[0]
-    totals = {
-        leg: (
-            sum(tokens(t, leg) for t in tasks),
-            runs[tasks[0].name, leg][0].listed,
-            sum(trips(t, leg) for t in tasks),
-            sum(ms(t, leg) for t in tasks),
-        )
-        for leg in legs
-    }
+
+    def total(leg: str, part: Callable[[Run], int]) -> int:
+        return sum(tokens(t, leg, part) for t in tasks)
+
     print(
-        f"| leg | tools/list tokens | tokens, {len(tasks)} tasks | × {LEGS[base]} | round trips | × {LEGS[base]} "
-        f"| time, sum of the tasks' medians (s) | × {LEGS[base]} | median task (ms) |"
+        f"| leg | tools/list tokens | tokens, {len(tasks)} tasks | × {LEGS[base]} | discovery | running the tools "
+        f"| × {LEGS[base]} | round trips | × {LEGS[base]} | time, sum of the tasks' medians (s) | × {LEGS[base]} "
+        "| median task (ms) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for leg in legs:
-        total, listed, trip, spent = totals[leg]
-        b_total, _, b_trip, b_spent = totals[base]
-        median_task = _median([ms(t, leg) for t in tasks])
+        whole, running = total(leg, lambda r: r.tokens), total(leg, lambda r: r.execution)
+        discovery = total(leg, lambda r: r.discovery)
+        trip = sum(trips(t, leg) for t in tasks)
+        spent = sum(ms(t, leg) for t in tasks)
+        b_whole, b_running = total(base, lambda r: r.tokens), total(base, lambda r: r.execution)
+        b_trip, b_spent = sum(trips(t, base) for t in tasks), sum(ms(t, base) for t in tasks)
         print(
-            f"| {LEGS[leg]} | {listed} | {total:,} | {total / b_total:.2f} | {trip} | {trip / b_trip:.2f} "
-            f"| {spent / 1000:.2f} | {spent / b_spent:.2f} | {median_task:.0f} |"
+            f"| {LEGS[leg]} | {runs[tasks[0].name, leg][0].listed} | {whole:,} | {whole / b_whole:.2f} "
+            f"| {discovery:,} | {running:,} | {running / b_running:.2f} | {trip} | {trip / b_trip:.2f} "
+            f"| {spent / 1000:.2f} | {spent / b_spent:.2f} | {_median([ms(t, leg) for t in tasks]):.0f} |"
         )
-        harness.record(f"total/{leg}/tokens", total)
+        harness.record(f"total/{leg}/tokens", whole)
+        harness.record(f"total/{leg}/discovery tokens", discovery)
+        harness.record(f"total/{leg}/execution tokens", running)
         harness.record(f"total/{leg}/round trips", trip)
         harness.record(f"total/{leg}/seconds", round(spent / 1000, 3))
 
 
 def _program_calls(task: Task, runs: dict[tuple[str, str], list[Run]]) -> str:
-    """How many tool calls the task's program makes: the meta-tools leg's round trips past its discovery."""
+    """How many tool calls the task's program makes: the meta-tools leg's execute_tool calls."""
     meta = runs.get((task.name, "meta"))
-    if not meta:
-        return "?"
-    return str(meta[0].round_trips - 2 * len(task.tools))
+    return str(meta[0].execution_trips) if meta else "?"
 
 
 def _monty_version(python: Path) -> str:
