@@ -125,6 +125,8 @@ class Run:
     discovery_trips: int = 0
     execution_trips: int = 0
     seconds: float = 0.0
+    by_tool: dict[str, int] = field(default_factory=dict[str, int])
+    """Written and read, by the name of the tool called (search_tools, get_schema, run_code, ...)."""
 
     @property
     def tokens(self) -> int:
@@ -172,6 +174,7 @@ class Session:
         written = count_tokens(name) + count_tokens(compact_json(arguments))
         result = await self.client.call_tool(name, arguments)
         tokens = written + read_tokens(result)
+        self.run.by_tool[name] = self.run.by_tool.get(name, 0) + tokens
         if execution:
             self.run.execution += tokens
             self.run.execution_trips += 1
@@ -381,7 +384,7 @@ def report(
     print(
         f"{harness.machine_line()}; load {min(loads):.2f}–{max(loads):.2f} at the repetitions' starts; "
         f"peer: {peer}{monty}; tokens: {ENCODING}; {len(tasks)} tasks × {len(legs)} legs × {repeat} "
-        f"repetitions, interleaved ({took:.0f} s)."
+        f"repetitions, interleaved ({took:.0f} s); `{' '.join(sys.argv)}` at {harness.commit()}."
     )
     print()
     names = [LEGS[leg] for leg in legs]
@@ -435,6 +438,13 @@ def report(
         harness.record(f"total/{leg}/execution tokens", running)
         harness.record(f"total/{leg}/round trips", trip)
         harness.record(f"total/{leg}/seconds", round(spent / 1000, 3))
+    print()
+    for leg in legs:
+        called = sorted({name for t in tasks for name in runs[t.name, leg][0].by_tool})
+        parts = {name: total(leg, lambda r, name=name: r.by_tool.get(name, 0)) for name in called}
+        print(f"- {LEGS[leg]}, tokens by the tool called: " + ", ".join(f"`{n}` {v:,}" for n, v in parts.items()))
+        for name, value in parts.items():
+            harness.record(f"total/{leg}/tokens of {name}", value)
 
 
 def _program_calls(task: Task, runs: dict[tuple[str, str], list[Run]]) -> str:
