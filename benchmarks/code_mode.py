@@ -98,6 +98,7 @@ anyio.run(main)
 
 # What fastmcp-slim's `code-mode` extra requires (pydantic-monty), as the venv's own `packaging` reads it.
 CODE_MODE_REQUIREMENTS = """
+import importlib.metadata
 from packaging.requirements import Requirement
 
 for line in importlib.metadata.requires("fastmcp-slim") or []:
@@ -470,7 +471,7 @@ def install(venv: Path) -> None:
     python = venv / "bin" / "python"
     try:
         fastmcp_version(python)
-    except SystemExit:
+    except (SystemExit, OSError):  # no FastMCP in it, or no venv at all
         install_fastmcp(venv, FASTMCP_VERSION)
     listed = subprocess.run([str(python), "-c", CODE_MODE_REQUIREMENTS], check=True, capture_output=True, text=True)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
