@@ -69,7 +69,7 @@ from benchmarks.proxy_latency import FASTMCP_VENV, FASTMCP_VERSION, fastmcp_vers
 from toolscout.render.text import ENCODING, compact_json, count_tokens, tool_tokens
 
 PYTHON = sys.executable
-LEGS = {"meta": "meta-tools", "code": "toolscout code mode", "fastmcp": "FastMCP CodeMode"}
+LEGS = {"meta": "meta-tools", "code": "code mode", "fastmcp": "FastMCP CodeMode"}
 """Each leg by its short name (`--legs`) and the name the tables give it."""
 DIRECTORIES = {"meta": "meta", "code": "code", "fastmcp": "fmcp"}
 """Each leg's workspace under the repetition's: names of one length, as server-filesystem writes paths into answers."""
@@ -388,22 +388,17 @@ def report(
         f"repetitions, interleaved ({took:.0f} s); `{' '.join(sys.argv)}` at {harness.commit()}."
     )
     print()
-    names = [LEGS[leg] for leg in legs]
-    print(
-        "| task | tools (calls) | "
-        + " | ".join(f"tokens (running the tools): {n}" for n in names)
-        + " | round trips: "
-        + " / ".join(names)
-        + " | "
-        + " | ".join(f"ms: {n}" for n in names)
-        + " |"
-    )
-    print("|---|---|" + "---|" * (2 * len(legs) + 1))
+    names = " / ".join(LEGS[leg] for leg in legs)
+    print(f"| task | tools (calls) | tokens (of them running the tools): {names} | round trips | ms, median |")
+    print("|---|---|---|---|---|")
     for task in tasks:
-        cells = [task.name, f"{len(task.tools)} ({_program_calls(task, runs)})"]
-        cells += [f"{tokens(task, leg)} ({tokens(task, leg, lambda r: r.execution)})" for leg in legs]
-        cells.append(" / ".join(str(trips(task, leg)) for leg in legs))
-        cells += [f"{ms(task, leg):.0f}" for leg in legs]
+        cells = [
+            task.name,
+            f"{len(task.tools)} ({_program_calls(task, runs)})",
+            " / ".join(f"{tokens(task, leg)} ({tokens(task, leg, lambda r: r.execution)})" for leg in legs),
+            " / ".join(str(trips(task, leg)) for leg in legs),
+            " / ".join(f"{ms(task, leg):.0f}" for leg in legs),
+        ]
         print("| " + " | ".join(cells) + " |")
         for leg in legs:
             harness.record(f"{task.name}/{leg}/tokens", tokens(task, leg))
