@@ -11,14 +11,16 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pytest
+from pydantic import ValidationError
 
 from tests.helpers.code_gateway import audit_lines, code_client, code_gateway, error_of, run, text_of
 from tests.helpers.gateway_client import ERAS, META_TOOL_NAMES
-from toolscout.config import ToolRule
+from toolscout.config import GatewayConfig, ToolRule
 from toolscout.config.code import CodeConfig
 from toolscout.config.scopes import Scope, scoped
 from toolscout.errors import ProgramFailed
-from toolscout.modes.code import CodeTool
+from toolscout.modes.base import SurfaceOptions
+from toolscout.modes.code import CodeTool, python_names
 
 # Every program runs in a Monty worker process of its own (started by Monty's Rust pool, so the
 # tiers' audit hook cannot see it): these tests start child processes.
@@ -158,6 +160,7 @@ for call in ("weather", "delete", "typo", "positional"):
         ("get_weather", "VALIDATION_ERROR"),
         ("delete_city", "TOOL_DISABLED"),
         ("get_wether", "TOOL_NOT_FOUND"),
+        ("get_weather", "INVALID_ARGUMENTS"),  # refused before execute: audited all the same
     ]
 
 
@@ -223,6 +226,24 @@ async def test_a_scope_that_does_not_see_a_server_cannot_call_it() -> None:
     assert cast(dict[str, Any], seen.structured_content)["result"] == "Oslo"
 
 
+async def test_run_codes_annotations_follow_the_catalog() -> None:
+    # A scope that sees get_weather (read-only) and whatever trick_* the kitchen learns (no annotations).
+    scope = Scope.of(servers=["kitchen"], tools=["get_weather", "trick_*"], label="tricks")
+    async with code_gateway() as gateway:
+        tool = CodeTool(gateway, CodeConfig())
+        with scoped(scope):
+            before = tool.definition()
+        await gateway.execute("kitchen", "learn_trick", {"name": "trick_fire"})
+        with anyio.fail_after(10):
+            while gateway.visibility.get(scope, "kitchen", "trick_fire") is None:
+                await gateway.catalog.changes.wait()
+        with scoped(scope):
+            after = tool.definition()
+    assert before.annotations is not None and before.annotations.read_only_hint is True
+    assert after.annotations is not None and after.annotations.read_only_hint is False
+    assert after.annotations.destructive_hint is True  # a tool that says nothing may destroy
+
+
 # Destructive tools
 
 
@@ -245,7 +266,10 @@ print(gone["title"], note["id"] in [n["id"] for n in left["notes"]])
 
 
 @pytest.mark.parametrize(("action", "confirm"), [("decline", True), ("cancel", True), ("accept", False)])
-async def test_a_destructive_call_the_user_does_not_confirm_raises_and_runs_nothing(action: str, confirm: bool) -> None:
+async def test_a_destructive_call_the_user_does_not_confirm_raises_and_runs_nothing(
+    action: str, confirm: bool, tmp_path: Path
+) -> None:
+    audit = tmp_path / "audit.jsonl"
     user = Confirmer(action, confirm)
     program = """
 note = await notes.create_note(title="Keep", body="x")
@@ -256,10 +280,18 @@ except ToolError as e:
 left = await notes.list_notes()
 print(note["id"] in [n["id"] for n in left["notes"]])
 """
-    async with code_gateway() as gateway, code_client(gateway, elicitation_callback=user) as client:
+    async with (
+        code_gateway(audit_path=audit) as gateway,
+        code_client(gateway, elicitation_callback=user) as client,
+    ):
         result = await run(client, program)
     printed = cast(dict[str, Any], result.structured_content)["output"].splitlines()
     assert "(DECLINED)" in printed[0] and printed[1] == "True"
+    assert [(line["tool"], line["outcome"], line["code"]) for line in audit_lines(audit)] == [
+        ("create_note", "ok", None),
+        ("delete_note", "error", "DECLINED"),
+        ("list_notes", "ok", None),
+    ]
 
 
 async def test_without_elicitation_a_destructive_call_raises_unless_the_config_allows_it() -> None:
@@ -292,3 +324,31 @@ async def test_code_tool_adds_run_code_beside_the_meta_tools(mode: Any) -> None:
     assert names[: len(META_TOOL_NAMES)] == META_TOOL_NAMES and "run_code" in names
     assert cast(dict[str, Any], result.structured_content)["result"] == "Rome"
     assert not executed.is_error
+
+
+# The configuration
+
+
+def test_the_code_section_reads_camel_case_keys_and_refuses_a_timeout_over_its_maximum() -> None:
+    config = GatewayConfig.model_validate(
+        {"mode": "code", "codeTool": True, "code": {"timeout": 10, "maxTimeout": 20, "maxToolCalls": 7}}
+    )
+    assert (config.mode, config.code_tool, config.code.max_tool_calls) == ("code", True, 7)
+    assert SurfaceOptions.from_config(config).code == config.code
+    with pytest.raises(ValidationError, match=r"code.timeout \(30\) is over code.maxTimeout \(20\)"):
+        GatewayConfig.model_validate({"code": {"maxTimeout": 20}})
+
+
+def test_servers_and_tools_get_names_a_program_can_write() -> None:
+    names = ["notes", "my-notes", "my_notes", "json", "print", "search_tools", "1x", "class", "__init__"]
+    assert python_names(names) == {
+        "notes": "notes",
+        "my-notes": "my_notes",
+        "my_notes": "my_notes_2",  # the second to want a name gets a number
+        "json": "json_",  # an importable module
+        "print": "print_",  # a builtin
+        "search_tools": "search_tools_",  # the program's own function
+        "1x": "_1x",
+        "class": "class_",
+        "__init__": "_init__",  # a program may not write a leading double underscore
+    }

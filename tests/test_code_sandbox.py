@@ -63,6 +63,8 @@ LIMITS = {
     "huge string": ('x = "x" * 10**10', "MemoryError"),
     "huge list": ("x = [0] * 10**9", "MemoryError"),
     "growing list": ("x = []\nwhile True:\n    x.append('y' * 1000)", "MemoryError"),
+    "infinite generator": ("sum(x for x in iter(int, 1))", "MemoryError"),
+    "endless count": ("import itertools\nlist(itertools.count())", "MemoryError"),
 }
 
 
@@ -145,3 +147,19 @@ async def test_a_syntax_error_names_its_line() -> None:
         result = await run(client, "x = 1\ny = (\n")
     error = error_of(result)
     assert error["code"] == "CODE_ERROR" and "line" in error["message"]
+
+
+async def test_the_allowed_modules_work_and_sleeping_returns_at_once() -> None:
+    program = """
+import json, re, math, datetime, time, asyncio, collections, itertools
+time.sleep(3600)
+await asyncio.sleep(3600)
+now = datetime.datetime.now()
+counts = collections.Counter(re.findall(r"[a-z]+", "a b a"))
+pairs = list(itertools.pairwise([1, 2, 3]))
+json.dumps({"sqrt": math.sqrt(16), "pairs": pairs, "a": counts["a"], "year": now.year > 2000})
+"""
+    async with code_gateway() as gateway, code_client(gateway, code=CodeConfig(timeout=30)) as client:
+        result = await run(client, program)
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == '{"sqrt": 4.0, "pairs": [[1, 2], [2, 3]], "a": 2, "year": true}'

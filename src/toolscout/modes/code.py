@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import keyword
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import mcp_types as types
@@ -51,11 +51,14 @@ from toolscout.modes.smart import ask_user_to_run, is_destructive
 from toolscout.render.python import python_call
 from toolscout.render.signatures import is_flat
 from toolscout.render.text import details_text, search_text
+from toolscout.upstream.calls import current_relay
 
 RUN_CODE = "run_code"
 FUNCTIONS = frozenset({"search_tools", "call_tool"})
 """The host functions a program calls by name (beside `ToolError`, the prelude's)."""
 SEARCH_LIMIT = 50
+UNCONFIRMED = "CONFIRMATION_REQUIRED"
+"""The code of a destructive call the user could not be asked about (no elicitation): run nothing."""
 
 
 class RunCodeArgs(ArgsModel):
@@ -64,22 +67,35 @@ class RunCodeArgs(ArgsModel):
 
 
 RUN_CODE_DESCRIPTION = (
-    "Run a Python program that calls tools: each server is an object, each tool an async method taking "
-    "keyword arguments (`r = await notes.create_note(title='x')`), returning its structured result (else its "
-    "text, as JSON when it parses); a failure raises ToolError. `await search_tools('query')` finds more. "
-    "Only what it prints and its last expression come back. No files, network or other imports than json, "
-    "re, math, datetime, asyncio, collections, itertools."
+    "Run Python that calls tools: `r = await server.tool(arg=...)` returns the tool's structured result (else "
+    "its text, as JSON when it parses); a failure raises ToolError; `await search_tools('query')` finds tools. "
+    "Only what it prints, and its last expression, come back. Imports: json, re, math, datetime, asyncio, "
+    "collections, itertools."
 )
 
 
 def python_names(names: list[str]) -> dict[str, str]:
-    """Each name (a server, or a tool of one server) to the identifier a program calls it by, in order: a
-    keyword or a Python name gets `_` after it, and a name another already took gets `_2`, `_3`, ..."""
-    taken: set[str] = set(FUNCTIONS) | {"ToolError"}
+    """Each server's name to the identifier a program calls it by (`_identifiers`); a Python name (a builtin,
+    an importable module) or one of the program's own functions gets `_` after it."""
+    return _identifiers(names, lambda base: is_reserved(base) or base in FUNCTIONS)
+
+
+def tool_names(entries: list[CatalogTool]) -> dict[str, str]:
+    """Each tool's name to the method name a program calls it by (`_identifiers`)."""
+    return _identifiers([entry.name for entry in entries], lambda base: False)
+
+
+def _identifiers(names: list[str], reserved: Callable[[str], bool]) -> dict[str, str]:
+    """Each of `names` as an identifier, in order: other characters `_`, a keyword, `ToolError` or a
+    `reserved` name with `_` after it, no leading double underscore (a program cannot write one), and a
+    name another already took with `_2`, `_3`, ..."""
+    taken: set[str] = set()
     out: dict[str, str] = {}
     for name in names:
         base = identifier(name)
-        if base in taken or is_reserved(base):
+        if base.startswith("__"):
+            base = "_" + base.lstrip("_") if base.strip("_") else "_tool"
+        if keyword.iskeyword(base) or base == "ToolError" or reserved(base):
             base += "_"
         candidate, n = base, 1
         while candidate in taken:
@@ -87,23 +103,6 @@ def python_names(names: list[str]) -> dict[str, str]:
             candidate = f"{base}_{n}"
         taken.add(candidate)
         out[name] = candidate
-    return out
-
-
-def tool_names(entries: list[CatalogTool]) -> dict[str, str]:
-    """Each tool's name to its method name: `identifier`, `_` after a keyword, `_2` on a clash."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for entry in entries:
-        base = identifier(entry.name)
-        if base in taken or base == "ToolError" or base.startswith("__") or keyword.iskeyword(base):
-            base += "_"
-        candidate, n = base, 1
-        while candidate in taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        taken.add(candidate)
-        out[entry.name] = candidate
     return out
 
 
@@ -154,6 +153,7 @@ class ProgramHost:
         if call.receiver is not None:
             tool = self.names.tool(call.receiver, call.name)
             if call.args:
+                await self._audit_refused(call.receiver, tool, call.kwargs, "INVALID_ARGUMENTS")
                 raise CallFailed(
                     f"{call.receiver}/{tool}: pass the arguments by name, as the tool's input schema names them "
                     f"({call.name}(title=...)), not by position (INVALID_ARGUMENTS)"
@@ -183,13 +183,15 @@ class ProgramHost:
         entry = self.gateway.visibility.get(self.scope, server, tool)
         if entry is not None and entry.enabled and is_destructive(entry) and not self.config.allow_destructive:
             answer = await ask_user_to_run(qualified, arguments)
+            if answer is not True:
+                await self._audit_refused(server, tool, arguments, "DECLINED" if answer is False else UNCONFIRMED)
             if answer is False:
                 raise CallFailed(f"{qualified}: the user declined running it; nothing was run (DECLINED)")
             if answer is None:
                 raise CallFailed(
                     f"{qualified}: it may destroy data (destructiveHint), and the user could not be asked to "
                     "confirm it: your client does not support elicitation. Ask the user, and have the operator "
-                    "set code.allowDestructive: true to run such tools from programs (CONFIRMATION_REQUIRED)"
+                    f"set code.allowDestructive: true to run such tools from programs ({UNCONFIRMED})"
                 )
         try:
             result = await self.gateway.execute(server, tool, arguments, max_output_chars=0)
@@ -199,6 +201,13 @@ class ProgramHost:
         if result.is_error:
             raise CallFailed(f"{qualified}: {' '.join(texts) or 'the tool reported an error'} (TOOL_EXECUTION_ERROR)")
         return result_value(result, texts)
+
+    async def _audit_refused(self, server: str, tool: str, arguments: dict[str, Any], code: str) -> None:
+        """Audit a call the program made that never reached `Gateway.execute` (which audits the others)."""
+        if self.gateway.audit is not None:
+            relay = current_relay()
+            request = {"server": server, "tool": tool, "arguments": arguments}
+            await self.gateway.audit.record_refused(request, code, client=relay.client if relay is not None else None)
 
     async def _search(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         try:

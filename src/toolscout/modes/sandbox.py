@@ -9,9 +9,10 @@ loop only waits for that thread, and answers every other request meanwhile.
 The program is driven here snapshot by snapshot, never with Monty's automatic resumption: every
 name the program does not define (a server, `search_tools`), every call of a host function or of a
 method of a host object, and every OS call (a file, the environment, the clock when it is not the
-worker's) stops the program and comes to `_Driver`. Host calls are answered by the `Host`, in the
-request's own task (so its scope and relay are current), and always through a future, so that
-`asyncio.gather` runs them together. OS calls are refused: the program is stopped with a message
+worker's) stops the program and comes to `_Driver`. Host calls are answered by the `Host` on the
+event loop, in the request's context (anyio carries it into the worker thread and back, so the
+request's scope and relay are current), and always through a future, so that `asyncio.gather` runs
+them together. OS calls are refused: the program is stopped with a message
 naming the call.
 
 Before the program runs, `refusal` reads its tokens: `import` of a module outside `ALLOWED_MODULES`,
@@ -270,13 +271,17 @@ class Sandbox:
                 # loop on its own (the async API's runtime can wake a closed loop at exit, which aborts).
                 return await anyio.to_thread.run_sync(driver.run, abandon_on_cancel=True, limiter=self._threads)
         except TimeoutError:
-            raise driver.limit(
-                f"the program ran longer than its {limits.timeout:g} s (code.timeout, or run_code's timeout "
-                "up to code.maxTimeout): it was stopped",
-                line=driver.line,
-            ) from None
+            raise driver.limit(timed_out(limits.timeout), line=driver.line) from None
         finally:
             driver.stop()
+
+
+def timed_out(timeout: float) -> str:
+    """What a program stopped at its deadline is told."""
+    return (
+        f"the program ran longer than its {timeout:g} s (code.timeout, or run_code's timeout up to "
+        "code.maxTimeout): it was stopped"
+    )
 
 
 @dataclass
@@ -455,7 +460,8 @@ class _Driver:
                 line=line,
             )
         if kind == "TimeoutError" and "limit exceeded" in message:
-            return ProgramLimitExceeded(f"{text}\nThe program ran longer than its timeout.", line=line)
+            # Monty's own clock and the gateway's deadline end a looping program together: one message.
+            return self.limit(timed_out(self.limits.timeout), line=line)
         if kind == "RecursionError":
             return ProgramLimitExceeded(f"{text}\nCalls nest at most {MAX_RECURSION_DEPTH} deep.", line=line)
         return ProgramFailed(text, line=line, tool_calls=self.calls)
