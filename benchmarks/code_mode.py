@@ -25,10 +25,12 @@ Each leg has its own workspace (a folder, the notes store, server-memory's graph
 directory) made fresh for every repetition, and checks each task's answer and the state it leaves, so a
 broken leg stops the run instead of reporting figures. Tokens (o200k_base, the project's count) are what
 the model has in context for the task: the `tools/list` it is shown, once, plus every request it writes
-(the tool's name and its arguments as compact JSON) and the text of every answer it reads. Round trips
-are the tool calls the model makes. Time is the wall time of a leg's whole task, discovery included,
-the median over the repetitions; in each repetition the three legs run each task back to back, in a
-shuffled order, so the machine's drift falls on all three alike. Prints Markdown.
+(the tool's name and its arguments as compact JSON) and the text of every answer it reads; and the
+input over the model's turns, one turn per call and one for the reply, each reading the whole context
+so far (what a model without prompt caching is billed). Round trips are the tool calls the model
+makes. Time is the wall time of a leg's whole task, discovery included, the median over the
+repetitions; in each repetition the three legs run each task back to back, in a shuffled order, so
+the machine's drift falls on all three alike. Prints Markdown.
 """
 
 from __future__ import annotations
@@ -128,6 +130,9 @@ class Run:
     seconds: float = 0.0
     by_tool: dict[str, int] = field(default_factory=dict[str, int])
     """Written and read, by the name of the tool called (search_tools, get_schema, run_code, ...)."""
+    turns: int = 0
+    """Input over the model's turns: one turn per call and one for the reply, each reading the whole
+    context so far (what a model without prompt caching is billed)."""
 
     @property
     def tokens(self) -> int:
@@ -172,6 +177,7 @@ class Session:
     run: Run
 
     async def call(self, name: str, arguments: dict[str, Any], *, execution: bool = False) -> types.CallToolResult:
+        self.run.turns += self.run.tokens  # the turn that writes this call reads everything so far
         written = count_tokens(name) + count_tokens(compact_json(arguments))
         result = await self.client.call_tool(name, arguments)
         tokens = written + read_tokens(result)
@@ -325,6 +331,7 @@ async def run_task(leg: Leg, task: Task) -> Run:
     except LegFailed as failed:
         raise LegFailed(f"{LEGS[leg.name]}, task {task.name}: {failed}") from failed
     run.seconds = time.perf_counter() - started
+    run.turns += run.tokens  # the turn that writes the reply
     problem = task.check(answer, leg.workspace)
     if problem is not None:
         raise LegFailed(f"{LEGS[leg.name]}, task {task.name}: {problem}")
@@ -412,28 +419,52 @@ def report(
         return sum(tokens(t, leg, part) for t in tasks)
 
     print(
-        f"| leg | tools/list tokens | tokens, {len(tasks)} tasks | × {LEGS[base]} | discovery | running the tools "
-        f"| × {LEGS[base]} | round trips | × {LEGS[base]} | time, sum of the tasks' medians (s) | × {LEGS[base]} "
+        f"| leg | tools/list tokens | tokens in context, {len(tasks)} tasks | of them discovery "
+        "| of them running the tools | input over the turns | round trips | time, sum of the tasks' medians (s) "
         "| median task (ms) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def cell(leg: str, value: Callable[[str], float], form: str) -> str:
+        return f"{value(leg):{form}} ({value(leg) / value(base):.2f}×)" if leg != base else f"{value(leg):{form}}"
+
+    def whole(leg: str) -> float:
+        return total(leg, lambda r: r.tokens)
+
+    def discovery(leg: str) -> float:
+        return total(leg, lambda r: r.discovery)
+
+    def running(leg: str) -> float:
+        return total(leg, lambda r: r.execution)
+
+    def turns(leg: str) -> float:
+        return total(leg, lambda r: r.turns)
+
+    def trip(leg: str) -> float:
+        return sum(trips(t, leg) for t in tasks)
+
+    def spent(leg: str) -> float:
+        return sum(ms(t, leg) for t in tasks) / 1000
+
     for leg in legs:
-        whole, running = total(leg, lambda r: r.tokens), total(leg, lambda r: r.execution)
-        discovery = total(leg, lambda r: r.discovery)
-        trip = sum(trips(t, leg) for t in tasks)
-        spent = sum(ms(t, leg) for t in tasks)
-        b_whole, b_running = total(base, lambda r: r.tokens), total(base, lambda r: r.execution)
-        b_trip, b_spent = sum(trips(t, base) for t in tasks), sum(ms(t, base) for t in tasks)
-        print(
-            f"| {LEGS[leg]} | {runs[tasks[0].name, leg][0].listed} | {whole:,} | {whole / b_whole:.2f} "
-            f"| {discovery:,} | {running:,} | {running / b_running:.2f} | {trip} | {trip / b_trip:.2f} "
-            f"| {spent / 1000:.2f} | {spent / b_spent:.2f} | {_median([ms(t, leg) for t in tasks]):.0f} |"
-        )
-        harness.record(f"total/{leg}/tokens", whole)
-        harness.record(f"total/{leg}/discovery tokens", discovery)
-        harness.record(f"total/{leg}/execution tokens", running)
-        harness.record(f"total/{leg}/round trips", trip)
-        harness.record(f"total/{leg}/seconds", round(spent / 1000, 3))
+        cells = [
+            LEGS[leg],
+            str(runs[tasks[0].name, leg][0].listed),
+            cell(leg, whole, ","),
+            cell(leg, discovery, ","),
+            cell(leg, running, ","),
+            cell(leg, turns, ","),
+            cell(leg, trip, ".0f"),
+            cell(leg, spent, ".2f"),
+            f"{_median([ms(t, leg) for t in tasks]):.0f}",
+        ]
+        print("| " + " | ".join(cells) + " |")
+        harness.record(f"total/{leg}/tokens", whole(leg))
+        harness.record(f"total/{leg}/discovery tokens", discovery(leg))
+        harness.record(f"total/{leg}/execution tokens", running(leg))
+        harness.record(f"total/{leg}/input over the turns", turns(leg))
+        harness.record(f"total/{leg}/round trips", trip(leg))
+        harness.record(f"total/{leg}/seconds", round(spent(leg), 3))
     print()
     for leg in legs:
         called = sorted({name for t in tasks for name in runs[t.name, leg][0].by_tool})
