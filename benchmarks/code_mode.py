@@ -1,7 +1,7 @@
 """Code mode against the meta-tools and FastMCP's CodeMode: tokens, round trips and time for multi-step tasks.
 
     python -m benchmarks code_mode --install-fastmcp   # once: FastMCP, CodeMode's sandbox, in benchmarks/.venv-fastmcp
-    python -m benchmarks code_mode [--repeat 5] [--legs meta,code,fastmcp] [--tasks NAME,...]
+    python -m benchmarks code_mode [--repeat 5] [--legs meta,code,fastmcp] [--tasks NAME,...] [--discovery search]
 
 The tasks are `benchmarks/code_mode_tasks.py`'s: 22 requests over the four bundled demo servers (notes,
 units, text, files) and three npm reference servers (server-memory, server-filesystem,
@@ -20,6 +20,10 @@ child process in front of real upstream processes:
   sandbox), from its own venv; for each distinct tool `search` (limit 5) and `get_schema`, then the
   program in FastMCP's dialect (`await call_tool("notes_create_note", {...})`, `return` the answer) in
   one `execute`.
+
+With `--discovery search` every leg finds each tool with its search alone, no details call (the
+signatures in toolscout's search answers are enough to write the call; FastMCP's `search` is asked
+for `detail: detailed`, its parameters and result), the least discovery a model could get by with.
 
 Each leg has its own workspace (a folder, the notes store, server-memory's graph, in a temporary
 directory) made fresh for every repetition, and checks each task's answer and the state it leaves, so a
@@ -76,6 +80,10 @@ LEGS = {"meta": "meta-tools", "code": "code mode", "fastmcp": "FastMCP CodeMode"
 DIRECTORIES = {"meta": "meta", "code": "code", "fastmcp": "fmcp"}
 """Each leg's workspace under the repetition's: names of one length, as server-filesystem writes paths into answers."""
 SEARCH_LIMIT = 5
+DISCOVERY = {
+    True: "search and details per tool",
+    False: "one search per tool, no details (FastMCP's search with `detail: detailed`)",
+}
 TASK_TIMEOUT = 120
 
 # Run by the FastMCP venv's Python: `-c FASTMCP_CODE_MODE <config.json>`, serving stdio.
@@ -175,6 +183,8 @@ class Session:
 
     client: Client
     run: Run
+    details: bool = True
+    """Whether discovery asks each tool's details after its search (`--discovery`)."""
 
     async def call(self, name: str, arguments: dict[str, Any], *, execution: bool = False) -> types.CallToolResult:
         self.run.turns += self.run.tokens  # the turn that writes this call reads everything so far
@@ -208,7 +218,8 @@ async def toolscout_discovery(session: Session, task: Task) -> dict[tuple[str, s
         if hit is None:
             raise LegFailed(f"search_tools({QUERIES[server, function]!r}) did not find {server}/{function}")
         names[server, function] = hit["tool"]
-        await session.call("get_tool_details", {"server": server, "tool": hit["tool"]})
+        if session.details:
+            await session.call("get_tool_details", {"server": server, "tool": hit["tool"]})
     return names
 
 
@@ -250,15 +261,20 @@ async def toolscout_code(session: Session, task: Task) -> Any:
 async def fastmcp_code(session: Session, task: Task) -> Any:
     names: dict[tuple[str, str], str] = {}
     for server, function in task.tools:
-        found = answer_text(await session.call("search", {"query": QUERIES[server, function], "limit": SEARCH_LIMIT}))
-        listed = [line[2:].split(":", 1)[0] for line in found.splitlines() if line.startswith("- ")]
+        query: dict[str, Any] = {"query": QUERIES[server, function], "limit": SEARCH_LIMIT}
+        if not session.details:  # the search answers with each hit's parameters and result, get_schema's "detailed"
+            query["detail"] = "detailed"
+        found = answer_text(await session.call("search", query))
+        heading = "- " if session.details else "### "
+        listed = [line[len(heading) :].split(":", 1)[0] for line in found.splitlines() if line.startswith(heading)]
         name = next(
             (n for n in listed if n.startswith(f"{server}_") and identifier(n[len(server) + 1 :]) == function), None
         )
         if name is None:
             raise LegFailed(f"search({QUERIES[server, function]!r}) did not find {server}/{function}: {listed}")
         names[server, function] = name
-        await session.call("get_schema", {"tools": [name]})
+        if session.details:
+            await session.call("get_schema", {"tools": [name]})
     ran = await session.call("execute", {"code": fastmcp_program(task, names)}, execution=True)
     return json.loads(answer_text(ran))
 
@@ -280,7 +296,7 @@ class Leg:
     client: Client
     workspace: Workspace
     listed: int
-    runs: dict[str, list[Run]] = field(default_factory=dict[str, list[Run]])
+    details: bool = True
 
 
 @asynccontextmanager
@@ -323,7 +339,7 @@ async def open_leg(name: str, root: Path, fastmcp_python: Path, errlog: TextIO) 
 
 async def run_task(leg: Leg, task: Task) -> Run:
     run = Run(leg.listed)
-    session = Session(leg.client, run)
+    session = Session(leg.client, run, leg.details)
     started = time.perf_counter()
     try:
         with anyio.fail_after(TASK_TIMEOUT):
@@ -338,43 +354,49 @@ async def run_task(leg: Leg, task: Task) -> Run:
     return run
 
 
-async def measure(
-    tasks: list[Task], legs: list[str], repeat: int, seed: int, fastmcp_python: Path, scratch: Path, errlog: TextIO
-) -> None:
+@dataclass(frozen=True)
+class Settings:
+    """What one run measures: the tasks, the legs in the tables' order, and how."""
+
+    tasks: list[Task]
+    legs: list[str]
+    repeat: int
+    seed: int
+    fastmcp_python: Path
+    details: bool
+    """Discovery asks each tool's details after its search; else the search alone (`--discovery search`)."""
+
+
+async def measure(settings: Settings, scratch: Path, errlog: TextIO) -> None:
+    tasks, legs = settings.tasks, settings.legs
     runs: dict[tuple[str, str], list[Run]] = {(t.name, leg): [] for t in tasks for leg in legs}
-    rng = random.Random(seed)
+    rng = random.Random(settings.seed)
     loads: list[float] = []
     started = time.perf_counter()
-    for rep in range(repeat):
+    for rep in range(settings.repeat):
         async with AsyncExitStack() as stack:
             opened: dict[str, Leg] = {}
             for leg in legs:
                 root = scratch / f"r{rep}" / DIRECTORIES[leg]
-                opened[leg] = await stack.enter_async_context(open_leg(leg, root, fastmcp_python, errlog))
+                opened[leg] = await stack.enter_async_context(open_leg(leg, root, settings.fastmcp_python, errlog))
+                opened[leg].details = settings.details
             loads.append(harness.load())
             for task in tasks:
                 order = legs[:]
                 rng.shuffle(order)
                 for leg in order:
                     runs[task.name, leg].append(await run_task(opened[leg], task))
-        print(f"<!-- repetition {rep + 1} of {repeat} done, load {harness.load():.2f} -->", flush=True)
+        print(f"<!-- repetition {rep + 1} of {settings.repeat} done, load {harness.load():.2f} -->", flush=True)
     took = time.perf_counter() - started
-    report(tasks, legs, runs, repeat, loads, took, fastmcp_python)
+    report(settings, runs, loads, took)
 
 
 def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def report(
-    tasks: list[Task],
-    legs: list[str],
-    runs: dict[tuple[str, str], list[Run]],
-    repeat: int,
-    loads: list[float],
-    took: float,
-    fastmcp_python: Path,
-) -> None:
+def report(settings: Settings, runs: dict[tuple[str, str], list[Run]], loads: list[float], took: float) -> None:
+    tasks, legs, fastmcp_python = settings.tasks, settings.legs, settings.fastmcp_python
     peer = fastmcp_version(fastmcp_python) if "fastmcp" in legs else "not run"
     monty = ", pydantic-monty " + _monty_version(fastmcp_python) if "fastmcp" in legs else ""
 
@@ -391,8 +413,9 @@ def report(
     print()
     print(
         f"{harness.machine_line()}; load {min(loads):.2f}–{max(loads):.2f} at the repetitions' starts; "
-        f"peer: {peer}{monty}; tokens: {ENCODING}; {len(tasks)} tasks × {len(legs)} legs × {repeat} "
-        f"repetitions, interleaved ({took:.0f} s); `{' '.join(sys.argv)}` at {harness.commit()}."
+        f"peer: {peer}{monty}; tokens: {ENCODING}; discovery: {DISCOVERY[settings.details]}; {len(tasks)} tasks × "
+        f"{len(legs)} legs × {settings.repeat} repetitions, interleaved ({took:.0f} s); "
+        f"`{' '.join(sys.argv)}` at {harness.commit()}."
     )
     print()
     names = " / ".join(LEGS[leg] for leg in legs)
@@ -510,6 +533,12 @@ def main() -> None:
     parser.add_argument("--legs", default="meta,code,fastmcp", help="which legs, in the tables' order")
     parser.add_argument("--tasks", default="", help="only these tasks (comma-separated names)")
     parser.add_argument("--seed", type=int, default=40, help="seed of the legs' shuffled order")
+    parser.add_argument(
+        "--discovery",
+        choices=["details", "search"],
+        default="details",
+        help="each tool's search then its details (default), or the search alone",
+    )
     parser.add_argument("--fastmcp-python", type=Path, default=FASTMCP_VENV / "bin" / "python")
     parser.add_argument(
         "--install-fastmcp",
@@ -540,7 +569,9 @@ def main() -> None:
             tempfile.TemporaryDirectory(prefix="toolscout-code-mode-") as scratch,
             (Path(scratch) / "children.log").open("w", encoding="utf-8") as errlog,
         ):
-            run = (tasks, legs, args.repeat, args.seed, args.fastmcp_python, Path(scratch).resolve(), errlog)
-            anyio.run(measure, *run)
+            settings = Settings(
+                tasks, legs, args.repeat, args.seed, args.fastmcp_python, details=args.discovery == "details"
+            )
+            anyio.run(measure, settings, Path(scratch).resolve(), errlog)
     except* LegFailed as failed:
         raise SystemExit("; ".join(str(e) for e in failed.exceptions)) from None
