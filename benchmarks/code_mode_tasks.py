@@ -189,24 +189,10 @@ def _answer_last(tree: ast.Module, make: Callable[[ast.expr], ast.stmt]) -> ast.
     return tree
 
 
-def toolscout_program(task: Task, *, attribute: bool = True) -> str:
-    """The program as toolscout's `run_code` takes it: `await server.tool(...)` (or `server__tool(...)`
-    where the sandbox has no attribute access), the answer the value of the last expression."""
-    tree = ast.parse(task.program)
-    if not attribute:
-
-        class Flatten(ast.NodeTransformer):
-            def visit_Call(self, node: ast.Call) -> ast.AST:
-                self.generic_visit(node)
-                call = _server_call(node)
-                if call is None:
-                    return node
-                return ast.copy_location(
-                    ast.Call(ast.Name(f"{call[0]}__{call[1]}", ast.Load()), node.args, node.keywords), node
-                )
-
-        tree = Flatten().visit(tree)
-    return ast.unparse(ast.fix_missing_locations(tree))
+def toolscout_program(task: Task) -> str:
+    """The program as toolscout's `run_code` takes it (`await server.tool(...)`, the answer the value of
+    the last expression), written out as the other dialects are, so that only the dialect differs."""
+    return ast.unparse(ast.parse(task.program))
 
 
 def fastmcp_program(task: Task, names: dict[tuple[str, str], str]) -> str:
