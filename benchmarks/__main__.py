@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "call_profile": "what the gateway itself spends on one tool call, with a cProfile of the gateway",
     "cli_latency": "wall time of `toolscout` commands run as a person runs them, one process each",
     "cold_start": "launch to first search answered with 100 configured servers, one of them hanging",
+    "code_mode": "tokens, round trips and time of 22 multi-step tasks: meta-tools, code mode, FastMCP's CodeMode",
     "compact_answers": "tokens of compact mode's inspect and exec answers in each compactFormat, against before",
     "conformance": "the official MCP conformance suite against each upstream directly and through the gateway",
     "dashboard_overhead": "/mcp tool-call latency with the dashboard off, on, and its Activity tail followed",
