@@ -118,7 +118,8 @@ def serve(
         ModeName | None,
         typer.Option(
             help="What the agent sees: discovery (5 meta-tools), compact (inspect + exec), passthrough "
-            "(every tool) or dynamic (meta-tools + the tools the agent loads)."
+            "(every tool), dynamic (meta-tools + the tools the agent loads), smart (one tool that picks "
+            "and fills the tool) or code (search + run_code, a program that calls the tools)."
         ),
     ] = None,
     allow_host: Annotated[
