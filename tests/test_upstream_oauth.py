@@ -381,6 +381,27 @@ async def test_login_names_the_metadata_that_is_missing_or_malformed(tmp_path: P
         assert not home.sign_in.path.exists()
 
 
+@pytest.mark.parametrize("metadata", ["endless", "compressed"])
+async def test_login_stops_reading_an_answer_no_real_server_gives(tmp_path: Path, metadata: str) -> None:
+    from toolscout.upstream.oauth_client import MAX_ENCODED_ANSWER_BYTES, MAX_OAUTH_ANSWER_BYTES
+
+    async with oauth_site(metadata=metadata) as site:  # type: ignore[arg-type]
+        home = Home(tmp_path, site)
+        command = [PYTHON, "-m", "toolscout", "auth", "login", "notes", "--no-browser", "--config", str(home.config)]
+        with anyio.fail_after(BOUND):
+            done = await anyio.run_process(command, env=home.env, check=False)
+        said = done.stdout.decode() + done.stderr.decode()
+        assert done.returncode == 3, said
+        limit = MAX_OAUTH_ANSWER_BYTES if metadata == "endless" else MAX_ENCODED_ANSWER_BYTES
+        compressed = " compressed" if metadata == "compressed" else ""
+        assert f"notes's OAuth answer from {site.base}/.well-known/" in said
+        assert f"is more than {limit} bytes{compressed}" in said
+        assert "nothing was kept" in said
+        assert "Traceback" not in said
+        assert not site.provider.clients
+        assert not home.sign_in.path.exists()
+
+
 async def test_a_configured_client_is_used_instead_of_registering(tmp_path: Path) -> None:
     from mcp.shared.auth import OAuthClientInformationFull
 
@@ -440,6 +461,7 @@ def test_the_sdk_still_has_the_hooks_the_gateway_overrides() -> None:
     from mcp.client.auth.oauth2 import OAuthContext
 
     expected = {
+        "async_auth_flow": ["self", "request"],
         "_auth_flow": ["self", "request"],
         "_initialize": ["self"],
         "_handle_token_response": ["self", "response"],
@@ -539,6 +561,26 @@ async def test_an_authorization_server_in_trouble_leaves_the_sign_in_alone(tmp_p
             assert f"could not refresh its sign-in: its authorization server answered HTTP {status}" in message
             assert json.loads(home.sign_in.path.read_text()) == before  # nothing ended, nothing lost
         site.token_failure = None
+        await home.run("execute", "notes/whoami")
+        assert site.provider.refreshed == 1
+
+
+async def test_a_token_answer_that_never_ends_leaves_the_sign_in_alone(tmp_path: Path) -> None:
+    from toolscout.upstream.oauth_client import MAX_OAUTH_ANSWER_BYTES
+
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        expire_locally(home)
+        before = json.loads(home.sign_in.path.read_text())
+        site.token_endless = True
+        failed = await home.run("execute", "notes/whoami", "--json", expect=3)
+        message = json.loads(failed.stdout)["error"]["message"]
+        assert (
+            f"notes's OAuth answer from {site.base}/token (HTTP 200) is more than {MAX_OAUTH_ANSWER_BYTES}" in message
+        )
+        assert json.loads(home.sign_in.path.read_text()) == before  # nothing ended, nothing lost
+        site.token_endless = False
         await home.run("execute", "notes/whoami")
         assert site.provider.refreshed == 1
 

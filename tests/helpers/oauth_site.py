@@ -13,6 +13,7 @@ import base64
 import json
 import secrets
 import time
+import zlib
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -37,8 +38,13 @@ from toolscout.serve.http import bind
 SUBJECT = "ada@example.com"
 """Whom every authorization is granted to (the user who clicked "allow")."""
 
-Metadata = Literal["ok", "missing", "malformed"]
-"""What the site answers at its metadata paths: the real documents, 404, or a body that is not metadata."""
+Metadata = Literal["ok", "missing", "malformed", "endless", "compressed"]
+"""What the site answers at its metadata paths: the real documents, 404, a body that is not metadata,
+a body that goes on and on (`endless`), or one that does so gzip-compressed although the request asked
+for no compression (`compressed`)."""
+
+ENDLESS_BYTES = 256 * 1024 * 1024
+"""Where an "endless" answer stops after all, so that a client that never stops reading cannot hang a test."""
 
 
 def _segment(data: dict[str, Any]) -> str:
@@ -156,6 +162,8 @@ class OAuthSite:
     """The MCP endpoint's path: `/mcp` (streamable HTTP) or `/sse` (the legacy HTTP+SSE transport)."""
     token_failure: int | None = None
     """When set, the token endpoint answers this HTTP status (an authorization server in trouble)."""
+    token_endless: bool = False
+    """When set, the token endpoint answers 200 with a body that goes on and on (a hostile server)."""
 
     @property
     def url(self) -> str:
@@ -173,7 +181,14 @@ class _MetadataOverride:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
-        if scope["type"] == "http" and path.startswith("/.well-known/") and self._site.metadata != "ok":
+        metadata = self._site.metadata
+        if scope["type"] == "http" and path.startswith("/.well-known/") and metadata in ("endless", "compressed"):
+            await _endless(send, compressed=metadata == "compressed")
+            return
+        if scope["type"] == "http" and path == "/token" and self._site.token_endless:
+            await _endless(send, compressed=False)
+            return
+        if scope["type"] == "http" and path.startswith("/.well-known/") and metadata != "ok":
             status, body = (404, b"not found") if self._site.metadata == "missing" else (200, b"{'issuer': nope")
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -186,6 +201,21 @@ class _MetadataOverride:
             await send({"type": "http.response.body", "body": body})
             return
         await self._app(scope, receive, send)
+
+
+async def _endless(send: Send, *, compressed: bool) -> None:
+    """Answer 200 with JSON-looking text that goes on (up to `ENDLESS_BYTES`, unread or not), without a length."""
+    headers = [(b"content-type", b"application/json")]
+    if compressed:
+        headers.append((b"content-encoding", b"gzip"))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+    chunk = b"a" * (1024 * 1024)
+    parts = [b'{"issuer": "', *[chunk] * (ENDLESS_BYTES // len(chunk)), b'"}']
+    for part in parts:
+        body = packer.compress(part) if compressed else part
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+    await send({"type": "http.response.body", "body": packer.flush() if compressed else b""})
 
 
 @asynccontextmanager

@@ -10,7 +10,7 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +38,37 @@ from toolscout.upstream.oauth import (
 
 if TYPE_CHECKING:
     from toolscout.config.oauth import OAuthSettings
+
+
+MAX_OAUTH_ANSWER_BYTES = 1024 * 1024
+"""The most of an OAuth answer (metadata, registration, token, refusal) read off the wire.
+
+Real ones are a few kilobytes; the cap keeps a hostile or broken server from filling memory.
+"""
+
+MAX_ENCODED_ANSWER_BYTES = 64 * 1024
+"""The cap for an answer sent compressed although the request asked for none: decompressed, it may
+be about a thousand times larger, so its compressed size is held to a smaller bound."""
+
+
+class _BoundedStream(httpx2.AsyncByteStream):
+    """A response body that raises `error` once more than `limit` bytes have come off the wire."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, error: Callable[[], Exception]) -> None:
+        self.inner = inner
+        self.limit = limit
+        self.error = error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = 0
+        async for chunk in self.inner:
+            read += len(chunk)
+            if read > self.limit:
+                raise self.error()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 @dataclass
@@ -105,6 +136,55 @@ class UpstreamOAuth(OAuthClientProvider):
         )
         # The SDK's context, every field carried over, with the early expiry of `_Context`.
         self.context = _Context(**{f.name: getattr(self.context, f.name) for f in fields(OAuthContext)})
+
+    # -- what is read
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, with every answer it reads held to `MAX_OAUTH_ANSWER_BYTES`.
+
+        That is each answer to a request of its own (metadata, registration, token, and the redirects
+        on the way) and an answer refusing `request`. The answer that grants `request` is the MCP
+        stream itself, left to the transport.
+        """
+        flow = super().async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if outgoing is not request:
+                    outgoing.headers["accept-encoding"] = "identity"
+                response = yield outgoing
+                if outgoing is not request or response.status_code in (401, 403):
+                    self._bound(response)
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+    def _bound(self, response: httpx2.Response) -> None:
+        encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
+        limit = MAX_ENCODED_ANSWER_BYTES if encoded else MAX_OAUTH_ANSWER_BYTES
+        url = response.request.url.copy_with(query=None)
+
+        def too_long() -> Exception:
+            said = f"more than {limit} bytes{' compressed' if encoded else ''}"
+            message = (
+                f"{self.server}'s OAuth answer from {url} (HTTP {response.status_code}) is {said}, far "
+                "more than any real one; the gateway stopped reading it."
+            )
+            if self.interaction is not None:
+                return SignInFailed(
+                    f"{message} Ask the server's operator to fix that endpoint; nothing was kept.",
+                    server=self.server,
+                )
+            return ServerUnavailable(f"{message} It tries again shortly.", server=self.server)
+
+        declared = response.headers.get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > limit:
+            raise too_long()
+        stream = response.stream
+        assert isinstance(stream, httpx2.AsyncByteStream)
+        response.stream = _BoundedStream(stream, limit, too_long)
 
     # -- what is kept
 
