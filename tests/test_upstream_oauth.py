@@ -462,6 +462,7 @@ def test_the_sdk_still_has_the_hooks_the_gateway_overrides() -> None:
 
     expected = {
         "async_auth_flow": ["self", "request"],
+        "_perform_authorization": ["self"],
         "_auth_flow": ["self", "request"],
         "_initialize": ["self"],
         "_handle_token_response": ["self", "response"],
@@ -583,6 +584,44 @@ async def test_a_token_answer_that_never_ends_leaves_the_sign_in_alone(tmp_path:
         site.token_endless = False
         await home.run("execute", "notes/whoami")
         assert site.provider.refreshed == 1
+
+
+async def test_the_configured_scopes_are_asked_for_instead_of_the_servers(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        # The server's challenge and metadata name only `read`; the config asks for `write` as well.
+        home = Home(tmp_path, site, oauth={"scopes": ["read", "write"]})
+        printed = await home.login()
+        assert "&scope=read+write" in printed
+        assert "scopes: read write" in printed
+        (client,) = site.provider.clients.values()
+        assert client.scope == "read write"  # registered for what it asks
+
+
+async def test_a_tool_wanting_a_wider_sign_in_names_the_scopes_and_login_asks_for_them(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        site.write_tools = frozenset({"add"})
+        failed = await home.run("execute", "notes/add", "--args", '{"a": 1, "b": 2}', "--json", expect=3)
+        error = json.loads(failed.stdout)["error"]
+        assert error["code"] == "SCOPE_REQUIRED", error
+        assert error["scopes"] == ["read", "write"]
+        assert "needs a wider sign-in to run 'add': it asks for the scopes read write" in error["message"]
+        assert "(writing needs the write scope)" in error["message"]
+        assert "toolscout auth login notes" in error["message"]
+        kept = json.loads(home.sign_in.path.read_text())
+        assert kept["wanted_scopes"] == ["write"] and kept.get("ended") is None
+        await home.run("execute", "notes/whoami")  # the rest of the server works as before
+        status = (await home.run("auth", "status", "notes", "--offline")).stdout.decode()
+        assert "asks for more scopes (write)" in " ".join(status.split())
+
+        printed = await home.login()
+        assert "&scope=read+write" in printed  # what was granted, and what the server asked for
+        kept = json.loads(home.sign_in.path.read_text())
+        assert kept["tokens"]["scope"] == "read write" and kept["wanted_scopes"] == []
+        assert len(site.provider.clients) == 2  # the first registration named only `read`
+        done = await home.run("execute", "notes/add", "--args", '{"a": 1, "b": 2}', "--json")
+        assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 3}
 
 
 async def test_the_callback_takes_only_the_answer_to_its_own_authorization() -> None:

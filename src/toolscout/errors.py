@@ -41,6 +41,7 @@ into MCP errors, `isError` results or exit codes.
     │   └── RegistryUnavailable    REGISTRY_UNAVAILABLE (the shared registry, Redis, cannot be reached)
     └── UpstreamError              UPSTREAM_ERROR       (a read, get or listing failed upstream)
         ├── ToolExecutionError     TOOL_EXECUTION_ERROR (a tool call failed upstream)
+        │   └── ScopeRequired      SCOPE_REQUIRED       (the upstream wants a wider sign-in for that tool)
         └── UpstreamRefused        UPSTREAM_ERROR       (the upstream's own JSON-RPC error)
             └── ToolRefused        TOOL_EXECUTION_ERROR (... to a tool call; also a ToolExecutionError)
 """
@@ -350,6 +351,28 @@ class ToolExecutionError(UpstreamError):
     """The upstream failed while running a tool call (protocol error, broken transport)."""
 
     code = "TOOL_EXECUTION_ERROR"
+
+
+class ScopeRequired(ToolExecutionError):
+    """An OAuth upstream answered a tool call 403 `insufficient_scope`: the sign-in works, but that tool
+    needs scopes it was not granted. Its message names them and the `toolscout auth login` that asks for
+    them; the server's other tools carry on."""
+
+    code = "SCOPE_REQUIRED"
+
+    @classmethod
+    def for_tool(cls, server: str, tool: str, scopes: list[str], description: str | None) -> ScopeRequired:
+        """`server` wants `scopes` (its `description`, when it gave one) before it runs `tool`."""
+        wanted = f"the scope{'s' if len(scopes) != 1 else ''} {' '.join(scopes)}" if scopes else "more scopes"
+        said = f" ({description})" if description else ""
+        return cls(
+            f"Server {server!r} needs a wider sign-in to run {tool!r}: it asks for {wanted}{said}. Sign in again "
+            f"with `toolscout auth login {server}`, which asks for them as well as those granted, then try again. "
+            "Its other tools keep working meanwhile.",
+            server=server,
+            tool=tool,
+            scopes=scopes,
+        )
 
 
 class UpstreamRefused(UpstreamError):

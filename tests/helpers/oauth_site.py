@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.helpers.web_site import serving
 from toolscout.serve.http import bind
+from toolscout.upstream.oauth import called_tool
 
 SUBJECT = "ada@example.com"
 """Whom every authorization is granted to (the user who clicked "allow")."""
@@ -164,6 +165,9 @@ class OAuthSite:
     """When set, the token endpoint answers this HTTP status (an authorization server in trouble)."""
     token_endless: bool = False
     """When set, the token endpoint answers 200 with a body that goes on and on (a hostile server)."""
+    write_tools: frozenset[str] = frozenset()
+    """Tools a call needs the `write` scope for: without it the server answers 403 `insufficient_scope`
+    naming `read write`, as a server asking for a step-up does."""
 
     @property
     def url(self) -> str:
@@ -188,6 +192,11 @@ class _MetadataOverride:
         if scope["type"] == "http" and path == "/token" and self._site.token_endless:
             await _endless(send, compressed=False)
             return
+        if scope["type"] == "http" and path == self._site.path and self._site.write_tools:
+            replayed = await self._step_up(scope, receive, send)
+            if replayed is None:
+                return
+            receive = replayed
         if scope["type"] == "http" and path.startswith("/.well-known/") and metadata != "ok":
             status, body = (404, b"not found") if self._site.metadata == "missing" else (200, b"{'issuer': nope")
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -201,6 +210,49 @@ class _MetadataOverride:
             await send({"type": "http.response.body", "body": body})
             return
         await self._app(scope, receive, send)
+
+    async def _step_up(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Answer 403 `insufficient_scope` to a call of a `write_tools` tool without the `write` scope (None);
+        otherwise hand back a `receive` that replays the request's body to the app."""
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        name = called_tool(body)
+        headers: dict[bytes, bytes] = dict(scope.get("headers", []))
+        token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+        granted = self._site.provider.access.get(token)
+        if name in self._site.write_tools and granted is not None and "write" not in granted.scopes:
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="read write", '
+                f'resource_metadata="{self._site.base}/.well-known/oauth-protected-resource{self._site.path}", '
+                'error_description="writing needs the write scope"'
+            )
+            answer = b'{"error": "insufficient_scope"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [
+                        (b"www-authenticate", challenge.encode()),
+                        (b"content-length", str(len(answer)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": answer})
+            return None
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
 
 
 async def _endless(send: Send, *, compressed: bool) -> None:
@@ -241,7 +293,7 @@ async def oauth_site(
                 validate_token_resource=True,
                 required_scopes=["read"],
                 client_registration_options=ClientRegistrationOptions(
-                    enabled=True, valid_scopes=["read"], default_scopes=["read"]
+                    enabled=True, valid_scopes=["read", "write"], default_scopes=["read"]
                 ),
                 revocation_options=RevocationOptions(enabled=True),
             ),

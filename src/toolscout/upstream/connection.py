@@ -35,7 +35,7 @@ import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
-from toolscout.errors import ServerUnavailable, SignInRequired
+from toolscout.errors import ScopeRequired, ServerUnavailable, SignInRequired, ToolExecutionError
 from toolscout.masking import mask_text
 from toolscout.telemetry.metrics import Histogram
 from toolscout.upstream.calls import (
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client.session import ClientRequestContext, IncomingMessage
 
+    from toolscout.upstream.oauth import ScopeChallenge
     from toolscout.upstream.transport import UpstreamTarget
 
 logger = logging.getLogger(__name__)
@@ -457,6 +458,18 @@ class Upstream:
             )
         except ServerUnavailable as exc:
             raise self._sign_in_required() or exc from None
+        except ToolExecutionError:
+            challenge = self._scope_challenge(tool)
+            if challenge is None:
+                raise
+            raise ScopeRequired.for_tool(self.name, tool, challenge.scopes, challenge.description) from None
+
+    def _scope_challenge(self, tool: str) -> ScopeChallenge | None:
+        """The 403 `insufficient_scope` the server answered a call of `tool` with, if that is why it failed."""
+        from toolscout.upstream.transport import RemoteUpstream
+
+        transport = self.spec.transport
+        return transport.scope_challenges.pop(tool, None) if isinstance(transport, RemoteUpstream) else None
 
     def _sign_in_required(self) -> SignInRequired | None:
         """Why the server refused the connection's sign-in, when that is what ended it (a 401 was not processed)."""

@@ -31,13 +31,13 @@ import os
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolscout.config.locations import user_log_dir
 
@@ -89,6 +89,9 @@ class SignIn(BaseModel):
     signed_in_at: float | None = None
     ended: str | None = None
     """Why the sign-in ended (a refresh was refused): the server needs a new login."""
+    wanted_scopes: list[str] = Field(default_factory=list[str])
+    """Scopes the server asked for since this sign-in (a 403 `insufficient_scope` to some request): the
+    next `auth login` asks for them as well as those granted, so that widening one tool keeps the others."""
 
     @property
     def token(self) -> OAuthToken | None:
@@ -272,6 +275,43 @@ class Interaction:
     redirect_uri: str
     show_url: Callable[[str], Awaitable[None]]
     wait_for_callback: Callable[[], Awaitable[AuthorizationCodeResult]]
+
+
+@dataclass(frozen=True)
+class ScopeChallenge:
+    """A server's 403 `insufficient_scope` to one request: the tool it called, and what the server asked."""
+
+    tool: str | None
+    """The tool the request called (None: another request)."""
+    scopes: list[str]
+    description: str | None
+
+
+def called_tool(body: bytes) -> str | None:
+    """The tool a JSON-RPC request body calls, if it is a `tools/call`."""
+    try:
+        sent: object = json.loads(body) if body else None
+    except ValueError:
+        return None
+    if not isinstance(sent, dict):
+        return None
+    call = cast("dict[str, Any]", sent)
+    params = call.get("params")
+    if call.get("method") != "tools/call" or not isinstance(params, dict):
+        return None
+    name = cast("dict[str, Any]", params).get("name")
+    return name if isinstance(name, str) else None
+
+
+def scope_union(*scopes: Iterable[str] | None) -> list[str]:
+    """The scopes of every argument, each once, in the order first named."""
+    return list(dict.fromkeys(scope for group in scopes if group for scope in group))
+
+
+def challenged_scopes(www_authenticate: str) -> list[str]:
+    """The scopes a `WWW-Authenticate: Bearer ... scope="a b"` challenge names (RFC 6750 section 3)."""
+    found = re.search(r'(?:^|[\s,])scope="([^"]*)"', www_authenticate)
+    return found.group(1).split() if found else []
 
 
 def client_metadata(settings: OAuthSettings | None, redirect_uri: str) -> Any:

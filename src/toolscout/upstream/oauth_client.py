@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.to_thread
@@ -29,10 +29,14 @@ from toolscout.upstream.oauth import (
     CALLBACK_PATH,
     REFRESH_MARGIN,
     Interaction,
+    ScopeChallenge,
     SignIn,
     SignInFile,
     Storage,
+    called_tool,
+    challenged_scopes,
     client_metadata,
+    scope_union,
     subject_of,
 )
 
@@ -113,6 +117,8 @@ class UpstreamOAuth(OAuthClientProvider):
         record: SignIn | None = None,
         static_authorization: bool = False,
         on_required: Callable[[SignInRequired], None] | None = None,
+        on_step_up: Callable[[ScopeChallenge], None] | None = None,
+        also_scopes: list[str] | None = None,
     ) -> None:
         redirect = interaction.redirect_uri if interaction is not None else f"http://127.0.0.1{CALLBACK_PATH}"
         self.server = server
@@ -124,6 +130,11 @@ class UpstreamOAuth(OAuthClientProvider):
         """The config sends its own `Authorization` header: a 401 is about it, not a sign-in."""
         self.on_required = on_required
         """Told of each `SignInRequired` before it is raised (the connection's calls report it)."""
+        self.on_step_up = on_step_up
+        """Told of each 403 `insufficient_scope`, which passes on as that request's answer."""
+        self.also_scopes = also_scopes or []
+        """Scopes a sign-in asks for beyond the configured (or the server's) ones: those the server asked
+        for since the last sign-in, and those granted then."""
         self.looked: list[_Looked] = []
         self._stamp: tuple[int, int, int] | None = None
         self._id_token: str | None = None
@@ -284,6 +295,36 @@ class UpstreamOAuth(OAuthClientProvider):
                 problem = f"not valid metadata ({first['msg']}{f' at {where}' if where else ''})"
         self.looked.append(_Looked(what, str(request.url), problem))
 
+    def _chosen_scope(self, offered: str | None) -> str | None:
+        """The scope a sign-in asks for: the configured scopes, else what the SDK chose from the server's
+        challenge and metadata (`offered`); with `also_scopes` either way."""
+        configured = self.settings.scopes if self.settings is not None else None
+        chosen = scope_union(configured or (offered.split() if offered else None), self.also_scopes)
+        return " ".join(chosen) or None
+
+    def _with_chosen_scope(self, registration: httpx2.Request) -> httpx2.Request:
+        """`registration` (the SDK's RFC 7591 request) asking for the chosen scope instead of the SDK's."""
+        try:
+            body: object = json.loads(registration.content)
+        except (ValueError, httpx2.RequestNotRead):
+            return registration
+        if not isinstance(body, dict) or "redirect_uris" not in body:
+            return registration  # not a registration: the token request is a form
+        metadata = self.context.client_metadata
+        metadata.scope = self._chosen_scope(metadata.scope)
+        asked: dict[str, Any] = dict(cast("dict[str, Any]", body))
+        if metadata.scope is None:
+            asked.pop("scope", None)
+        else:
+            asked["scope"] = metadata.scope
+        headers = [(k, v) for k, v in registration.headers.multi_items() if k.lower() != "content-length"]
+        return httpx2.Request(registration.method, registration.url, headers=headers, json=asked)
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        metadata = self.context.client_metadata
+        metadata.scope = self._chosen_scope(metadata.scope)
+        return await super()._perform_authorization()
+
     async def _interactive_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         inner = super()._auth_flow(request)
         try:
@@ -291,6 +332,8 @@ class UpstreamOAuth(OAuthClientProvider):
             while True:
                 if outgoing is not request and "/.well-known/" not in outgoing.url.path and self.looked:
                     self._require_metadata()  # about to register a client, or to ask for a token
+                if outgoing is not request and outgoing.method == "POST":
+                    outgoing = self._with_chosen_scope(outgoing)
                 response = yield outgoing
                 if outgoing is not request:
                     await self._note(outgoing, response)
@@ -344,6 +387,34 @@ class UpstreamOAuth(OAuthClientProvider):
             )
         await self._end(held, f"its authorization server refused to refresh the sign-in ({refused})")
         return False
+
+    async def _asked_for_more(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """The server wants more scopes for `request`: note them for the next sign-in, and tell the connection.
+
+        The 403 itself passes on as the request's answer: refreshing cannot widen a grant, only a person
+        can, and the server's other requests still work.
+        """
+        www = response.headers.get("www-authenticate", "")
+        scopes = challenged_scopes(www)
+        if self.static_authorization:
+            return
+        if self.file is not None and scopes:
+            # Under the sign-in's lock and read again: a refresh's rotated tokens are never written over.
+            with contextlib.suppress(TimeoutError, OSError):
+                async with self.file.locked():
+                    kept = await anyio.to_thread.run_sync(self.file.load)
+                    if kept is not None and kept.ended is None:
+                        missing = [scope for scope in scopes if scope not in kept.scopes]
+                        wanted = scope_union(kept.wanted_scopes, missing)
+                        if wanted != kept.wanted_scopes:
+                            kept.wanted_scopes = wanted
+                            await anyio.to_thread.run_sync(self.file.save, kept)
+                            self._stamp = self.file.stamp()
+                        self.storage.record.wanted_scopes = kept.wanted_scopes
+        if self.on_step_up is not None:
+            described = re.search(r'error_description="([^"]*)"', www)
+            description = mask_text(described.group(1)) if described else None
+            self.on_step_up(ScopeChallenge(_called_tool(request), scopes, description))
 
     async def _end(self, held: OAuthToken | None, reason: str) -> None:
         """The sign-in no longer works: say so in its file (unless another process signed in anew meanwhile)."""
@@ -411,6 +482,9 @@ class UpstreamOAuth(OAuthClientProvider):
                             await self._refreshed(answer)
                 sent = self._authorize(request)
         response = yield request
+        if response.status_code == 403 and "insufficient_scope" in response.headers.get("www-authenticate", ""):
+            await self._asked_for_more(request, response)
+            return
         if not self._challenged(response):
             return
         retry = False
@@ -463,6 +537,13 @@ async def _refusal(response: httpx2.Response) -> str | None:
     return f"{error} (HTTP {response.status_code})" if error in _SIGN_IN_REFUSED else None
 
 
+def _called_tool(request: httpx2.Request) -> str | None:
+    try:
+        return called_tool(request.content)
+    except httpx2.RequestNotRead:
+        return None
+
+
 def _challenge_reason(response: httpx2.Response) -> str:
     www = response.headers.get("www-authenticate", "")
     described = re.search(r'error_description="([^"]*)"', www)
@@ -477,10 +558,17 @@ def upstream_oauth(
     *,
     static_authorization: bool = False,
     on_required: Callable[[SignInRequired], None] | None = None,
+    on_step_up: Callable[[ScopeChallenge], None] | None = None,
     directory: Path | None = None,
 ) -> httpx2.Auth:
     """The auth of a remote upstream's connection: the kept sign-in, refreshed without asking anyone."""
     file = SignInFile.of(server, url, directory)
     return UpstreamOAuth(
-        server, url, settings, file, static_authorization=static_authorization, on_required=on_required
+        server,
+        url,
+        settings,
+        file,
+        static_authorization=static_authorization,
+        on_required=on_required,
+        on_step_up=on_step_up,
     )

@@ -37,6 +37,7 @@ from toolscout.upstream.oauth import (
     SignIn,
     SignInFile,
     configured_client,
+    scope_union,
 )
 
 if TYPE_CHECKING:
@@ -266,11 +267,18 @@ async def _signing_in(
     settings = config.oauth
     # A fresh sign-in: no tokens; the kept registration only when it names this redirect URI.
     record = SignIn(server=name, url=config.url)
+    # Scopes the server asked for since the last sign-in, with those granted then (so that widening one
+    # tool keeps the others' grants, as the MCP authorization spec's step-up asks).
+    also = scope_union(kept.scopes, kept.wanted_scopes) if kept is not None and kept.wanted_scopes else []
     configured = configured_client(settings, redirect) if settings is not None else None
     if configured is not None:
         record.client = configured
     elif kept is not None and kept.client is not None and redirect in kept.client.get("redirect_uris", []):
-        record.client = kept.client
+        # A registration names the scopes it may ask for: one that lacks some now wanted is made anew.
+        registered = str(kept.client.get("scope") or "").split()
+        wanted = scope_union(settings.scopes if settings is not None else None, also)
+        if not registered or set(wanted) <= set(registered):
+            record.client = kept.client
 
     async def wait_for_callback() -> AuthorizationCodeResult:
         return await callback.wait(within)
@@ -288,6 +296,7 @@ async def _signing_in(
         None,
         interaction=Interaction(redirect, shown, wait_for_callback),
         record=record,
+        also_scopes=also,
     )
     try:
         tools = await _connect(name, config, provider, within + connect_within)
@@ -430,7 +439,13 @@ def kept_state(name: str, kept: SignIn) -> SignInState | None:
     expired = kept.expires_at is not None and kept.expires_at <= time.time()
     if expired and not kept.refreshable:
         return SignInState(name, "needs login", kept.subject, kept.expires_at, tuple(kept.scopes), False, "expired")
-    detail = "the access token expired; it is refreshed on the next use" if expired else None
+    details: list[str] = []
+    if expired:
+        details.append("the access token expired; it is refreshed on the next use")
+    if kept.wanted_scopes:
+        wanted = " ".join(kept.wanted_scopes)
+        details.append(f"the server asks for more scopes ({wanted}): run `toolscout auth login {name}` to grant them")
+    detail = "; ".join(details) or None
     return SignInState(name, "signed in", kept.subject, kept.expires_at, tuple(kept.scopes), kept.refreshable, detail)
 
 

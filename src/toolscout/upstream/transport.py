@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from toolscout.errors import SignInRequired
     from toolscout.upstream._sdk import HttpClientFactory, SessionReadStream, SessionStreams
-    from toolscout.upstream.oauth import SignInFile
+    from toolscout.upstream.oauth import ScopeChallenge, SignInFile
 
     UpstreamTarget = Transport | Server[Any] | MCPServer
     """What `mcp.Client` connects to: a stream transport, or a server (low-level or `MCPServer`) run in-process."""
@@ -184,6 +184,8 @@ class RemoteUpstream:
         self._static_authorization = any(key.lower() == "authorization" for key in config.headers)
         self.sign_in_required: SignInRequired | None = None
         """Why the current connection's server asked for a sign-in that is missing or ended, if it did."""
+        self.scope_challenges: dict[str, ScopeChallenge] = {}
+        """The last 403 `insufficient_scope` to a call of each tool, until that call's failure is reported."""
 
     def sign_in_file(self) -> SignInFile | None:
         """Where this server's sign-in is kept (None: a server without a name, made outside a config)."""
@@ -244,10 +246,15 @@ class RemoteUpstream:
             self._oauth,
             static_authorization=self._static_authorization,
             on_required=self._required,
+            on_step_up=self._stepping_up,
         )
 
     def _required(self, error: SignInRequired) -> None:
         self.sign_in_required = error
+
+    def _stepping_up(self, challenge: ScopeChallenge) -> None:
+        if challenge.tool is not None:
+            self.scope_challenges[challenge.tool] = challenge
 
 
 SIGN_IN_POLL = 1.0
