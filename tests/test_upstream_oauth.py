@@ -360,6 +360,22 @@ async def test_logout_revokes_at_the_server_and_forgets(tmp_path: Path) -> None:
         assert "No sign-in was kept for notes" in again
 
 
+async def test_logout_also_forgets_the_sign_ins_of_the_servers_earlier_urls(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        kept = home.sign_in.path.read_text()
+        directory = home.sign_in.path.parent
+        moved = SignInFile.of("notes", "https://old.example.com/mcp", directory)
+        moved.path.write_text(kept.replace(site.url, "https://old.example.com/mcp"))
+        other = SignInFile.of("notes-x", site.url, directory)  # a name whose file starts the same way
+        other.path.write_text(kept.replace('"server": "notes"', '"server": "notes-x"'))
+        out = (await home.run("auth", "logout", "notes")).stdout.decode()
+        assert "Forgot 1 sign-in kept for an earlier URL of notes" in " ".join(out.split())
+        assert not home.sign_in.path.exists() and not moved.path.exists()
+        assert other.path.exists()
+
+
 @pytest.mark.parametrize("metadata", ["missing", "malformed"])
 async def test_login_names_the_metadata_that_is_missing_or_malformed(tmp_path: Path, metadata: str) -> None:
     async with oauth_site(metadata=metadata) as site:  # type: ignore[arg-type]

@@ -223,8 +223,22 @@ def logout(server: ServerArgument, config: ConfigOption = None, as_json: JsonOpt
 
         done = await sign_out(server, entry)
         if output.json_mode:
-            output.data({"success": True, "server": server, "forgotten": done.forgotten, "revocation": done.revocation})
+            output.data(
+                {
+                    "success": True,
+                    "server": server,
+                    "forgotten": done.forgotten,
+                    "revocation": done.revocation,
+                    "earlierUrlsForgotten": done.earlier,
+                }
+            )
             return
+        if done.earlier:
+            plural = "s" if done.earlier != 1 else ""
+            output.print(
+                f"Forgot {done.earlier} sign-in{plural} kept for an earlier URL of {escape(server)} "
+                "(not revoked: end them on the provider's site if they must stop now)."
+            )
         if not done.forgotten:
             output.print(f"No sign-in was kept for {escape(server)}: nothing to do.")
             return

@@ -125,6 +125,17 @@ class SignInFile:
         digest = hashlib.sha256(url.encode()).hexdigest()[:12]
         return cls((directory or sign_in_dir()) / f"{_slug(server)}-{digest}.json")
 
+    def earlier(self, server: str) -> list[SignInFile]:
+        """The sign-ins kept for `server` at other URLs than this file's (the server moved since)."""
+        directory = self.path.parent
+        stem = self.path.name.rsplit("-", 1)[0]
+        found: list[SignInFile] = []
+        for path in sorted(directory.glob(f"{stem}-*.json")) if directory.is_dir() else []:
+            kept = SignInFile(path).load() if path != self.path else None
+            if kept is not None and kept.server == server:  # another name with the same slug is not this one
+                found.append(SignInFile(path))
+        return found
+
     def stamp(self) -> tuple[int, int, int] | None:
         """What changes whenever the file is written (None: there is no file)."""
         try:
