@@ -323,12 +323,15 @@ def test_claude_code_oauth_settings_are_kept_as_far_as_they_can_be() -> None:
         "authServerMetadataUrl": "https://auth.example.com/.well-known/oauth-authorization-server",
     }
     keep_oauth(given, entry, draft, "oauth", CLAUDE_CODE_OAUTH_KEYS)
-    assert entry["oauth"] == {"clientId": "abc", "callbackPort": 8080, "scopes": ["read", "write"]}
+    # Claude Code's redirect URI, exactly: a client registered for Claude Code accepts no other.
+    assert entry["oauth"] == {
+        "clientId": "abc",
+        "redirectUri": "http://localhost:8080/callback",
+        "scopes": ["read", "write"],
+    }
     assert draft.notes == [
-        "toolscout's redirect URI for this server is http://127.0.0.1:8080/callback: if the client was registered "
-        "with a localhost one, add this one at its provider too",
         "dropped `oauth.authServerMetadataUrl`: toolscout's OAuth settings have no such setting, or not of this kind",
-        "kept `oauth` as `oauth` (clientId, callbackPort, scopes): sign in with `toolscout auth login linear`",
+        "kept `oauth` as `oauth` (clientId, redirectUri, scopes): sign in with `toolscout auth login linear`",
         "the client keeps a client secret (if it has one) outside its file: add it as `oauth.clientSecret`, as a "
         "${VAR} reference to keep it out of toolscout's file",
     ]
@@ -968,5 +971,26 @@ def test_gemini_oauth_is_kept_only_for_the_mcp_sign_in(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"mcpServers": {"linear": linear, "gcp": gcp}}))
     found = entries(CLIENTS["gemini"].read(settings).servers)
-    assert found["linear"]["oauth"] == {"clientId": "x", "scopes": ["read"]}
+    # A client Gemini CLI's user registered expects Gemini's default redirect URI.
+    assert found["linear"]["oauth"] == {
+        "clientId": "x",
+        "scopes": ["read"],
+        "redirectUri": "http://localhost:7777/oauth/callback",
+    }
     assert "oauth" not in found["gcp"]
+
+
+def test_gemini_redirect_uri_is_kept_when_it_is_a_loopback_one(tmp_path: Path) -> None:
+    own = {
+        "httpUrl": "https://a.example.com/mcp",
+        "oauth": {"clientId": "x", "redirectUri": "http://127.0.0.1:9000/cb"},
+    }
+    away = {"httpUrl": "https://b.example.com/mcp", "oauth": {"redirectUri": "https://app.example.com/cb"}}
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"mcpServers": {"own": own, "away": away}}))
+    servers = CLIENTS["gemini"].read(settings).servers
+    found = entries(servers)
+    assert found["own"]["oauth"] == {"clientId": "x", "redirectUri": "http://127.0.0.1:9000/cb"}
+    assert "oauth" not in found["away"]
+    (note,) = notes(servers)["away"]
+    assert note.startswith("dropped `oauth.redirectUri`: 'https://app.example.com/cb' is not a loopback redirect URI")

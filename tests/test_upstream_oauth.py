@@ -640,6 +640,27 @@ async def test_a_tool_wanting_a_wider_sign_in_names_the_scopes_and_login_asks_fo
         assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 3}
 
 
+async def test_a_configured_redirect_uri_is_used_as_written(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        port = free_port()
+        redirect = f"http://localhost:{port}/oauth/callback"  # Gemini CLI's shape, as a client was registered
+        home = Home(tmp_path, site, oauth={"redirectUri": redirect})
+        printed = await home.login()
+        assert f"&redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Foauth%2Fcallback&" in printed
+        (client,) = site.provider.clients.values()
+        assert [str(uri) for uri in client.redirect_uris or []] == [redirect]
+        await home.run("execute", "notes/whoami")
+
+
+async def test_a_redirect_uri_off_this_machine_is_refused_with_what_to_write(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site, oauth={"redirectUri": "https://app.example.com/callback"})
+        done = await home.run("auth", "login", "notes", "--no-browser", expect=2)
+        said = done.stdout.decode() + done.stderr.decode()
+        assert "is not a loopback redirect URI: write http://127.0.0.1:PORT/PATH" in said
+        assert "Traceback" not in said
+
+
 async def test_the_callback_takes_only_the_answer_to_its_own_authorization() -> None:
     from toolscout.upstream.sign_in import LoopbackCallback
 

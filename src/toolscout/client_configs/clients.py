@@ -43,6 +43,7 @@ from toolscout.client_configs.entries import (
     CLAUDE_CODE_OAUTH_KEYS,
     CURSOR_OAUTH_KEYS,
     GEMINI_OAUTH_KEYS,
+    GEMINI_REDIRECT_URI,
     Draft,
     Entry,
     EntryError,
@@ -471,7 +472,7 @@ class Gemini(McpJsonClient):
         # Its `oauth` is MCP's OAuth only with the default provider; Google credentials are another sign-in.
         if "oauth" in raw and raw.get("authProviderType", "dynamic_discovery") == "dynamic_discovery":
             consumed.add("oauth")
-            keep_oauth(raw["oauth"], entry, draft, "oauth", GEMINI_OAUTH_KEYS)
+            keep_oauth(raw["oauth"], entry, draft, "oauth", GEMINI_OAUTH_KEYS, redirect_uri=GEMINI_REDIRECT_URI)
         if raw.get("timeout") is not None:
             millis = number(raw["timeout"], "timeout")
             entry["timeout"] = millis / 1000

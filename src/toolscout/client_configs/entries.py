@@ -531,13 +531,28 @@ CURSOR_OAUTH_KEYS = {"CLIENT_ID": "clientId", "CLIENT_SECRET": "clientSecret", "
 """Cursor's `auth` keys, as toolscout's `oauth` names them."""
 CLAUDE_CODE_OAUTH_KEYS = {"clientId": "clientId", "callbackPort": "callbackPort", "scopes": "scopes"}
 """Claude Code's `oauth` keys, as toolscout's `oauth` names them (its client secret is in the keychain)."""
-GEMINI_OAUTH_KEYS = {"clientId": "clientId", "clientSecret": "clientSecret", "scopes": "scopes", "enabled": ""}
+GEMINI_OAUTH_KEYS = {
+    "clientId": "clientId",
+    "clientSecret": "clientSecret",
+    "scopes": "scopes",
+    "redirectUri": "redirectUri",
+    "enabled": "",
+}
 """Gemini CLI's `oauth` keys, as toolscout's `oauth` names them (`enabled`: toolscout signs in whenever asked)."""
+GEMINI_REDIRECT_URI = "http://localhost:7777/oauth/callback"
+"""The redirect URI Gemini CLI uses when its `oauth` names none: a client registered for it expects this one."""
 
 
-def keep_oauth(value: Any, entry: Entry, draft: Draft, key: str, names: Mapping[str, str]) -> None:
+def keep_oauth(
+    value: Any, entry: Entry, draft: Draft, key: str, names: Mapping[str, str], *, redirect_uri: str | None = None
+) -> None:
     """Keep what a client's OAuth settings (`value`, under `key`) say that toolscout's `oauth` can use, by
-    `names` (the client's key → toolscout's); note what could not be kept."""
+    `names` (the client's key → toolscout's); note what could not be kept. `redirect_uri` is the one the
+    client uses when its settings name none, kept with a client it names (registered for that URI)."""
+    from pydantic import ValidationError
+
+    from toolscout.config.oauth import OAuthSettings
+
     if not isinstance(value, dict):
         draft.note(f"dropped `{key}`: the client's OAuth settings must be an object")
         return
@@ -552,18 +567,25 @@ def keep_oauth(value: Any, entry: Entry, draft: Draft, key: str, names: Mapping[
                 oauth["scopes"] = list(scopes)
                 continue
         elif ours == "callbackPort" and isinstance(given, int) and not isinstance(given, bool) and 0 < given < 65536:
-            oauth["callbackPort"] = given
-            draft.note(
-                f"toolscout's redirect URI for this server is http://127.0.0.1:{given}/callback: if the client was "
-                "registered with a localhost one, add this one at its provider too"
-            )
+            # Claude Code's redirect URI is http://localhost:PORT/callback: a client registered for it expects that.
+            oauth["redirectUri"] = f"http://localhost:{given}/callback"
             continue
+        elif ours == "redirectUri" and isinstance(given, str):
+            try:
+                oauth["redirectUri"] = OAuthSettings(redirect_uri=given).redirect_uri
+                continue
+            except ValidationError as exc:
+                reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+                draft.note(f"dropped `{key}.{name}`: {reason}")
+                continue
         elif ours in ("clientId", "clientSecret") and isinstance(given, str) and given:
             oauth[ours] = given
             continue
         draft.note(f"dropped `{key}.{name}`: toolscout's OAuth settings have no such setting, or not of this kind")
     if not oauth:
         return
+    if redirect_uri is not None and "clientId" in oauth and "redirectUri" not in oauth:
+        oauth["redirectUri"] = redirect_uri
     entry["oauth"] = oauth
     draft.note(f"kept `{key}` as `oauth` ({', '.join(oauth)}): sign in with `toolscout auth login {draft.name}`")
     if "clientId" in oauth and "clientSecret" not in oauth and "clientSecret" not in names.values():

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import anyio.abc
+from anyio.streams.stapled import MultiListener
 
 from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.config.oauth import OAuthSettings
@@ -66,8 +67,10 @@ class LoopbackCallback:
     is answered 404 and ignored, so a browser's extra requests (a favicon) do not end the wait.
     """
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, host: str = "127.0.0.1", path: str = CALLBACK_PATH) -> None:
         self._port = port
+        self._host = host
+        self._path = path
         self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
         self._result: dict[str, str] | None = None
         self._arrived = anyio.Event()
@@ -80,17 +83,32 @@ class LoopbackCallback:
     @property
     def port(self) -> int:
         assert self._listener is not None
-        return int(self._listener.extra(anyio.abc.SocketAttribute.local_port))
+        return self._port
 
     @property
     def redirect_uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}{CALLBACK_PATH}"
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}{self._path}"
 
     @classmethod
-    async def bind(cls, port: int) -> LoopbackCallback:
-        """A callback listening on 127.0.0.1:`port` (0: a free one); `OSError` when the port is taken."""
-        callback = cls(port)
-        callback._listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
+    async def bind(cls, port: int, redirect_uri: str | None = None) -> LoopbackCallback:
+        """A callback listening on 127.0.0.1:`port` (0: a free one), or where `redirect_uri` says (a loopback
+        URL with its port, checked by the config); `OSError` when the port is taken.
+
+        `localhost` listens on 127.0.0.1 and, where the machine has it, on ::1: a browser may try either.
+        """
+        host, path = "127.0.0.1", CALLBACK_PATH
+        if redirect_uri is not None:
+            parts = urlsplit(redirect_uri)
+            host, port, path = parts.hostname or host, parts.port or port, parts.path or "/"
+        first = await anyio.create_tcp_listener(local_host="::1" if host == "::1" else "127.0.0.1", local_port=port)
+        port = int(first.extra(anyio.abc.SocketAttribute.local_port))
+        listeners = [first]
+        if host == "localhost":
+            with contextlib.suppress(OSError):  # no IPv6 loopback here: 127.0.0.1 is what localhost is
+                listeners.append(await anyio.create_tcp_listener(local_host="::1", local_port=port))
+        callback = cls(port, host, path)
+        callback._listener = listeners[0] if len(listeners) == 1 else MultiListener(listeners)
         return callback
 
     @contextlib.asynccontextmanager
@@ -119,7 +137,7 @@ class LoopbackCallback:
                         break
             line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
             target = urlsplit(line[1]) if len(line) >= 2 and line[0] == "GET" else None
-            if target is None or target.path != CALLBACK_PATH or self._result is not None:
+            if target is None or target.path != self._path or self._result is not None:
                 await self._reply(stream, 404, "Not here", "This is toolscout's sign-in callback.")
                 return
             query = {key: values[0] for key, values in parse_qs(target.query).items()}
@@ -181,6 +199,8 @@ class SignedIn:
 
 def _callback_port(settings: OAuthSettings | None, kept: SignIn | None) -> int:
     """The loopback port: the config's, else the one the kept registration names, else any free one."""
+    if settings is not None and settings.redirect_uri is not None:
+        return urlsplit(settings.redirect_uri).port or 0
     if settings is not None and settings.callback_port is not None:
         return settings.callback_port
     client = (kept.client if kept is not None else None) or {}
@@ -209,9 +229,15 @@ async def sign_in(
     kept = await anyio.to_thread.run_sync(file.load)
     settings = config.oauth
     port = _callback_port(settings, kept)
+    fixed = settings.redirect_uri if settings is not None else None
     try:
-        callback = await LoopbackCallback.bind(port)
+        callback = await LoopbackCallback.bind(port, fixed)
     except OSError as exc:
+        if fixed is not None:
+            raise SignInFailed(
+                f"Cannot listen on port {port} for the sign-in's redirect to {fixed} ({exc.strerror}): close what "
+                f"uses it, or change `oauth.redirectUri` of {name} (and the client's redirect URI at its provider)."
+            ) from None
         if settings is not None and settings.callback_port is not None:
             raise SignInFailed(
                 f"Cannot listen on 127.0.0.1:{port} for the sign-in's redirect ({exc.strerror}): close what "
