@@ -661,6 +661,24 @@ async def test_a_redirect_uri_off_this_machine_is_refused_with_what_to_write(tmp
         assert "Traceback" not in said
 
 
+async def test_the_oauth_requests_wait_a_bounded_time(tmp_path: Path) -> None:
+    from toolscout.upstream.oauth_client import OAUTH_REQUEST_TIMEOUT, upstream_oauth
+
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        expire_locally(home)
+        auth = upstream_oauth("notes", site.url, None, directory=home.sign_in.path.parent)
+        flow = auth.async_auth_flow(httpx2.Request("POST", site.url))
+        refresh = await flow.__anext__()  # the SDK's request, built without the client's timeouts
+        await flow.aclose()
+        assert refresh.url.path == "/token"
+        assert refresh.extensions["timeout"] == dict.fromkeys(
+            ("connect", "read", "write", "pool"), OAUTH_REQUEST_TIMEOUT
+        )
+        assert refresh.headers["accept-encoding"] == "identity"
+
+
 async def test_the_callback_takes_only_the_answer_to_its_own_authorization() -> None:
     from toolscout.upstream.sign_in import LoopbackCallback
 

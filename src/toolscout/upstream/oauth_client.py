@@ -50,6 +50,10 @@ MAX_OAUTH_ANSWER_BYTES = 1024 * 1024
 Real ones are a few kilobytes; the cap keeps a hostile or broken server from filling memory.
 """
 
+OAUTH_REQUEST_TIMEOUT = 30.0
+"""Seconds each step of an OAuth request (connect, send, each read) may take: the authorization server's
+endpoints answer in moments, and the MCP requests' own read timeout is minutes long (for SSE)."""
+
 MAX_ENCODED_ANSWER_BYTES = 64 * 1024
 """The cap for an answer sent compressed although the request asked for none: decompressed, it may
 be about a thousand times larger, so its compressed size is held to a smaller bound."""
@@ -163,6 +167,8 @@ class UpstreamOAuth(OAuthClientProvider):
             while True:
                 if outgoing is not request:
                     outgoing.headers["accept-encoding"] = "identity"
+                    # The SDK builds its requests bare: without this they would wait on the network forever.
+                    outgoing.extensions.setdefault("timeout", httpx2.Timeout(OAUTH_REQUEST_TIMEOUT).as_dict())
                 response = yield outgoing
                 if outgoing is not request or response.status_code in (401, 403):
                     self._bound(response)
@@ -318,7 +324,9 @@ class UpstreamOAuth(OAuthClientProvider):
         else:
             asked["scope"] = metadata.scope
         headers = [(k, v) for k, v in registration.headers.multi_items() if k.lower() != "content-length"]
-        return httpx2.Request(registration.method, registration.url, headers=headers, json=asked)
+        return httpx2.Request(
+            registration.method, registration.url, headers=headers, json=asked, extensions=registration.extensions
+        )
 
     async def _perform_authorization(self) -> httpx2.Request:
         metadata = self.context.client_metadata
