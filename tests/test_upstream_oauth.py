@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 from collections.abc import AsyncGenerator
@@ -252,7 +253,7 @@ async def test_a_revoked_sign_in_makes_the_server_need_login_and_the_others_carr
         assert "toolscout auth login notes" in out
         assert "✓ units" in out
 
-        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        status = json.loads((await home.run("auth", "status", "--json", expect=3)).stdout)
         assert status[0]["state"] == "needs login"
         assert "refused to refresh" in status[0]["detail"]
         assert status[0]["nextStep"] == "toolscout auth login notes"
@@ -465,6 +466,33 @@ async def test_a_refused_static_header_is_an_error_not_a_sign_in(tmp_path: Path)
         row = next(r for r in json.loads(done.stdout)["servers"] if r["name"] == "notes")
         assert row["status"] == "error"
         assert "`Authorization` header in its `headers`" in row["error"]
+        # Signing in would change nothing (the header is sent instead): refused, and status says why.
+        login = await home.run("auth", "login", "notes", "--no-browser", expect=2)
+        assert "notes sends its own `Authorization` header" in login.stderr.decode()
+        assert not site.provider.clients
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        assert status[0]["state"] == "not needed" and "`Authorization` header" in status[0]["detail"]
+
+
+async def test_login_to_a_server_that_never_answers_ends_after_its_connect_timeout(tmp_path: Path) -> None:
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        async with stream:  # accepted, never answered
+            await anyio.sleep_forever()
+
+    silent = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = silent.extra(anyio.abc.SocketAttribute.local_port)
+    said = ""
+    async with oauth_site() as site, silent, anyio.create_task_group() as tg:
+        tg.start_soon(silent.serve, hold)
+        home = Home(tmp_path, site)
+        config = json.loads(home.config.read_text())
+        config["mcpServers"]["mute"] = {"url": f"http://127.0.0.1:{port}/mcp", "connectTimeout": 1}
+        home.config.write_text(json.dumps(config))
+        done = await home.run("auth", "login", "mute", "--no-browser", expect=3)
+        said = done.stderr.decode()
+        tg.cancel_scope.cancel()
+    assert "mute did not answer within 1s (its `connectTimeout`)" in said, said
+    assert "Traceback" not in said
 
 
 def test_the_sdk_still_has_the_hooks_the_gateway_overrides() -> None:
@@ -694,7 +722,7 @@ async def test_the_callback_takes_only_the_answer_to_its_own_authorization() -> 
         assert (await browser.get(base.replace("/callback", "/favicon.ico"))).status_code == 404
         real = await browser.get(base, params={"code": "the-code", "state": "the-state", "iss": "https://auth"})
         assert real.status_code == 200
-        result = await callback.wait(BOUND)
+        result = await callback.wait(BOUND, "notes")
     assert (result.code, result.state, result.iss) == ("the-code", "the-state", "https://auth")
 
 
@@ -707,11 +735,13 @@ async def test_login_failures_are_said_without_a_traceback_and_lose_nothing(tmp_
         gone = await home.run("auth", "login", "gone", "--no-browser", expect=3)
         assert "Cannot reach gone at http://127.0.0.1:1/mcp" in gone.stderr.decode()
         assert "Traceback" not in gone.stderr.decode()
-        # Approved in the browser, but the state directory cannot take the sign-in.
-        (home.root / "state").mkdir(parents=True, exist_ok=True)
+        # The state directory cannot take a sign-in: said before anyone is sent to the browser.
+        shutil.rmtree(home.root / "state", ignore_errors=True)
+        (home.root / "state").mkdir(parents=True)
         (home.root / "state" / "sign-ins").write_text("not a directory")
         printed = await home.login(expect=3)
-        assert "but the sign-in cannot be kept at" in printed
+        assert "A sign-in to notes could not be kept at" in printed and "make that directory writable" in printed
+        assert "/authorize?" not in printed and not site.provider.clients
         assert "Traceback" not in printed
 
 

@@ -44,13 +44,19 @@ def _remote(name: str, config: GatewayConfig) -> HttpServerConfig | SseServerCon
     """The entry of the remote server `name`, or the error saying why there is none to sign in to."""
     entry = config.mcp_servers.get(name)
     if entry is None:
-        raise server_not_found(name, sorted(config.mcp_servers))
+        # Only a remote server can sign in: the others are no useful guess.
+        raise server_not_found(name, sorted(_remotes(config)) or sorted(config.mcp_servers))
     if not isinstance(entry, HttpServerConfig | SseServerConfig):
         raise ConfigurationError(
             f"{name} is a stdio server: it runs on this machine and gets its credentials from its `env` or `args`, "
             "not from an OAuth sign-in. Only HTTP and SSE servers sign in."
         )
     return entry
+
+
+def _own_authorization(entry: HttpServerConfig | SseServerConfig) -> bool:
+    """Whether the entry's `headers` send an `Authorization` of their own (toolscout then sends no sign-in)."""
+    return any(key.lower() == "authorization" for key in entry.headers)
 
 
 def _configured(server: str, config: Path | None, output: Output) -> HttpServerConfig | SseServerConfig:
@@ -92,6 +98,14 @@ def login(
     """Sign in to SERVER: open its authorization page, wait for the redirect, keep the tokens."""
     output = Output(as_json)
     entry = _configured(server, config, output)
+    if _own_authorization(entry):
+        output.fail(
+            ConfigurationError(
+                f"{server} sends its own `Authorization` header (in its `headers`), and toolscout sends that "
+                "instead of any sign-in. To sign in with OAuth, remove that header from its entry; to keep "
+                "the credential, there is nothing to sign in to."
+            )
+        )
     opening = not no_browser and can_open_browser()
 
     async def show_url(url: str) -> None:
@@ -167,9 +181,11 @@ def status(
         return await sign_in_states(chosen, ask=not offline)
 
     states: list[SignInState] = run(body)
+    # As `list` does, and `gh auth status`: a script learns from the exit code that someone must sign in.
+    needing = EXIT_FAILED if any(state.state == "needs login" for state in states) else 0
     if output.json_mode:
         output.data([_state_dict(state) for state in states])
-        return
+        raise typer.Exit(needing)
     if not states:
         output.print("No remote (HTTP or SSE) servers are configured: nothing signs in.")
         return
@@ -195,6 +211,7 @@ def status(
             output.print(f"  {escape(state.server)}: run `toolscout auth login {escape(state.server)}`{why}")
         elif state.detail:
             output.print(f"  {escape(state.server)}: {escape(state.detail)}")
+    raise typer.Exit(needing)
 
 
 def _moment(timestamp: float | None) -> str:

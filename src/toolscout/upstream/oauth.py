@@ -136,6 +136,13 @@ class SignInFile:
                 found.append(SignInFile(path))
         return found
 
+    def check_writable(self) -> None:
+        """Raise `OSError` unless a sign-in can be written here (its directory made, a file created in it)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        probe = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.probe")
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        probe.unlink()
+
     def stamp(self) -> tuple[int, int, int] | None:
         """What changes whenever the file is written (None: there is no file)."""
         try:

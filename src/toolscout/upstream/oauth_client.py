@@ -271,7 +271,8 @@ class UpstreamOAuth(OAuthClientProvider):
         context = self.context
         if context.protected_resource_metadata is not None or context.oauth_metadata is not None:
             return
-        looked = "".join(f"\n  - {seen.what} at {seen.url}: {seen.problem or 'found'}" for seen in self.looked)
+        lines = (f"\n  - {seen.what} at {seen.url}: {seen.problem or 'found'}" for seen in self.looked)
+        looked = "".join(dict.fromkeys(lines))  # (the challenge's URL may also be a well-known one)
         raise SignInFailed(
             f"{self.server} asks for a sign-in (it answered 401) but publishes no usable OAuth metadata, so "
             f"there is no authorization server to sign in with. Looked for:{looked or ' nothing (no request made)'}"

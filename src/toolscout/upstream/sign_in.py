@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import math
 import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -167,7 +168,7 @@ class LoopbackCallback:
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await stream.send(head.encode() + body)
 
-    async def wait(self, within: float) -> AuthorizationCodeResult:
+    async def wait(self, within: float, server: str) -> AuthorizationCodeResult:
         """The authorization response, once the browser brings it (`SignInFailed` after `within` seconds)."""
         from mcp.shared.auth import AuthorizationCodeResult
 
@@ -177,7 +178,8 @@ class LoopbackCallback:
         if result is None:
             raise SignInFailed(
                 f"No answer from the browser within {within:g}s. Open the URL printed above, approve, and let it "
-                "redirect back; or run `toolscout auth login` again with a longer --timeout."
+                f"redirect back; or run `toolscout auth login {server}` again with a longer --timeout.",
+                server=server,
             )
         if "error" in result:
             said = result.get("error_description") or result["error"]
@@ -217,7 +219,6 @@ async def sign_in(
     *,
     show_url: Callable[[str], Awaitable[None]],
     within: float,
-    connect_within: float = 60.0,
 ) -> SignedIn:
     """Sign in to the server `name` (its entry `config`), asking the person through `show_url` and a browser.
 
@@ -226,6 +227,15 @@ async def sign_in(
             within `within` seconds, or the callback port is taken.
     """
     file = SignInFile.of(name, config.url)
+    try:
+        # Found out now rather than after the person has been through the browser.
+        await anyio.to_thread.run_sync(file.check_writable)
+    except OSError as exc:
+        raise SignInFailed(
+            f"A sign-in to {name} could not be kept at {file.path.parent} ({exc.strerror or exc}): make that "
+            "directory writable (or set $TOOLSCOUT_STATE_DIR), then sign in.",
+            server=name,
+        ) from None
     kept = await anyio.to_thread.run_sync(file.load)
     settings = config.oauth
     port = _callback_port(settings, kept)
@@ -249,7 +259,7 @@ async def sign_in(
         callback, kept = await LoopbackCallback.bind(0), None
     try:
         async with callback.serving():
-            return await _signing_in(name, config, file, kept, callback, show_url, within, connect_within)
+            return await _signing_in(name, config, file, kept, callback, show_url, within)
     except Exception as exc:
         raise _failure(name, config, exc) from None
 
@@ -265,6 +275,9 @@ def _failure(name: str, config: RemoteConfig, exc: BaseException) -> BaseExcepti
     if isinstance(found, ToolscoutError):
         return found
     where = mask_text(config.url)
+    if isinstance(found, httpx2.HTTPError):
+        with contextlib.suppress(RuntimeError):  # (an error raised before any request was made)
+            where = mask_text(str(found.request.url.copy_with(query=None)))
     if isinstance(found, TimeoutError | httpx2.TimeoutException):
         return SignInFailed(f"{name} did not answer in time at {where}; check the URL and try again.", server=name)
     if isinstance(found, httpx2.HTTPError | OSError):
@@ -285,7 +298,6 @@ async def _signing_in(
     callback: LoopbackCallback,
     show_url: Callable[[str], Awaitable[None]],
     within: float,
-    connect_within: float,
 ) -> SignedIn:
     from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
@@ -306,8 +318,17 @@ async def _signing_in(
         if not registered or set(wanted) <= set(registered):
             record.client = kept.client
 
+    # Each step without a person (discovery, registration, the token, the first listing) has the server's
+    # `connectTimeout`; the wait for the browser has `within` of its own.
+    step = config.connect_timeout
+    bound = anyio.CancelScope(deadline=anyio.current_time() + step)
+
     async def wait_for_callback() -> AuthorizationCodeResult:
-        return await callback.wait(within)
+        bound.deadline = math.inf
+        try:
+            return await callback.wait(within, name)
+        finally:
+            bound.deadline = anyio.current_time() + step
 
     from toolscout.upstream.oauth_client import UpstreamOAuth
 
@@ -324,13 +345,24 @@ async def _signing_in(
         record=record,
         also_scopes=also,
     )
+    tools: int | None = None
     try:
-        tools = await _connect(name, config, provider, within + connect_within)
+        with bound:
+            tools = await _connect(name, config, provider)
     except* SignInFailed as group:
         raise group.exceptions[0] from None
     except* (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as group:
         said = mask_text(str(group.exceptions[0]))
-        raise SignInFailed(f"Signing in to {name} failed: {said}", server=name) from None
+        hint = ""
+        if "invalid_client" in said and settings is not None and settings.client_id and not settings.client_secret:
+            hint = " The configured client may be a confidential one: add its secret as `oauth.clientSecret`."
+        raise SignInFailed(f"Signing in to {name} failed: {said}{hint}", server=name) from None
+    if tools is None:
+        raise SignInFailed(
+            f"{name} did not answer within {step:g}s (its `connectTimeout`) at {mask_text(config.url)} or at its "
+            "authorization server; check the URL and the network, or raise `connectTimeout`.",
+            server=name,
+        )
     signed = provider.signed_in_record()
     if not signed.tokens:
         raise SignInFailed(
@@ -352,7 +384,7 @@ async def _signing_in(
     return SignedIn(name, signed.subject, signed.expires_at, signed.scopes, signed.refreshable, tools)
 
 
-async def _connect(name: str, config: RemoteConfig, auth: Any, within: float) -> int:
+async def _connect(name: str, config: RemoteConfig, auth: Any) -> int:
     """Connect to the server as an MCP client with `auth`, list its tools, and return how many."""
     from mcp import Client
 
@@ -360,9 +392,8 @@ async def _connect(name: str, config: RemoteConfig, auth: Any, within: float) ->
     from toolscout.upstream.transport import RemoteUpstream
 
     target = RemoteUpstream(config, name, auth=auth).target(lambda: None)
-    with anyio.fail_after(within):
-        async with Client(target, client_info=CLIENT_INFO, mode="legacy") as client:
-            return len((await client.list_tools()).tools)
+    async with Client(target, client_info=CLIENT_INFO, mode="legacy") as client:
+        return len((await client.list_tools()).tools)
 
 
 @dataclass(frozen=True)
@@ -489,6 +520,10 @@ async def sign_in_states(servers: dict[str, RemoteConfig], *, ask: bool = True) 
     states: dict[str, SignInState] = {}
 
     async def one(name: str, config: RemoteConfig) -> None:
+        if any(key.lower() == "authorization" for key in config.headers):
+            own = "it sends the `Authorization` header in its `headers`"
+            states[name] = SignInState(name, "not needed", detail=own)
+            return
         kept = await anyio.to_thread.run_sync(SignInFile.of(name, config.url).load)
         state = kept_state(name, kept) if kept is not None else None
         if state is None:
