@@ -16,12 +16,13 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Generator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as types
 import pytest
@@ -308,6 +309,50 @@ async def test_serve_over_stdio_calls_refreshes_needs_login_and_picks_up_a_new_s
     assert len(issued) >= 5  # two sign-ins' and a refresh's tokens, and the client's secret
     for token in issued:
         assert token not in everything
+
+
+async def test_a_running_serve_stops_using_a_sign_in_logged_out_elsewhere(tmp_path: Path) -> None:
+    # Without a revocation endpoint the server still honours the tokens: only the gateway can stop.
+    async with oauth_site(revocation=False) as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        async with stdio_serve(home) as (client, _):
+            await until_status(client, "notes", "connected")
+            assert not (await execute(client, "notes", "whoami", {})).is_error
+            out = (await home.run("auth", "logout", "notes")).stdout.decode()
+            assert "offers no revocation" in " ".join(out.split())
+            with anyio.fail_after(BOUND):
+                # The file is looked at once a second at most: call until the gateway has seen it gone.
+                result = await execute(client, "notes", "whoami", {})
+                while not result.is_error:
+                    await anyio.sleep(0.2)
+                    result = await execute(client, "notes", "whoami", {})
+            assert "needs login" in text(result) and "toolscout auth login notes" in text(result)
+            site.provider.expire_access_tokens()
+            assert (await execute(client, "notes", "whoami", {})).is_error
+        assert not home.sign_in.path.exists()  # nothing wrote the forgotten tokens back
+
+
+async def test_a_damaged_sign_in_is_named_and_needs_a_new_login(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        record = json.loads(home.sign_in.path.read_text())
+        record["tokens"] = {"token_type": "mac"}  # not a bearer token the SDK can send
+        home.sign_in.path.write_text(json.dumps(record))
+        status = json.loads((await home.run("auth", "status", "--json", expect=3)).stdout)
+        assert status[0]["state"] == "needs login"
+        assert f"{home.sign_in.path} is damaged" in status[0]["detail"]
+        failed = await home.run("execute", "notes/whoami", "--json", expect=3)
+        error = json.loads(failed.stdout)["error"]
+        assert error["code"] == "SIGN_IN_REQUIRED"
+        assert "its kept sign-in cannot be used" in error["message"] and "is damaged" in error["message"]
+        assert "pydantic" not in failed.stdout.decode() + failed.stderr.decode()
+        home.sign_in.path.write_text('{"server": "notes", "url": ')  # cut short
+        status = json.loads((await home.run("auth", "status", "--json", expect=3)).stdout)
+        assert "is damaged" in status[0]["detail"]
+        await home.login()
+        await home.run("execute", "notes/whoami")
 
 
 async def test_serve_over_http_and_its_dashboard_use_the_sign_in(
@@ -705,6 +750,48 @@ async def test_the_oauth_requests_wait_a_bounded_time(tmp_path: Path) -> None:
             ("connect", "read", "write", "pool"), OAUTH_REQUEST_TIMEOUT
         )
         assert refresh.headers["accept-encoding"] == "identity"
+
+
+async def test_a_refresh_that_cannot_be_kept_still_serves_the_call(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        expire_locally(home)
+        before = home.sign_in.path.read_text()
+        directory = home.sign_in.path.parent
+        with unwritable(directory):
+            # Without its lock nothing is refreshed (a rotated refresh token is never risked twice).
+            failed = await home.run("execute", "notes/whoami", "--json", expect=3)
+            message = json.loads(failed.stdout)["error"]["message"]
+            assert "cannot be refreshed: its lock" in message and f"Make {directory} writable" in message
+            assert site.provider.refreshed == 0
+        (directory / f".{home.sign_in.path.name}.lock").touch()  # as an earlier refresh leaves it
+        with unwritable(directory):
+            # The old refresh token is spent by this refresh: the new tokens must not be lost with the write.
+            done = await home.run("execute", "notes/whoami", "--json")
+        assert json.loads(done.stdout)["success"] is True
+        assert site.provider.refreshed == 1
+        assert home.sign_in.path.read_text() == before
+
+
+@contextmanager
+def unwritable(directory: Path) -> Generator[None]:
+    """`directory` refusing new files for the block: immutable for root (whom modes do not stop), 0500 otherwise."""
+    if os.geteuid() == 0:
+        made = subprocess.run(["chattr", "+i", str(directory)], capture_output=True, check=False)
+        if made.returncode != 0:
+            pytest.skip(f"running as root, and this file system has no immutable flag: {made.stderr.decode()}")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(directory)], check=True)
+        return
+    mode = directory.stat().st_mode
+    directory.chmod(0o500)
+    try:
+        yield
+    finally:
+        directory.chmod(mode)
 
 
 async def test_the_callback_takes_only_the_answer_to_its_own_authorization() -> None:

@@ -272,11 +272,17 @@ async def _endless(send: Send, *, compressed: bool) -> None:
 
 @asynccontextmanager
 async def oauth_site(
-    *, access_ttl: int = 3600, metadata: Metadata = "ok", protected: bool = True, sse: bool = False
+    *,
+    access_ttl: int = 3600,
+    metadata: Metadata = "ok",
+    protected: bool = True,
+    sse: bool = False,
+    revocation: bool = True,
 ) -> AsyncGenerator[OAuthSite]:
     """Serve an OAuth-protected MCP server (tools `whoami` and `add`) on a free loopback port
     (`protected=False`: the same server open to anyone, asking for no sign-in; `sse`: over the legacy
-    HTTP+SSE transport at `/sse` instead of streamable HTTP at `/mcp`)."""
+    HTTP+SSE transport at `/sse` instead of streamable HTTP at `/mcp`; `revocation=False`: its authorization
+    server offers no revocation endpoint, as many do not)."""
     sock = bind("127.0.0.1", 0)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     provider = Provider(access_ttl=access_ttl)
@@ -295,7 +301,7 @@ async def oauth_site(
                 client_registration_options=ClientRegistrationOptions(
                     enabled=True, valid_scopes=["read", "write"], default_scopes=["read"]
                 ),
-                revocation_options=RevocationOptions(enabled=True),
+                revocation_options=RevocationOptions(enabled=revocation),
             ),
         )
     )

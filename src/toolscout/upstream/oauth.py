@@ -40,6 +40,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolscout.config.locations import user_log_dir
+from toolscout.errors import ServerUnavailable
 
 if TYPE_CHECKING:
     from mcp.shared.auth import (
@@ -93,6 +94,20 @@ class SignIn(BaseModel):
     """Scopes the server asked for since this sign-in (a 403 `insufficient_scope` to some request): the
     next `auth login` asks for them as well as those granted, so that widening one tool keeps the others."""
 
+    def check(self) -> None:
+        """Raise `ValidationError` unless the tokens, client and metadata kept are what the SDK can read."""
+        from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
+
+        kept: list[tuple[Any, dict[str, Any] | None]] = [
+            (OAuthToken, self.tokens),
+            (OAuthClientInformationFull, self.client),
+            (OAuthMetadata, self.authorization_server),
+            (ProtectedResourceMetadata, self.resource_metadata),
+        ]
+        for model, value in kept:
+            if value is not None:
+                model.model_validate(value)
+
     @property
     def token(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
@@ -118,6 +133,8 @@ class SignInFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.damaged: str | None = None
+        """Why the file could not be read as a sign-in, when the last `load` found one it could not."""
 
     @classmethod
     def of(cls, server: str, url: str, directory: Path | None = None) -> SignInFile:
@@ -153,18 +170,25 @@ class SignInFile:
 
     def load(self) -> SignIn | None:
         """The kept sign-in, or None when there is none (or it cannot be read: the user signs in again)."""
+        self.damaged = None
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
         except OSError as exc:
-            logger.warning("cannot read the sign-in kept at %s: %s", self.path, exc.strerror)
+            self.damaged = f"cannot read {self.path}: {exc.strerror or exc}"
+            logger.warning("the sign-in kept for a server: %s", self.damaged)
             return None
         try:
-            return SignIn.model_validate_json(text)
-        except ValidationError:
-            logger.warning("the sign-in kept at %s is damaged; sign in again", self.path)
+            record = SignIn.model_validate_json(text)
+            record.check()
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            self.damaged = f"{self.path} is damaged ({first['msg']}{f' at {where}' if where else ''})"
+            logger.warning("the sign-in kept for a server: %s; sign in again", self.damaged)
             return None
+        return record
 
     def save(self, record: SignIn) -> None:
         """Write `record`: to a new file readable by the user only, then renamed over the old one."""
@@ -209,8 +233,15 @@ class SignInFile:
         except ImportError:  # pragma: no cover - Windows
             yield
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            # Refreshing without the lock could spend a rotated refresh token twice: not refreshed at all.
+            raise ServerUnavailable(
+                f"The sign-in kept at {self.path} cannot be refreshed: its lock {self._lock_path.name} cannot be "
+                f"opened ({exc.strerror or exc}). Make {self.path.parent} writable; the gateway tries again shortly."
+            ) from None
         try:
             with anyio.fail_after(within):
                 while True:
@@ -272,8 +303,21 @@ class Storage:
         record.tokens = tokens.model_dump(mode="json", exclude_none=True)
         record.expires_at = time.time() + tokens.expires_in if tokens.expires_in else None
         record.ended = None
-        if self.file is not None:
+        if self.file is None:
+            return
+        try:
             await anyio.to_thread.run_sync(self.file.save, record)
+        except OSError as exc:
+            # The refresh token it replaces is spent: dropping the new one too would end the sign-in for
+            # everyone. Kept in memory, it serves this process; the log says what to fix.
+            logger.error(
+                "%s: its refreshed sign-in cannot be kept at %s (%s); it serves this process until it expires. "
+                "Make that directory writable, or other processes will need `toolscout auth login %s`.",
+                record.server,
+                self.file.path,
+                exc.strerror or exc,
+                record.server,
+            )
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull

@@ -50,6 +50,9 @@ MAX_OAUTH_ANSWER_BYTES = 1024 * 1024
 Real ones are a few kilobytes; the cap keeps a hostile or broken server from filling memory.
 """
 
+FILE_LOOK = 1.0
+"""Seconds between two looks (a `stat`) at a sign-in's file from the requests of a connection."""
+
 OAUTH_REQUEST_TIMEOUT = 30.0
 """Seconds each step of an OAuth request (connect, send, each read) may take: the authorization server's
 endpoints answer in moments, and the MCP requests' own read timeout is minutes long (for SSE)."""
@@ -141,6 +144,8 @@ class UpstreamOAuth(OAuthClientProvider):
         for since the last sign-in, and those granted then."""
         self.looked: list[_Looked] = []
         self._stamp: tuple[int, int, int] | None = None
+        self._looked_at = 0.0
+        """When the sign-in's file was last looked at (`time.monotonic`), by `_file_changed`."""
         self._id_token: str | None = None
         super().__init__(
             url,
@@ -208,7 +213,10 @@ class UpstreamOAuth(OAuthClientProvider):
     async def _initialize(self) -> None:
         if self.interaction is None and self.file is not None:
             self._stamp = self.file.stamp()
-            self.storage.record = await anyio.to_thread.run_sync(self.file.load) or self.storage.record
+            self._looked_at = time.monotonic()
+            # Without a person the file is the sign-in: gone (`auth logout`) or damaged, there is none.
+            kept = await anyio.to_thread.run_sync(self.file.load)
+            self.storage.record = kept or SignIn(server=self.server, url=self.storage.record.url)
         record = self.storage.record
         context = self.context
         context.current_tokens = record.token if record.ended is None else None
@@ -235,6 +243,18 @@ class UpstreamOAuth(OAuthClientProvider):
 
     def _changed_on_disk(self) -> bool:
         return self.file is not None and self.interaction is None and self.file.stamp() != self._stamp
+
+    def _file_changed(self) -> bool:
+        """Whether the sign-in's file changed since it was read, looked at no more than once a `FILE_LOOK`:
+        a sign-out (or a sign-in) in another process then takes effect here within that time, for one
+        `stat` a second rather than one a request."""
+        if self.file is None or self.interaction is not None:
+            return False
+        now = time.monotonic()
+        if now - self._looked_at < FILE_LOOK:
+            return False
+        self._looked_at = now
+        return self.file.stamp() != self._stamp
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         if response.status_code in (200, 201):
@@ -451,6 +471,8 @@ class UpstreamOAuth(OAuthClientProvider):
             )
         if reason is None and self.storage.record.ended is not None:
             reason = self.storage.record.ended
+        if reason is None and not self.storage.record.tokens and self.file is not None and self.file.damaged:
+            reason = f"its kept sign-in cannot be used: {self.file.damaged}"
         if reason is None and not self.storage.record.tokens:
             reason = f"no sign-in is kept for it; {_challenge_reason(response)}"
         error = SignInRequired.for_server(self.server, reason or _challenge_reason(response))
@@ -471,9 +493,9 @@ class UpstreamOAuth(OAuthClientProvider):
             finally:
                 await inner.aclose()
         reason: str | None = None
-        if self._initialized and not self._refresh_due():
-            # Every request of a connection comes here: no lock and no look at the file unless a
-            # refresh is due (a sign-in written meanwhile is read by the next connection, or on a 401).
+        if self._initialized and not self._refresh_due() and not self._file_changed():
+            # Every request of a connection comes here: no lock, and the file looked at once a second at
+            # most, unless a refresh is due.
             sent = self._authorize(request)
         else:
             async with self.context.lock:

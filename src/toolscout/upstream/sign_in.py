@@ -524,7 +524,11 @@ async def sign_in_states(servers: dict[str, RemoteConfig], *, ask: bool = True) 
             own = "it sends the `Authorization` header in its `headers`"
             states[name] = SignInState(name, "not needed", detail=own)
             return
-        kept = await anyio.to_thread.run_sync(SignInFile.of(name, config.url).load)
+        file = SignInFile.of(name, config.url)
+        kept = await anyio.to_thread.run_sync(file.load)
+        if kept is None and file.damaged is not None:
+            states[name] = SignInState(name, "needs login", detail=f"{file.damaged}; sign in again")
+            return
         state = kept_state(name, kept) if kept is not None else None
         if state is None:
             state = await _ask(name, config) if ask else SignInState(name, "not signed in")
