@@ -1,8 +1,8 @@
 """The secrets in server entries: masked for display, found for masking by value, moved into `.env`.
 
-A value counts as secret when it sits in `env` or `headers`, or wherever `toolscout.masking`
-would hide it (a URL's user info or secret-sounding query parameter, after a secret-sounding
-command-line flag, a well-known token format). `${VAR}` references are not secrets: they say
+A value counts as secret when it sits in `env` or `headers` or is `oauth.clientSecret`, or wherever
+`toolscout.masking` would hide it (a URL's user info or secret-sounding query parameter, after a
+secret-sounding command-line flag, a well-known token format). `${VAR}` references are not secrets: they say
 where the secret lives, so they are shown as written.
 """
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from toolscout.config.models import AnyServerConfig, GatewayConfig
 
 _SAFE_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "mcp-protocol-version"})
+_CLIENT_SECRET_KEYS = frozenset({"clientSecret", "client_secret"})
+"""`oauth.clientSecret` as a file or a dump may spell it (the model takes either name)."""
 _FOUND = "\x00"
 """The marker `secrets_in` masks with, to find what was masked: no configuration text holds one."""
 
@@ -31,19 +33,34 @@ def _mask(value: str) -> str:
 def mask_server(entry: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of one `mcpServers` entry that is safe to print.
 
-    `env` and `headers` values are hidden whole; the command, its arguments, the URL and every other
-    text are masked by `toolscout.masking` (a token in the `command` string as much as in `args`).
+    `env` and `headers` values and `oauth.clientSecret` are hidden whole; the command, its arguments,
+    the URL and every other text are masked by `toolscout.masking` (a token in the `command` string as
+    much as in `args`).
     """
     masked: dict[str, Any] = {}
     for key, value in entry.items():
         if key in ("env", "headers") and isinstance(value, Mapping):
             masked[key] = {k: _mask(str(v)) for k, v in cast(Mapping[str, Any], value).items()}
+        elif key == "oauth" and isinstance(value, Mapping):
+            masked[key] = _mask_oauth(cast(Mapping[str, Any], value))
         elif key == "args" and isinstance(value, list):
             masked[key] = mask_args(str(a) for a in cast(list[Any], value))
         elif isinstance(value, str):
             masked[key] = mask_text(value)
         else:
             masked[key] = value
+    return masked
+
+
+def _mask_oauth(oauth: Mapping[str, Any]) -> dict[str, Any]:
+    # The client secret is hidden whole, as an `env` value is: no pattern of `mask_text` would know it.
+    # The rest (the client id, scopes, the redirect URI) says which client signs in, and is shown.
+    masked: dict[str, Any] = {}
+    for key, value in oauth.items():
+        if key in _CLIENT_SECRET_KEYS and value is not None:
+            masked[key] = _mask(str(value))
+        else:
+            masked[key] = mask_text(value) if isinstance(value, str) else value
     return masked
 
 
