@@ -169,8 +169,9 @@ async def test_no_planted_secret_leaves_the_gateway(tmp_path: Path, level: str) 
                 failed = await client.call_tool("execute_tool", {"server": server, "tool": "x", "arguments": {}})
                 assert failed.is_error
                 answers.append(as_text(failed))
-            # An agent passing a configured secret on: the audit log masks it by value.
-            arguments = {"value": 1, "from_unit": "km", "to_unit": f"m {PLANTED['env_secret']}"}
+            # An agent passing configured secrets on: the audit log masks them by value.
+            passed_on = f"m {PLANTED['env_secret']} {PLANTED['oauth_secret']}"
+            arguments = {"value": 1, "from_unit": "km", "to_unit": passed_on}
             executed = await client.call_tool(
                 "execute_tool", {"server": "units", "tool": "convert_units", "arguments": arguments}
             )
@@ -306,15 +307,16 @@ def test_configured_secrets_are_masked_by_value_wherever_they_appear() -> None:
                     "env": {"DB_PASSWORD": "pw-value-2"},
                 },
                 "b": {"url": "http://h/mcp", "headers": {"X-Custom": "header-value-3", "Accept": "text/event-stream"}},
+                "c": {"url": "http://h/mcp", "oauth": {"clientId": "app-id-6", "clientSecret": "client-value-5"}},
             }
         }
     )
     found = config_secrets(config, {"MY_TOKEN": "env-value-4", "HOME": "/home/me"})
-    assert found >= {"opaque-value-1", "pw-value-2", "header-value-3", "env-value-4"}
-    assert "text/event-stream" not in found and "/home/me" not in found
+    assert found >= {"opaque-value-1", "pw-value-2", "header-value-3", "env-value-4", "client-value-5"}
+    assert "text/event-stream" not in found and "/home/me" not in found and "app-id-6" not in found
     remember_secrets(found)
-    said = "upstream said: opaque-value-1 / pw-value-2 / header-value-3 / env-value-4 / text/event-stream"
-    assert mask_text(said) == f"upstream said: {MASK} / {MASK} / {MASK} / {MASK} / text/event-stream"
+    said = "upstream said: opaque-value-1 / pw-value-2 / header-value-3 / env-value-4 / client-value-5 / app-id-6"
+    assert mask_text(said) == f"upstream said: {MASK} / {MASK} / {MASK} / {MASK} / {MASK} / app-id-6"
     remember_secrets(["pass/word with space"])  # and as a URL would carry it
     assert mask_text("GET /login?p=pass%2Fword%20with%20space") == f"GET /login?p={MASK}"
 

@@ -110,9 +110,10 @@ def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) 
     """Return every secret value the configuration holds, for `toolscout.masking.remember_secrets`.
 
     `env` values and `headers` (but `Accept`, `Content-Type`, ...) of secret-sounding names or token
-    shapes, whatever `mask_text` would hide in any of a server's texts (the password in a URL, the
-    value after `--api-key` in `args` or inside `command`), and, given the variables the file was
-    read with, the values of those with secret-sounding names (`${GITHUB_TOKEN}` wherever it is used).
+    shapes, `oauth.clientSecret`, whatever `mask_text` would hide in any of a server's texts (the
+    password in a URL, the value after `--api-key` in `args` or inside `command`), and, given the
+    variables the file was read with, the values of those with secret-sounding names
+    (`${GITHUB_TOKEN}` wherever it is used).
     """
     found: set[str] = set()
     for server in config.mcp_servers.values():
@@ -131,6 +132,11 @@ def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) 
                     scheme, _, credential = text.partition(" ")
                     if credential and scheme.lower() in ("bearer", "basic", "token"):
                         found.add(credential)
+        # Whatever it looks like and wherever a variable of any name brought it from: an upstream's
+        # error or an agent's arguments quoting it are masked by value.
+        client_secret = cast(Mapping[str, Any], values.get("oauth") or {}).get("client_secret")
+        if isinstance(client_secret, str) and client_secret:
+            found.add(client_secret)
         args = [str(a) for a in cast(list[Any], values.get("args") or [])]
         for flag, value in itertools.pairwise(args):
             if flag.startswith("-") and "=" not in flag and secret_name(flag):
