@@ -166,7 +166,7 @@ def env_name(*parts: str) -> str:
 def extract_secrets(
     server: str, entry: Mapping[str, Any], taken: Mapping[str, str]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Replace literal secrets in `env` and `headers` with `${VAR}` references.
+    """Replace literal secrets (in `env`, `headers` and `oauth.clientSecret`) with `${VAR}` references.
 
     Returns the new entry and the variables to write to `.env`. `taken` holds the
     variables already chosen (name -> value): the same value reuses its name, a
@@ -207,6 +207,14 @@ def extract_secrets(
             else:
                 rewritten[k] = reference(prefix + env_name(k), text)
         new["headers"] = rewritten
+    oauth = entry.get("oauth")
+    if isinstance(oauth, Mapping):
+        settings = dict(cast(Mapping[str, Any], oauth))
+        secret = settings.get("clientSecret")
+        if isinstance(secret, str) and _is_secret("clientSecret", secret):
+            # Server-qualified, as a header's is: two servers' clients have two secrets.
+            settings["clientSecret"] = reference(prefix + "CLIENT_SECRET", secret)
+            new["oauth"] = settings
     return new, found
 
 
