@@ -16,6 +16,8 @@ from mcp.client.stdio import stdio_client
 
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
+from toolscout.config import HttpServerConfig
+from toolscout.config.loader import load_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clients"
 
@@ -248,6 +250,38 @@ def test_extract_secrets_moves_them_to_dotenv_and_show_masks_them(sandbox: Sandb
         for secret in ("hunter2", "sk-live-abcdefghijklmnop", "pw@", "token=abc", '"k"'):
             assert secret not in shown.stdout, (secret, shown.stdout)
     assert str(target) in sandbox.run("config", "path").stdout
+
+
+def test_extract_secrets_moves_an_oauth_client_secret_to_dotenv_too(sandbox: Sandbox) -> None:
+    # The two clients whose files keep a client secret: Cursor's `auth` and Gemini CLI's `oauth`.
+    cursor_secret, gemini_secret = "cursor-client-secret-4d3c2b1a", "gemini-client-secret-8h7g6f5e"
+    cursor_auth = {"CLIENT_ID": "fig", "CLIENT_SECRET": cursor_secret}
+    cursor = {"figma": {"url": "https://mcp.figma.example/mcp", "auth": cursor_auth}}
+    gemini_oauth = {"enabled": True, "clientId": "lin", "clientSecret": gemini_secret, "scopes": ["read"]}
+    gemini = {"linear": {"httpUrl": "https://mcp.linear.example/mcp", "oauth": gemini_oauth}}
+    sandbox.write("home/.cursor/mcp.json", json.dumps({"mcpServers": cursor}))
+    sandbox.write("home/.gemini/settings.json", json.dumps({"mcpServers": gemini}))
+
+    done = sandbox.json("config", "import", "--from", "cursor", "--from", "gemini", "--extract-secrets")
+    assert done["secrets"] == ["FIGMA_CLIENT_SECRET", "LINEAR_CLIENT_SECRET"]
+    env_file = sandbox.user_config / ".env"
+    written = env_file.read_text()
+    assert f'FIGMA_CLIENT_SECRET="{cursor_secret}"' in written
+    assert f'LINEAR_CLIENT_SECRET="{gemini_secret}"' in written
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    config_file = sandbox.user_config / "config.json"
+    text = config_file.read_text()
+    assert cursor_secret not in text and gemini_secret not in text, text
+    servers = json.loads(text)["mcpServers"]
+    assert servers["figma"]["oauth"] == {"clientId": "fig", "clientSecret": "${FIGMA_CLIENT_SECRET}"}
+    assert servers["linear"]["oauth"]["clientSecret"] == "${LINEAR_CLIENT_SECRET}"
+
+    # The gateway reads them back from the .env: the sign-in gets the secrets themselves.
+    loaded = load_config(config_file, env={}).mcp_servers
+    secrets = {name: s.oauth.client_secret for name, s in loaded.items() if isinstance(s, HttpServerConfig) and s.oauth}
+    assert secrets == {"figma": cursor_secret, "linear": gemini_secret}
+    shown = sandbox.run("config", "show", "--json")
+    assert shown.returncode == 0 and cursor_secret not in shown.stdout and gemini_secret not in shown.stdout
 
 
 def test_config_commands(sandbox: Sandbox) -> None:

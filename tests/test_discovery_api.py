@@ -7,7 +7,7 @@ the config file with its comments kept."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from benchmarks.processes import SERVE_READY, running
 from tests.helpers.cli_sandbox import Sandbox, make_sandbox
 from tests.helpers.paths import PYTHON
 from tests.helpers.scoped_gateway import UNSEEN, scoped_http, two_namespaces
+from toolscout.masking import MASK
 
 pytestmark = pytest.mark.anyio
 
@@ -62,11 +63,13 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 
 @asynccontextmanager
-async def served(sandbox: Sandbox, config: str = CONFIG) -> AsyncGenerator[str]:
-    """The base URL of `toolscout serve --transport http` over `config`, with the keys set."""
+async def served(
+    sandbox: Sandbox, config: str = CONFIG, variables: Mapping[str, str] | None = None
+) -> AsyncGenerator[str]:
+    """The base URL of `toolscout serve --transport http` over `config`, with the keys (and `variables`) set."""
     path = sandbox.write("work/toolscout.jsonc", config % {"python": PYTHON, "root": sandbox.root})
     command = [PYTHON, "-m", "toolscout", "serve", "-c", str(path), "--transport", "http", "--port", "0"]
-    env = {**sandbox.env(), "ADMIN_KEY": ADMIN, "UNITS_KEY": UNITS, "NOTES_KEY": NOTES}
+    env = {**sandbox.env(), "ADMIN_KEY": ADMIN, "UNITS_KEY": UNITS, "NOTES_KEY": NOTES, **(variables or {})}
     async with running(command, ready=SERVE_READY, env=env) as gateway:
         yield gateway.match.group(1).removesuffix("/mcp")
 
@@ -142,6 +145,40 @@ async def test_servers_and_tools_within_each_credentials_scope(sandbox: Sandbox)
         # No credential, or a wrong one: 401 in the API's shape.
         answer = await http.get("/api/v1/tools")
         assert answer.status_code == 401 and answer.json()["error"]["code"] == "UNAUTHORIZED"
+
+
+async def test_servers_show_an_oauth_client_secret_masked_however_it_is_written(sandbox: Sandbox) -> None:
+    literal, from_env = "api-client-secret-1f2e3d4c", "api-client-secret-from-env-5b6a"
+    config = """{
+      "mcpServers": {
+        "units": {"command": "%(python)s", "args": ["-m", "toolscout.demo.units"]},
+        // Nothing listens on port 9: both fail to connect, and are listed all the same.
+        "remote": {
+          "url": "http://127.0.0.1:9/mcp",
+          "oauth": {"clientId": "api-app", "clientSecret": "LITERAL", "scopes": ["read"]},
+          "reconnect": false
+        },
+        "stream": {
+          "type": "sse",
+          "url": "http://127.0.0.1:9/sse",
+          "oauth": {"clientId": "api-sse-app", "clientSecret": "${STREAM_CLIENT_SECRET}"},
+          "reconnect": false
+        }
+      },
+      "catalogCache": false,
+      "audit": {"path": "%(root)s/audit.jsonl"},
+      "auth": {"adminKeys": ["${ADMIN_KEY}"]}
+    }""".replace("LITERAL", literal)
+    async with (
+        served(sandbox, config, {"STREAM_CLIENT_SECRET": from_env}) as base,
+        httpx2.AsyncClient(base_url=base, timeout=30) as http,
+    ):
+        answer = await http.get("/api/v1/servers", headers=bearer(ADMIN))
+    assert answer.status_code == 200
+    assert literal not in answer.text and from_env not in answer.text, answer.text
+    servers = {s["name"]: s["config"] for s in answer.json()["servers"]}
+    assert servers["remote"]["oauth"] == {"clientId": "api-app", "clientSecret": MASK, "scopes": ["read"]}
+    assert servers["stream"]["oauth"] == {"clientId": "api-sse-app", "clientSecret": MASK}
 
 
 async def test_search_explained_is_the_search_in_its_order(sandbox: Sandbox) -> None:

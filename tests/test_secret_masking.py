@@ -2,7 +2,8 @@
 
 A real `toolscout serve` (stdio, driven by `mcp.Client`) fronts upstreams that fail with secrets
 in hand: a stdio child that echoes its arguments and environment to stderr and exits, a command
-string with a token in it, an HTTP URL and an SSE URL that refuse the connection. The planted
+string with a token in it, an HTTP URL and an SSE URL that refuse the connection, each with an OAuth
+client secret (written literally, as a `${VAR}`, and as one left unset in a disabled server). The planted
 values must not appear in the gateway's log (stderr, at the default level and at DEBUG), in
 `list_mcp_servers` or `execute_tool` errors, in the audit log, in `toolscout list` or in
 `toolscout config show` (text and --json); and what is left must still say which host, path and
@@ -59,8 +60,10 @@ PLANTED = {
     "header_bearer": "hdrBearer-3141592",
     "header_key": "hdrKey-2718281",
     "stderr_bearer": "stderrBearer-161803",
+    "oauth_secret": "oauthSecret-6b5a4c3d",
+    "oauth_reference": "oauthRefSecret-9e8f7a",
 }
-"""22 secrets, each distinct so that a leak names itself."""
+"""24 secrets, each distinct so that a leak names itself."""
 
 # The child a misconfigured server is: it says what it was given (as real servers do in their
 # usage errors) and exits. `--help` is not a secret flag: the next value stays, unless it is known.
@@ -74,7 +77,7 @@ ECHOER = (
 
 
 def planted_config(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """The config, and the environment whose `${PLANTED_API_TOKEN}` it uses."""
+    """The config, and the environment whose `${PLANTED_API_TOKEN}` and `${PLANTED_CLIENT_SECRET}` it uses."""
     s = PLANTED
     http_port, sse_port = free_port(), free_port()  # nothing listens: the connection is refused
     config = {
@@ -108,12 +111,20 @@ def planted_config(tmp_path: Path) -> tuple[Path, dict[str, str]]:
                     f"&secret={s['url_secret']}"
                 ),
                 "headers": {"Authorization": f"Bearer {s['header_bearer']}", "X-Api-Key": s["header_key"]},
+                "oauth": {"clientId": "planted-client", "clientSecret": s["oauth_secret"], "scopes": ["read"]},
                 "connectTimeout": 5,
             },
             "stream": {
                 "type": "sse",
                 "url": f"http://127.0.0.1:{sse_port}/sse?access_token={s['sse_access_token']}&sig={s['sse_sig']}",
+                "oauth": {"clientId": "planted-sse-client", "clientSecret": "${PLANTED_CLIENT_SECRET}"},
                 "connectTimeout": 5,
+            },
+            # Disabled because its secret is not at hand: the unset variable's stand-in is no value to show.
+            "dormant": {
+                "url": f"http://127.0.0.1:{http_port}/mcp",
+                "oauth": {"clientId": "dormant-client", "clientSecret": "${PLANTED_UNSET_SECRET}"},
+                "disabled": True,
             },
             "units": {"command": PYTHON, "args": ["-m", "toolscout.demo.units"]},
         },
@@ -121,11 +132,12 @@ def planted_config(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     }
     path = tmp_path / "toolscout.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    return path, {"PLANTED_API_TOKEN": s["env_reference"]}
+    return path, {"PLANTED_API_TOKEN": s["env_reference"], "PLANTED_CLIENT_SECRET": s["oauth_reference"]}
 
 
 def leaked(text: str) -> list[str]:
-    return [name for name, value in PLANTED.items() if value in text]
+    planted = [name for name, value in PLANTED.items() if value in text]
+    return planted + ["placeholder"] * ("placeholder-for-unset" in text)
 
 
 def as_text(result: types.CallToolResult) -> str:
@@ -157,8 +169,9 @@ async def test_no_planted_secret_leaves_the_gateway(tmp_path: Path, level: str) 
                 failed = await client.call_tool("execute_tool", {"server": server, "tool": "x", "arguments": {}})
                 assert failed.is_error
                 answers.append(as_text(failed))
-            # An agent passing a configured secret on: the audit log masks it by value.
-            arguments = {"value": 1, "from_unit": "km", "to_unit": f"m {PLANTED['env_secret']}"}
+            # An agent passing configured secrets on: the audit log masks them by value.
+            passed_on = f"m {PLANTED['env_secret']} {PLANTED['oauth_secret']}"
+            arguments = {"value": 1, "from_unit": "km", "to_unit": passed_on}
             executed = await client.call_tool(
                 "execute_tool", {"server": "units", "tool": "convert_units", "arguments": arguments}
             )
@@ -171,6 +184,11 @@ async def test_no_planted_secret_leaves_the_gateway(tmp_path: Path, level: str) 
     assert leaked(logged) == [], logged
     assert leaked(answered) == [], answered
     assert leaked(audited) == [], audited
+    # The client secrets are shown as present, not as what they are; the client ids stay.
+    for server, client_id in (("remote", "planted-client"), ("stream", "planted-sse-client")):
+        assert servers[server]["config"]["oauth"] == {"clientId": client_id, "clientSecret": MASK} | (
+            {"scopes": ["read"]} if server == "remote" else {}
+        )
     # What each failure was about is still there: the child's stderr and arguments, host, path, flags.
     assert "usage error: unexpected arguments" in servers["echoer"]["error"]
     assert f"GITHUB_TOKEN is {MASK}" in servers["echoer"]["error"]
@@ -200,13 +218,19 @@ def test_config_show_and_list_mask_every_planted_secret(tmp_path: Path) -> None:
         return done.stdout + done.stderr
 
     shown, shown_json, listed = run("config", "show"), run("config", "show", "--json"), run("list")
-    for output in (shown, shown_json, listed):
+    status, status_json = run("config", "show", "--status"), run("config", "show", "--status", "--json")
+    for output in (shown, shown_json, listed, status, status_json):
         assert leaked(output) == [], output
     assert "--api-key" in shown and "/nonexistent/bin/mcp-server --token=" in shown and "127.0.0.1" in shown
     servers = json.loads(shown_json)["config"]["mcpServers"]
     assert servers["echoer"]["args"][2:5] == ["--api-key", MASK, f"--password={MASK}"]
     assert servers["echoer"]["args"][-1] == "${PLANTED_API_TOKEN}"  # where it lives, as written
     assert servers["remote"]["headers"] == {"Authorization": MASK, "X-Api-Key": MASK}
+    # The client secret as the headers are: masked when literal, a reference as written, set or not.
+    assert servers["remote"]["oauth"] == {"clientId": "planted-client", "clientSecret": MASK, "scopes": ["read"]}
+    assert servers["stream"]["oauth"]["clientSecret"] == "${PLANTED_CLIENT_SECRET}"
+    assert servers["dormant"]["oauth"]["clientSecret"] == "${PLANTED_UNSET_SECRET}"
+    assert json.loads(status_json)["config"]["mcpServers"] == servers
     assert "echoer" in listed and "cmdline" in listed
 
 
@@ -283,15 +307,16 @@ def test_configured_secrets_are_masked_by_value_wherever_they_appear() -> None:
                     "env": {"DB_PASSWORD": "pw-value-2"},
                 },
                 "b": {"url": "http://h/mcp", "headers": {"X-Custom": "header-value-3", "Accept": "text/event-stream"}},
+                "c": {"url": "http://h/mcp", "oauth": {"clientId": "app-id-6", "clientSecret": "client-value-5"}},
             }
         }
     )
     found = config_secrets(config, {"MY_TOKEN": "env-value-4", "HOME": "/home/me"})
-    assert found >= {"opaque-value-1", "pw-value-2", "header-value-3", "env-value-4"}
-    assert "text/event-stream" not in found and "/home/me" not in found
+    assert found >= {"opaque-value-1", "pw-value-2", "header-value-3", "env-value-4", "client-value-5"}
+    assert "text/event-stream" not in found and "/home/me" not in found and "app-id-6" not in found
     remember_secrets(found)
-    said = "upstream said: opaque-value-1 / pw-value-2 / header-value-3 / env-value-4 / text/event-stream"
-    assert mask_text(said) == f"upstream said: {MASK} / {MASK} / {MASK} / {MASK} / text/event-stream"
+    said = "upstream said: opaque-value-1 / pw-value-2 / header-value-3 / env-value-4 / client-value-5 / app-id-6"
+    assert mask_text(said) == f"upstream said: {MASK} / {MASK} / {MASK} / {MASK} / {MASK} / app-id-6"
     remember_secrets(["pass/word with space"])  # and as a URL would carry it
     assert mask_text("GET /login?p=pass%2Fword%20with%20space") == f"GET /login?p={MASK}"
 
@@ -329,6 +354,12 @@ def test_mask_args_and_mask_server() -> None:
         "env": {"A": MASK},
         "cwd": "/x",
     }
+    # `oauth.clientSecret` is hidden whole, as an `env` value is; a reference says where it lives.
+    oauth = {"clientId": "app", "clientSecret": "plain-words", "redirectUri": "http://127.0.0.1:8765/cb"}
+    remote = {"url": "https://h/mcp", "oauth": oauth}
+    assert mask_server(remote) == {"url": "https://h/mcp", "oauth": {**oauth, "clientSecret": MASK}}
+    referenced = {"url": "https://h/mcp", "oauth": {"clientId": "app", "clientSecret": "${APP_SECRET}"}}
+    assert mask_server(referenced) == referenced
 
 
 @pytest.mark.anyio

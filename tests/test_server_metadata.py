@@ -24,6 +24,8 @@ from toolscout.upstream import Status
 pytestmark = pytest.mark.anyio
 
 TOKEN = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+CLIENT_SECRET = "metadata-client-secret-5e6f7a8b"
+"""An OAuth client secret no pattern knows: only its place in the entry says it is one."""
 PID_WRITER = (
     "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
     "sys.argv = ['units']; from toolscout.demo.units import main; main()"
@@ -48,6 +50,14 @@ async def test_each_servers_config_is_shown_with_its_secrets_masked(tmp_path: Pa
             "remote": {
                 "url": f"http://127.0.0.1:9/mcp?api_key={TOKEN}",
                 "headers": {"Authorization": f"Bearer {TOKEN}"},
+                "oauth": {"clientId": "metadata-app", "clientSecret": CLIENT_SECRET, "scopes": "read write"},
+                "reconnect": False,
+                "connectTimeout": 5,
+            },
+            "signed": {
+                "type": "sse",
+                "url": "http://127.0.0.1:9/sse",
+                "oauth": {"clientId": "metadata-sse-app", "clientSecret": "${SIGNED_SECRET}", "callbackPort": 8765},
                 "reconnect": False,
                 "connectTimeout": 5,
             },
@@ -56,12 +66,13 @@ async def test_each_servers_config_is_shown_with_its_secrets_masked(tmp_path: Pa
         "audit": {"enabled": False},
     }
     path.write_text(json.dumps(config), encoding="utf-8")
-    gateway = Gateway.from_config(load_config(path, env={**os.environ, "UNITS_TOKEN": TOKEN}))
+    variables = {**os.environ, "UNITS_TOKEN": TOKEN, "SIGNED_SECRET": f"{CLIENT_SECRET}-from-env"}
+    gateway = Gateway.from_config(load_config(path, env=variables))
     async with gateway, Client(build_server(gateway)) as client:
         with anyio.fail_after(60):
             await gateway.settle_startup()
             found = await servers(client)
-    assert TOKEN not in json.dumps(found)
+    assert TOKEN not in json.dumps(found) and CLIENT_SECRET not in json.dumps(found)
     units, remote = found["units"]["config"], found["remote"]["config"]
     assert units["type"] == "stdio" and units["command"] == PYTHON
     assert units["args"] == ["-m", "toolscout.demo.units", "--api-key", MASK]
@@ -69,6 +80,11 @@ async def test_each_servers_config_is_shown_with_its_secrets_masked(tmp_path: Pa
     assert remote["type"] == "http" and remote["headers"] == {"Authorization": MASK}
     assert remote["url"].startswith("http://127.0.0.1:9/mcp?api_key=")
     assert (remote["reconnect"], remote["connectTimeout"]) == (False, 5)
+    # The client secret is masked whether written in the file or taken from the environment; which
+    # client signs in, and how, stays readable.
+    assert remote["oauth"] == {"clientId": "metadata-app", "clientSecret": MASK, "scopes": ["read", "write"]}
+    signed = found["signed"]["config"]
+    assert signed["oauth"] == {"clientId": "metadata-sse-app", "clientSecret": MASK, "callbackPort": 8765}
     # It never connected: a failure to connect, not a lost connection.
     assert found["remote"]["status"] == "error"
 

@@ -77,6 +77,13 @@ def _effective(config: GatewayConfig, raw: dict[str, Any]) -> dict[str, Any]:
         for key in ("env", "headers"):
             if key in entry and isinstance(written.get(key), dict):
                 entry[key] = {**entry[key], **{k: v for k, v in written[key].items() if "${" in str(v)}}
+        oauth, written_oauth = entry.get("oauth"), written.get("oauth")
+        if isinstance(oauth, dict) and isinstance(written_oauth, dict):
+            # The model takes `client_secret` as well as `clientSecret`; the dump says `clientSecret`.
+            as_written = cast(dict[str, Any], written_oauth)
+            secret = as_written.get("clientSecret", as_written.get("client_secret"))
+            if isinstance(secret, str) and "${" in secret:
+                entry["oauth"] = {**cast(dict[str, Any], oauth), "clientSecret": secret}
         # A reference says where a secret lives; its value is not printed (masked, should it show).
         for key in ("command", "url"):
             if isinstance(written.get(key), str) and "${" in written[key]:

@@ -33,7 +33,11 @@ FileOption = Annotated[
     typer.Option("--file", help="Read this file (needed for custom-yaml and mcp-json; any client's file otherwise)."),
 ]
 ExtractOption = Annotated[
-    bool, typer.Option("--extract-secrets", help="Move literal secrets in env/headers to a .env next to the config.")
+    bool,
+    typer.Option(
+        "--extract-secrets",
+        help="Move literal secrets in env, headers and oauth.clientSecret to a .env next to the config.",
+    ),
 ]
 
 

@@ -1,8 +1,8 @@
 """The secrets in server entries: masked for display, found for masking by value, moved into `.env`.
 
-A value counts as secret when it sits in `env` or `headers`, or wherever `toolscout.masking`
-would hide it (a URL's user info or secret-sounding query parameter, after a secret-sounding
-command-line flag, a well-known token format). `${VAR}` references are not secrets: they say
+A value counts as secret when it sits in `env` or `headers` or is `oauth.clientSecret`, or wherever
+`toolscout.masking` would hide it (a URL's user info or secret-sounding query parameter, after a
+secret-sounding command-line flag, a well-known token format). `${VAR}` references are not secrets: they say
 where the secret lives, so they are shown as written.
 """
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from toolscout.config.models import AnyServerConfig, GatewayConfig
 
 _SAFE_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "mcp-protocol-version"})
+_CLIENT_SECRET_KEYS = frozenset({"clientSecret", "client_secret"})
+"""`oauth.clientSecret` as a file or a dump may spell it (the model takes either name)."""
 _FOUND = "\x00"
 """The marker `secrets_in` masks with, to find what was masked: no configuration text holds one."""
 
@@ -31,19 +33,34 @@ def _mask(value: str) -> str:
 def mask_server(entry: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of one `mcpServers` entry that is safe to print.
 
-    `env` and `headers` values are hidden whole; the command, its arguments, the URL and every other
-    text are masked by `toolscout.masking` (a token in the `command` string as much as in `args`).
+    `env` and `headers` values and `oauth.clientSecret` are hidden whole; the command, its arguments,
+    the URL and every other text are masked by `toolscout.masking` (a token in the `command` string as
+    much as in `args`).
     """
     masked: dict[str, Any] = {}
     for key, value in entry.items():
         if key in ("env", "headers") and isinstance(value, Mapping):
             masked[key] = {k: _mask(str(v)) for k, v in cast(Mapping[str, Any], value).items()}
+        elif key == "oauth" and isinstance(value, Mapping):
+            masked[key] = _mask_oauth(cast(Mapping[str, Any], value))
         elif key == "args" and isinstance(value, list):
             masked[key] = mask_args(str(a) for a in cast(list[Any], value))
         elif isinstance(value, str):
             masked[key] = mask_text(value)
         else:
             masked[key] = value
+    return masked
+
+
+def _mask_oauth(oauth: Mapping[str, Any]) -> dict[str, Any]:
+    # The client secret is hidden whole, as an `env` value is: no pattern of `mask_text` would know it.
+    # The rest (the client id, scopes, the redirect URI) says which client signs in, and is shown.
+    masked: dict[str, Any] = {}
+    for key, value in oauth.items():
+        if key in _CLIENT_SECRET_KEYS and value is not None:
+            masked[key] = _mask(str(value))
+        else:
+            masked[key] = mask_text(value) if isinstance(value, str) else value
     return masked
 
 
@@ -93,9 +110,10 @@ def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) 
     """Return every secret value the configuration holds, for `toolscout.masking.remember_secrets`.
 
     `env` values and `headers` (but `Accept`, `Content-Type`, ...) of secret-sounding names or token
-    shapes, whatever `mask_text` would hide in any of a server's texts (the password in a URL, the
-    value after `--api-key` in `args` or inside `command`), and, given the variables the file was
-    read with, the values of those with secret-sounding names (`${GITHUB_TOKEN}` wherever it is used).
+    shapes, `oauth.clientSecret`, whatever `mask_text` would hide in any of a server's texts (the
+    password in a URL, the value after `--api-key` in `args` or inside `command`), and, given the
+    variables the file was read with, the values of those with secret-sounding names
+    (`${GITHUB_TOKEN}` wherever it is used).
     """
     found: set[str] = set()
     for server in config.mcp_servers.values():
@@ -114,6 +132,11 @@ def config_secrets(config: GatewayConfig, env: Mapping[str, str] | None = None) 
                     scheme, _, credential = text.partition(" ")
                     if credential and scheme.lower() in ("bearer", "basic", "token"):
                         found.add(credential)
+        # Whatever it looks like and wherever a variable of any name brought it from: an upstream's
+        # error or an agent's arguments quoting it are masked by value.
+        client_secret = cast(Mapping[str, Any], values.get("oauth") or {}).get("client_secret")
+        if isinstance(client_secret, str) and client_secret:
+            found.add(client_secret)
         args = [str(a) for a in cast(list[Any], values.get("args") or [])]
         for flag, value in itertools.pairwise(args):
             if flag.startswith("-") and "=" not in flag and secret_name(flag):
@@ -143,7 +166,7 @@ def env_name(*parts: str) -> str:
 def extract_secrets(
     server: str, entry: Mapping[str, Any], taken: Mapping[str, str]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Replace literal secrets in `env` and `headers` with `${VAR}` references.
+    """Replace literal secrets (in `env`, `headers` and `oauth.clientSecret`) with `${VAR}` references.
 
     Returns the new entry and the variables to write to `.env`. `taken` holds the
     variables already chosen (name -> value): the same value reuses its name, a
@@ -184,6 +207,14 @@ def extract_secrets(
             else:
                 rewritten[k] = reference(prefix + env_name(k), text)
         new["headers"] = rewritten
+    oauth = entry.get("oauth")
+    if isinstance(oauth, Mapping):
+        settings = dict(cast(Mapping[str, Any], oauth))
+        secret = settings.get("clientSecret")
+        if isinstance(secret, str) and _is_secret("clientSecret", secret):
+            # Server-qualified, as a header's is: two servers' clients have two secrets.
+            settings["clientSecret"] = reference(prefix + "CLIENT_SECRET", secret)
+            new["oauth"] = settings
     return new, found
 
 
