@@ -258,7 +258,8 @@ def server_unavailable(server: str, status: str, error: str | None = None, **det
     if status == "needs-login" and error:
         return SignInRequired(error, server=server, status=status, **details)  # the error says it all, and what to run
     because = f": {error}" if error else "."
-    return ServerUnavailable(f"Server {server!r} is {status}{because}", server=server, status=status, **details)
+    state = "could not connect" if status == "error" else f"is {status}"
+    return ServerUnavailable(f"Server {server!r} {state}{because}", server=server, status=status, **details)
 
 
 class SignInRequired(ServerUnavailable):

@@ -293,7 +293,11 @@ def describe_exception(exc: BaseException) -> str:
     import httpx2
     from mcp.shared.exceptions import MCPError
 
+    from toolscout.errors import ToolscoutError
+
     exc = innermost(exc)
+    if isinstance(exc, ToolscoutError):
+        return exc.message  # worded for users already: no class name in front
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc} (is it installed and on PATH?)"
     if isinstance(exc, PermissionError):
@@ -303,7 +307,7 @@ def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, httpx2.ConnectError):
         return f"cannot connect: {exc}"
     if isinstance(exc, httpx2.TransportError):
-        return f"HTTP transport error: {exc or type(exc).__name__}"
+        return f"HTTP transport error: {str(exc) or type(exc).__name__}"
     if isinstance(exc, MCPError):
         return f"{exc.error.message} (MCP error {exc.error.code})"
     text = str(exc)
