@@ -527,6 +527,7 @@ async def test_login_to_a_server_that_never_answers_ends_after_its_connect_timeo
     silent = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = silent.extra(anyio.abc.SocketAttribute.local_port)
     said = ""
+    status: list[dict[str, Any]] = []
     async with oauth_site() as site, silent, anyio.create_task_group() as tg:
         tg.start_soon(silent.serve, hold)
         home = Home(tmp_path, site)
@@ -535,7 +536,9 @@ async def test_login_to_a_server_that_never_answers_ends_after_its_connect_timeo
         home.config.write_text(json.dumps(config))
         done = await home.run("auth", "login", "mute", "--no-browser", expect=3)
         said = done.stderr.decode()
+        status = json.loads((await home.run("auth", "status", "mute", "--json")).stdout)
         tg.cancel_scope.cancel()
+    assert status[0]["state"] == "unknown" and status[0]["detail"] == "cannot reach it: ReadTimeout", status
     assert "mute did not answer within 1s (its `connectTimeout`)" in said, said
     assert "Traceback" not in said
 
@@ -767,11 +770,17 @@ async def test_a_refresh_that_cannot_be_kept_still_serves_the_call(tmp_path: Pat
             assert site.provider.refreshed == 0
         (directory / f".{home.sign_in.path.name}.lock").touch()  # as an earlier refresh leaves it
         with unwritable(directory):
-            # The old refresh token is spent by this refresh: the new tokens must not be lost with the write.
+            # The old refresh token is spent by this refresh: the new tokens must not be lost with the write,
+            # and the person is told, since the next process will find the kept one refused.
             done = await home.run("execute", "notes/whoami", "--json")
-        assert json.loads(done.stdout)["success"] is True
-        assert site.provider.refreshed == 1
-        assert home.sign_in.path.read_text() == before
+            assert json.loads(done.stdout)["success"] is True
+            assert "! notes: its refreshed sign-in cannot be kept at" in done.stderr.decode()
+            assert site.provider.refreshed == 1
+            assert home.sign_in.path.read_text() == before
+            refused = await home.run("execute", "notes/whoami", "--json", expect=3)
+        error = json.loads(refused.stdout)["error"]
+        assert error["code"] == "SIGN_IN_REQUIRED" and "refused to refresh" in error["message"], error
+        assert "! notes: that its sign-in ended cannot be written to" in refused.stderr.decode()
 
 
 @contextmanager

@@ -140,6 +140,16 @@ def _main() -> None:
 
     install_log_masking()
     command = sys.argv[1] if len(sys.argv) > 1 else None
+    if command != "serve":
+        # The one library error a command must show: a sign-in that could not be written, whose refresh
+        # token is spent (the next process would find it refused with no word of why).
+        sign_ins = logging.getLogger("toolscout.upstream.oauth")
+        shown = logging.StreamHandler(sys.stderr)
+        shown.setLevel(logging.ERROR)
+        shown.setFormatter(logging.Formatter("! %(message)s"))
+        sign_ins.addHandler(shown)
+        sign_ins.setLevel(logging.ERROR)
+        sign_ins.propagate = False
     app = make_app(command)
     if command != "serve":
         startup_over()  # `serve` ends it once it serves; the others run with the collector on

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -43,6 +44,9 @@ from toolscout.upstream.oauth import (
 if TYPE_CHECKING:
     from toolscout.config.oauth import OAuthSettings
 
+logger = logging.getLogger("toolscout.upstream.oauth")
+"""The sign-ins' logger (oauth.py's): the one whose errors the command line shows."""
+
 
 MAX_OAUTH_ANSWER_BYTES = 1024 * 1024
 """The most of an OAuth answer (metadata, registration, token, refusal) read off the wire.
@@ -57,7 +61,7 @@ OAUTH_REQUEST_TIMEOUT = 30.0
 """Seconds each step of an OAuth request (connect, send, each read) may take: the authorization server's
 endpoints answer in moments, and the MCP requests' own read timeout is minutes long (for SSE)."""
 
-MAX_ENCODED_ANSWER_BYTES = 64 * 1024
+MAX_ENCODED_ANSWER_BYTES = 16 * 1024
 """The cap for an answer sent compressed although the request asked for none: decompressed, it may
 be about a thousand times larger, so its compressed size is held to a smaller bound."""
 
@@ -458,7 +462,17 @@ class UpstreamOAuth(OAuthClientProvider):
         if held is not None and token is not None and token.access_token != held.access_token:
             return
         kept.ended = reason
-        await anyio.to_thread.run_sync(self.file.save, kept)
+        try:
+            await anyio.to_thread.run_sync(self.file.save, kept)
+        except OSError as exc:
+            # Ended in memory all the same: this process asks for a new login either way.
+            logger.error(
+                "%s: that its sign-in ended cannot be written to %s (%s); make that directory writable.",
+                self.server,
+                self.file.path,
+                exc.strerror or exc,
+            )
+            return
         self._stamp = self.file.stamp()
 
     def _sign_in_required(self, response: httpx2.Response, reason: str | None) -> Exception:

@@ -548,7 +548,8 @@ async def _ask(name: str, config: RemoteConfig) -> SignInState:
 
     headers = {"accept": "application/json, text/event-stream", **config.headers}
     try:
-        async with httpx2.AsyncClient(timeout=PROBE_TIMEOUT, verify=await shared_ssl_context()) as http:
+        within = min(PROBE_TIMEOUT, config.connect_timeout)
+        async with httpx2.AsyncClient(timeout=within, verify=await shared_ssl_context()) as http:
             if isinstance(config, SseServerConfig):
                 request = http.build_request("GET", config.url, headers={**headers, "accept": "text/event-stream"})
             else:
@@ -561,7 +562,7 @@ async def _ask(name: str, config: RemoteConfig) -> SignInState:
             answer = await http.send(request, stream=True)
             await answer.aclose()  # the headers say it all; an SSE stream is not read
     except httpx2.HTTPError as exc:
-        return SignInState(name, "unknown", detail=mask_text(f"cannot reach it: {exc or type(exc).__name__}"))
+        return SignInState(name, "unknown", detail=mask_text(f"cannot reach it: {str(exc) or type(exc).__name__}"))
     bearer = answer.headers.get("www-authenticate", "").lower().startswith("bearer")
     if answer.status_code == 401 and bearer:
         return SignInState(name, "needs login", detail=f"run `toolscout auth login {name}`")
