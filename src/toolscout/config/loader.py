@@ -328,7 +328,7 @@ def _describe(err: ErrorDetails) -> str:
         return f"{path}: unknown key{key_hint(key, sorted(_KNOWN_KEYS[scope]))}"
     if kind == "missing":
         return f"{path}: required key is missing"
-    message = err["msg"].removeprefix("Value error, ")
+    message = err["msg"].removeprefix("Value error, ").rstrip(".")  # the report ends each line with one
     if kind == "server_kind" and isinstance(err["input"], dict):
         entry: dict[str, Any] = err["input"]  # pyright: ignore[reportUnknownVariableType]
         typos = [
