@@ -426,11 +426,8 @@ async def test_logout_also_forgets_the_sign_ins_of_the_servers_earlier_urls(tmp_
 async def test_login_names_the_metadata_that_is_missing_or_malformed(tmp_path: Path, metadata: str) -> None:
     async with oauth_site(metadata=metadata) as site:  # type: ignore[arg-type]
         home = Home(tmp_path, site)
-        command = [PYTHON, "-m", "toolscout", "auth", "login", "notes", "--no-browser", "--config", str(home.config)]
-        with anyio.fail_after(BOUND):
-            done = await anyio.run_process(command, env=home.env, check=False)
+        done = await home.run("auth", "login", "notes", "--no-browser", expect=3)
         said = done.stdout.decode() + done.stderr.decode()
-        assert done.returncode == 3, said
         assert "publishes no usable OAuth metadata" in said
         problem = "HTTP 404" if metadata == "missing" else "not valid metadata"
         assert f"protected-resource metadata (RFC 9728) at {site.base}/.well-known/oauth-protected-resource" in said
@@ -449,11 +446,8 @@ async def test_login_stops_reading_an_answer_no_real_server_gives(tmp_path: Path
 
     async with oauth_site(metadata=metadata) as site:  # type: ignore[arg-type]
         home = Home(tmp_path, site)
-        command = [PYTHON, "-m", "toolscout", "auth", "login", "notes", "--no-browser", "--config", str(home.config)]
-        with anyio.fail_after(BOUND):
-            done = await anyio.run_process(command, env=home.env, check=False)
+        done = await home.run("auth", "login", "notes", "--no-browser", expect=3)
         said = done.stdout.decode() + done.stderr.decode()
-        assert done.returncode == 3, said
         limit = MAX_OAUTH_ANSWER_BYTES if metadata == "endless" else MAX_ENCODED_ANSWER_BYTES
         compressed = " compressed" if metadata == "compressed" else ""
         assert f"notes's OAuth answer from {site.base}/.well-known/" in said
