@@ -54,11 +54,6 @@ def _remote(name: str, config: GatewayConfig) -> HttpServerConfig | SseServerCon
     return entry
 
 
-def _own_authorization(entry: HttpServerConfig | SseServerConfig) -> bool:
-    """Whether the entry's `headers` send an `Authorization` of their own (toolscout then sends no sign-in)."""
-    return any(key.lower() == "authorization" for key in entry.headers)
-
-
 def _configured(server: str, config: Path | None, output: Output) -> HttpServerConfig | SseServerConfig:
     """The entry of the remote server `server` in the config the command runs with, or exit saying why not."""
     gateway_config, _ = load(config, output)
@@ -98,7 +93,9 @@ def login(
     """Sign in to SERVER: open its authorization page, wait for the redirect, keep the tokens."""
     output = Output(as_json)
     entry = _configured(server, config, output)
-    if _own_authorization(entry):
+    from toolscout.upstream.oauth import sends_own_authorization
+
+    if sends_own_authorization(entry.headers):
         output.fail(
             ConfigurationError(
                 f"{server} sends its own `Authorization` header (in its `headers`), and toolscout sends that "

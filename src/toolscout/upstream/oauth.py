@@ -31,7 +31,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -370,10 +370,9 @@ def scope_union(*scopes: Iterable[str] | None) -> list[str]:
     return list(dict.fromkeys(scope for group in scopes if group for scope in group))
 
 
-def challenged_scopes(www_authenticate: str) -> list[str]:
-    """The scopes a `WWW-Authenticate: Bearer ... scope="a b"` challenge names (RFC 6750 section 3)."""
-    found = re.search(r'(?:^|[\s,])scope="([^"]*)"', www_authenticate)
-    return found.group(1).split() if found else []
+def sends_own_authorization(headers: Mapping[str, str]) -> bool:
+    """Whether a server entry's `headers` carry an `Authorization` of their own, sent instead of any sign-in."""
+    return any(key.lower() == "authorization" for key in headers)
 
 
 def client_metadata(settings: OAuthSettings | None, redirect_uri: str) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, fields
@@ -21,6 +20,7 @@ import anyio.to_thread
 import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.oauth2 import OAuthContext
+from mcp.client.auth.utils import extract_field_from_www_auth, extract_scope_from_www_auth
 from mcp.shared.auth import OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 from pydantic import ValidationError
 
@@ -35,7 +35,6 @@ from toolscout.upstream.oauth import (
     SignInFile,
     Storage,
     called_tool,
-    challenged_scopes,
     client_metadata,
     scope_union,
     subject_of,
@@ -427,10 +426,9 @@ class UpstreamOAuth(OAuthClientProvider):
         The 403 itself passes on as the request's answer: refreshing cannot widen a grant, only a person
         can, and the server's other requests still work.
         """
-        www = response.headers.get("www-authenticate", "")
-        scopes = challenged_scopes(www)
         if self.static_authorization:
             return
+        scopes = (extract_scope_from_www_auth(response) or "").split()
         if self.file is not None and scopes:
             # Under the sign-in's lock and read again: a refresh's rotated tokens are never written over.
             with contextlib.suppress(TimeoutError, OSError):
@@ -445,8 +443,8 @@ class UpstreamOAuth(OAuthClientProvider):
                             self._stamp = self.file.stamp()
                         self.storage.record.wanted_scopes = kept.wanted_scopes
         if self.on_step_up is not None:
-            described = re.search(r'error_description="([^"]*)"', www)
-            description = mask_text(described.group(1)) if described else None
+            described = extract_field_from_www_auth(response, "error_description")
+            description = mask_text(described) if described else None
             self.on_step_up(ScopeChallenge(_called_tool(request), scopes, description))
 
     async def _end(self, held: OAuthToken | None, reason: str) -> None:
@@ -527,7 +525,7 @@ class UpstreamOAuth(OAuthClientProvider):
                             await self._refreshed(answer)
                 sent = self._authorize(request)
         response = yield request
-        if response.status_code == 403 and "insufficient_scope" in response.headers.get("www-authenticate", ""):
+        if response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
             await self._asked_for_more(request, response)
             return
         if not self._challenged(response):
@@ -590,9 +588,8 @@ def _called_tool(request: httpx2.Request) -> str | None:
 
 
 def _challenge_reason(response: httpx2.Response) -> str:
-    www = response.headers.get("www-authenticate", "")
-    described = re.search(r'error_description="([^"]*)"', www)
-    said = f": {described.group(1)}" if described else ""
+    described = extract_field_from_www_auth(response, "error_description")
+    said = f": {described}" if described else ""
     return mask_text(f"the server answered HTTP {response.status_code}{said}")
 
 

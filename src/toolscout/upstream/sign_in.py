@@ -40,6 +40,7 @@ from toolscout.upstream.oauth import (
     SignInFile,
     configured_client,
     scope_union,
+    sends_own_authorization,
 )
 
 if TYPE_CHECKING:
@@ -520,7 +521,7 @@ async def sign_in_states(servers: dict[str, RemoteConfig], *, ask: bool = True) 
     states: dict[str, SignInState] = {}
 
     async def one(name: str, config: RemoteConfig) -> None:
-        if any(key.lower() == "authorization" for key in config.headers):
+        if sends_own_authorization(config.headers):
             own = "it sends the `Authorization` header in its `headers`"
             states[name] = SignInState(name, "not needed", detail=own)
             return

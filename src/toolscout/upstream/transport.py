@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.masking import mask_text
 from toolscout.streams import ReceiveIteration
+from toolscout.upstream.oauth import sends_own_authorization
 
 if TYPE_CHECKING:
     # The SDK and httpx2 are imported where a connection or a callback is made (connection.py says why).
@@ -181,7 +182,7 @@ class RemoteUpstream:
         self._headers = dict(config.headers) or None
         self._name = name
         self._oauth = config.oauth
-        self._static_authorization = any(key.lower() == "authorization" for key in config.headers)
+        self._static_authorization = sends_own_authorization(config.headers)
         self.sign_in_required: SignInRequired | None = None
         """Why the current connection's server asked for a sign-in that is missing or ended, if it did."""
         self.scope_challenges: dict[str, ScopeChallenge] = {}
