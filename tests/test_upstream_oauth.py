@@ -413,7 +413,9 @@ async def test_logout_also_forgets_the_sign_ins_of_the_servers_earlier_urls(tmp_
         kept = home.sign_in.path.read_text()
         directory = home.sign_in.path.parent
         moved = SignInFile.of("notes", "https://old.example.com/mcp", directory)
-        moved.path.write_text(kept.replace(site.url, "https://old.example.com/mcp"))
+        earlier = json.loads(kept.replace(site.url, "https://old.example.com/mcp"))
+        earlier["tokens"] = {"token_type": "mac"}  # damaged for the SDK: still this server's, still forgotten
+        moved.path.write_text(json.dumps(earlier))
         other = SignInFile.of("notes-x", site.url, directory)  # a name whose file starts the same way
         other.path.write_text(kept.replace('"server": "notes"', '"server": "notes-x"'))
         out = (await home.run("auth", "logout", "notes")).stdout.decode()

@@ -148,9 +148,11 @@ class SignInFile:
         stem = self.path.name.rsplit("-", 1)[0]
         found: list[SignInFile] = []
         for path in sorted(directory.glob(f"{stem}-*.json")) if directory.is_dir() else []:
-            kept = SignInFile(path).load() if path != self.path else None
-            if kept is not None and kept.server == server:  # another name with the same slug is not this one
-                found.append(SignInFile(path))
+            # Only its `server` is read: a damaged file of this server is found as well, and forgotten.
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # (not a JSON object)
+                named: object = json.loads(path.read_text(encoding="utf-8")).get("server")
+                if path != self.path and named == server:  # another name with the same slug is not this one
+                    found.append(SignInFile(path))
         return found
 
     def check_writable(self) -> None:

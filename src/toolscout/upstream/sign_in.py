@@ -412,24 +412,21 @@ class SignedOut:
 async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
     """Revoke `name`'s tokens where its authorization server allows, and forget its sign-in either way."""
     file = SignInFile.of(name, config.url)
-
-    def forget_earlier() -> int:
-        # Signing out leaves no token of the server on disk, including those of a URL it had before.
-        return sum(earlier.delete() for earlier in file.earlier(name))
-
     kept = await anyio.to_thread.run_sync(file.load)
-    if kept is None or not kept.tokens:
-        forgotten = await anyio.to_thread.run_sync(file.delete)
-        earlier = await anyio.to_thread.run_sync(forget_earlier)
-        return SignedOut(name, forgotten, "nothing to revoke", earlier)
-    settings = config.oauth
-    client = kept.client or {}
-    if settings is not None and settings.client_secret and client.get("client_id") == settings.client_id:
-        kept.client = {**client, "client_secret": settings.client_secret}  # the config's secret, never kept
-    revocation = await _revoke(kept)
-    await anyio.to_thread.run_sync(file.delete)
-    earlier = await anyio.to_thread.run_sync(forget_earlier)
-    return SignedOut(name, True, revocation, earlier)
+    revocation = "nothing to revoke"
+    if kept is not None and kept.tokens:
+        settings = config.oauth
+        client = kept.client or {}
+        if settings is not None and settings.client_secret and client.get("client_id") == settings.client_id:
+            kept.client = {**client, "client_secret": settings.client_secret}  # the config's secret, never kept
+        revocation = await _revoke(kept)
+
+    def forget() -> tuple[bool, int]:
+        # Signing out leaves no token of the server on disk, including those of a URL it had before.
+        return file.delete(), sum(earlier.delete() for earlier in file.earlier(name))
+
+    forgotten, earlier = await anyio.to_thread.run_sync(forget)
+    return SignedOut(name, forgotten, revocation, earlier)
 
 
 async def _revoke(kept: SignIn) -> str:
