@@ -419,7 +419,9 @@ async def test_an_llm_that_timed_out_rests_and_is_asked_again_after() -> None:
     now = [0.0]
     async with smart_gateway() as gateway, callback_site(lambda _body: completion("{}")) as site:
         smart = SmartConfig()
-        engine = SmartDiscovery(gateway, smart, llm=llm_source(endpoint(site, "/slow/v1", timeout=0.5), smart))
+        # The timeout must outlast the request's way to the site (which records it, then hangs): 0.5 s did
+        # not, once, with the suite and `stress --cpu 2` sharing two cores. Each timeout is waited out twice.
+        engine = SmartDiscovery(gateway, smart, llm=llm_source(endpoint(site, "/slow/v1", timeout=2.0), smart))
         engine.clock = lambda: now[0]
         with anyio.fail_after(WAIT):
             first = structured(await engine.run(SmartArgs.model_validate({"request": CONVERT})))
