@@ -46,7 +46,9 @@ async def test_a_stdio_server_that_refuses_initialize_is_reached_in_the_2026_era
         assert gw.server_status(modern)["protocolVersion"] == "2026-07-28"
         result = await gw.execute("modern", "echo", {"text": "still here"})
         assert not result.is_error and "still here" in str(result.content)
-        # Told to speak only the handshake era, it does, and says why it cannot connect.
+        # Told to speak only the handshake era, it does, and says why it cannot connect. It retries
+        # after a backoff, so wait for a failed attempt rather than read whichever state is current.
+        await until(gw.upstream("strict"), Status.ERROR)
         strict = gw.server_status(gw.upstream("strict"))
         assert strict["status"] == "error" and "initialize" in strict["error"]
 
