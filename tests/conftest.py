@@ -17,8 +17,11 @@ import mcp.client.stdio as mcp_stdio
 import pytest
 
 from tests.helpers.paths import node_path
+from tests.helpers.thread_start import guard_thread_start
 from tests.helpers.tiers import MARK, ProcessWatch, starts_processes
 from toolscout.masking import forget_secrets
+
+guard_thread_start()
 
 
 @pytest.fixture
