@@ -27,14 +27,14 @@ import httpx2
 import mcp_types as types
 import pytest
 from benchmarks.processes import served_gateway
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.stdio import stdio_client
 
 from tests.helpers.config_files import units
 from tests.helpers.oauth_site import SUBJECT, OAuthSite, oauth_site
 from tests.helpers.paths import PYTHON
-from toolscout.upstream.oauth import SignInFile
+from toolscout.upstream.oauth import SignInFile, request_name
 
 pytestmark = [pytest.mark.anyio, pytest.mark.processes]
 
@@ -689,7 +689,7 @@ async def test_a_tool_wanting_a_wider_sign_in_names_the_scopes_and_login_asks_fo
     async with oauth_site() as site:
         home = Home(tmp_path, site)
         await home.login()
-        site.write_tools = frozenset({"add"})
+        site.write_requests = frozenset({"tools/call add"})
         failed = await home.run("execute", "notes/add", "--args", '{"a": 1, "b": 2}', "--json", expect=3)
         error = json.loads(failed.stdout)["error"]
         assert error["code"] == "SCOPE_REQUIRED", error
@@ -710,6 +710,52 @@ async def test_a_tool_wanting_a_wider_sign_in_names_the_scopes_and_login_asks_fo
         assert len(site.provider.clients) == 2  # the first registration named only `read`
         done = await home.run("execute", "notes/add", "--args", '{"a": 1, "b": 2}', "--json")
         assert json.loads(done.stdout)["result"]["structuredContent"] == {"result": 3}
+
+
+async def test_a_read_or_prompt_wanting_a_wider_sign_in_names_the_scopes(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        site.write_requests = frozenset({"resources/read notes://today", "prompts/get summary"})
+        async with stdio_serve(home) as (client, _):
+            await until_status(client, "notes", "connected")
+            (resource,) = [r for r in (await client.list_resources()).resources if r.uri.endswith("notes://today")]
+            (prompt,) = [p.name for p in (await client.list_prompts()).prompts if p.name.endswith("summary")]
+            for ask, request in (
+                (client.read_resource(resource.uri), "resources/read notes://today"),
+                (client.get_prompt(prompt), "prompts/get summary"),
+            ):
+                with pytest.raises(MCPError) as refused:
+                    await ask
+                data, message = refused.value.data, refused.value.message
+                assert isinstance(data, dict) and data["code"] == "SCOPE_REQUIRED", message
+                assert data["scopes"] == ["read", "write"] and data["request"] == request
+                assert f"needs a wider sign-in to answer {request}: it asks for the scopes read write" in message
+                assert "toolscout auth login notes" in message
+            assert not (await execute(client, "notes", "whoami", {})).is_error  # the rest works as before
+        kept = json.loads(home.sign_in.path.read_text())
+        assert kept["wanted_scopes"] == ["write"] and kept.get("ended") is None
+        await home.login()
+        site.write_requests = frozenset({"resources/read notes://today", "prompts/get summary"})
+        async with stdio_serve(home) as (client, _):
+            await until_status(client, "notes", "connected")
+            read = await client.read_resource(resource.uri)
+            assert "water the plants" in str(read.contents)
+
+
+def test_a_request_is_named_as_the_gateway_names_what_it_sends() -> None:
+    def body(method: str, params: dict[str, Any]) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+    assert request_name(body("tools/call", {"name": "add", "arguments": {}})) == "tools/call add"
+    assert request_name(body("resources/read", {"uri": "notes://today"})) == "resources/read notes://today"
+    assert request_name(body("prompts/get", {"name": "summary"})) == "prompts/get summary"
+    completion = {"ref": {"type": "ref/prompt", "name": "summary"}, "argument": {"name": "day", "value": "mo"}}
+    assert request_name(body("completion/complete", completion)) == "completion/complete day"
+    assert request_name(body("resources/list", {})) == "resources/list"
+    assert request_name(body("tools/call", {"name": 7})) == "tools/call"  # not an item the gateway names
+    for unusable in (b"", b"not json", b"[1, 2]", b'{"id": 1}'):
+        assert request_name(unusable) is None
 
 
 async def test_a_configured_redirect_uri_is_used_as_written(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ into MCP errors, `isError` results or exit codes.
     │   └── RegistryUnavailable    REGISTRY_UNAVAILABLE (the shared registry, Redis, cannot be reached)
     └── UpstreamError              UPSTREAM_ERROR       (a read, get or listing failed upstream)
         ├── ToolExecutionError     TOOL_EXECUTION_ERROR (a tool call failed upstream)
-        │   └── ScopeRequired      SCOPE_REQUIRED       (the upstream wants a wider sign-in for that tool)
+        ├── ScopeRequired          SCOPE_REQUIRED       (the upstream wants a wider sign-in for that call or read)
         └── UpstreamRefused        UPSTREAM_ERROR       (the upstream's own JSON-RPC error)
             └── ToolRefused        TOOL_EXECUTION_ERROR (... to a tool call; also a ToolExecutionError)
 """
@@ -354,25 +354,30 @@ class ToolExecutionError(UpstreamError):
     code = "TOOL_EXECUTION_ERROR"
 
 
-class ScopeRequired(ToolExecutionError):
-    """An OAuth upstream answered a tool call 403 `insufficient_scope`: the sign-in works, but that tool
-    needs scopes it was not granted. Its message names them and the `toolscout auth login` that asks for
-    them; the server's other tools carry on."""
+class ScopeRequired(UpstreamError):
+    """An OAuth upstream answered a request 403 `insufficient_scope`: the sign-in works, but that tool call,
+    read or prompt needs scopes it was not granted. Its message names them and the `toolscout auth login`
+    that asks for them; the server's other tools, resources and prompts carry on."""
 
     code = "SCOPE_REQUIRED"
 
     @classmethod
-    def for_tool(cls, server: str, tool: str, scopes: list[str], description: str | None) -> ScopeRequired:
-        """`server` wants `scopes` (its `description`, when it gave one) before it runs `tool`."""
+    def for_request(
+        cls, server: str, request: str, scopes: list[str], description: str | None, *, tool: str | None = None
+    ) -> ScopeRequired:
+        """`server` wants `scopes` (its `description`, when it gave one) before it answers `request`
+        (`tools/call add`, `resources/read URI`, ...); `tool`: the request is a call of that tool."""
         wanted = f"the scope{'s' if len(scopes) != 1 else ''} {' '.join(scopes)}" if scopes else "more scopes"
         said = f" ({description})" if description else ""
+        what = f"to run {tool!r}" if tool is not None else f"to answer {request}"
+        details: dict[str, Any] = {"tool": tool} if tool is not None else {"request": request}
         return cls(
-            f"Server {server!r} needs a wider sign-in to run {tool!r}: it asks for {wanted}{said}. Sign in again "
+            f"Server {server!r} needs a wider sign-in {what}: it asks for {wanted}{said}. Sign in again "
             f"with `toolscout auth login {server}`, which asks for them as well as those granted, then try again. "
-            "Its other tools keep working meanwhile.",
+            "The rest of the server keeps working meanwhile.",
             server=server,
-            tool=tool,
             scopes=scopes,
+            **details,
         )
 
 

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.helpers.web_site import serving
 from toolscout.serve.http import bind
-from toolscout.upstream.oauth import called_tool
+from toolscout.upstream.oauth import request_name
 
 SUBJECT = "ada@example.com"
 """Whom every authorization is granted to (the user who clicked "allow")."""
@@ -165,9 +165,9 @@ class OAuthSite:
     """When set, the token endpoint answers this HTTP status (an authorization server in trouble)."""
     token_endless: bool = False
     """When set, the token endpoint answers 200 with a body that goes on and on (a hostile server)."""
-    write_tools: frozenset[str] = frozenset()
-    """Tools a call needs the `write` scope for: without it the server answers 403 `insufficient_scope`
-    naming `read write`, as a server asking for a step-up does."""
+    write_requests: frozenset[str] = frozenset()
+    """Requests that need the `write` scope, as `request_name` names them (`tools/call add`): without it
+    the server answers 403 `insufficient_scope` naming `read write`, as a server asking for a step-up does."""
 
     @property
     def url(self) -> str:
@@ -192,7 +192,7 @@ class _MetadataOverride:
         if scope["type"] == "http" and path == "/token" and self._site.token_endless:
             await _endless(send, compressed=False)
             return
-        if scope["type"] == "http" and path == self._site.path and self._site.write_tools:
+        if scope["type"] == "http" and path == self._site.path and self._site.write_requests:
             replayed = await self._step_up(scope, receive, send)
             if replayed is None:
                 return
@@ -212,7 +212,7 @@ class _MetadataOverride:
         await self._app(scope, receive, send)
 
     async def _step_up(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """Answer 403 `insufficient_scope` to a call of a `write_tools` tool without the `write` scope (None);
+        """Answer 403 `insufficient_scope` to a `write_requests` request without the `write` scope (None);
         otherwise hand back a `receive` that replays the request's body to the app."""
         body = b""
         while True:
@@ -220,11 +220,11 @@ class _MetadataOverride:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        name = called_tool(body)
+        name = request_name(body)
         headers: dict[bytes, bytes] = dict(scope.get("headers", []))
         token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
         granted = self._site.provider.access.get(token)
-        if name in self._site.write_tools and granted is not None and "write" not in granted.scopes:
+        if name in self._site.write_requests and granted is not None and "write" not in granted.scopes:
             challenge = (
                 f'Bearer error="insufficient_scope", scope="read write", '
                 f'resource_metadata="{self._site.base}/.well-known/oauth-protected-resource{self._site.path}", '
@@ -279,7 +279,8 @@ async def oauth_site(
     sse: bool = False,
     revocation: bool = True,
 ) -> AsyncGenerator[OAuthSite]:
-    """Serve an OAuth-protected MCP server (tools `whoami` and `add`) on a free loopback port
+    """Serve an OAuth-protected MCP server (tools `whoami` and `add`, resource `notes://today`, prompt
+    `summary`) on a free loopback port
     (`protected=False`: the same server open to anyone, asking for no sign-in; `sse`: over the legacy
     HTTP+SSE transport at `/sse` instead of streamable HTTP at `/mcp`; `revocation=False`: its authorization
     server offers no revocation endpoint, as many do not)."""
@@ -315,6 +316,16 @@ async def oauth_site(
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
+
+    @server.resource("notes://today")
+    def today() -> str:
+        """Today's notes."""
+        return "water the plants"
+
+    @server.prompt()
+    def summary() -> str:
+        """Ask for a summary of today's notes."""
+        return "Summarise today's notes."
 
     app = server.sse_app() if sse else server.streamable_http_app()
     async with serving(_MetadataOverride(app, site), sock, lifespan="off" if sse else "on"):

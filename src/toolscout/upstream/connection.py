@@ -35,7 +35,7 @@ import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout import __version__
-from toolscout.errors import ScopeRequired, ServerUnavailable, SignInRequired, ToolExecutionError
+from toolscout.errors import ScopeRequired, ServerUnavailable, SignInRequired, ToolExecutionError, UpstreamError
 from toolscout.masking import mask_text
 from toolscout.telemetry.metrics import Histogram
 from toolscout.upstream.calls import (
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client.session import ClientRequestContext, IncomingMessage
 
-    from toolscout.upstream.oauth import ScopeChallenge
     from toolscout.upstream.transport import UpstreamTarget
 
 logger = logging.getLogger(__name__)
@@ -459,17 +458,22 @@ class Upstream:
         except ServerUnavailable as exc:
             raise self._sign_in_required() or exc from None
         except ToolExecutionError:
-            challenge = self._scope_challenge(tool)
-            if challenge is None:
+            scope_required = self._scope_required(f"tools/call {tool}", tool=tool)
+            if scope_required is None:
                 raise
-            raise ScopeRequired.for_tool(self.name, tool, challenge.scopes, challenge.description) from None
+            raise scope_required from None
 
-    def _scope_challenge(self, tool: str) -> ScopeChallenge | None:
-        """The 403 `insufficient_scope` the server answered a call of `tool` with, if that is why it failed."""
+    def _scope_required(self, request: str, *, tool: str | None = None) -> ScopeRequired | None:
+        """The server answered `request` 403 `insufficient_scope`, if that is why it failed (by `request_name`)."""
         from toolscout.upstream.transport import RemoteUpstream
 
         transport = self.spec.transport
-        return transport.scope_challenges.pop(tool, None) if isinstance(transport, RemoteUpstream) else None
+        if not isinstance(transport, RemoteUpstream):
+            return None
+        challenge = transport.scope_challenges.pop(request, None)
+        if challenge is None:
+            return None
+        return ScopeRequired.for_request(self.name, request, challenge.scopes, challenge.description, tool=tool)
 
     def _sign_in_required(self) -> SignInRequired | None:
         """Why the server refused the connection's sign-in, when that is what ended it (a 401 was not processed)."""
@@ -491,14 +495,21 @@ class Upstream:
 
         It fails as a call does: `ServerUnavailable` when not connected or when the connection goes,
         `CallTimeout` after `within` seconds (default: the server's `timeout`; cancelled upstream), and the
-        upstream's own error as `UpstreamRefused` with `upstreamCode` (and `upstreamData`). `what` names
-        the request in messages. `use=False` (listings) leaves the `idleTimeout` clock alone.
+        upstream's own error as `UpstreamRefused` with `upstreamCode` (and `upstreamData`), or `ScopeRequired`
+        when an OAuth server wants a wider sign-in for it. `what` names the request in messages, as the method
+        and the item asked about (`prompts/get summary`), the words `oauth.request_name` reads off the
+        request sent. `use=False` (listings) leaves the `idleTimeout` clock alone.
         """
         limit = self.spec.call_timeout if within is None else within
         try:
             return await self._calls.send(Request(self.name, what), operation, limit=limit, use=use)
         except ServerUnavailable as exc:
             raise self._sign_in_required() or exc from None
+        except UpstreamError:
+            scope_required = self._scope_required(what)
+            if scope_required is None:
+                raise
+            raise scope_required from None
 
     def _on_connected(self, client: Client, tools: Sequence[types.Tool]) -> None:
         """The handshake and the first tool list are done: the session is live."""

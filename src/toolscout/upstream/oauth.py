@@ -343,28 +343,44 @@ class Interaction:
 
 @dataclass(frozen=True)
 class ScopeChallenge:
-    """A server's 403 `insufficient_scope` to one request: the tool it called, and what the server asked."""
+    """A server's 403 `insufficient_scope` to one request: which request it was, and what the server asked."""
 
-    tool: str | None
-    """The tool the request called (None: another request)."""
+    request: str | None
+    """The request as `request_name` names it (None: a body that is not one JSON-RPC request)."""
     scopes: list[str]
     description: str | None
 
 
-def called_tool(body: bytes) -> str | None:
-    """The tool a JSON-RPC request body calls, if it is a `tools/call`."""
+_NAMED_BY = {
+    "tools/call": ("name",),
+    "prompts/get": ("name",),
+    "resources/read": ("uri",),
+    "completion/complete": ("argument", "name"),
+}
+"""Where in its params each request that is about one item names the item."""
+
+
+def request_name(body: bytes) -> str | None:
+    """A JSON-RPC request body's method and, for a request about one item, that item.
+
+    `tools/call add`, `prompts/get summary`, `resources/read notes://today`, `completion/complete city`;
+    `resources/list` for a request about no one item. These are the words `Upstream.call_tool` and
+    `Upstream.request` name their requests with. None when the body is not one JSON-RPC request.
+    """
     try:
         sent: object = json.loads(body) if body else None
     except ValueError:
         return None
     if not isinstance(sent, dict):
         return None
-    call = cast("dict[str, Any]", sent)
-    params = call.get("params")
-    if call.get("method") != "tools/call" or not isinstance(params, dict):
-        return None
-    name = cast("dict[str, Any]", params).get("name")
-    return name if isinstance(name, str) else None
+    request = cast("dict[str, Any]", sent)
+    method = request.get("method")
+    if not isinstance(method, str) or method not in _NAMED_BY:
+        return method if isinstance(method, str) else None
+    item: object = request.get("params")
+    for key in _NAMED_BY[method]:
+        item = cast("dict[str, Any]", item).get(key) if isinstance(item, dict) else None
+    return f"{method} {item}" if isinstance(item, str) else method
 
 
 def scope_union(*scopes: Iterable[str] | None) -> list[str]:

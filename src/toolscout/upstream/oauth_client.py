@@ -34,8 +34,8 @@ from toolscout.upstream.oauth import (
     SignIn,
     SignInFile,
     Storage,
-    called_tool,
     client_metadata,
+    request_name,
     scope_union,
     subject_of,
 )
@@ -445,7 +445,7 @@ class UpstreamOAuth(OAuthClientProvider):
         if self.on_step_up is not None:
             described = extract_field_from_www_auth(response, "error_description")
             description = mask_text(described) if described else None
-            self.on_step_up(ScopeChallenge(_called_tool(request), scopes, description))
+            self.on_step_up(ScopeChallenge(_request_name(request), scopes, description))
 
     async def _end(self, held: OAuthToken | None, reason: str) -> None:
         """The sign-in no longer works: say so in its file (unless another process signed in anew meanwhile)."""
@@ -580,9 +580,9 @@ async def _refusal(response: httpx2.Response) -> str | None:
     return f"{error} (HTTP {response.status_code})" if error in _SIGN_IN_REFUSED else None
 
 
-def _called_tool(request: httpx2.Request) -> str | None:
+def _request_name(request: httpx2.Request) -> str | None:
     try:
-        return called_tool(request.content)
+        return request_name(request.content)
     except httpx2.RequestNotRead:
         return None
 

@@ -186,7 +186,7 @@ class RemoteUpstream:
         self.sign_in_required: SignInRequired | None = None
         """Why the current connection's server asked for a sign-in that is missing or ended, if it did."""
         self.scope_challenges: dict[str, ScopeChallenge] = {}
-        """The last 403 `insufficient_scope` to a call of each tool, until that call's failure is reported."""
+        """The last 403 `insufficient_scope` to each request (by `request_name`), until its failure is reported."""
 
     def sign_in_file(self) -> SignInFile | None:
         """Where this server's sign-in is kept (None: a server without a name, made outside a config)."""
@@ -254,8 +254,8 @@ class RemoteUpstream:
         self.sign_in_required = error
 
     def _stepping_up(self, challenge: ScopeChallenge) -> None:
-        if challenge.tool is not None:
-            self.scope_challenges[challenge.tool] = challenge
+        if challenge.request is not None:
+            self.scope_challenges[challenge.request] = challenge
 
 
 SIGN_IN_POLL = 1.0
