@@ -206,6 +206,32 @@ async def test_login_prints_the_url_and_keeps_the_sign_in_for_the_user_only(tmp_
         assert site.provider.authorized == 2
 
 
+async def test_a_sign_in_file_others_can_read_is_named_with_the_command_that_fixes_it(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        kept = home.sign_in.path
+        kept.chmod(0o644)  # loosened by hand, or copied from a backup with another mode
+        fix = f"chmod 600 {kept}"
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        assert status[0]["state"] == "signed in"  # still works: a warning, not a refusal
+        assert "can be read by others than you (mode 0644)" in status[0]["detail"] and fix in status[0]["detail"]
+        doctor = json.loads((await home.run("doctor", "--json")).stdout)
+        notes = next(d for d in doctor["servers"] if d["server"] == "notes")
+        assert notes["ok"] and len(notes["warnings"]) == 1 and fix in notes["warnings"][0]
+        assert not next(d for d in doctor["servers"] if d["server"] == "units")["warnings"]
+        printed = " ".join((await home.run("doctor")).stdout.decode().split())
+        assert f"! its sign-in file {kept} can be read by others" in printed
+        served = await home.run("execute", "notes/whoami", "--json")
+        assert json.loads(served.stdout)["result"]["isError"] is False
+
+        kept.chmod(0o600)
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        assert status[0]["detail"] is None
+        doctor = json.loads((await home.run("doctor", "--json")).stdout)
+        assert not next(d for d in doctor["servers"] if d["server"] == "notes")["warnings"]
+
+
 async def test_execute_and_list_use_the_sign_in_and_refresh_it_without_asking(tmp_path: Path) -> None:
     async with oauth_site() as site:
         home = Home(tmp_path, site)

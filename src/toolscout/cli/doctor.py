@@ -21,12 +21,14 @@ import typer
 from rich.markup import escape
 
 from toolscout.cli.common import EXIT_FAILED, ConfigOption, JsonOption, Output, load, run
+from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.errors import ToolscoutError
 from toolscout.naming import tool_label
 
 if TYPE_CHECKING:
     from toolscout.cli.answers import CatalogView, ServeAnswers, ServerView
     from toolscout.config import GatewayConfig
+    from toolscout.config.models import ServerConfig
 
 STEPS = ("configured", "started", "listed", "searchable")
 """The steps in order: a server's tools are found only when it passes all four."""
@@ -42,6 +44,8 @@ class Diagnosis:
     reason: str | None = None
     notes: list[str] = field(default_factory=list[str])
     """What passed but is worth knowing (tools disabled by rules, hidden from listings)."""
+    warnings: list[str] = field(default_factory=list[str])
+    """What passed but should be fixed (a sign-in file others can read)."""
     tools: int = 0
     enabled: int = 0
 
@@ -60,7 +64,7 @@ class Diagnosis:
         found: dict[str, Any] = {"server": self.server, "ok": self.failed is None, "steps": steps}
         if self.failed is not None:
             found |= {"failedStep": self.failed, "reason": self.reason}
-        return found | {"tools": self.tools, "enabled": self.enabled, "notes": self.notes}
+        return found | {"tools": self.tools, "enabled": self.enabled, "notes": self.notes, "warnings": self.warnings}
 
 
 def register(app: typer.Typer) -> None:
@@ -108,6 +112,9 @@ def diagnose(config: GatewayConfig, view: CatalogView, server: ServerView) -> Di
         found.fail("configured", "`disabled: true` in its config entry: it is never started.")
         return found
     found.ok("configured")
+    exposed = _exposed_sign_in(server.name, entry)
+    if exposed is not None:
+        found.warnings.append(f"its sign-in file {exposed}")
     if server.status != "connected":
         reason = server.error or f"it is {server.status}"
         found.fail("started", f"{reason}." if not reason.rstrip().endswith(".") else reason)
@@ -138,6 +145,15 @@ def diagnose(config: GatewayConfig, view: CatalogView, server: ServerView) -> Di
         return found
     found.ok("searchable")
     return found
+
+
+def _exposed_sign_in(name: str, entry: ServerConfig) -> str | None:
+    """What to do when the sign-in kept for remote server `name` can be read by others (None: nothing)."""
+    if not isinstance(entry, HttpServerConfig | SseServerConfig):
+        return None
+    from toolscout.upstream.oauth import SignInFile
+
+    return SignInFile.of(name, entry.url).exposed()
 
 
 def _why_none_enabled(config: GatewayConfig, view: CatalogView, server: str) -> str:
@@ -201,6 +217,8 @@ def _print(output: Output, diagnoses: list[Diagnosis]) -> None:
             output.print(f"  {diagnosis.enabled} of {diagnosis.tools} tools enabled")
         for note in diagnosis.notes:
             output.print(f"  [dim]{escape(note)}[/dim]")
+        for warning in diagnosis.warnings:
+            output.print(f"  [yellow]! {escape(warning)}[/yellow]")
         if diagnosis.failed is not None:
             output.print(f"  [red]{escape(diagnosis.failed)}:[/red] {escape(diagnosis.reason or '')}")
         output.print()

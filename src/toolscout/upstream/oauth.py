@@ -135,6 +135,7 @@ class SignInFile:
         self.path = path
         self.damaged: str | None = None
         """Why the file could not be read as a sign-in, when the last `load` found one it could not."""
+        self._told_exposed = False
 
     @classmethod
     def of(cls, server: str, url: str, directory: Path | None = None) -> SignInFile:
@@ -161,6 +162,22 @@ class SignInFile:
         probe = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.probe")
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         probe.unlink()
+
+    def exposed(self) -> str | None:
+        """What to do when others than the user may read or write the file (its mode loosened by hand,
+        or copied with another); None when it is the user's only, absent, or on a system without modes."""
+        if os.name != "posix":
+            return None
+        try:
+            mode = self.path.stat().st_mode
+        except OSError:
+            return None
+        if not mode & 0o077:
+            return None
+        return (
+            f"{self.path} can be read by others than you (mode {mode & 0o777:04o}), and it holds this server's "
+            f"tokens: run `chmod 600 {self.path}`"
+        )
 
     def stamp(self) -> tuple[int, int, int] | None:
         """What changes whenever the file is written (None: there is no file)."""
@@ -190,6 +207,10 @@ class SignInFile:
             self.damaged = f"{self.path} is damaged ({first['msg']}{f' at {where}' if where else ''})"
             logger.warning("the sign-in kept for a server: %s; sign in again", self.damaged)
             return None
+        exposed = None if self._told_exposed else self.exposed()
+        if exposed is not None:
+            self._told_exposed = True  # once for each time the gateway reads it anew, not at every change
+            logger.warning("the sign-in kept for a server: %s", exposed)
         return record
 
     def save(self, record: SignIn) -> None:

@@ -20,7 +20,7 @@ import math
 import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -530,6 +530,9 @@ async def sign_in_states(servers: dict[str, RemoteConfig], *, ask: bool = True) 
         state = kept_state(name, kept) if kept is not None else None
         if state is None:
             state = await _ask(name, config) if ask else SignInState(name, "not signed in")
+        exposed = file.exposed() if kept is not None else None
+        if exposed is not None:
+            state = replace(state, detail="; ".join(filter(None, (state.detail, exposed))))
         states[name] = state
 
     async with anyio.create_task_group() as tg:
