@@ -432,6 +432,20 @@ async def test_logout_revokes_at_the_server_and_forgets(tmp_path: Path) -> None:
         assert "No sign-in was kept for notes" in again
 
 
+async def test_logout_of_an_ended_sign_in_says_so_and_revokes_nothing(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        site.provider.revoke_all()  # the user ends the app's access on the provider's site
+        await home.run("execute", "notes/whoami", "--json", expect=3)
+        assert "refused to refresh" in json.loads(home.sign_in.path.read_text())["ended"]
+        out = " ".join((await home.run("auth", "logout", "notes")).stdout.decode().split())
+        assert "Signed out of notes: its sign-in had already ended (its authorization server refused" in out
+        assert "so nothing was revoked; what was kept is forgotten" in out
+        assert site.provider.revoked == []  # refused tokens are not sent to be "revoked" for nothing
+        assert not home.sign_in.path.exists()
+
+
 async def test_logout_also_forgets_the_sign_ins_of_the_servers_earlier_urls(tmp_path: Path) -> None:
     async with oauth_site() as site:
         home = Home(tmp_path, site)

@@ -244,6 +244,7 @@ def logout(server: ServerArgument, config: ConfigOption = None, as_json: JsonOpt
                     "forgotten": done.forgotten,
                     "revocation": done.revocation,
                     "earlierUrlsForgotten": done.earlier,
+                    "ended": done.ended,
                 }
             )
             return
@@ -256,8 +257,10 @@ def logout(server: ServerArgument, config: ConfigOption = None, as_json: JsonOpt
         if not done.forgotten:
             output.print(f"No sign-in was kept for {escape(server)}: nothing to do.")
             return
-        if done.revocation == "nothing to revoke":
-            said = "it held no tokens any more (its sign-in had ended); what was kept of it is forgotten"
+        if done.ended is not None:
+            said = f"its sign-in had already ended ({done.ended}), so nothing was revoked; what was kept is forgotten"
+        elif done.revocation == "nothing to revoke":
+            said = "it held no tokens any more; what was kept of it is forgotten"
         elif done.revocation == "revoked":
             said = "its tokens were revoked at its authorization server and forgotten here"
         elif done.revocation == "not offered":

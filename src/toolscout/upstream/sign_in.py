@@ -404,9 +404,12 @@ class SignedOut:
     server: str
     forgotten: bool
     revocation: str
-    """`revoked`, `not offered` (the server has no revocation endpoint), or why revoking failed."""
+    """`revoked`, `not offered` (the server has no revocation endpoint), `nothing to revoke` (no tokens,
+    or a sign-in that had ended), or why revoking failed."""
     earlier: int = 0
     """How many sign-ins kept for the server's earlier URLs were forgotten as well (not revoked)."""
+    ended: str | None = None
+    """Why the sign-in had already ended, when it had: its tokens were refused, so none was revoked."""
 
 
 async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
@@ -414,7 +417,9 @@ async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
     file = SignInFile.of(name, config.url)
     kept = await anyio.to_thread.run_sync(file.load)
     revocation = "nothing to revoke"
-    if kept is not None and kept.tokens:
+    # An ended sign-in's tokens were refused by the server already (a refresh or the access token):
+    # revoking them would be answered "revoked" for nothing, which would mislead.
+    if kept is not None and kept.tokens and kept.ended is None:
         settings = config.oauth
         client = kept.client or {}
         if settings is not None and settings.client_secret and client.get("client_id") == settings.client_id:
@@ -426,7 +431,7 @@ async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
         return file.delete(), sum(earlier.delete() for earlier in file.earlier(name))
 
     forgotten, earlier = await anyio.to_thread.run_sync(forget)
-    return SignedOut(name, forgotten, revocation, earlier)
+    return SignedOut(name, forgotten, revocation, earlier, kept.ended if kept is not None else None)
 
 
 async def _revoke(kept: SignIn) -> str:
