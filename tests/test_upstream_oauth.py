@@ -185,7 +185,7 @@ async def test_login_prints_the_url_and_keeps_the_sign_in_for_the_user_only(tmp_
         notes = next(s for s in status if s["server"] == "notes")
         assert notes | {"expiresAt": None} == {
             "server": "notes",
-            "state": "signed in",
+            "state": "signed-in",
             "subject": SUBJECT,
             "expiresAt": None,
             "scopes": ["read"],
@@ -214,7 +214,7 @@ async def test_a_sign_in_file_others_can_read_is_named_with_the_command_that_fix
         kept.chmod(0o644)  # loosened by hand, or copied from a backup with another mode
         fix = f"chmod 600 {kept}"
         status = json.loads((await home.run("auth", "status", "--json")).stdout)
-        assert status[0]["state"] == "signed in"  # still works: a warning, not a refusal
+        assert status[0]["state"] == "signed-in"  # still works: a warning, not a refusal
         assert "can be read by others than you (mode 0644)" in status[0]["detail"] and fix in status[0]["detail"]
         doctor = json.loads((await home.run("doctor", "--json")).stdout)
         notes = next(d for d in doctor["servers"] if d["server"] == "notes")
@@ -281,7 +281,7 @@ async def test_a_revoked_sign_in_makes_the_server_need_login_and_the_others_carr
         assert "✓ units" in out
 
         status = json.loads((await home.run("auth", "status", "--json", expect=3)).stdout)
-        assert status[0]["state"] == "needs login"
+        assert status[0]["state"] == "needs-login"
         assert "refused to refresh" in status[0]["detail"]
         assert status[0]["nextStep"] == "toolscout auth login notes"
 
@@ -367,7 +367,7 @@ async def test_a_damaged_sign_in_is_named_and_needs_a_new_login(tmp_path: Path) 
         record["tokens"] = {"token_type": "mac"}  # not a bearer token the SDK can send
         home.sign_in.path.write_text(json.dumps(record))
         status = json.loads((await home.run("auth", "status", "--json", expect=3)).stdout)
-        assert status[0]["state"] == "needs login"
+        assert status[0]["state"] == "needs-login"
         assert f"{home.sign_in.path} is damaged" in status[0]["detail"]
         failed = await home.run("execute", "notes/whoami", "--json", expect=3)
         error = json.loads(failed.stdout)["error"]
@@ -552,7 +552,7 @@ async def test_a_refused_static_header_is_an_error_not_a_sign_in(tmp_path: Path)
         assert "notes sends its own `Authorization` header" in login.stderr.decode()
         assert not site.provider.clients
         status = json.loads((await home.run("auth", "status", "--json")).stdout)
-        assert status[0]["state"] == "not needed" and "`Authorization` header" in status[0]["detail"]
+        assert status[0]["state"] == "not-needed" and "`Authorization` header" in status[0]["detail"]
 
 
 async def test_login_to_a_server_that_never_answers_ends_after_its_connect_timeout(tmp_path: Path) -> None:
@@ -636,10 +636,10 @@ async def test_login_explains_what_it_cannot_sign_in_to(tmp_path: Path) -> None:
         config["mcpServers"]["open"] = {"url": "http://127.0.0.1:1/mcp"}
         home.config.write_text(json.dumps(config))
         status = json.loads((await home.run("auth", "status", "--json")).stdout)
-        assert {s["server"]: s["state"] for s in status} == {"notes": "signed in", "open": "unknown"}
+        assert {s["server"]: s["state"] for s in status} == {"notes": "signed-in", "open": "unknown"}
         assert "cannot reach it" in status[1]["detail"]
         offline = json.loads((await home.run("auth", "status", "--offline", "--json")).stdout)
-        assert {s["server"]: s["state"] for s in offline} == {"notes": "signed in", "open": "not signed in"}
+        assert {s["server"]: s["state"] for s in offline} == {"notes": "signed-in", "open": "not-signed-in"}
 
 
 def expire_locally(home: Home) -> None:
@@ -927,7 +927,7 @@ async def test_a_server_that_asks_for_no_sign_in_is_not_signed_in_to(tmp_path: P
     async with oauth_site(protected=False) as site:
         home = Home(tmp_path, site)
         status = json.loads((await home.run("auth", "status", "--json")).stdout)
-        assert status[0]["state"] == "not needed"
+        assert status[0]["state"] == "not-needed"
         login = await home.run("auth", "login", "notes", "--no-browser", expect=3)
         assert "notes answered without asking for a sign-in" in login.stderr.decode()
         assert not home.sign_in.path.exists()

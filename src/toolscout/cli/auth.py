@@ -179,7 +179,7 @@ def status(
 
     states: list[SignInState] = run(body)
     # As `list` does, and `gh auth status`: a script learns from the exit code that someone must sign in.
-    needing = EXIT_FAILED if any(state.state == "needs login" for state in states) else 0
+    needing = EXIT_FAILED if any(state.state == "needs-login" for state in states) else 0
     if output.json_mode:
         output.data([_state_dict(state) for state in states])
         raise typer.Exit(needing)
@@ -192,18 +192,18 @@ def status(
     for column in ("SERVER", "STATE", "AS", "UNTIL", "SCOPES", "REFRESHABLE"):
         table.add_column(column)
     for state in states:
-        marker = {"signed in": "[green]✓[/green]", "needs login": "[red]✗[/red]"}.get(state.state, "·")
+        marker = {"signed-in": "[green]✓[/green]", "needs-login": "[red]✗[/red]"}.get(state.state, "·")
         table.add_row(
             escape(state.server),
-            f"{marker} {state.state}",
+            f"{marker} {state.state.replace('-', ' ')}",
             escape(state.subject or "-"),
             _moment(state.expires_at),
             escape(" ".join(state.scopes) or "-"),
-            ("yes" if state.refreshable else "no") if state.state == "signed in" else "-",
+            ("yes" if state.refreshable else "no") if state.state == "signed-in" else "-",
         )
     output.out.print(table)
     for state in states:
-        if state.state == "needs login":
+        if state.state == "needs-login":
             why = f" ({escape(state.detail)})" if state.detail and "auth login" not in state.detail else ""
             output.print(f"  {escape(state.server)}: run `toolscout auth login {escape(state.server)}`{why}")
         elif state.detail:
@@ -221,7 +221,7 @@ def _moment(timestamp: float | None) -> str:
 def _state_dict(state: SignInState) -> dict[str, Any]:
     found = state.to_dict()
     found["expiresAt"] = iso_utc(state.expires_at) if state.expires_at is not None else None
-    if state.state == "needs login":
+    if state.state == "needs-login":
         found["nextStep"] = f"toolscout auth login {state.server}"
     return found
 

@@ -480,7 +480,8 @@ class SignInState:
 
     server: str
     state: str
-    """`signed in`, `needs login`, `not needed` (the server answered without one), or `unknown` (unreachable)."""
+    """`signed-in`, `needs-login` (as a server's status says it), `not-needed` (the server answered without
+    one, or sends its own `Authorization`), `not-signed-in` (not asked, `--offline`), or `unknown` (unreachable)."""
     subject: str | None = None
     expires_at: float | None = None
     scopes: tuple[str, ...] = ()
@@ -502,12 +503,12 @@ class SignInState:
 def kept_state(name: str, kept: SignIn) -> SignInState | None:
     """The state a kept sign-in says, or None when there is none to say (no tokens)."""
     if kept.ended is not None:
-        return SignInState(name, "needs login", kept.subject, detail=kept.ended)
+        return SignInState(name, "needs-login", kept.subject, detail=kept.ended)
     if not kept.tokens:
         return None
     expired = kept.expires_at is not None and kept.expires_at <= time.time()
     if expired and not kept.refreshable:
-        return SignInState(name, "needs login", kept.subject, kept.expires_at, tuple(kept.scopes), False, "expired")
+        return SignInState(name, "needs-login", kept.subject, kept.expires_at, tuple(kept.scopes), False, "expired")
     details: list[str] = []
     if expired:
         details.append("the access token expired; it is refreshed on the next use")
@@ -515,7 +516,7 @@ def kept_state(name: str, kept: SignIn) -> SignInState | None:
         wanted = " ".join(kept.wanted_scopes)
         details.append(f"the server asks for more scopes ({wanted}): run `toolscout auth login {name}` to grant them")
     detail = "; ".join(details) or None
-    return SignInState(name, "signed in", kept.subject, kept.expires_at, tuple(kept.scopes), kept.refreshable, detail)
+    return SignInState(name, "signed-in", kept.subject, kept.expires_at, tuple(kept.scopes), kept.refreshable, detail)
 
 
 async def sign_in_states(servers: dict[str, RemoteConfig], *, ask: bool = True) -> list[SignInState]:
@@ -525,16 +526,16 @@ async def sign_in_states(servers: dict[str, RemoteConfig], *, ask: bool = True) 
     async def one(name: str, config: RemoteConfig) -> None:
         if sends_own_authorization(config.headers):
             own = "it sends the `Authorization` header in its `headers`"
-            states[name] = SignInState(name, "not needed", detail=own)
+            states[name] = SignInState(name, "not-needed", detail=own)
             return
         file = SignInFile.of(name, config.url)
         kept = await anyio.to_thread.run_sync(file.load)
         if kept is None and file.damaged is not None:
-            states[name] = SignInState(name, "needs login", detail=f"{file.damaged}; sign in again")
+            states[name] = SignInState(name, "needs-login", detail=f"{file.damaged}; sign in again")
             return
         state = kept_state(name, kept) if kept is not None else None
         if state is None:
-            state = await _ask(name, config) if ask else SignInState(name, "not signed in")
+            state = await _ask(name, config) if ask else SignInState(name, "not-signed-in")
         exposed = file.exposed() if kept is not None else None
         if exposed is not None:
             state = replace(state, detail="; ".join(filter(None, (state.detail, exposed))))
@@ -571,7 +572,7 @@ async def _ask(name: str, config: RemoteConfig) -> SignInState:
         return SignInState(name, "unknown", detail=mask_text(f"cannot reach it: {str(exc) or type(exc).__name__}"))
     bearer = answer.headers.get("www-authenticate", "").lower().startswith("bearer")
     if answer.status_code == 401 and bearer:
-        return SignInState(name, "needs login", detail=f"run `toolscout auth login {name}`")
+        return SignInState(name, "needs-login", detail=f"run `toolscout auth login {name}`")
     if answer.status_code == 401:
         return SignInState(name, "unknown", detail="it answered 401 without asking for a bearer token")
-    return SignInState(name, "not needed", detail=f"it answered HTTP {answer.status_code} without a sign-in")
+    return SignInState(name, "not-needed", detail=f"it answered HTTP {answer.status_code} without a sign-in")
