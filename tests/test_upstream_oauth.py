@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 from collections.abc import AsyncGenerator, Generator
@@ -462,6 +463,32 @@ async def test_logout_also_forgets_the_sign_ins_of_the_servers_earlier_urls(tmp_
         assert "Forgot 1 sign-in kept for an earlier URL of notes" in " ".join(out.split())
         assert not home.sign_in.path.exists() and not moved.path.exists()
         assert other.path.exists()
+
+
+async def test_ctrl_c_during_login_with_json_still_answers_json(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        # Ctrl-C as at a terminal: a test run in the background has SIGINT ignored, and children inherit that.
+        as_at_a_terminal = (
+            "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+        )
+        login = ["-m", "toolscout", "auth", "login", "notes", "--no-browser", "--json", "--config", str(home.config)]
+        command = [PYTHON, "-c", as_at_a_terminal, PYTHON, *login]
+        with anyio.fail_after(BOUND):
+            async with await anyio.open_process(command, env=home.env) as child:
+                assert child.stdout is not None and child.stderr is not None
+                shown = b""
+                async for chunk in child.stderr:
+                    shown += chunk
+                    if b"/authorize?" in shown:
+                        break  # waiting for the browser now
+                child.send_signal(signal.SIGINT)
+                printed = b"".join([chunk async for chunk in child.stdout])
+                await child.wait()
+        assert child.returncode == 130
+        error = json.loads(printed)["error"]
+        assert error["code"] == "INTERRUPTED" and "Ctrl-C" in error["message"], printed
+        assert not home.sign_in.path.exists()
 
 
 @pytest.mark.parametrize("metadata", ["missing", "malformed"])

@@ -8,10 +8,11 @@ into MCP errors, `isError` results or exit codes.
 
     ToolscoutError                 TOOLSCOUT_ERROR
     ├── ConfigurationError         CONFIGURATION_ERROR
+    │   └── ServerNameTaken        SERVER_NAME_TAKEN    (a server name another owner has)
     ├── SignInFailed               SIGN_IN_FAILED       (`auth login` could not sign in to a server)
+    ├── Interrupted                INTERRUPTED          (a command stopped by Ctrl-C before it finished)
     ├── ProgramFailed              CODE_ERROR           (a `run_code` program: syntax, refused, raised)
     │   └── ProgramLimitExceeded   CODE_LIMIT_EXCEEDED  (its time, memory, tool calls or output)
-    │   └── ServerNameTaken        SERVER_NAME_TAKEN    (a server name another owner has)
     ├── NotFound
     │   ├── ServerNotFound         SERVER_NOT_FOUND
     │   ├── ToolNotFound           TOOL_NOT_FOUND
@@ -38,6 +39,7 @@ into MCP errors, `isError` results or exit codes.
     │   ├── CallTimeout            TIMEOUT              (alias TOOL_EXECUTION_TIMEOUT)
     │   ├── LLMUnavailable         LLM_UNAVAILABLE      (smart mode's LLM failed: the next method decides)
     │   ├── EmbeddingUnavailable   EMBEDDING_UNAVAILABLE (the embedding provider failed: the packaged model embeds)
+    │   ├── SandboxUnavailable     SANDBOX_UNAVAILABLE  (`run_code`'s sandbox could not start or died)
     │   └── RegistryUnavailable    REGISTRY_UNAVAILABLE (the shared registry, Redis, cannot be reached)
     └── UpstreamError              UPSTREAM_ERROR       (a read, get or listing failed upstream)
         ├── ToolExecutionError     TOOL_EXECUTION_ERROR (a tool call failed upstream)
@@ -285,6 +287,12 @@ class SignInFailed(ToolscoutError):
     """`toolscout auth login` could not sign in to a server (no metadata, refused, no browser answer)."""
 
     code = "SIGN_IN_FAILED"
+
+
+class Interrupted(ToolscoutError):
+    """A command was stopped by Ctrl-C (SIGINT) before it finished: what it had not done is not done."""
+
+    code = "INTERRUPTED"
 
 
 class ProgramFailed(ToolscoutError):

@@ -130,8 +130,8 @@ def _main() -> None:
     # Typer 0.29 vendors click; its exceptions are only reachable here.
     from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
 
-    from toolscout.cli.common import CLI_STEPS, EXIT_INVALID, exit_code_for
-    from toolscout.errors import ToolscoutError
+    from toolscout.cli.common import CLI_STEPS, EXIT_INTERRUPTED, EXIT_INVALID, Output, exit_code_for
+    from toolscout.errors import Interrupted, ToolscoutError
 
     # Commands report problems themselves; the library's warnings (a server that failed to
     # start) would only repeat them. `serve` sets up its own logging.
@@ -164,7 +164,7 @@ def _main() -> None:
         code = EXIT_INVALID
     except typer.Abort:
         typer.echo("Aborted.", err=True)
-        code = 130
+        code = EXIT_INTERRUPTED
     except typer.Exit as exc:
         code = exc.exit_code
     except ToolscoutError as exc:
@@ -173,6 +173,11 @@ def _main() -> None:
         typer.echo(f"✗ {exc.explain(CLI_STEPS)}", err=True)
         code = exit_code_for(exc)
     code = code if isinstance(code, int) else 0
+    if code == EXIT_INTERRUPTED and "--json" in sys.argv[2:]:
+        # Typer ends a command on Ctrl-C by returning 130, saying nothing (no command exits 130 itself).
+        # A script reading stdout gets an answer it can parse, as for any other failure.
+        stopped = Interrupted("Interrupted (Ctrl-C) before it finished: what it had not done is not done.")
+        Output(json_mode=True).data({"success": False, "error": stopped.to_dict(CLI_STEPS)})
     if command in CATALOG_COMMANDS:
         _exit_at_once(code)
     sys.exit(code)

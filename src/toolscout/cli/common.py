@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 
 # The exit codes scripts can rely on: 1 invalid arguments, 2 configuration error, server or
 # tool not found, or (search) nothing found; 3 the tool failed; 4 the tool is disabled by toolRules
-# (or quarantined: its definition changed since it was pinned). `cli.exitCodes: spec` keeps each
-# command to the codes the discovery service's spec lists for it (`exit_code_for`, `Output.exit_codes`).
+# (or quarantined: its definition changed since it was pinned); 130 stopped by Ctrl-C (with --json,
+# an INTERRUPTED error on stdout). `cli.exitCodes: spec` keeps each command to the codes the
+# discovery service's spec lists for it (`exit_code_for`, `Output.exit_codes`).
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_CONFIG = 2
@@ -53,6 +54,8 @@ EXIT_NOT_FOUND = 2
 EXIT_NO_RESULTS = 2
 EXIT_FAILED = 3
 EXIT_DISABLED = 4
+EXIT_INTERRUPTED = 130
+"""Ctrl-C, as shells report a process ended by SIGINT (128 + 2)."""
 
 ConfigOption = Annotated[
     Path | None,
