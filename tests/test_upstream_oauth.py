@@ -175,7 +175,8 @@ async def test_login_prints_the_url_and_keeps_the_sign_in_for_the_user_only(tmp_
         kept = home.sign_in.path
         assert stat.S_IMODE(kept.stat().st_mode) == 0o600
         assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
-        assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # no temporary file left behind
+        # No temporary file left behind; beside the sign-in only the lock refreshes take, empty.
+        assert sorted(p.name for p in kept.parent.iterdir()) == sorted([kept.name, f".{kept.name}.lock"])
         record = json.loads(kept.read_text())
         assert record["tokens"]["access_token"] in site.provider.access
         assert record["subject"] == SUBJECT
@@ -201,10 +202,18 @@ async def test_login_prints_the_url_and_keeps_the_sign_in_for_the_user_only(tmp_
             rf"notes\s+✓ signed in\s+{re.escape(SUBJECT)}\s+\d{{4}}-\d\d-\d\d \d\d:\d\d UTC\s+read\s+yes", table
         )
 
-        # Signing in again reuses the registration (its redirect URI is kept) and asks the user again.
-        await home.login()
+        # Signing in again reuses the registration (its redirect URI is kept) and asks the user again;
+        # the tokens it replaces are revoked, not left valid at the provider for months.
+        again = " ".join((await home.login()).split())
         assert len(site.provider.clients) == 1
         assert site.provider.authorized == 2
+        assert "The tokens of the sign-in it replaces were revoked at its authorization server" in again
+        old = record["tokens"]
+        assert site.provider.revoked == [old["refresh_token"]]  # the access token issued with it went along
+        assert old["access_token"] not in site.provider.access and old["refresh_token"] not in site.provider.refresh
+        new = json.loads(kept.read_text())["tokens"]
+        assert new["access_token"] in site.provider.access and new["refresh_token"] in site.provider.refresh
+        await home.run("execute", "notes/whoami")
 
 
 async def test_a_sign_in_file_others_can_read_is_named_with_the_command_that_fixes_it(tmp_path: Path) -> None:
@@ -871,13 +880,15 @@ async def test_a_refresh_that_cannot_be_kept_still_serves_the_call(tmp_path: Pat
         expire_locally(home)
         before = home.sign_in.path.read_text()
         directory = home.sign_in.path.parent
+        lock = directory / f".{home.sign_in.path.name}.lock"
+        lock.unlink()  # left by the login, which keeps its sign-in under the lock; gone, it must be made again
         with unwritable(directory):
             # Without its lock nothing is refreshed (a rotated refresh token is never risked twice).
             failed = await home.run("execute", "notes/whoami", "--json", expect=3)
             message = json.loads(failed.stdout)["error"]["message"]
             assert "cannot be refreshed: its lock" in message and f"Make {directory} writable" in message
             assert site.provider.refreshed == 0
-        (directory / f".{home.sign_in.path.name}.lock").touch()  # as an earlier refresh leaves it
+        lock.touch()  # as the login or an earlier refresh leaves it
         with unwritable(directory):
             # The old refresh token is spent by this refresh: the new tokens must not be lost with the write,
             # and the person is told, since the next process will find the kept one refused.

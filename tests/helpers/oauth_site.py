@@ -69,6 +69,8 @@ class Provider:
     """The tokens a client revoked at the revocation endpoint."""
     issued: list[str] = field(default_factory=list[str])
     """Every access and refresh token ever issued, in order."""
+    issued_with: dict[str, str] = field(default_factory=dict[str, str])
+    """The access token issued with each refresh token."""
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -114,6 +116,7 @@ class Provider:
             token=refresh, client_id=client_id, scopes=scopes, expires_at=None, resource=resource, subject=SUBJECT
         )
         self.issued += [token, refresh]
+        self.issued_with[refresh] = token
         return OAuthToken(access_token=token, expires_in=self.access_ttl, scope=" ".join(scopes), refresh_token=refresh)
 
     async def exchange_authorization_code(self, client: OAuthClientInformationFull, code: AuthorizationCode) -> Any:
@@ -138,8 +141,11 @@ class Provider:
         return found
 
     async def revoke_token(self, token: Any) -> None:
+        """Revoke one token; a refresh token takes the access token issued with it along (RFC 7009 allows it)."""
         self.revoked.append(token.token)
-        self.revoke_all()
+        self.access.pop(token.token, None)
+        self.access.pop(self.issued_with.get(token.token, ""), None)
+        self.refresh.pop(token.token, None)
 
     def revoke_all(self) -> None:
         """Forget every token, as a user revoking the app's access on the provider's site."""

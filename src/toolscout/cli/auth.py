@@ -137,6 +137,7 @@ def login(
                     "scopes": done.scopes,
                     "refreshable": done.refreshable,
                     "tools": done.tools,
+                    "replacedTokens": done.replaced,
                 }
             )
             return
@@ -148,6 +149,15 @@ def login(
             f"[green]✓[/green] Signed in to {escape(server)}{escape(who)}{when} ({escape(scopes)}; {refresh})."
         )
         output.print(f"  {escape(server)} offers {done.tools} tool{'s' if done.tools != 1 else ''}.")
+        if done.replaced == "revoked":
+            output.print("  The tokens of the sign-in it replaces were revoked at its authorization server.")
+        elif done.replaced == "not offered":
+            output.print(
+                "  The tokens of the sign-in it replaces stay valid until they expire: its authorization server "
+                "offers no revocation."
+            )
+        elif done.replaced is not None:
+            output.print(f"  Revoking the tokens of the sign-in it replaces {escape(done.replaced)}.")
 
     run(body)
 

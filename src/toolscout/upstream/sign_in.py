@@ -30,7 +30,7 @@ from anyio.streams.stapled import MultiListener
 
 from toolscout.config.models import HttpServerConfig, SseServerConfig
 from toolscout.config.oauth import OAuthSettings
-from toolscout.errors import SignInFailed, ToolscoutError
+from toolscout.errors import ServerUnavailable, SignInFailed, ToolscoutError
 from toolscout.masking import mask_text
 from toolscout.upstream.calls import innermost
 from toolscout.upstream.oauth import (
@@ -198,6 +198,9 @@ class SignedIn:
     scopes: list[str]
     refreshable: bool
     tools: int
+    replaced: str | None = None
+    """What became of the tokens of the sign-in this one replaced, as `SignedOut.revocation` says it
+    (None: there were none, or that sign-in had ended, its tokens refused already)."""
 
 
 def _callback_port(settings: OAuthSettings | None, kept: SignIn | None) -> int:
@@ -375,14 +378,40 @@ async def _signing_in(
         # The config's client secret stays in the config (a ${VAR} there stays out of every file).
         signed.client = {key: value for key, value in signed.client.items() if key != "client_secret"}
     try:
-        await anyio.to_thread.run_sync(file.save, signed)
+        previous = await _replace(file, signed)
     except OSError as exc:
         raise SignInFailed(
             f"Signed in to {name}, but the sign-in cannot be kept at {file.path} ({exc.strerror}): make that "
             "directory writable (or set $TOOLSCOUT_STATE_DIR) and sign in again.",
             server=name,
         ) from None
-    return SignedIn(name, signed.subject, signed.expires_at, signed.scopes, signed.refreshable, tools)
+    # The replaced tokens would stay valid at the provider until they expire (a refresh token, for
+    # months): revoked now, as `auth logout` does, except any the new sign-in still uses.
+    replaced = None
+    if previous is not None and previous.ended is None:
+        new, old = signed.tokens or {}, previous.tokens or {}
+        previous.tokens = {kind: old[kind] for kind in _REVOKED if old.get(kind) and old[kind] != new.get(kind)}
+        if previous.tokens:
+            replaced = await _revoke(_with_configured_secret(previous, settings))
+    return SignedIn(name, signed.subject, signed.expires_at, signed.scopes, signed.refreshable, tools, replaced)
+
+
+async def _replace(file: SignInFile, signed: SignIn) -> SignIn | None:
+    """Keep `signed` in place of the sign-in kept in `file`, and return that one (None: none, or not known).
+
+    Under the lock refreshes take: a refresh of the old sign-in in another process then neither writes
+    its rotated tokens over this one nor leaves them out of what is returned to be revoked.
+    """
+    try:
+        async with file.locked():
+            previous = await anyio.to_thread.run_sync(file.load)
+            await anyio.to_thread.run_sync(file.save, signed)
+            return previous
+    except (TimeoutError, ServerUnavailable):
+        # The lock is held for longer than a refresh takes, or cannot be opened: the new sign-in is kept
+        # all the same, as the person has just been through the browser for it; nothing is revoked.
+        await anyio.to_thread.run_sync(file.save, signed)
+        return None
 
 
 async def _connect(name: str, config: RemoteConfig, auth: Any) -> int:
@@ -420,11 +449,7 @@ async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
     # An ended sign-in's tokens were refused by the server already (a refresh or the access token):
     # revoking them would be answered "revoked" for nothing, which would mislead.
     if kept is not None and kept.tokens and kept.ended is None:
-        settings = config.oauth
-        client = kept.client or {}
-        if settings is not None and settings.client_secret and client.get("client_id") == settings.client_id:
-            kept.client = {**client, "client_secret": settings.client_secret}  # the config's secret, never kept
-        revocation = await _revoke(kept)
+        revocation = await _revoke(_with_configured_secret(kept, config.oauth))
 
     def forget() -> tuple[bool, int]:
         # Signing out leaves no token of the server on disk, including those of a URL it had before.
@@ -434,7 +459,22 @@ async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
     return SignedOut(name, forgotten, revocation, earlier, kept.ended if kept is not None else None)
 
 
+_REVOKED = ("refresh_token", "access_token")
+"""The tokens revoked, in this order: revoking the refresh token first ends the access tokens issued
+from it on most servers."""
+
+
+def _with_configured_secret(kept: SignIn, settings: OAuthSettings | None) -> SignIn:
+    """`kept` with the config's client secret, when its client is the configured one (never kept on disk)."""
+    client = kept.client or {}
+    if settings is not None and settings.client_secret and client.get("client_id") == settings.client_id:
+        kept.client = {**client, "client_secret": settings.client_secret}
+    return kept
+
+
 async def _revoke(kept: SignIn) -> str:
+    """Revoke `kept`'s refresh and access tokens at its authorization server: `revoked`, `not offered`,
+    or `failed (...)` with what went wrong for each."""
     import httpx2
 
     from toolscout.upstream.transport import shared_ssl_context
@@ -453,8 +493,7 @@ async def _revoke(kept: SignIn) -> str:
         base["client_secret"] = str(secret)
     said: list[str] = []
     async with httpx2.AsyncClient(timeout=PROBE_TIMEOUT, verify=await shared_ssl_context()) as http:
-        # The refresh token first: revoking it ends the access tokens issued from it on most servers.
-        for hint in ("refresh_token", "access_token"):
+        for hint in _REVOKED:
             token = tokens.get(hint)
             if not token:
                 continue
