@@ -730,6 +730,26 @@ async def test_an_authorization_server_in_trouble_leaves_the_sign_in_alone(tmp_p
         assert site.provider.refreshed == 1
 
 
+async def test_a_failure_remembered_from_before_a_new_login_is_not_listed(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        expire_locally(home)
+        site.token_failure = 503
+        listed = await home.run("list", "--refresh", "--json", expect=3)
+        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
+        assert notes["status"] == "error" and "HTTP 503" in notes["error"]
+        remembered = await home.run("list", "--json", expect=3)  # answered from the stored catalog
+        assert "HTTP 503" in next(r for r in json.loads(remembered.stdout)["servers"] if r["name"] == "notes")["error"]
+        site.token_failure = None
+        await home.login()
+        # Without --refresh, `list` would show the failure of the sign-in this login replaced as the
+        # server's state: the sign-in was written since, so the server is connected instead.
+        listed = await home.run("list", "--json")
+        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
+        assert notes["status"] == "connected" and "error" not in notes, notes
+
+
 async def test_a_token_answer_that_never_ends_leaves_the_sign_in_alone(tmp_path: Path) -> None:
     from toolscout.upstream.oauth_client import MAX_OAUTH_ANSWER_BYTES
 

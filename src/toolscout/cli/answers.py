@@ -32,7 +32,7 @@ from toolscout.catalog import Catalog, CatalogTool
 from toolscout.cli.common import Output, connected, iso_utc
 from toolscout.cli.streaming import Notices, StreamingRelay
 from toolscout.config import GatewayConfig
-from toolscout.config.models import config_hash
+from toolscout.config.models import HttpServerConfig, SseServerConfig, config_hash
 from toolscout.config.rules import RuleSet
 from toolscout.errors import ToolDisabled, ToolExecutionError, ToolscoutError, error_from_dict, server_unavailable
 from toolscout.gateway.store import CatalogStore, Failure, ServerSnapshot, store_path
@@ -602,8 +602,22 @@ def plan_catalog(
     keys = {n: config_hash(config.mcp_servers[n]) for n in enabled}
     stored = store.load(keys) if store is not None and not refresh else {}
     failed = store.load_failures(keys) if store is not None and not refresh else {}
+    # A failure remembered from before the server's sign-in was written again (`auth login` since, say)
+    # is about a sign-in that is gone: the server is connected or shown as stored instead.
+    failed = {n: f for n, f in failed.items() if not _signed_in_since(n, config, f.failed_at)}
     wanted = [n for n in enabled if n not in stored and (retry_failed or n not in failed)]
     return CatalogPlan(config, names, stored, failed, wanted)
+
+
+def _signed_in_since(name: str, config: GatewayConfig, moment: float) -> bool:
+    """Whether remote server `name`'s sign-in file was written after `moment` (seconds since the epoch)."""
+    server = config.mcp_servers[name]
+    if not isinstance(server, HttpServerConfig | SseServerConfig):
+        return False
+    from toolscout.upstream.oauth import SignInFile  # only for a remembered failure: `list` stays light
+
+    stamp = SignInFile.of(name, server.url).stamp()
+    return stamp is not None and stamp[0] / 1e9 > moment
 
 
 async def catalog_view(
