@@ -77,9 +77,9 @@ class Home:
             assert done.returncode == expect, (done.stdout.decode(), done.stderr.decode())
         return done
 
-    async def login(self, *args: str, expect: int = 0) -> str:
-        """`auth login notes --no-browser`, with the test as the browser: what the command printed."""
-        command = [PYTHON, "-m", "toolscout", "auth", "login", "notes", "--no-browser", "--config", str(self.config)]
+    async def login(self, *args: str, expect: int = 0, server: str = "notes") -> str:
+        """`auth login SERVER --no-browser`, with the test as the browser: what the command printed."""
+        command = [PYTHON, "-m", "toolscout", "auth", "login", server, "--no-browser", "--config", str(self.config)]
         with anyio.fail_after(BOUND):
             async with await anyio.open_process([*command, *args], env=self.env) as process:
                 assert process.stdout is not None and process.stderr is not None
@@ -197,6 +197,7 @@ async def test_login_prints_the_url_and_keeps_the_sign_in_for_the_user_only(tmp_
         assert notes["expiresAt"].endswith("+00:00")
         # Only remote servers sign in: units (stdio) is not listed.
         assert [s["server"] for s in status] == ["notes"]
+        assert not (tmp_path / "cache" / "registry.sqlite3").exists()  # nothing registered: no registry made
         table = (await home.run("auth", "status")).stdout.decode()
         assert re.search(
             rf"notes\s+✓ signed in\s+{re.escape(SUBJECT)}\s+\d{{4}}-\d\d-\d\d \d\d:\d\d UTC\s+read\s+yes", table
@@ -440,6 +441,45 @@ async def test_logout_revokes_at_the_server_and_forgets(tmp_path: Path) -> None:
         assert not home.sign_in.path.exists()
         again = (await home.run("auth", "logout", "notes")).stdout.decode()
         assert "No sign-in was kept for notes" in again
+
+
+async def test_a_server_registered_at_run_time_signs_in_by_the_name_it_is_shown_under(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site, registry={"path": str(tmp_path / "registry.sqlite3")})
+        await home.run("registry", "add", "linear", site.url, "--namespace", "team")
+        status = json.loads((await home.run("auth", "status", "--json", expect=3)).stdout)
+        assert {s["server"]: s["state"] for s in status} == {"notes": "needs-login", "team.linear": "needs-login"}
+
+        printed = await home.login(server="team.linear")
+        assert f"Signed in to team.linear as {SUBJECT}" in printed
+        kept = SignInFile.of("team.linear", site.url, tmp_path / "state" / "sign-ins")
+        assert kept.path.exists()
+        status = json.loads((await home.run("auth", "status", "team.linear", "--json")).stdout)
+        assert status[0]["state"] == "signed-in"
+        async with stdio_serve(home) as (client, _):
+            # The serve reads the registration from the same registry, and its sign-in as a configured server's.
+            await until_status(client, "team.linear", "connected")
+            result = await execute(client, "team.linear", "whoami", {})
+            assert not result.is_error and SUBJECT in text(result), result.content
+        out = " ".join((await home.run("auth", "logout", "team.linear")).stdout.decode().split())
+        assert "Signed out of team.linear: its tokens were revoked" in out
+        assert not kept.path.exists()
+
+        unknown = await home.run("auth", "login", "team.linea", "--no-browser", expect=2)
+        assert "Did you mean 'team.linear'?" in unknown.stderr.decode()
+
+
+async def test_a_registry_that_cannot_be_read_leaves_its_servers_out_and_says_so(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        redis = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+        home = Home(tmp_path, site, registry={"backend": "redis", "url": redis})
+        listed = await home.run("auth", "status", "--offline", "--json")
+        assert [s["server"] for s in json.loads(listed.stdout)] == ["notes"]
+        assert "Servers registered at run time are left out" in listed.stderr.decode()
+        unknown = await home.run("auth", "login", "team.linear", "--no-browser", expect=2)
+        said = " ".join(unknown.stderr.decode().split())
+        assert "No server by that name is configured, and the registry of servers registered at run time" in said
+        assert "cannot be read" in said
 
 
 async def test_logout_of_an_ended_sign_in_says_so_and_revokes_nothing(tmp_path: Path) -> None:

@@ -37,15 +37,23 @@ auth_app = typer.Typer(
     no_args_is_help=True,
 )
 
-ServerArgument = Annotated[str, typer.Argument(show_default=False, help="The server, as named in the config.")]
+ServerArgument = Annotated[
+    str,
+    typer.Argument(
+        show_default=False, help="The server, as named in the config (or as a server registered at run time is shown)."
+    ),
+]
+RemoteConfig = HttpServerConfig | SseServerConfig
 
 
-def _remote(name: str, config: GatewayConfig) -> HttpServerConfig | SseServerConfig:
-    """The entry of the remote server `name`, or the error saying why there is none to sign in to."""
-    entry = config.mcp_servers.get(name)
+def _remote(name: str, config: GatewayConfig, registered: dict[str, RemoteConfig]) -> RemoteConfig:
+    """The entry of the remote server `name` (configured, else `registered`), or the error saying why
+    there is none to sign in to."""
+    entry = config.mcp_servers.get(name) or registered.get(name)
     if entry is None:
         # Only a remote server can sign in: the others are no useful guess.
-        raise server_not_found(name, sorted(_remotes(config)) or sorted(config.mcp_servers))
+        remotes = sorted([*_remotes(config), *registered])
+        raise server_not_found(name, remotes or sorted(config.mcp_servers))
     if not isinstance(entry, HttpServerConfig | SseServerConfig):
         raise ConfigurationError(
             f"{name} is a stdio server: it runs on this machine and gets its credentials from its `env` or `args`, "
@@ -54,21 +62,64 @@ def _remote(name: str, config: GatewayConfig) -> HttpServerConfig | SseServerCon
     return entry
 
 
-def _configured(server: str, config: Path | None, output: Output) -> HttpServerConfig | SseServerConfig:
-    """The entry of the remote server `server` in the config the command runs with, or exit saying why not."""
+def _configured(server: str, config: Path | None, output: Output) -> RemoteConfig:
+    """The entry of the remote server `server` in the config the command runs with, or among the servers
+    registered at run time, or exit saying why not."""
     gateway_config, _ = load(config, output)
     try:
-        return _remote(server, gateway_config)
+        if server in gateway_config.mcp_servers:
+            return _remote(server, gateway_config, {})
+        return _remote(server, gateway_config, _registered(gateway_config, output, needed=True))
     except ToolscoutError as exc:
         output.fail(exc)
 
 
-def _remotes(config: GatewayConfig) -> dict[str, HttpServerConfig | SseServerConfig]:
+def _remotes(config: GatewayConfig) -> dict[str, RemoteConfig]:
     return {
         name: entry
         for name, entry in config.mcp_servers.items()
         if isinstance(entry, HttpServerConfig | SseServerConfig)
     }
+
+
+def _registered(config: GatewayConfig, output: Output, *, needed: bool) -> dict[str, RemoteConfig]:
+    """The servers registered at run time (the registration API, `toolscout registry add`) and not expired,
+    by the names the gateway shows them under (`namespace.name`): a gateway using this config's registry
+    keeps and reads their sign-ins as it does a configured server's.
+
+    When the registry cannot be read: the error, if the command `needed` it; else a note on stderr, and none.
+    """
+    import sqlite3
+
+    from toolscout.registry.requests import registry_location
+
+    try:
+        return run(_read_registered, config)
+    except (ToolscoutError, sqlite3.Error, OSError) as exc:
+        said = f"the registry of servers registered at run time ({registry_location(config)}) cannot be read: {exc}"
+        if needed:
+            raise ConfigurationError(f"No server by that name is configured, and {said}") from None
+        output.note(f"[yellow]![/yellow] Servers registered at run time are left out: {escape(said)}.")
+        return {}
+
+
+async def _read_registered(config: GatewayConfig) -> dict[str, RemoteConfig]:
+    import time
+
+    from toolscout.config.scopes import qualified_name
+    from toolscout.gateway.registrations import registered_config
+    from toolscout.registry.requests import open_registry
+
+    if config.registry.backend != "redis" or not config.registry.url:
+        from toolscout.registry.sqlite import registry_path
+
+        if not registry_path(config).exists():
+            return {}  # nothing was ever registered here: no file is made for reading none
+    now = time.time()
+    async with open_registry(config) as registry:
+        servers = await registry.servers(every=True)
+    found = {qualified_name(s.namespace, s.name): registered_config(s) for s in servers if not s.expired(now)}
+    return {name: entry for name, entry in found.items() if name not in config.mcp_servers}
 
 
 def can_open_browser() -> bool:
@@ -173,14 +224,19 @@ def status(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Every remote server's sign-in: signed in (as whom, until when, scopes, refreshable) or needs login."""
+    """Every remote server's sign-in (those registered at run time too): signed in (as whom, until when,
+    scopes, refreshable) or needs login."""
     output = Output(as_json)
     gateway_config, _ = load(config, output)
-    remotes = _remotes(gateway_config)
+    named = server or []
     try:
-        chosen = {name: _remote(name, gateway_config) for name in server} if server else remotes
+        # The registry is read only when it may have what was asked for.
+        unknown = any(name not in gateway_config.mcp_servers for name in named)
+        registered = _registered(gateway_config, output, needed=bool(named)) if unknown or not named else {}
+        chosen = {name: _remote(name, gateway_config, registered) for name in named}
     except ToolscoutError as exc:
         output.fail(exc)
+    chosen = chosen or {**_remotes(gateway_config), **registered}
 
     async def body() -> list[SignInState]:
         from toolscout.upstream.sign_in import sign_in_states

@@ -359,6 +359,18 @@ def _key(registration: Registration) -> Hashable:
     return ("tool", registration.description, schema, registration.callback_url, registration.tool_name)
 
 
+def registered_config(registration: ServerRegistration) -> HttpServerConfig | SseServerConfig:
+    """A registered server as a config entry would name it: its endpoint, transport and headers.
+
+    Its sign-in, if it has one (`toolscout auth login` of its qualified name), is kept and read as a
+    configured server's is.
+    """
+    # A header's value (a bearer token, say) is masked wherever it could show: logs, errors, audit.
+    remember_secrets(registration.headers.values())
+    config_type = SseServerConfig if registration.transport == "sse" else HttpServerConfig
+    return config_type(url=registration.url, headers=dict(registration.headers))
+
+
 def registered_spec(registration: Registration, *, shared: bool = False) -> UpstreamSpec:
     """The upstream of one registration (a new transport each time: build once per change, see `_Specs`).
 
@@ -367,11 +379,7 @@ def registered_spec(registration: Registration, *, shared: bool = False) -> Upst
     connects (the registration's expiry bounds how long)."""
     shown = qualified_name(registration.namespace, registration.name)
     if isinstance(registration, ServerRegistration):
-        # A header's value (a bearer token, say) is masked wherever it could show: logs, errors, audit.
-        remember_secrets(registration.headers.values())
-        config_type = SseServerConfig if registration.transport == "sse" else HttpServerConfig
-        config = config_type(url=registration.url, headers=dict(registration.headers))
-        spec = UpstreamSpec.from_config(shown, config)
+        spec = UpstreamSpec.from_config(shown, registered_config(registration))
         description = registration.description
     else:
         server = callback_server(
