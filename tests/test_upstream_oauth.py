@@ -790,6 +790,30 @@ async def test_a_failure_remembered_from_before_a_new_login_is_not_listed(tmp_pa
         assert notes["status"] == "connected" and "error" not in notes, notes
 
 
+async def test_a_remembered_failure_still_there_is_listed_though_the_sign_in_was_rewritten(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        await home.run("list", "--json")  # notes's list is stored
+        expire_locally(home)
+        site.token_failure = 503
+        listed = await home.run("list", "--refresh", "--json", expect=3)
+        assert "HTTP 503" in next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")["error"]
+        await anyio.sleep(0.05)
+        kept = home.sign_in.load()
+        assert kept is not None
+        home.sign_in.save(kept)  # as a running serve's refresh writes it, the trouble not over
+        # The stored list must not stand in for the server as if nothing were wrong: it is connected again.
+        listed = await home.run("list", "--json", expect=3)
+        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
+        assert notes["status"] == "error" and "HTTP 503" in notes["error"], notes
+        site.token_failure = None
+        await home.login()
+        listed = await home.run("list", "--json")
+        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
+        assert notes["status"] == "connected" and "error" not in notes, notes
+
+
 async def test_a_token_answer_that_never_ends_leaves_the_sign_in_alone(tmp_path: Path) -> None:
     from toolscout.upstream.oauth_client import MAX_OAUTH_ANSWER_BYTES
 

@@ -553,7 +553,7 @@ class CatalogPlan:
     stored: dict[str, ServerSnapshot]
     failed: dict[str, Failure]
     wanted: list[str]
-    """The servers to connect: nothing stored for them (or `refresh`)."""
+    """The servers to connect: nothing stored for them (or `refresh`), or signed in to since they failed."""
 
     async def view(self, output: Output) -> CatalogView:
         """The catalog view: the stored servers as stored, the wanted ones connected now."""
@@ -603,9 +603,12 @@ def plan_catalog(
     stored = store.load(keys) if store is not None and not refresh else {}
     failed = store.load_failures(keys) if store is not None and not refresh else {}
     # A failure remembered from before the server's sign-in was written again (`auth login` since, say)
-    # is about a sign-in that is gone: the server is connected or shown as stored instead.
-    failed = {n: f for n, f in failed.items() if not _signed_in_since(n, config, f.failed_at)}
-    wanted = [n for n in enabled if n not in stored and (retry_failed or n not in failed)]
+    # may have gone with the sign-in it was about, or not: a running gateway's refresh rewrites the file
+    # too, whatever is wrong with the server. It is connected again to find out, even with a stored list,
+    # which would otherwise hide a failure that is still there.
+    signed_in_since = {n for n, f in failed.items() if _signed_in_since(n, config, f.failed_at)}
+    failed = {n: f for n, f in failed.items() if n not in signed_in_since}
+    wanted = [n for n in enabled if n in signed_in_since or (n not in stored and (retry_failed or n not in failed))]
     return CatalogPlan(config, names, stored, failed, wanted)
 
 
