@@ -43,6 +43,13 @@ BOUND = 60
 """The longest any one step may take (a bound, not an expectation)."""
 
 
+AS_AT_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Run the command after it (`-c` this, then the program and its arguments) with Ctrl-C as at a terminal: a
+test run in the background has SIGINT ignored, and children inherit that."""
+
+
 class Home:
     """A config fronting `notes` (the OAuth site) and the units demo, with its own state and cache."""
 
@@ -208,7 +215,9 @@ async def test_login_prints_the_url_and_keeps_the_sign_in_for_the_user_only(tmp_
         again = " ".join((await home.login()).split())
         assert len(site.provider.clients) == 1
         assert site.provider.authorized == 2
-        assert "The tokens of the sign-in it replaces were revoked at its authorization server" in again
+        assert (
+            "Revoking the tokens of the sign-in it replaces... They were revoked at its authorization server." in again
+        )
         old = record["tokens"]
         assert site.provider.revoked == [old["refresh_token"]]  # the access token issued with it went along
         assert old["access_token"] not in site.provider.access and old["refresh_token"] not in site.provider.refresh
@@ -517,12 +526,8 @@ async def test_logout_also_forgets_the_sign_ins_of_the_servers_earlier_urls(tmp_
 async def test_ctrl_c_during_login_with_json_still_answers_json(tmp_path: Path) -> None:
     async with oauth_site() as site:
         home = Home(tmp_path, site)
-        # Ctrl-C as at a terminal: a test run in the background has SIGINT ignored, and children inherit that.
-        as_at_a_terminal = (
-            "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
-        )
         login = ["-m", "toolscout", "auth", "login", "notes", "--no-browser", "--json", "--config", str(home.config)]
-        command = [PYTHON, "-c", as_at_a_terminal, PYTHON, *login]
+        command = [PYTHON, "-c", AS_AT_A_TERMINAL, PYTHON, *login]
         with anyio.fail_after(BOUND):
             async with await anyio.open_process(command, env=home.env) as child:
                 assert child.stdout is not None and child.stderr is not None
@@ -538,6 +543,35 @@ async def test_ctrl_c_during_login_with_json_still_answers_json(tmp_path: Path) 
         error = json.loads(printed)["error"]
         assert error["code"] == "INTERRUPTED" and "Ctrl-C" in error["message"], printed
         assert not home.sign_in.path.exists()
+
+
+async def test_ctrl_c_while_the_replaced_tokens_are_revoked_keeps_the_new_sign_in_and_says_so(tmp_path: Path) -> None:
+    async with oauth_site() as site:
+        home = Home(tmp_path, site)
+        await home.login()
+        old = json.loads(home.sign_in.path.read_text())["tokens"]
+        site.revocation_hangs = True
+        login = ["-m", "toolscout", "auth", "login", "notes", "--no-browser", "--json", "--config", str(home.config)]
+        command = [PYTHON, "-c", AS_AT_A_TERMINAL, PYTHON, *login]
+        with anyio.fail_after(BOUND):
+            async with await anyio.open_process(command, env=home.env) as child:
+                assert child.stdout is not None and child.stderr is not None
+                shown = b""
+                async for chunk in child.stderr:
+                    shown += chunk
+                    found = re.search(rb"(http\S+/authorize\?\S+)", shown)
+                    if found:
+                        await browse(found.group(1).decode())
+                        break
+                await site.revocation_held.wait()  # the new sign-in is kept; the old one's revocation waits
+                child.send_signal(signal.SIGINT)
+                printed = b"".join([chunk async for chunk in child.stdout])
+                await child.wait()
+        assert child.returncode == 130
+        answer = json.loads(printed)  # one document: the sign-in, not an INTERRUPTED error after it
+        assert answer["success"] is True and answer["replacedTokens"] == "interrupted", answer
+        new = json.loads(home.sign_in.path.read_text())["tokens"]
+        assert new["refresh_token"] != old["refresh_token"] and new["access_token"] in site.provider.access
 
 
 @pytest.mark.parametrize("metadata", ["missing", "malformed"])

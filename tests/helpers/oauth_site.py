@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.auth.provider import (
     AccessToken,
@@ -171,6 +172,12 @@ class OAuthSite:
     """When set, the token endpoint answers this HTTP status (an authorization server in trouble)."""
     token_endless: bool = False
     """When set, the token endpoint answers 200 with a body that goes on and on (a hostile server)."""
+    revocation_hangs: bool = False
+    """When set, the revocation endpoint takes each request and never answers."""
+    revocation_held: anyio.Event = field(default_factory=anyio.Event)
+    """Set once a revocation request is being held unanswered (`revocation_hangs`)."""
+    closing: anyio.Event = field(default_factory=anyio.Event)
+    """Set as the site stops: a held request is answered then, so that the server can stop."""
     write_requests: frozenset[str] = frozenset()
     """Requests that need the `write` scope, as `request_name` names them (`tools/call add`): without it
     the server answers 403 `insufficient_scope` naming `read write`, as a server asking for a step-up does."""
@@ -195,6 +202,9 @@ class _MetadataOverride:
         if scope["type"] == "http" and path.startswith("/.well-known/") and metadata in ("endless", "compressed"):
             await _endless(send, compressed=metadata == "compressed")
             return
+        if scope["type"] == "http" and path == "/revoke" and self._site.revocation_hangs:
+            self._site.revocation_held.set()
+            await self._site.closing.wait()
         if scope["type"] == "http" and path == "/token" and self._site.token_endless:
             await _endless(send, compressed=False)
             return
@@ -335,4 +345,7 @@ async def oauth_site(
 
     app = server.sse_app() if sse else server.streamable_http_app()
     async with serving(_MetadataOverride(app, site), sock, lifespan="off" if sse else "on"):
-        yield site
+        try:
+            yield site
+        finally:
+            site.closing.set()

@@ -120,8 +120,23 @@ def main() -> None:
     defer_collection()
     try:
         _main()
+    except KeyboardInterrupt:
+        # Ctrl-C while the command's modules load, before typer turns it into exit code 130 itself.
+        _interrupted()
+        sys.exit(130)
     finally:
         startup_over()
+
+
+def _interrupted() -> None:
+    """Say on stdout that the command was stopped by Ctrl-C, for a script that asked for `--json`
+    and has no answer yet (the exit code says it to everyone: 130)."""
+    from toolscout.cli.common import CLI_STEPS, Output
+    from toolscout.errors import Interrupted
+
+    if "--json" in sys.argv[2:] and not Output.answered:
+        stopped = Interrupted("Interrupted before it finished (Ctrl-C): what it had not done is not done.")
+        Output(json_mode=True).data({"success": False, "error": stopped.to_dict(CLI_STEPS)})
 
 
 def _main() -> None:
@@ -130,8 +145,8 @@ def _main() -> None:
     # Typer 0.29 vendors click; its exceptions are only reachable here.
     from typer._click.exceptions import NoArgsIsHelpError, UsageError  # pyright: ignore[reportPrivateUsage]
 
-    from toolscout.cli.common import CLI_STEPS, EXIT_INTERRUPTED, EXIT_INVALID, Output, exit_code_for
-    from toolscout.errors import Interrupted, ToolscoutError
+    from toolscout.cli.common import CLI_STEPS, EXIT_INTERRUPTED, EXIT_INVALID, exit_code_for
+    from toolscout.errors import ToolscoutError
 
     # Commands report problems themselves; the library's warnings (a server that failed to
     # start) would only repeat them. `serve` sets up its own logging.
@@ -162,7 +177,7 @@ def _main() -> None:
         # click exits 2 for usage errors; here 2 means a configuration error, so a usage error is 1.
         exc.show()
         code = EXIT_INVALID
-    except typer.Abort:
+    except typer.Abort:  # the end of input at a prompt
         typer.echo("Aborted.", err=True)
         code = EXIT_INTERRUPTED
     except typer.Exit as exc:
@@ -173,11 +188,10 @@ def _main() -> None:
         typer.echo(f"✗ {exc.explain(CLI_STEPS)}", err=True)
         code = exit_code_for(exc)
     code = code if isinstance(code, int) else 0
-    if code == EXIT_INTERRUPTED and "--json" in sys.argv[2:]:
+    if code == EXIT_INTERRUPTED:
         # Typer ends a command on Ctrl-C by returning 130, saying nothing (no command exits 130 itself).
         # A script reading stdout gets an answer it can parse, as for any other failure.
-        stopped = Interrupted("Interrupted (Ctrl-C) before it finished: what it had not done is not done.")
-        Output(json_mode=True).data({"success": False, "error": stopped.to_dict(CLI_STEPS)})
+        _interrupted()
     if command in CATALOG_COMMANDS:
         _exit_at_once(code)
     sys.exit(code)

@@ -171,46 +171,65 @@ def login(
             await anyio.to_thread.run_sync(webbrowser.open, url)
 
     async def body() -> None:
-        from toolscout.upstream.sign_in import sign_in
+        from toolscout.upstream.sign_in import revoke_replaced, sign_in
 
         try:
             done = await sign_in(server, entry, show_url=show_url, within=timeout)
         except ToolscoutError as exc:
             output.fail(exc, EXIT_FAILED)
         until = iso_utc(done.expires_at) if done.expires_at is not None else None
-        if output.json_mode:
-            output.data(
-                {
-                    "success": True,
-                    "server": server,
-                    "subject": done.subject,
-                    "expiresAt": until,
-                    "scopes": done.scopes,
-                    "refreshable": done.refreshable,
-                    "tools": done.tools,
-                    "replacedTokens": done.replaced,
-                }
-            )
-            return
-        who = f" as {done.subject}" if done.subject else " (the server does not say as whom)"
-        when = f" until {until}" if until else ""
-        scopes = f"scopes: {' '.join(done.scopes)}" if done.scopes else "no scopes named"
-        refresh = "refreshed by itself" if done.refreshable else "no refresh token: sign in again when it expires"
-        output.print(
-            f"[green]✓[/green] Signed in to {escape(server)}{escape(who)}{when} ({escape(scopes)}; {refresh})."
-        )
-        output.print(f"  {escape(server)} offers {done.tools} tool{'s' if done.tools != 1 else ''}.")
-        if done.replaced == "revoked":
-            output.print("  The tokens of the sign-in it replaces were revoked at its authorization server.")
-        elif done.replaced == "not offered":
+        if not output.json_mode:
+            who = f" as {done.subject}" if done.subject else " (the server does not say as whom)"
+            when = f" until {until}" if until else ""
+            scopes = f"scopes: {' '.join(done.scopes)}" if done.scopes else "no scopes named"
+            refresh = "refreshed by itself" if done.refreshable else "no refresh token: sign in again when it expires"
             output.print(
-                "  The tokens of the sign-in it replaces stay valid until they expire: its authorization server "
-                "offers no revocation."
+                f"[green]✓[/green] Signed in to {escape(server)}{escape(who)}{when} ({escape(scopes)}; {refresh})."
             )
-        elif done.replaced is not None:
-            output.print(f"  Revoking the tokens of the sign-in it replaces {escape(done.replaced)}.")
+            output.print(f"  {escape(server)} offers {done.tools} tool{'s' if done.tools != 1 else ''}.")
+            if done.replaced is not None:
+                output.print("  Revoking the tokens of the sign-in it replaces...")
+
+        def report(replaced: str | None) -> None:
+            if output.json_mode:
+                output.data(
+                    {
+                        "success": True,
+                        "server": server,
+                        "subject": done.subject,
+                        "expiresAt": until,
+                        "scopes": done.scopes,
+                        "refreshable": done.refreshable,
+                        "tools": done.tools,
+                        "replacedTokens": replaced,
+                    }
+                )
+            elif replaced is not None:
+                output.print(f"  {_replaced_words(replaced)}")
+
+        try:
+            replaced = await revoke_replaced(done)
+        except anyio.get_cancelled_exc_class():
+            # Ctrl-C: the new sign-in is kept by now, so this is said as an interrupted revocation, not a failed login.
+            report("interrupted")
+            raise
+        report(replaced)
 
     run(body)
+
+
+def _replaced_words(revocation: str) -> str:
+    """What became of the replaced sign-in's tokens (`revoke_replaced`'s answer), in a sentence."""
+    if revocation == "revoked":
+        return "They were revoked at its authorization server."
+    if revocation == "not offered":
+        return "They stay valid until they expire: its authorization server offers no revocation."
+    if revocation == "interrupted":
+        return (
+            "Interrupted: they stay valid at the provider until they expire (end toolscout's older access "
+            "on the provider's site if it must stop now)."
+        )
+    return f"Revoking them {revocation}; they may stay valid at the provider until they expire."
 
 
 @auth_app.command()

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NoReturn
 
 import anyio
 import typer
@@ -130,6 +130,9 @@ def exit_code_for(error: ToolscoutError, scheme: ExitCodes = "toolscout", *, exe
 class Output:
     """Where a command writes: people get rich text (colour only on a terminal), scripts get JSON."""
 
+    answered: ClassVar[bool] = False
+    """Whether this process has printed its JSON answer: a command stopped by Ctrl-C after that adds none."""
+
     def __init__(self, json_mode: bool = False) -> None:
         self.json_mode = json_mode
         self.exit_codes: ExitCodes = "toolscout"
@@ -150,6 +153,7 @@ class Output:
     def data(self, value: Any) -> None:
         sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+        Output.answered = True
 
     def print(self, markup: str = "") -> None:
         self.out.print(markup)

@@ -20,7 +20,7 @@ import math
 import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -198,9 +198,9 @@ class SignedIn:
     scopes: list[str]
     refreshable: bool
     tools: int
-    replaced: str | None = None
-    """What became of the tokens of the sign-in this one replaced, as `SignedOut.revocation` says it
-    (None: there were none, or that sign-in had ended, its tokens refused already)."""
+    replaced: SignIn | None = field(default=None, repr=False)
+    """The sign-in this one replaced, with only its tokens the new one does not use, for
+    `revoke_replaced` (None: there were none). Never shown."""
 
 
 def _callback_port(settings: OAuthSettings | None, kept: SignIn | None) -> int:
@@ -386,14 +386,20 @@ async def _signing_in(
             server=name,
         ) from None
     # The replaced tokens would stay valid at the provider until they expire (a refresh token, for
-    # months): revoked now, as `auth logout` does, except any the new sign-in still uses.
+    # months): `revoke_replaced` revokes them, as `auth logout` does, except any the new sign-in uses.
     replaced = None
-    if previous is not None and previous.ended is None:
+    if previous is not None:
         new, old = signed.tokens or {}, previous.tokens or {}
-        previous.tokens = {kind: old[kind] for kind in _REVOKED if old.get(kind) and old[kind] != new.get(kind)}
-        if previous.tokens:
-            replaced = await _revoke(_with_configured_secret(previous, settings))
+        unused = {kind: old[kind] for kind in _REVOKED if old.get(kind) and old[kind] != new.get(kind)}
+        if unused:
+            replaced = _with_configured_secret(previous.model_copy(update={"tokens": unused}), settings)
     return SignedIn(name, signed.subject, signed.expires_at, signed.scopes, signed.refreshable, tools, replaced)
+
+
+async def revoke_replaced(done: SignedIn) -> str | None:
+    """Revoke the tokens of the sign-in `done` replaced: what became of them, as `SignedOut.revocation`
+    says it (None: there were none). Bounded by `REVOKE_WITHIN` seconds."""
+    return await _revoke(done.replaced) if done.replaced is not None else None
 
 
 async def _replace(file: SignInFile, signed: SignIn) -> SignIn | None:
@@ -459,16 +465,19 @@ async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
     return SignedOut(name, forgotten, revocation, earlier, kept.ended if kept is not None else None)
 
 
+REVOKE_WITHIN = 15.0
+"""Seconds revoking a sign-in's tokens may take in all, both requests together."""
 _REVOKED = ("refresh_token", "access_token")
 """The tokens revoked, in this order: revoking the refresh token first ends the access tokens issued
 from it on most servers."""
 
 
 def _with_configured_secret(kept: SignIn, settings: OAuthSettings | None) -> SignIn:
-    """`kept` with the config's client secret, when its client is the configured one (never kept on disk)."""
+    """A copy of `kept` with the config's client secret, when its client is the configured one (the secret
+    is never kept on disk); `kept` itself when not."""
     client = kept.client or {}
     if settings is not None and settings.client_secret and client.get("client_id") == settings.client_id:
-        kept.client = {**client, "client_secret": settings.client_secret}
+        return kept.model_copy(update={"client": {**client, "client_secret": settings.client_secret}})
     return kept
 
 
@@ -492,24 +501,29 @@ async def _revoke(kept: SignIn) -> str:
     elif secret:
         base["client_secret"] = str(secret)
     said: list[str] = []
-    async with httpx2.AsyncClient(timeout=PROBE_TIMEOUT, verify=await shared_ssl_context()) as http:
-        for hint in _REVOKED:
-            token = tokens.get(hint)
-            if not token:
-                continue
-            form = {**base, "token": str(token), "token_type_hint": hint}
-            request = http.build_request("POST", str(endpoint), data=form)
-            try:
-                # Only the status is needed: the body is never read, however long a server makes it.
-                answer = await http.send(
-                    request, auth=basic if basic is not None else httpx2.USE_CLIENT_DEFAULT, stream=True
-                )
-                await answer.aclose()
-            except httpx2.HTTPError as exc:
-                said.append(f"{hint}: {mask_text(str(exc)) or type(exc).__name__}")
-                continue
-            if answer.status_code != 200:
-                said.append(f"{hint}: HTTP {answer.status_code}")
+    # One bound for the whole: httpx's timeout is per read, and a server trickling its answer would
+    # hold `auth login` (its sign-in already kept) or `auth logout` for as long as it liked.
+    with anyio.move_on_after(REVOKE_WITHIN) as bound:
+        async with httpx2.AsyncClient(timeout=PROBE_TIMEOUT, verify=await shared_ssl_context()) as http:
+            for hint in _REVOKED:
+                token = tokens.get(hint)
+                if not token:
+                    continue
+                form = {**base, "token": str(token), "token_type_hint": hint}
+                request = http.build_request("POST", str(endpoint), data=form)
+                try:
+                    # Only the status is needed: the body is never read, however long a server makes it.
+                    answer = await http.send(
+                        request, auth=basic if basic is not None else httpx2.USE_CLIENT_DEFAULT, stream=True
+                    )
+                    await answer.aclose()
+                except httpx2.HTTPError as exc:
+                    said.append(f"{hint}: {mask_text(str(exc)) or type(exc).__name__}")
+                    break  # the endpoint cannot be reached: the other token would only wait as long
+                if answer.status_code != 200:
+                    said.append(f"{hint}: HTTP {answer.status_code}")
+    if bound.cancelled_caught:
+        said.append(f"no answer within {REVOKE_WITHIN:g}s")
     return "revoked" if not said else "failed (" + "; ".join(said) + ")"
 
 
