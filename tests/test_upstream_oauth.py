@@ -491,17 +491,23 @@ async def test_a_registry_that_cannot_be_read_leaves_its_servers_out_and_says_so
         assert "cannot be read" in said
 
 
-async def test_logout_of_an_ended_sign_in_says_so_and_revokes_nothing(tmp_path: Path) -> None:
+async def test_logout_of_an_ended_sign_in_says_so_and_revokes_its_last_tokens_all_the_same(tmp_path: Path) -> None:
     async with oauth_site() as site:
         home = Home(tmp_path, site)
         await home.login()
-        site.provider.revoke_all()  # the user ends the app's access on the provider's site
+        kept = json.loads(home.sign_in.path.read_text())["tokens"]
+        # The token endpoint refuses the client (a rotated secret, say): the sign-in ends, but the
+        # provider still honours its refresh token, which only a revocation ends.
+        expire_locally(home)
+        site.token_failure = 401
         await home.run("execute", "notes/whoami", "--json", expect=3)
-        assert "refused to refresh" in json.loads(home.sign_in.path.read_text())["ended"]
+        assert "refused to refresh the sign-in (HTTP 401)" in json.loads(home.sign_in.path.read_text())["ended"]
+        assert kept["refresh_token"] in site.provider.refresh
         out = " ".join((await home.run("auth", "logout", "notes")).stdout.decode().split())
-        assert "Signed out of notes: its sign-in had already ended (its authorization server refused" in out
-        assert "so nothing was revoked; what was kept is forgotten" in out
-        assert site.provider.revoked == []  # refused tokens are not sent to be "revoked" for nothing
+        assert "Signed out of notes: its sign-in had already ended because its authorization server refused" in out
+        assert "its last tokens were revoked as well, in case the server still took them, and forgotten here" in out
+        assert site.provider.revoked == [kept["refresh_token"]]
+        assert kept["refresh_token"] not in site.provider.refresh
         assert not home.sign_in.path.exists()
 
 

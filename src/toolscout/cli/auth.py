@@ -342,9 +342,7 @@ def logout(server: ServerArgument, config: ConfigOption = None, as_json: JsonOpt
         if not done.forgotten:
             output.print(f"No sign-in was kept for {escape(server)}: nothing to do.")
             return
-        if done.ended is not None:
-            said = f"its sign-in had already ended ({done.ended}), so nothing was revoked; what was kept is forgotten"
-        elif done.revocation == "nothing to revoke":
+        if done.revocation == "nothing to revoke":
             said = "it held no tokens any more; what was kept of it is forgotten"
         elif done.revocation == "revoked":
             said = "its tokens were revoked at its authorization server and forgotten here"
@@ -355,6 +353,10 @@ def logout(server: ServerArgument, config: ConfigOption = None, as_json: JsonOpt
             )
         else:
             said = f"its tokens were forgotten here; revoking them at its authorization server {done.revocation}"
+        if done.ended is not None:
+            if done.revocation == "revoked":  # (a server answers so for a token it no longer knows, too)
+                said = "its last tokens were revoked as well, in case the server still took them, and forgotten here"
+            said = f"its sign-in had already ended because {done.ended}; {said}"
         output.print(f"[green]✓[/green] Signed out of {escape(server)}: {escape(said)}.")
 
     run(body)

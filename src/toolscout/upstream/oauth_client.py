@@ -566,7 +566,7 @@ _SIGN_IN_REFUSED = {"invalid_grant", "invalid_client", "unauthorized_client", "i
 
 
 async def _refusal(response: httpx2.Response) -> str | None:
-    """How a refresh's answer refuses the sign-in (`invalid_grant (HTTP 400)`), or None when it does not:
+    """How a refresh's answer refuses the sign-in (`invalid_grant, HTTP 400`), or None when it does not:
     a 400 or 401 naming one of RFC 6749's token errors, or saying nothing readable."""
     if response.status_code not in (400, 401):
         return None
@@ -577,7 +577,7 @@ async def _refusal(response: httpx2.Response) -> str | None:
     error = body.get("error") if isinstance(body, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(error, str):
         return f"HTTP {response.status_code}"
-    return f"{error} (HTTP {response.status_code})" if error in _SIGN_IN_REFUSED else None
+    return f"{error}, HTTP {response.status_code}" if error in _SIGN_IN_REFUSED else None
 
 
 def _request_name(request: httpx2.Request) -> str | None:

@@ -439,12 +439,13 @@ class SignedOut:
     server: str
     forgotten: bool
     revocation: str
-    """`revoked`, `not offered` (the server has no revocation endpoint), `nothing to revoke` (no tokens,
-    or a sign-in that had ended), or why revoking failed."""
+    """`revoked`, `not offered` (the server has no revocation endpoint), `nothing to revoke` (no tokens),
+    or why revoking failed."""
     earlier: int = 0
     """How many sign-ins kept for the server's earlier URLs were forgotten as well (not revoked)."""
     ended: str | None = None
-    """Why the sign-in had already ended, when it had: its tokens were refused, so none was revoked."""
+    """Why the sign-in had already ended, when it had. Its tokens are revoked all the same: an end for
+    another reason than a spent refresh token (a rotated client secret, say) may leave that token valid."""
 
 
 async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
@@ -452,9 +453,7 @@ async def sign_out(name: str, config: RemoteConfig) -> SignedOut:
     file = SignInFile.of(name, config.url)
     kept = await anyio.to_thread.run_sync(file.load)
     revocation = "nothing to revoke"
-    # An ended sign-in's tokens were refused by the server already (a refresh or the access token):
-    # revoking them would be answered "revoked" for nothing, which would mislead.
-    if kept is not None and kept.tokens and kept.ended is None:
+    if kept is not None and kept.tokens:
         revocation = await _revoke(_with_configured_secret(kept, config.oauth))
 
     def forget() -> tuple[bool, int]:
