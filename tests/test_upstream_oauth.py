@@ -951,7 +951,9 @@ def test_a_request_is_named_as_the_gateway_names_what_it_sends() -> None:
     assert request_name(body("resources/read", {"uri": "notes://today"})) == "resources/read notes://today"
     assert request_name(body("prompts/get", {"name": "summary"})) == "prompts/get summary"
     completion = {"ref": {"type": "ref/prompt", "name": "summary"}, "argument": {"name": "day", "value": "mo"}}
-    assert request_name(body("completion/complete", completion)) == "completion/complete day"
+    assert request_name(body("completion/complete", completion)) == "completion/complete summary day"
+    template = {"ref": {"type": "ref/resource", "uri": "notes://{day}"}, "argument": {"name": "day", "value": "m"}}
+    assert request_name(body("completion/complete", template)) == "completion/complete notes://{day} day"
     assert request_name(body("resources/list", {})) == "resources/list"
     assert request_name(body("tools/call", {"name": 7})) == "tools/call"  # not an item the gateway names
     for unusable in (b"", b"not json", b"[1, 2]", b'{"id": 1}'):

@@ -428,7 +428,8 @@ async def complete(mirror: Mirror, params: types.CompleteRequestParams) -> types
         argument = {"name": params.argument.name, "value": params.argument.value}
         return await client.complete(upstream_ref, argument, context)
 
-    return without_hop_metadata(await upstream.request(f"completion/complete {params.argument.name}", ask))
+    item = upstream_ref.name if isinstance(upstream_ref, types.PromptReference) else upstream_ref.uri
+    return without_hop_metadata(await upstream.request(f"completion/complete {item} {params.argument.name}", ask))
 
 
 SCHEME = "toolscout"

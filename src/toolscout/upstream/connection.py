@@ -462,9 +462,13 @@ class Upstream:
             if scope_required is None:
                 raise
             raise scope_required from None
+        finally:
+            self._scope_required(f"tools/call {tool}")  # noted for this call: never for a later one
 
     def _scope_required(self, request: str, *, tool: str | None = None) -> ScopeRequired | None:
-        """The server answered `request` 403 `insufficient_scope`, if that is why it failed (by `request_name`)."""
+        """The server answered `request` 403 `insufficient_scope`, if it did (by `request_name`): the
+        error saying so. The challenge is forgotten as it is taken, so that whatever becomes of the
+        request (a timeout, a lost connection), a later failure is never blamed on it."""
         from toolscout.upstream.transport import RemoteUpstream
 
         transport = self.spec.transport
@@ -510,6 +514,8 @@ class Upstream:
             if scope_required is None:
                 raise
             raise scope_required from None
+        finally:
+            self._scope_required(what)  # noted for this request: never for a later one
 
     def _on_connected(self, client: Client, tools: Sequence[types.Tool]) -> None:
         """The handshake and the first tool list are done: the session is live."""

@@ -373,20 +373,23 @@ class ScopeChallenge:
 
 
 _NAMED_BY = {
-    "tools/call": ("name",),
-    "prompts/get": ("name",),
-    "resources/read": ("uri",),
-    "completion/complete": ("argument", "name"),
+    "tools/call": (("name",),),
+    "prompts/get": (("name",),),
+    "resources/read": (("uri",),),
+    # The prompt or resource template, then the argument completed.
+    "completion/complete": (("ref", "name|uri"), ("argument", "name")),
 }
-"""Where in its params each request that is about one item names the item."""
+"""Where in its params each request that is about one item names it: one path of keys per word
+(`a|b`: whichever of the two the params have)."""
 
 
 def request_name(body: bytes) -> str | None:
     """A JSON-RPC request body's method and, for a request about one item, that item.
 
-    `tools/call add`, `prompts/get summary`, `resources/read notes://today`, `completion/complete city`;
-    `resources/list` for a request about no one item. These are the words `Upstream.call_tool` and
-    `Upstream.request` name their requests with. None when the body is not one JSON-RPC request.
+    `tools/call add`, `prompts/get summary`, `resources/read notes://today`, `completion/complete
+    summary city`; `resources/list` for a request about no one item. These are the words
+    `Upstream.call_tool` and `Upstream.request` name their requests with. None when the body is not
+    one JSON-RPC request.
     """
     try:
         sent: object = json.loads(body) if body else None
@@ -398,10 +401,23 @@ def request_name(body: bytes) -> str | None:
     method = request.get("method")
     if not isinstance(method, str) or method not in _NAMED_BY:
         return method if isinstance(method, str) else None
-    item: object = request.get("params")
-    for key in _NAMED_BY[method]:
-        item = cast("dict[str, Any]", item).get(key) if isinstance(item, dict) else None
-    return f"{method} {item}" if isinstance(item, str) else method
+    words: list[str] = []
+    for path in _NAMED_BY[method]:
+        found: object = request.get("params")
+        for key in path:
+            found = _first(found, key.split("|"))
+        if not isinstance(found, str):
+            return method
+        words.append(found)
+    return " ".join([method, *words])
+
+
+def _first(params: object, keys: list[str]) -> object:
+    """The value of the first of `keys` that `params` (a JSON object, or not) has; None when none."""
+    if not isinstance(params, dict):
+        return None
+    values = cast("dict[str, Any]", params)
+    return next((values[key] for key in keys if key in values), None)
 
 
 def scope_union(*scopes: Iterable[str] | None) -> list[str]:
