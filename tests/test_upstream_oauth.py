@@ -921,16 +921,16 @@ async def test_a_read_or_prompt_wanting_a_wider_sign_in_names_the_scopes(tmp_pat
             await until_status(client, "notes", "connected")
             (resource,) = [r for r in (await client.list_resources()).resources if r.uri.endswith("notes://today")]
             (prompt,) = [p.name for p in (await client.list_prompts()).prompts if p.name.endswith("summary")]
-            for ask, request in (
-                (client.read_resource(resource.uri), "resources/read notes://today"),
-                (client.get_prompt(prompt), "prompts/get summary"),
+            for ask, request, words in (
+                (client.read_resource(resource.uri), "resources/read notes://today", "to read notes://today"),
+                (client.get_prompt(prompt), "prompts/get summary", "to get its prompt 'summary'"),
             ):
                 with pytest.raises(MCPError) as refused:
                     await ask
                 data, message = refused.value.data, refused.value.message
                 assert isinstance(data, dict) and data["code"] == "SCOPE_REQUIRED", message
                 assert data["scopes"] == ["read", "write"] and data["request"] == request
-                assert f"needs a wider sign-in to answer {request}: it asks for the scopes read write" in message
+                assert f"needs a wider sign-in {words}: it asks for the scopes read write" in message
                 assert "toolscout auth login notes" in message
             assert not (await execute(client, "notes", "whoami", {})).is_error  # the rest works as before
         kept = json.loads(home.sign_in.path.read_text())

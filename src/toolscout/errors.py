@@ -362,6 +362,19 @@ class ToolExecutionError(UpstreamError):
     code = "TOOL_EXECUTION_ERROR"
 
 
+def _what_for(request: str) -> str:
+    """What `request` (`resources/read notes://today`, as `oauth.request_name` names it) was for, in words."""
+    method, _, item = request.partition(" ")
+    if method == "resources/read" and item:
+        return f"to read {item}"
+    if method == "prompts/get" and item:
+        return f"to get its prompt {item!r}"
+    if method == "completion/complete" and " " in item:
+        of, argument = item.rsplit(" ", 1)
+        return f"to complete the argument {argument!r} of {of}"
+    return f"to answer {request}"
+
+
 class ScopeRequired(UpstreamError):
     """An OAuth upstream answered a request 403 `insufficient_scope`: the sign-in works, but that tool call,
     read or prompt needs scopes it was not granted. Its message names them and the `toolscout auth login`
@@ -377,7 +390,7 @@ class ScopeRequired(UpstreamError):
         (`tools/call add`, `resources/read URI`, ...); `tool`: the request is a call of that tool."""
         wanted = f"the scope{'s' if len(scopes) != 1 else ''} {' '.join(scopes)}" if scopes else "more scopes"
         said = f" ({description})" if description else ""
-        what = f"to run {tool!r}" if tool is not None else f"to answer {request}"
+        what = f"to run {tool!r}" if tool is not None else _what_for(request)
         details: dict[str, Any] = {"tool": tool} if tool is not None else {"request": request}
         return cls(
             f"Server {server!r} needs a wider sign-in {what}: it asks for {wanted}{said}. Sign in again "
