@@ -244,6 +244,12 @@ async def test_a_sign_in_file_others_can_read_is_named_with_the_command_that_fix
         assert f"! its sign-in file {kept} can be read by others" in printed
         served = await home.run("execute", "notes/whoami", "--json")
         assert json.loads(served.stdout)["result"]["isError"] is False
+        async with stdio_serve(home) as (client, errlog):
+            await until_status(client, "notes", "connected")
+        assert f"the sign-in kept for notes: {kept} can be read by others than you" in errlog.read_text()
+        kept.chmod(0o620)  # others may write it, not read it: said as it is
+        status = json.loads((await home.run("auth", "status", "--json")).stdout)
+        assert "can be changed by others than you (mode 0620)" in status[0]["detail"]
 
         kept.chmod(0o600)
         status = json.loads((await home.run("auth", "status", "--json")).stdout)

@@ -174,8 +174,9 @@ class SignInFile:
             return None
         if not mode & 0o077:
             return None
+        can = " or ".join(verb for verb, bits in (("read", 0o044), ("changed", 0o022), ("run", 0o011)) if mode & bits)
         return (
-            f"{self.path} can be read by others than you (mode {mode & 0o777:04o}), and it holds this server's "
+            f"{self.path} can be {can} by others than you (mode {mode & 0o777:04o}), and it holds this server's "
             f"tokens: run `chmod 600 {self.path}`"
         )
 
@@ -209,8 +210,10 @@ class SignInFile:
             return None
         exposed = None if self._told_exposed else self.exposed()
         if exposed is not None:
-            self._told_exposed = True  # once for each time the gateway reads it anew, not at every change
-            logger.warning("the sign-in kept for a server: %s", exposed)
+            # Said once by each connection's reader of the file (a new one on every reconnection), not at
+            # every change the file goes through while the connection lasts.
+            self._told_exposed = True
+            logger.warning("the sign-in kept for %s: %s", record.server, exposed)
         return record
 
     def save(self, record: SignIn) -> None:
