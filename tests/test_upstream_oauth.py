@@ -17,7 +17,7 @@ import shutil
 import signal
 import stat
 import subprocess
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -103,6 +103,31 @@ class Home:
         out = printed.decode() + errors.decode()
         assert process.returncode == expect, out
         return out
+
+    async def interrupted_login(
+        self, after_approval: Callable[[], Awaitable[object]] | None = None
+    ) -> tuple[int | None, bytes]:
+        """`auth login notes --json`, stopped by Ctrl-C once it shows the URL (or, given `after_approval`,
+        once the URL is approved and that returns): its exit code and what it printed on stdout."""
+        login = ["-m", "toolscout", "auth", "login", "notes", "--no-browser", "--json", "--config", str(self.config)]
+        command = [PYTHON, "-c", AS_AT_A_TERMINAL, PYTHON, *login]
+        found: re.Match[bytes] | None = None
+        with anyio.fail_after(BOUND):
+            async with await anyio.open_process(command, env=self.env) as child:
+                assert child.stdout is not None and child.stderr is not None
+                shown = b""
+                async for chunk in child.stderr:
+                    shown += chunk
+                    found = re.search(rb"(http\S+/authorize\?\S+)", shown)
+                    if found:
+                        break
+                if after_approval is not None and found is not None:
+                    await browse(found.group(1).decode())
+                    await after_approval()
+                child.send_signal(signal.SIGINT)
+                printed = b"".join([chunk async for chunk in child.stdout])
+                await child.wait()
+        return child.returncode, printed
 
     def logs(self) -> str:
         """Everything kept on disk that is not the sign-in itself: the audit log, caches, other state."""
@@ -538,20 +563,8 @@ async def test_logout_also_forgets_the_sign_ins_of_the_servers_earlier_urls(tmp_
 async def test_ctrl_c_during_login_with_json_still_answers_json(tmp_path: Path) -> None:
     async with oauth_site() as site:
         home = Home(tmp_path, site)
-        login = ["-m", "toolscout", "auth", "login", "notes", "--no-browser", "--json", "--config", str(home.config)]
-        command = [PYTHON, "-c", AS_AT_A_TERMINAL, PYTHON, *login]
-        with anyio.fail_after(BOUND):
-            async with await anyio.open_process(command, env=home.env) as child:
-                assert child.stdout is not None and child.stderr is not None
-                shown = b""
-                async for chunk in child.stderr:
-                    shown += chunk
-                    if b"/authorize?" in shown:
-                        break  # waiting for the browser now
-                child.send_signal(signal.SIGINT)
-                printed = b"".join([chunk async for chunk in child.stdout])
-                await child.wait()
-        assert child.returncode == 130
+        returncode, printed = await home.interrupted_login()  # while it waits for the browser
+        assert returncode == 130
         error = json.loads(printed)["error"]
         assert error["code"] == "INTERRUPTED" and "Ctrl-C" in error["message"], printed
         assert not home.sign_in.path.exists()
@@ -563,23 +576,9 @@ async def test_ctrl_c_while_the_replaced_tokens_are_revoked_keeps_the_new_sign_i
         await home.login()
         old = json.loads(home.sign_in.path.read_text())["tokens"]
         site.revocation_hangs = True
-        login = ["-m", "toolscout", "auth", "login", "notes", "--no-browser", "--json", "--config", str(home.config)]
-        command = [PYTHON, "-c", AS_AT_A_TERMINAL, PYTHON, *login]
-        with anyio.fail_after(BOUND):
-            async with await anyio.open_process(command, env=home.env) as child:
-                assert child.stdout is not None and child.stderr is not None
-                shown = b""
-                async for chunk in child.stderr:
-                    shown += chunk
-                    found = re.search(rb"(http\S+/authorize\?\S+)", shown)
-                    if found:
-                        await browse(found.group(1).decode())
-                        break
-                await site.revocation_held.wait()  # the new sign-in is kept; the old one's revocation waits
-                child.send_signal(signal.SIGINT)
-                printed = b"".join([chunk async for chunk in child.stdout])
-                await child.wait()
-        assert child.returncode == 130
+        # Approved; then the new sign-in is kept, and the old one's revocation waits.
+        returncode, printed = await home.interrupted_login(after_approval=site.revocation_held.wait)
+        assert returncode == 130
         answer = json.loads(printed)  # one document: the sign-in, not an INTERRUPTED error after it
         assert answer["success"] is True and answer["replacedTokens"] == "interrupted", answer
         new = json.loads(home.sign_in.path.read_text())["tokens"]
@@ -816,48 +815,34 @@ async def test_an_authorization_server_in_trouble_leaves_the_sign_in_alone(tmp_p
         assert site.provider.refreshed == 1
 
 
-async def test_a_failure_remembered_from_before_a_new_login_is_not_listed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stored", [False, True], ids=["nothing-stored", "list-stored"])
+async def test_a_remembered_failure_is_listed_until_a_new_sign_in_connects_again(tmp_path: Path, stored: bool) -> None:
+    def notes_row(done: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+        return next(r for r in json.loads(done.stdout)["servers"] if r["name"] == "notes")
+
     async with oauth_site() as site:
         home = Home(tmp_path, site)
         await home.login()
+        if stored:
+            await home.run("list", "--json")  # notes's list is stored: it must not stand in for a failure
         expire_locally(home)
         site.token_failure = 503
-        listed = await home.run("list", "--refresh", "--json", expect=3)
-        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
-        assert notes["status"] == "error" and "HTTP 503" in notes["error"]
-        remembered = await home.run("list", "--json", expect=3)  # answered from the stored catalog
-        assert "HTTP 503" in next(r for r in json.loads(remembered.stdout)["servers"] if r["name"] == "notes")["error"]
-        site.token_failure = None
-        await home.login()
-        # Without --refresh, `list` would show the failure of the sign-in this login replaced as the
-        # server's state: the sign-in was written since, so the server is connected instead.
-        listed = await home.run("list", "--json")
-        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
-        assert notes["status"] == "connected" and "error" not in notes, notes
-
-
-async def test_a_remembered_failure_still_there_is_listed_though_the_sign_in_was_rewritten(tmp_path: Path) -> None:
-    async with oauth_site() as site:
-        home = Home(tmp_path, site)
-        await home.login()
-        await home.run("list", "--json")  # notes's list is stored
-        expire_locally(home)
-        site.token_failure = 503
-        listed = await home.run("list", "--refresh", "--json", expect=3)
-        assert "HTTP 503" in next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")["error"]
+        failed = notes_row(await home.run("list", "--refresh", "--json", expect=3))
+        assert failed["status"] == "error" and "HTTP 503" in failed["error"]
+        assert "HTTP 503" in notes_row(await home.run("list", "--json", expect=3))["error"]  # remembered
         await anyio.sleep(0.05)
         kept = home.sign_in.load()
         assert kept is not None
         home.sign_in.save(kept)  # as a running serve's refresh writes it, the trouble not over
-        # The stored list must not stand in for the server as if nothing were wrong: it is connected again.
-        listed = await home.run("list", "--json", expect=3)
-        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
-        assert notes["status"] == "error" and "HTTP 503" in notes["error"], notes
+        # Written since the failure: connected again, and the failure still there is shown, not hidden.
+        still = notes_row(await home.run("list", "--json", expect=3))
+        assert still["status"] == "error" and "HTTP 503" in still["error"], still
         site.token_failure = None
         await home.login()
-        listed = await home.run("list", "--json")
-        notes = next(r for r in json.loads(listed.stdout)["servers"] if r["name"] == "notes")
-        assert notes["status"] == "connected" and "error" not in notes, notes
+        # Without --refresh, `list` would show the failure of the sign-in this login replaced as the
+        # server's state: the sign-in was written since, so the server is connected instead.
+        now = notes_row(await home.run("list", "--json"))
+        assert now["status"] == "connected" and "error" not in now, now
 
 
 async def test_a_token_answer_that_never_ends_leaves_the_sign_in_alone(tmp_path: Path) -> None:
