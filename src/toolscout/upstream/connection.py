@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client.session import ClientRequestContext, IncomingMessage
 
+    from toolscout.upstream.oauth import ScopeChallenge
     from toolscout.upstream.transport import UpstreamTarget
 
 logger = logging.getLogger(__name__)
@@ -463,21 +464,23 @@ class Upstream:
                 raise
             raise scope_required from None
         finally:
-            self._scope_required(f"tools/call {tool}")  # noted for this call: never for a later one
+            self._forget_challenge(f"tools/call {tool}")  # noted for this call: never for a later one
 
     def _scope_required(self, request: str, *, tool: str | None = None) -> ScopeRequired | None:
         """The server answered `request` 403 `insufficient_scope`, if it did (by `request_name`): the
         error saying so. The challenge is forgotten as it is taken, so that whatever becomes of the
         request (a timeout, a lost connection), a later failure is never blamed on it."""
-        from toolscout.upstream.transport import RemoteUpstream
-
-        transport = self.spec.transport
-        if not isinstance(transport, RemoteUpstream):
-            return None
-        challenge = transport.scope_challenges.pop(request, None)
+        challenge = self._forget_challenge(request)
         if challenge is None:
             return None
         return ScopeRequired.for_request(self.name, request, challenge.scopes, challenge.description, tool=tool)
+
+    def _forget_challenge(self, request: str) -> ScopeChallenge | None:
+        """The 403 `insufficient_scope` noted for `request` (None: none), forgotten as it is taken."""
+        from toolscout.upstream.transport import RemoteUpstream
+
+        transport = self.spec.transport
+        return transport.scope_challenges.pop(request, None) if isinstance(transport, RemoteUpstream) else None
 
     def _sign_in_required(self) -> SignInRequired | None:
         """Why the server refused the connection's sign-in, when that is what ended it (a 401 was not processed)."""
@@ -515,7 +518,7 @@ class Upstream:
                 raise
             raise scope_required from None
         finally:
-            self._scope_required(what)  # noted for this request: never for a later one
+            self._forget_challenge(what)  # noted for this request: never for a later one
 
     def _on_connected(self, client: Client, tools: Sequence[types.Tool]) -> None:
         """The handshake and the first tool list are done: the session is live."""
